@@ -1,0 +1,58 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+)
+
+// MaxPartitions is the largest partition count an engine accepts.
+const MaxPartitions = 1024
+
+// DefaultPartitions is the partition count used when Config.Partitions is zero.
+const DefaultPartitions = 4
+
+// ErrBadConfig is returned by Config.Validate and NewEngine for an invalid configuration.
+var ErrBadConfig = errors.New("partition: bad config")
+
+// Config configures an Engine.
+type Config struct {
+	// Partitions is the number of partitions, 1 to MaxPartitions. Default DefaultPartitions.
+	// It is fixed for the life of a cluster: PartitionOf depends on it.
+	Partitions int
+	// ReplicatedTables names the tables whose contents are the same in every partition:
+	// written only by inputs that reach all partitions, read locally by any input.
+	ReplicatedTables []string
+	// Sequential runs every input on the goroutine that calls Execute instead of one
+	// worker goroutine per partition. Results and state are identical either way.
+	Sequential bool
+}
+
+// DefaultConfig returns a Config with every field at its default.
+func DefaultConfig() Config { return Config{Partitions: DefaultPartitions} }
+
+// withDefaults fills zero fields with their defaults.
+func (c Config) withDefaults() Config {
+	if c.Partitions == 0 {
+		c.Partitions = DefaultPartitions
+	}
+	return c
+}
+
+// Validate reports the first invalid field, wrapped around ErrBadConfig.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if c.Partitions < 1 || c.Partitions > MaxPartitions {
+		return fmt.Errorf("%w: partitions %d not in 1..%d", ErrBadConfig, c.Partitions, MaxPartitions)
+	}
+	seen := map[string]bool{}
+	for _, name := range c.ReplicatedTables {
+		if err := checkName(name); err != nil {
+			return fmt.Errorf("%w: replicated table %q: %w", ErrBadConfig, name, err)
+		}
+		if seen[name] {
+			return fmt.Errorf("%w: replicated table %q named twice", ErrBadConfig, name)
+		}
+		seen[name] = true
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors returned by Tx operations and by the Engine. Each is returned wrapped with
+// context; test with errors.Is.
+var (
+	// ErrEmptyKey is returned when a row key is empty.
+	ErrEmptyKey = errors.New("partition: empty key")
+	// ErrKeyTooLarge is returned when a row key is longer than MaxKeyBytes.
+	ErrKeyTooLarge = errors.New("partition: key too large")
+	// ErrValueTooLarge is returned when a value or stream record is longer than MaxValueBytes.
+	ErrValueTooLarge = errors.New("partition: value too large")
+	// ErrBadName is returned when a table or stream name is empty or longer than MaxNameBytes.
+	ErrBadName = errors.New("partition: bad table or stream name")
+	// ErrOutOfScope is returned when a Tx reaches a partition its input did not name.
+	ErrOutOfScope = errors.New("partition: partition not in the input's scope")
+	// ErrReplicatedWrite is returned when an input that does not reach every partition
+	// writes a replicated table.
+	ErrReplicatedWrite = errors.New("partition: replicated table written by an input that does not reach all partitions")
+	// ErrWriteDuringScan is returned when a procedure writes from inside a Scan callback.
+	ErrWriteDuringScan = errors.New("partition: write inside a scan callback")
+	// ErrTxDone is returned when a Tx is used after its procedure returned.
+	ErrTxDone = errors.New("partition: transaction already finished")
+	// ErrBadScope is the result of an input whose partition or scope is out of range,
+	// unsorted or duplicated.
+	ErrBadScope = errors.New("partition: bad partition scope")
+	// ErrPanic is matched by every PanicError.
+	ErrPanic = errors.New("partition: procedure panicked")
+)
+
+// PanicError is the result of an input whose handler panicked. The panic was recovered,
+// the input's effects were undone, and the message is identical on every replica.
+type PanicError struct {
+	// Value is the panic value formatted with %v.
+	Value string
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("procedure panicked: %s", e.Value) }
+
+// Is reports whether target is ErrPanic.
+func (e *PanicError) Is(target error) bool { return target == ErrPanic }

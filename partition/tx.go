@@ -1,0 +1,257 @@
+package partition
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Tx is the transactional view of the partitions one input reaches, handed to its
+// procedure. Reads see the input's own writes. The input's writes, deletes and stream
+// appends take effect together when the procedure returns without error, and are undone
+// when it returns an error or panics.
+//
+// A Tx is bound to one partition: the input's home partition, or for a multi-partition
+// input the lowest partition of its scope; On returns the view of another partition in
+// scope. A Tx is only valid while its procedure runs and must not be used from other
+// goroutines. Slices it returns must not be modified and are valid only during the call.
+type Tx struct {
+	run  *txRun
+	part *Partition
+}
+
+// undoEntry reverses one change to a table or stream.
+type undoEntry struct {
+	part    *Partition
+	table   *table  // nil for a stream append
+	stream  *stream // nil for a table change
+	key     string
+	old     []byte
+	existed bool
+	length  uint64 // stream length before the append
+}
+
+// txRun is the state of one input's run shared by its views; reused from input to input.
+type txRun struct {
+	eng      *Engine
+	in       *Input
+	views    []Tx // one per partition in scope, in scope order
+	undo     []undoEntry
+	scanning int
+	done     bool
+	pcg      rand.PCG
+	rng      *rand.Rand
+	rngSeed  bool
+}
+
+func (r *txRun) reset(in *Input, parts []*Partition) {
+	r.in = in
+	r.views = r.views[:0]
+	for _, p := range parts {
+		r.views = append(r.views, Tx{run: r, part: p})
+	}
+	r.undo = r.undo[:0]
+	r.scanning = 0
+	r.done = false
+	r.rngSeed = false
+}
+
+// rollback undoes every change of the run, newest first.
+func (r *txRun) rollback() {
+	for i := len(r.undo) - 1; i >= 0; i-- {
+		u := &r.undo[i]
+		switch {
+		case u.stream != nil:
+			u.stream.truncate(u.length)
+		case u.existed:
+			u.table.put([]byte(u.key), u.old)
+		default:
+			u.table.delete([]byte(u.key))
+		}
+		*u = undoEntry{}
+	}
+	r.undo = r.undo[:0]
+}
+
+func (r *txRun) commit() {
+	clear(r.undo) // drop references to old values
+	r.undo = r.undo[:0]
+}
+
+// Partition returns the number of the partition this view reads and writes.
+func (tx *Tx) Partition() int { return tx.part.id }
+
+// Partitions returns the total number of partitions of the engine.
+func (tx *Tx) Partitions() int { return len(tx.run.eng.parts) }
+
+// Scope returns the partitions the input reaches: its home partition alone, or the
+// multi-partition scope. The slice must not be modified.
+func (tx *Tx) Scope() []int {
+	if tx.run.in.Scope != nil {
+		return tx.run.in.Scope
+	}
+	return []int{tx.part.id}
+}
+
+// Key returns the input's partition key (nil for a multi-partition input without one).
+func (tx *Tx) Key() []byte { return tx.run.in.Key }
+
+// PartitionOf returns the partition that owns key.
+func (tx *Tx) PartitionOf(key []byte) int { return PartitionOf(key, len(tx.run.eng.parts)) }
+
+// On returns the view of partition p, which must be in the input's scope.
+func (tx *Tx) On(p int) (*Tx, error) {
+	for i := range tx.run.views {
+		if tx.run.views[i].part.id == p {
+			return &tx.run.views[i], nil
+		}
+	}
+	return nil, fmt.Errorf("partition %d: %w", p, ErrOutOfScope)
+}
+
+// Now returns the input's batch time: the same on every replica, never the local clock.
+func (tx *Tx) Now() time.Time { return time.Unix(0, tx.run.in.Time).UTC() }
+
+// Rand returns a random source seeded from the input's log position, so it yields the same
+// sequence on every replica. It is shared by all views of one input.
+func (tx *Tx) Rand() *rand.Rand {
+	r := tx.run
+	if !r.rngSeed {
+		r.pcg.Seed(r.in.Seq, 0x6c6f636b73746570) // "lockstep"
+		if r.rng == nil {
+			r.rng = rand.New(&r.pcg)
+		}
+		r.rngSeed = true
+	}
+	return r.rng
+}
+
+func (tx *Tx) checkLive() error {
+	if tx.run.done {
+		return ErrTxDone
+	}
+	return nil
+}
+
+// Get returns the value stored under key in table, seeing the input's own writes.
+func (tx *Tx) Get(table string, key []byte) ([]byte, bool) {
+	if tx.run.done {
+		return nil, false
+	}
+	t := tx.part.tables[table]
+	if t == nil {
+		return nil, false
+	}
+	return t.get(key)
+}
+
+// Put stores a copy of value under key in table, creating the table if needed. Writing a
+// replicated table writes its copy in every partition and needs an input that reaches all.
+func (tx *Tx) Put(name string, key, value []byte) error {
+	if err := tx.checkWrite(name, key); err != nil {
+		return err
+	}
+	if err := checkValue(value); err != nil {
+		return fmt.Errorf("put %s: %d bytes: %w", name, len(value), err)
+	}
+	stored := append(make([]byte, 0, len(value)), value...)
+	return tx.eachCopy(name, func(p *Partition, t *table) {
+		k, old, existed := t.put(key, stored)
+		tx.run.undo = append(tx.run.undo, undoEntry{part: p, table: t, key: k, old: old, existed: existed})
+	})
+}
+
+// Delete removes key from table; deleting an absent key is not an error.
+func (tx *Tx) Delete(name string, key []byte) error {
+	if err := tx.checkWrite(name, key); err != nil {
+		return err
+	}
+	return tx.eachCopy(name, func(p *Partition, t *table) {
+		if k, old, existed := t.delete(key); existed {
+			tx.run.undo = append(tx.run.undo, undoEntry{part: p, table: t, key: k, old: old, existed: true})
+		}
+	})
+}
+
+func (tx *Tx) checkWrite(table string, key []byte) error {
+	if err := tx.checkLive(); err != nil {
+		return err
+	}
+	if tx.run.scanning > 0 {
+		return ErrWriteDuringScan
+	}
+	if err := checkName(table); err != nil {
+		return fmt.Errorf("table %q: %w", table, err)
+	}
+	if err := checkKey(key); err != nil {
+		return fmt.Errorf("table %s: key of %d bytes: %w", table, len(key), err)
+	}
+	return nil
+}
+
+// eachCopy calls fn with the table in this partition, or, for a replicated table, with its
+// copy in every partition.
+func (tx *Tx) eachCopy(name string, fn func(*Partition, *table)) error {
+	t := tx.part.tableFor(name, true)
+	if !t.replicated {
+		fn(tx.part, t)
+		return nil
+	}
+	if len(tx.run.views) != len(tx.run.eng.parts) {
+		return fmt.Errorf("table %s: %w", name, ErrReplicatedWrite)
+	}
+	for i := range tx.run.views {
+		p := tx.run.views[i].part
+		fn(p, p.tables[name])
+	}
+	return nil
+}
+
+// Scan calls fn for each row of table in the range, in key order (descending with
+// opts.Reverse), until fn returns false or opts.Limit rows were visited. fn must not write.
+func (tx *Tx) Scan(table string, opts ScanOptions, fn func(key, value []byte) bool) error {
+	if err := tx.checkLive(); err != nil {
+		return err
+	}
+	t := tx.part.tables[table]
+	if t == nil {
+		return nil
+	}
+	tx.run.scanning++
+	defer func() { tx.run.scanning-- }()
+	t.scan(opts, fn)
+	return nil
+}
+
+// Append adds a copy of record to the named output stream of this partition and returns
+// its offset.
+func (tx *Tx) Append(streamName string, record []byte) (uint64, error) {
+	if err := tx.checkLive(); err != nil {
+		return 0, err
+	}
+	if tx.run.scanning > 0 {
+		return 0, ErrWriteDuringScan
+	}
+	if err := checkName(streamName); err != nil {
+		return 0, fmt.Errorf("stream %q: %w", streamName, err)
+	}
+	if err := checkValue(record); err != nil {
+		return 0, fmt.Errorf("stream %s: record of %d bytes: %w", streamName, len(record), err)
+	}
+	s := tx.part.streamFor(streamName, true)
+	tx.run.undo = append(tx.run.undo, undoEntry{part: tx.part, stream: s, length: uint64(len(s.records))})
+	return s.append(append(make([]byte, 0, len(record)), record...)), nil
+}
+
+// StreamLen returns the number of records in the named stream of this partition,
+// including the input's own appends.
+func (tx *Tx) StreamLen(streamName string) uint64 {
+	if s := tx.part.streams[streamName]; s != nil {
+		return uint64(len(s.records))
+	}
+	return 0
+}
+
+// Changes returns the number of changes the input has made so far; the procedure layer
+// uses it to enforce read-only procedures.
+func (tx *Tx) Changes() int { return len(tx.run.undo) }

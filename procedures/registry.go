@@ -1,0 +1,138 @@
+package procedures
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/lockstepdb/lockstep/partition"
+)
+
+// MaxNameBytes is the longest procedure name.
+const MaxNameBytes = 128
+
+// Info describes a registered procedure.
+type Info struct {
+	// Name is the name the procedure is invoked by, e.g. "kv.put".
+	Name string
+	// Doc is a one-line description: what it does, its partition key, its result.
+	Doc string
+	// Args and Result are the Go types of the procedure's arguments and result.
+	Args, Result reflect.Type
+	// ReadOnly procedures never write; a write fails the input.
+	ReadOnly bool
+	// Multi procedures run as multi-partition inputs (a barrier) reaching every partition
+	// unless the invocation names an explicit set of keys.
+	Multi bool
+}
+
+// Option changes how a procedure is registered.
+type Option func(*Info)
+
+// ReadOnly marks a procedure as never writing.
+func ReadOnly() Option { return func(i *Info) { i.ReadOnly = true } }
+
+// MultiPartition marks a procedure as a multi-partition input.
+func MultiPartition() Option { return func(i *Info) { i.Multi = true } }
+
+// Doc sets the procedure's one-line description.
+func Doc(text string) Option { return func(i *Info) { i.Doc = text } }
+
+// entry is one registered procedure.
+type entry struct {
+	info    Info
+	id      int
+	newInst func() instance
+}
+
+// Registry holds the procedures a node can run. Register every procedure before the
+// registry is used by an engine; afterwards it is read-only and safe for concurrent use.
+// Every node of a cluster must have the same registry (see Fingerprint).
+type Registry struct {
+	procs      map[string]*entry
+	byID       []*entry
+	replicated []string
+}
+
+// New returns an empty registry.
+func New() *Registry { return &Registry{procs: map[string]*entry{}} }
+
+// Register adds a procedure named name that takes arguments of type A and returns a
+// result of type R, both encoded with msgpack. fn must be deterministic: see the package
+// documentation for the rules.
+func Register[A, R any](r *Registry, name string, fn func(tx *partition.Tx, args A) (R, error), opts ...Option) error {
+	if len(name) == 0 || len(name) > MaxNameBytes {
+		return fmt.Errorf("%w: %q", ErrBadName, name)
+	}
+	if _, ok := r.procs[name]; ok {
+		return fmt.Errorf("%w: %s", ErrDuplicate, name)
+	}
+	info := Info{Name: name, Args: reflect.TypeFor[A](), Result: reflect.TypeFor[R]()}
+	for _, o := range opts {
+		o(&info)
+	}
+	e := &entry{info: info, id: len(r.byID)}
+	e.newInst = func() instance { return &typed[A, R]{name: name, fn: fn, readOnly: info.ReadOnly} }
+	r.procs[name] = e
+	r.byID = append(r.byID, e)
+	return nil
+}
+
+// MustRegister is Register for procedure sets fixed at compile time; it panics on error.
+func MustRegister[A, R any](r *Registry, name string, fn func(tx *partition.Tx, args A) (R, error), opts ...Option) {
+	if err := Register(r, name, fn, opts...); err != nil {
+		panic(err)
+	}
+}
+
+// DeclareReplicatedTable names a table whose contents are the same in every partition.
+func (r *Registry) DeclareReplicatedTable(name string) {
+	for _, n := range r.replicated {
+		if n == name {
+			return
+		}
+	}
+	r.replicated = append(r.replicated, name)
+	sort.Strings(r.replicated)
+}
+
+// ReplicatedTables returns the declared replicated tables, for partition.Config.
+func (r *Registry) ReplicatedTables() []string { return append([]string(nil), r.replicated...) }
+
+// Lookup returns the procedure registered under name.
+func (r *Registry) Lookup(name string) (Info, bool) {
+	e, ok := r.procs[name]
+	if !ok {
+		return Info{}, false
+	}
+	return e.info, true
+}
+
+// List returns every registered procedure, ordered by name.
+func (r *Registry) List() []Info {
+	out := make([]Info, 0, len(r.byID))
+	for _, e := range r.byID {
+		out = append(out, e.info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Fingerprint summarises the procedure set (names, argument and result types, flags) and
+// the replicated tables. Nodes whose fingerprints differ must not form a cluster.
+func (r *Registry) Fingerprint() uint64 {
+	d := xxhash.New()
+	for _, i := range r.List() {
+		fmt.Fprintf(d, "%s|%s|%s|%t|%t\n", i.Name, i.Args, i.Result, i.ReadOnly, i.Multi)
+	}
+	for _, t := range r.replicated {
+		fmt.Fprintf(d, "replicated|%s\n", t)
+	}
+	return d.Sum64()
+}
+
+// NewHandler returns a partition.Handler that runs this registry's procedures. An engine
+// calls it once per goroutine; the handler reuses decoding and encoding state between
+// inputs.
+func (r *Registry) NewHandler() partition.Handler { return newRunner(r) }

@@ -1,0 +1,100 @@
+package procedures
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/lockstepdb/lockstep/partition"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// instance is one goroutine's copy of a procedure, holding reusable argument and result
+// values so that decoding and encoding allocate nothing of their own.
+type instance interface {
+	run(tx *partition.Tx, args *bytes.Reader, dec *msgpack.Decoder, enc *msgpack.Encoder) error
+}
+
+// runner is a partition.Handler for one goroutine.
+type runner struct {
+	reg   *Registry
+	insts []instance // by entry id, created on first use
+	rd    bytes.Reader
+	dec   *msgpack.Decoder
+	w     appendWriter
+	enc   *msgpack.Encoder
+}
+
+func newRunner(r *Registry) *runner {
+	return &runner{reg: r, insts: make([]instance, len(r.byID)), dec: msgpack.NewDecoder(nil), enc: msgpack.NewEncoder(nil)}
+}
+
+// Run implements partition.Handler.
+func (r *runner) Run(tx *partition.Tx, in *partition.Input, out []byte) ([]byte, error) {
+	e, ok := r.reg.procs[in.Procedure]
+	if !ok {
+		return out, fmt.Errorf("%w: %q", ErrUnknownProcedure, in.Procedure)
+	}
+	if e.info.Multi != in.Multi() {
+		return out, fmt.Errorf("%w: %s (multi-partition: %t)", ErrWrongScope, e.info.Name, e.info.Multi)
+	}
+	inst := r.insts[e.id]
+	if inst == nil {
+		inst = e.newInst()
+		r.insts[e.id] = inst
+	}
+	r.rd.Reset(in.Args)
+	r.dec.Reset(&r.rd)
+	r.dec.DisallowUnknownFields(true)
+	r.w.b = out
+	r.enc.Reset(&r.w)
+	r.enc.SetSortMapKeys(true)
+	err := inst.run(tx, &r.rd, r.dec, r.enc)
+	out, r.w.b = r.w.b, nil
+	return out, err
+}
+
+// appendWriter is an io.Writer and io.ByteWriter that appends to a slice.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
+
+func (w *appendWriter) WriteByte(c byte) error { w.b = append(w.b, c); return nil }
+
+// typed is the instance of a procedure registered with argument type A and result type R.
+type typed[A, R any] struct {
+	name     string
+	fn       func(*partition.Tx, A) (R, error)
+	readOnly bool
+	args     A
+	result   R
+}
+
+func (t *typed[A, R]) run(tx *partition.Tx, raw *bytes.Reader, dec *msgpack.Decoder, enc *msgpack.Encoder) error {
+	var zeroA A
+	var zeroR R
+	t.args = zeroA
+	// No argument bytes at all mean the zero value of A.
+	if raw.Len() > 0 {
+		if err := dec.Decode(&t.args); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrBadArguments, t.name, err)
+		}
+		if raw.Len() > 0 {
+			return fmt.Errorf("%w: %s: trailing bytes after arguments", ErrBadArguments, t.name)
+		}
+	}
+	res, err := t.fn(tx, t.args)
+	t.args = zeroA // drop references into the input
+	if err != nil {
+		return &ProcedureError{Procedure: t.name, Err: err}
+	}
+	if t.readOnly && tx.Changes() > 0 {
+		return fmt.Errorf("%w: %s", ErrReadOnly, t.name)
+	}
+	t.result = res
+	err = enc.Encode(&t.result)
+	t.result = zeroR
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrResultEncoding, t.name, err)
+	}
+	return nil
+}
