@@ -23,6 +23,8 @@ var (
 	ErrReplicatedWrite = errors.New("partition: replicated table written by an input that does not reach all partitions")
 	// ErrWriteDuringScan is returned when a procedure writes from inside a Scan callback.
 	ErrWriteDuringScan = errors.New("partition: write inside a scan callback")
+	// ErrReadOnlyTx is returned when a query (Engine.Query) tries to write.
+	ErrReadOnlyTx = errors.New("partition: write in a read-only query")
 	// ErrTxDone is returned when a Tx is used after its procedure returned.
 	ErrTxDone = errors.New("partition: transaction already finished")
 	// ErrBadScope is the result of an input whose partition or scope is out of range,

@@ -89,6 +89,7 @@ func (p *Partition) Get(table string, key []byte) ([]byte, bool) {
 	if t == nil {
 		return nil, false
 	}
+	// Not t.get: its path hint is the executor's and would be a data race between readers.
 	v, ok := t.get(key)
 	return append([]byte(nil), v...), ok
 }

@@ -28,6 +28,7 @@ type undoEntry struct {
 	key     string
 	old     []byte
 	existed bool
+	created bool   // the input created table or stream: rollback removes it again
 	length  uint64 // stream length before the append
 }
 
@@ -42,6 +43,7 @@ type txRun struct {
 	pcg      rand.PCG
 	rng      *rand.Rand
 	rngSeed  bool
+	readOnly bool // a Query: every write fails with ErrReadOnlyTx
 }
 
 func (r *txRun) reset(in *Input, parts []*Partition) {
@@ -61,6 +63,10 @@ func (r *txRun) rollback() {
 	for i := len(r.undo) - 1; i >= 0; i-- {
 		u := &r.undo[i]
 		switch {
+		case u.created && u.stream != nil:
+			delete(u.part.streams, u.stream.name)
+		case u.created:
+			delete(u.part.tables, u.table.name)
 		case u.stream != nil:
 			u.stream.truncate(u.length)
 		case u.existed:
@@ -133,6 +139,19 @@ func (tx *Tx) checkLive() error {
 	return nil
 }
 
+func (tx *Tx) checkWritable() error {
+	if err := tx.checkLive(); err != nil {
+		return err
+	}
+	if tx.run.readOnly {
+		return ErrReadOnlyTx
+	}
+	if tx.run.scanning > 0 {
+		return ErrWriteDuringScan
+	}
+	return nil
+}
+
 // Get returns the value stored under key in table, seeing the input's own writes.
 func (tx *Tx) Get(table string, key []byte) ([]byte, bool) {
 	if tx.run.done {
@@ -155,7 +174,7 @@ func (tx *Tx) Put(name string, key, value []byte) error {
 		return fmt.Errorf("put %s: %d bytes: %w", name, len(value), err)
 	}
 	stored := append(make([]byte, 0, len(value)), value...)
-	return tx.eachCopy(name, func(p *Partition, t *table) {
+	return tx.eachCopy(name, true, func(p *Partition, t *table) {
 		k, old, existed := t.put(key, stored)
 		tx.run.undo = append(tx.run.undo, undoEntry{part: p, table: t, key: k, old: old, existed: existed})
 	})
@@ -166,7 +185,7 @@ func (tx *Tx) Delete(name string, key []byte) error {
 	if err := tx.checkWrite(name, key); err != nil {
 		return err
 	}
-	return tx.eachCopy(name, func(p *Partition, t *table) {
+	return tx.eachCopy(name, false, func(p *Partition, t *table) {
 		if k, old, existed := t.delete(key); existed {
 			tx.run.undo = append(tx.run.undo, undoEntry{part: p, table: t, key: k, old: old, existed: true})
 		}
@@ -174,11 +193,8 @@ func (tx *Tx) Delete(name string, key []byte) error {
 }
 
 func (tx *Tx) checkWrite(table string, key []byte) error {
-	if err := tx.checkLive(); err != nil {
+	if err := tx.checkWritable(); err != nil {
 		return err
-	}
-	if tx.run.scanning > 0 {
-		return ErrWriteDuringScan
 	}
 	if err := checkName(table); err != nil {
 		return fmt.Errorf("table %q: %w", table, err)
@@ -190,9 +206,17 @@ func (tx *Tx) checkWrite(table string, key []byte) error {
 }
 
 // eachCopy calls fn with the table in this partition, or, for a replicated table, with its
-// copy in every partition.
-func (tx *Tx) eachCopy(name string, fn func(*Partition, *table)) error {
-	t := tx.part.tableFor(name, true)
+// copy in every partition. A missing table is created when create is set (and removed
+// again if the input fails, invariant 2); otherwise fn is not called.
+func (tx *Tx) eachCopy(name string, create bool, fn func(*Partition, *table)) error {
+	t := tx.part.tables[name]
+	if t == nil {
+		if !create {
+			return nil
+		}
+		t = tx.part.tableFor(name, true)
+		tx.run.undo = append(tx.run.undo, undoEntry{part: tx.part, table: t, created: true})
+	}
 	if !t.replicated {
 		fn(tx.part, t)
 		return nil
@@ -226,11 +250,8 @@ func (tx *Tx) Scan(table string, opts ScanOptions, fn func(key, value []byte) bo
 // Append adds a copy of record to the named output stream of this partition and returns
 // its offset.
 func (tx *Tx) Append(streamName string, record []byte) (uint64, error) {
-	if err := tx.checkLive(); err != nil {
+	if err := tx.checkWritable(); err != nil {
 		return 0, err
-	}
-	if tx.run.scanning > 0 {
-		return 0, ErrWriteDuringScan
 	}
 	if err := checkName(streamName); err != nil {
 		return 0, fmt.Errorf("stream %q: %w", streamName, err)
@@ -238,7 +259,11 @@ func (tx *Tx) Append(streamName string, record []byte) (uint64, error) {
 	if err := checkValue(record); err != nil {
 		return 0, fmt.Errorf("stream %s: record of %d bytes: %w", streamName, len(record), err)
 	}
-	s := tx.part.streamFor(streamName, true)
+	s := tx.part.streams[streamName]
+	if s == nil {
+		s = tx.part.streamFor(streamName, true)
+		tx.run.undo = append(tx.run.undo, undoEntry{part: tx.part, stream: s, created: true})
+	}
 	tx.run.undo = append(tx.run.undo, undoEntry{part: tx.part, stream: s, length: uint64(len(s.records))})
 	return s.append(append(make([]byte, 0, len(record)), record...)), nil
 }

@@ -1,0 +1,41 @@
+package batch
+
+// Result is the outcome of one item, as the FSM hands it back through raft's ApplyFuture
+// to the node that proposed the entry.
+type Result struct {
+	// Value is the procedure's encoded result; owned by the receiver.
+	Value []byte
+	// Err is the item's typed error, identical on every replica; nil on success.
+	Err error
+	// Session is the new session id of a KindOpenSession item.
+	Session uint64
+}
+
+// Results is what the FSM returns for one applied log entry: one Result per item, in order.
+type Results struct {
+	// Index is the log index of the entry.
+	Index uint64
+	// Items holds one result per item of the entry.
+	Items []Result
+}
+
+// ClusterInfo is the payload of KindInitCluster: what every node of the cluster must agree
+// on. It is the first entry a new cluster commits.
+type ClusterInfo struct {
+	// ClusterID names the cluster; clients and joining nodes must present it.
+	ClusterID string `msgpack:"id"`
+	// Partitions is the fixed partition count P.
+	Partitions int `msgpack:"p"`
+	// Procedures is the procedure registry's fingerprint.
+	Procedures uint64 `msgpack:"procs"`
+}
+
+// NodeInfo is the payload of KindNodeInfo: where to reach a node.
+type NodeInfo struct {
+	// ID is the node's Raft server id.
+	ID string `msgpack:"id"`
+	// RaftAddr is the node's Raft transport address.
+	RaftAddr string `msgpack:"raft"`
+	// ClientAddr is the address the node serves clients on.
+	ClientAddr string `msgpack:"client"`
+}

@@ -1,0 +1,71 @@
+package replica
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lockstepdb/lockstep/partition"
+)
+
+// Config configures an FSM. Zero fields take their defaults.
+type Config struct {
+	// Partitions is this node's partition count; it must equal the cluster's.
+	// Default partition.DefaultPartitions.
+	Partitions int
+	// SessionTTL is how long, in batch time, a session lives without requests. Default 2m.
+	SessionTTL time.Duration
+	// SessionWindow is how many unacknowledged results one session may have cached; a
+	// request further ahead fails with ErrSessionWindow. Default 4096.
+	SessionWindow uint64
+	// MaxSessions bounds the number of open sessions. Default 100000.
+	MaxSessions int
+	// HashHistory is how many hash-check records the FSM keeps for comparison. Default 64.
+	HashHistory int
+	// Sequential runs all partitions on the applying goroutine (see partition.Config).
+	Sequential bool
+}
+
+// DefaultConfig returns a Config with every field at its default.
+func DefaultConfig() Config {
+	return Config{
+		Partitions:    partition.DefaultPartitions,
+		SessionTTL:    2 * time.Minute,
+		SessionWindow: 4096,
+		MaxSessions:   100000,
+		HashHistory:   64,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Partitions == 0 {
+		c.Partitions = d.Partitions
+	}
+	if c.SessionTTL == 0 {
+		c.SessionTTL = d.SessionTTL
+	}
+	if c.SessionWindow == 0 {
+		c.SessionWindow = d.SessionWindow
+	}
+	if c.MaxSessions == 0 {
+		c.MaxSessions = d.MaxSessions
+	}
+	if c.HashHistory == 0 {
+		c.HashHistory = d.HashHistory
+	}
+	return c
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.Partitions < 1 || c.Partitions > partition.MaxPartitions:
+		return fmt.Errorf("%w: partitions %d not in 1..%d", partition.ErrBadConfig, c.Partitions, partition.MaxPartitions)
+	case c.SessionTTL < time.Second:
+		return fmt.Errorf("%w: session TTL %v below 1s", partition.ErrBadConfig, c.SessionTTL)
+	case c.MaxSessions < 1 || c.HashHistory < 1:
+		return fmt.Errorf("%w: MaxSessions and HashHistory must be positive", partition.ErrBadConfig)
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// hashCompareLoop compares this replica's hash checks with its peers' every
+// HashCompareInterval (DESIGN.md invariant 6). Peers are found through the node addresses
+// recorded in the log.
+func (n *Node) hashCompareLoop() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.cfg.HashCompareInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n.fsm.Divergent() != nil {
+			continue
+		}
+		var peers [][]HashRecord
+		for id, info := range n.fsm.Nodes() {
+			if id == n.cfg.ID || info.ClientAddr == "" {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(n.ctx, n.cfg.HashCompareInterval)
+			st, err := fetchStatus(ctx, info.ClientAddr, n.cfg.ClusterID)
+			cancel()
+			if err != nil || st.Divergent != "" {
+				continue // an unreachable or known-bad peer neither accuses nor vouches
+			}
+			recs := make([]HashRecord, len(st.HashChecks))
+			for i, h := range st.HashChecks {
+				recs[i] = HashRecord{Index: h.Index, Hashes: h.Hashes}
+			}
+			peers = append(peers, recs)
+		}
+		n.fsm.CompareHashes(peers)
+	}
+}
+
+// fetchStatus asks the node at addr for its status over the client protocol.
+func fetchStatus(ctx context.Context, addr, clusterID string) (wire.Status, error) {
+	var st wire.Status
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return st, err
+	}
+	if _, err := wire.ClientHandshake(ctx, nc, clusterID); err != nil {
+		nc.Close()
+		return st, err
+	}
+	c, err := wire.NewConn(nc, wire.ConnConfig{})
+	if err != nil {
+		nc.Close()
+		return st, err
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		nc.SetReadDeadline(dl)
+	}
+	if err := c.SendRequest(ctx, &wire.Request{ID: 1, Op: wire.OpStatus}); err != nil {
+		return st, err
+	}
+	var resp wire.Response
+	if err := c.RecvResponse(&resp); err != nil {
+		return st, err
+	}
+	if err := resp.Err(); err != nil {
+		return st, err
+	}
+	if err := msgpack.Unmarshal(resp.Value, &st); err != nil {
+		return st, fmt.Errorf("status from %s: %w", addr, err)
+	}
+	return st, nil
+}

@@ -1,0 +1,391 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+	"github.com/lockstepdb/lockstep/internal/batch"
+	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// FSM is Lockstep's Raft state machine: it applies committed batches to the partition
+// engine with exactly-once session semantics. Raft calls ApplyBatch, Apply, Snapshot and
+// Restore from one goroutine; every other method is safe for concurrent use.
+//
+// Apply is deterministic: the same log gives the same state, results and session table on
+// every replica (DESIGN.md invariant 1), because everything it decides comes from the log:
+// partitions from the sequencer, "now" from the batch time, session ids from a counter.
+type FSM struct {
+	cfg Config
+	reg *procedures.Registry
+	eng *partition.Engine
+	log *slog.Logger
+
+	// Replicated state besides the partitions; changed only on the apply goroutine.
+	sess     *sessions
+	lastTime int64 // highest batch time applied; batch time never goes backwards
+
+	mu           sync.Mutex // guards the fields below, read by status and the divergence checker
+	cluster      *batch.ClusterInfo
+	nodes        map[string]batch.NodeInfo
+	hashes       []HashRecord // oldest first, at most cfg.HashHistory
+	incompatible error
+	divergent    error
+	applied      uint64
+	appliedCh    chan struct{} // closed and replaced whenever applied advances
+
+	sessionCount atomic.Int64
+
+	// Scratch reused between applies.
+	entries []batch.Entry
+	inputs  []partition.Input
+	pend    []pending
+	dupes   []dupe
+	inFlush map[[2]uint64]int // (session, seq) → index in inputs, for retries inside one flush
+
+	handlers sync.Pool // procedure handlers for Query
+}
+
+// pending ties an engine input back to the item that asked for it.
+type pending struct {
+	res *batch.Results
+	j   int
+	ss  *session
+	seq uint64
+}
+
+// dupe is a retry that arrived in the same flush as its original.
+type dupe struct {
+	res  *batch.Results
+	j    int
+	orig int // index in inputs
+}
+
+// HashRecord is a replica's per-partition state hashes at a hash-check log position.
+type HashRecord struct {
+	Index  uint64   `msgpack:"i"`
+	Hashes []uint64 `msgpack:"h"`
+}
+
+// New returns an FSM with empty state that runs reg's procedures. Close releases it.
+func New(cfg Config, reg *procedures.Registry, log *slog.Logger) (*FSM, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if log == nil {
+		log = slog.Default()
+	}
+	eng, err := partition.NewEngine(partition.Config{
+		Partitions:       cfg.Partitions,
+		ReplicatedTables: reg.ReplicatedTables(),
+		Sequential:       cfg.Sequential,
+	}, reg.NewHandler)
+	if err != nil {
+		return nil, err
+	}
+	f := &FSM{
+		cfg: cfg, reg: reg, eng: eng, log: log,
+		sess:      newSessions(cfg),
+		nodes:     map[string]batch.NodeInfo{},
+		appliedCh: make(chan struct{}),
+		inFlush:   map[[2]uint64]int{},
+	}
+	f.handlers.New = func() any { return reg.NewHandler() }
+	return f, nil
+}
+
+// Close stops the engine's goroutines. Raft must no longer call the FSM.
+func (f *FSM) Close() { f.eng.Close() }
+
+// Engine returns the partition engine, for reads.
+func (f *FSM) Engine() *partition.Engine { return f.eng }
+
+// Apply implements raft.FSM for a single entry.
+func (f *FSM) Apply(l *raft.Log) interface{} { return f.ApplyBatch([]*raft.Log{l})[0] }
+
+// ApplyBatch implements raft.BatchingFSM: it applies committed entries in order and returns
+// a *batch.Results for each command entry (nil for others).
+func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	out := make([]interface{}, len(logs))
+	if cap(f.entries) < len(logs) {
+		f.entries = make([]batch.Entry, len(logs))
+	}
+	f.entries = f.entries[:len(logs)]
+	var last uint64
+	for i, l := range logs {
+		last = l.Index
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		e := &f.entries[i]
+		if err := batch.DecodeEntry(l.Data, e); err != nil {
+			// Only the sequencer writes entries, so this is corruption or a bug: every
+			// replica sees the same bytes and skips them the same way.
+			f.log.Error("undecodable log entry skipped", "index", l.Index, "err", err)
+			out[i] = &batch.Results{Index: l.Index}
+			continue
+		}
+		res := &batch.Results{Index: l.Index, Items: make([]batch.Result, len(e.Items))}
+		out[i] = res
+		f.applyEntry(l.Index, e, res)
+	}
+	f.flush()
+	f.sessionCount.Store(int64(len(f.sess.byID)))
+	f.advance(last)
+	return out
+}
+
+func (f *FSM) applyEntry(index uint64, e *batch.Entry, res *batch.Results) {
+	now := max(e.Time, f.lastTime)
+	f.lastTime = now
+	f.sess.expire(now)
+	f.mu.Lock()
+	incompatible := f.incompatible
+	f.mu.Unlock()
+	for j := range e.Items {
+		it := &e.Items[j]
+		if incompatible != nil {
+			res.Items[j].Err = incompatible
+			continue
+		}
+		switch it.Kind {
+		case batch.KindInvoke:
+			f.invoke(index, now, it, res, j)
+		case batch.KindOpenSession:
+			id, err := f.sess.open(now)
+			res.Items[j] = batch.Result{Session: id, Err: err}
+		case batch.KindCloseSession:
+			f.sess.close(it.Session)
+		case batch.KindHashCheck:
+			f.flush()
+			f.recordHashes(index)
+		case batch.KindInitCluster:
+			res.Items[j].Err = f.initCluster(it.Args)
+			f.mu.Lock()
+			incompatible = f.incompatible
+			f.mu.Unlock()
+		case batch.KindNodeInfo:
+			res.Items[j].Err = f.nodeInfo(it.Args)
+		case batch.KindRemoveNode:
+			f.mu.Lock()
+			delete(f.nodes, string(it.Key))
+			f.mu.Unlock()
+		default:
+			res.Items[j].Err = fmt.Errorf("%w: %v", ErrUnknownKind, it.Kind)
+		}
+	}
+}
+
+// invoke queues one procedure input, or answers it from the session's result cache
+// (DESIGN.md invariant 3: a retried request is never executed twice).
+func (f *FSM) invoke(index uint64, now int64, it *batch.Item, res *batch.Results, j int) {
+	var ss *session
+	if it.Session != 0 {
+		var err error
+		if ss, err = f.sess.lookup(it.Session); err != nil {
+			res.Items[j].Err = err
+			return
+		}
+		ss.LastActive = now
+		ss.ack(it.AckThrough)
+		if it.Seq <= ss.AckThrough {
+			res.Items[j].Err = fmt.Errorf("%w: session %d seq %d", ErrStaleRequest, it.Session, it.Seq)
+			return
+		}
+		if c, ok := ss.Results[it.Seq]; ok {
+			res.Items[j].Value, res.Items[j].Err = c.result()
+			return
+		}
+		if orig, ok := f.inFlush[[2]uint64{it.Session, it.Seq}]; ok {
+			f.dupes = append(f.dupes, dupe{res: res, j: j, orig: orig})
+			return
+		}
+		if it.Seq-ss.AckThrough > f.cfg.SessionWindow {
+			res.Items[j].Err = fmt.Errorf("%w: seq %d, acknowledged %d", ErrSessionWindow, it.Seq, ss.AckThrough)
+			return
+		}
+		f.inFlush[[2]uint64{it.Session, it.Seq}] = len(f.inputs)
+	}
+	f.inputs = append(f.inputs, partition.Input{
+		Procedure: it.Procedure,
+		Key:       it.Key,
+		Partition: int(it.Partition),
+		Scope:     it.Scope,
+		Args:      it.Args,
+		Time:      now,
+		Seq:       index<<16 | uint64(j),
+	})
+	f.pend = append(f.pend, pending{res: res, j: j, ss: ss, seq: it.Seq})
+}
+
+// flush executes the queued inputs and delivers their results.
+func (f *FSM) flush() {
+	if len(f.inputs) == 0 {
+		return
+	}
+	results := f.eng.Execute(f.inputs)
+	for k := range results {
+		r := &results[k]
+		p := &f.pend[k]
+		var v []byte
+		if r.Err == nil {
+			v = append(make([]byte, 0, len(r.Value)), r.Value...)
+		}
+		p.res.Items[p.j] = batch.Result{Value: v, Err: r.Err}
+		if p.ss != nil {
+			p.ss.Results[p.seq] = cacheOf(v, r.Err)
+		}
+	}
+	for _, d := range f.dupes {
+		o := f.pend[d.orig]
+		d.res.Items[d.j] = o.res.Items[o.j]
+	}
+	clear(f.inputs)
+	clear(f.pend)
+	f.inputs, f.pend, f.dupes = f.inputs[:0], f.pend[:0], f.dupes[:0]
+	clear(f.inFlush)
+}
+
+func (f *FSM) advance(index uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if index <= f.applied {
+		return
+	}
+	f.applied = index
+	close(f.appliedCh)
+	f.appliedCh = make(chan struct{})
+}
+
+// Applied returns the log index of the last entry applied.
+func (f *FSM) Applied() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applied
+}
+
+// WaitApplied waits until the entry at index has been applied, or ctx ends.
+func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		f.mu.Lock()
+		applied, ch := f.applied, f.appliedCh
+		f.mu.Unlock()
+		if applied >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (f *FSM) initCluster(payload []byte) error {
+	var info batch.ClusterInfo
+	if err := msgpack.Unmarshal(payload, &info); err != nil {
+		return fmt.Errorf("cluster info: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cluster != nil {
+		return nil // the first one wins; later ones (from a re-elected leader) are no-ops
+	}
+	f.cluster = &info
+	f.checkCompatLocked()
+	return nil
+}
+
+// checkCompatLocked refuses a cluster whose partition count or procedure set differs from
+// this node's: applying its log here would give different state. f.mu is held.
+func (f *FSM) checkCompatLocked() {
+	info := f.cluster
+	switch {
+	case info == nil:
+		return
+	case info.Partitions != f.cfg.Partitions:
+		f.incompatible = fmt.Errorf("%w: cluster has %d partitions, node %d", ErrIncompatible, info.Partitions, f.cfg.Partitions)
+	case info.Procedures != f.reg.Fingerprint():
+		f.incompatible = fmt.Errorf("%w: procedure set differs (cluster %x, node %x)", ErrIncompatible, info.Procedures, f.reg.Fingerprint())
+	}
+	if f.incompatible != nil {
+		f.log.Error("refusing to apply the cluster's log", "err", f.incompatible)
+	}
+}
+
+// Fingerprint returns the fingerprint of this node's procedure set.
+func (f *FSM) Fingerprint() uint64 { return f.reg.Fingerprint() }
+
+// Partitions returns this node's partition count.
+func (f *FSM) Partitions() int { return f.cfg.Partitions }
+
+// Registry returns the procedures this node runs.
+func (f *FSM) Registry() *procedures.Registry { return f.reg }
+
+func (f *FSM) nodeInfo(payload []byte) error {
+	var n batch.NodeInfo
+	if err := msgpack.Unmarshal(payload, &n); err != nil {
+		return fmt.Errorf("node info: %w", err)
+	}
+	f.mu.Lock()
+	f.nodes[n.ID] = n
+	f.mu.Unlock()
+	return nil
+}
+
+// Cluster returns the cluster's identity once its first entry is applied.
+func (f *FSM) Cluster() (batch.ClusterInfo, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cluster == nil {
+		return batch.ClusterInfo{}, false
+	}
+	return *f.cluster, true
+}
+
+// Nodes returns the known nodes' addresses by id.
+func (f *FSM) Nodes() map[string]batch.NodeInfo {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]batch.NodeInfo, len(f.nodes))
+	for k, v := range f.nodes {
+		out[k] = v
+	}
+	return out
+}
+
+// Incompatible returns why this node cannot apply the cluster's log, or nil.
+func (f *FSM) Incompatible() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.incompatible
+}
+
+// Sessions returns the number of open sessions.
+func (f *FSM) Sessions() int { return int(f.sessionCount.Load()) }
+
+// Query runs a read-only procedure on the state applied so far (see partition.Engine.Query).
+func (f *FSM) Query(in *partition.Input) partition.Result {
+	h := f.handlers.Get().(partition.Handler)
+	defer f.handlers.Put(h)
+	return f.eng.Query(in, h)
+}
+
+var _ raft.BatchingFSM = (*FSM)(nil)
+
+func sortedNodeIDs(m map[string]batch.NodeInfo) []string {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}

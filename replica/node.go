@@ -1,0 +1,320 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockstepdb/lockstep/internal/batch"
+	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/sequencer"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Peer is a member of a cluster being bootstrapped.
+type Peer struct {
+	// ID is the node's unique id.
+	ID string
+	// RaftAddr is its Raft transport address; ClientAddr the address it serves clients on.
+	RaftAddr, ClientAddr string
+}
+
+// NodeConfig configures a Node.
+type NodeConfig struct {
+	// ID is the node's unique id within its cluster. Required.
+	ID string
+	// DataDir holds the Raft log, stable store and snapshots. Required.
+	DataDir string
+	// RaftAddr is the Raft transport's bind address; port 0 picks a free port.
+	// Default "127.0.0.1:0".
+	RaftAddr string
+	// ClientAddr is the address clients connect to; port 0 picks a free port.
+	// Default "127.0.0.1:0".
+	ClientAddr string
+	// ClusterID names the cluster; clients and new nodes must present it. Default "lockstep".
+	ClusterID string
+	// Bootstrap lists every initial voter, this node included, to create a new cluster.
+	// Ignored when the data directory already holds a cluster.
+	Bootstrap []Peer
+	// Replica configures the state machine (partition count, sessions).
+	Replica Config
+	// Sequencer tunes batching and Raft; its NodeID, RaftAddr and DataDir are set from
+	// the fields above.
+	Sequencer sequencer.Config
+	// HashCompareInterval is how often the node compares its hash checks with its peers'.
+	// Default 1s.
+	HashCompareInterval time.Duration
+	// MaxInflightPerConn bounds the requests one client connection may have in flight.
+	// Default 1024.
+	MaxInflightPerConn int
+	// Logger receives the node's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c NodeConfig) withDefaults() NodeConfig {
+	if c.RaftAddr == "" {
+		c.RaftAddr = "127.0.0.1:0"
+	}
+	if c.ClientAddr == "" {
+		c.ClientAddr = "127.0.0.1:0"
+	}
+	if c.ClusterID == "" {
+		c.ClusterID = "lockstep"
+	}
+	if c.HashCompareInterval == 0 {
+		c.HashCompareInterval = time.Second
+	}
+	if c.MaxInflightPerConn == 0 {
+		c.MaxInflightPerConn = 1024
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	c.Replica = c.Replica.withDefaults()
+	return c
+}
+
+// ErrNodeConfig is returned by StartNode for an invalid NodeConfig.
+var ErrNodeConfig = errors.New("replica: bad node config")
+
+// Validate reports the first invalid field.
+func (c NodeConfig) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.ID == "":
+		return fmt.Errorf("%w: node id is required", ErrNodeConfig)
+	case c.DataDir == "":
+		return fmt.Errorf("%w: data dir is required", ErrNodeConfig)
+	case c.MaxInflightPerConn < 1:
+		return fmt.Errorf("%w: max in-flight per connection must be positive", ErrNodeConfig)
+	}
+	for _, p := range c.Bootstrap {
+		if p.ID == "" || p.RaftAddr == "" || p.ClientAddr == "" {
+			return fmt.Errorf("%w: bootstrap peer %+v needs id, raft and client addresses", ErrNodeConfig, p)
+		}
+	}
+	return c.Replica.Validate()
+}
+
+// Node is one Lockstep server: the Raft sequencer, the replica state machine and the
+// client listener. A Go program may run one with its own procedures next to the built-ins.
+type Node struct {
+	cfg     NodeConfig
+	fsm     *FSM
+	seq     *sequencer.Sequencer
+	ln      net.Listener
+	log     *slog.Logger
+	started time.Time
+
+	leaderReady atomic.Bool // this node leads and has committed the cluster's identity
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	conns  map[*wire.Conn]struct{}
+	closed bool
+}
+
+// StartNode opens the node's storage, starts Raft and the client listener, and
+// bootstraps a new cluster when cfg.Bootstrap is set and the data directory is empty.
+// reg is the node's procedure set; every node of a cluster needs the same one.
+func StartNode(cfg NodeConfig, reg *procedures.Registry) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	fsm, err := New(cfg.Replica, reg, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.ClientAddr)
+	if err != nil {
+		fsm.Close()
+		return nil, fmt.Errorf("client listener: %w", err)
+	}
+	scfg := cfg.Sequencer
+	scfg.NodeID, scfg.RaftAddr, scfg.DataDir = cfg.ID, cfg.RaftAddr, cfg.DataDir
+	if scfg.Logger == nil {
+		scfg.Logger = cfg.Logger
+	}
+	seq, err := sequencer.Open(scfg, fsm)
+	if err != nil {
+		ln.Close()
+		fsm.Close()
+		return nil, err
+	}
+	n := &Node{cfg: cfg, fsm: fsm, seq: seq, ln: ln, log: cfg.Logger.With("node", cfg.ID),
+		started: time.Now(), conns: map[*wire.Conn]struct{}{}}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if len(cfg.Bootstrap) > 0 {
+		servers := make([]sequencer.Server, len(cfg.Bootstrap))
+		for i, p := range cfg.Bootstrap {
+			servers[i] = sequencer.Server{ID: p.ID, Addr: p.RaftAddr}
+		}
+		if err := seq.Bootstrap(servers); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
+	n.wg.Add(3)
+	go n.acceptLoop()
+	go n.leaderLoop()
+	go n.hashCompareLoop()
+	return n, nil
+}
+
+// ID returns the node's id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// ClientAddr returns the address the node serves clients on.
+func (n *Node) ClientAddr() string { return n.ln.Addr().String() }
+
+// RaftAddr returns the node's Raft transport address.
+func (n *Node) RaftAddr() string { return n.seq.Addr() }
+
+// FSM returns the node's state machine.
+func (n *Node) FSM() *FSM { return n.fsm }
+
+// Sequencer returns the node's Raft sequencer.
+func (n *Node) Sequencer() *sequencer.Sequencer { return n.seq }
+
+// Status returns the node's current status.
+func (n *Node) Status() wire.Status { return n.statusFrom() }
+
+// Close stops the node: no new connections, in-flight requests fail with a
+// shutting-down error, Raft stops (without handing leadership over), storage is closed
+// and every goroutine has returned. Idempotent.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	n.mu.Unlock()
+	n.cancel()
+	n.ln.Close()
+	err := n.seq.Close()
+	n.mu.Lock()
+	for c := range n.conns {
+		c.Close()
+	}
+	n.mu.Unlock()
+	n.wg.Wait()
+	n.fsm.Close()
+	return err
+}
+
+// ready reports why the node cannot serve clients, or nil.
+func (n *Node) ready() error {
+	if err := n.fsm.Incompatible(); err != nil {
+		return err
+	}
+	if err := n.fsm.Divergent(); err != nil {
+		return err
+	}
+	if _, ok := n.fsm.Cluster(); !ok {
+		return fmt.Errorf("%w: cluster not initialised yet", wire.ErrNotReady)
+	}
+	return nil
+}
+
+// leaderClientAddr returns the current leader's client address, if known.
+func (n *Node) leaderClientAddr() string {
+	id, _ := n.seq.Leader()
+	if id == "" {
+		return ""
+	}
+	if id == n.cfg.ID {
+		return n.ClientAddr()
+	}
+	return n.fsm.Nodes()[id].ClientAddr
+}
+
+// leaderLoop does what a new leader owes the cluster before it takes client requests:
+// commit an entry of its own term (so its applied state holds every committed entry),
+// record the cluster's identity if this is a new cluster, and record node addresses.
+func (n *Node) leaderLoop() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case isLeader := <-n.seq.LeaderChanges():
+			n.leaderReady.Store(false)
+			if isLeader {
+				if err := n.becomeLeader(); err != nil && n.ctx.Err() == nil {
+					n.log.Warn("leader setup failed", "err", err)
+				}
+			}
+		}
+	}
+}
+
+func (n *Node) becomeLeader() error {
+	ctx, cancel := context.WithTimeout(n.ctx, 30*time.Second)
+	defer cancel()
+	if err := n.seq.Barrier(ctx); err != nil {
+		return err
+	}
+	if _, ok := n.fsm.Cluster(); !ok {
+		info, _ := msgpack.Marshal(&batch.ClusterInfo{ClusterID: n.cfg.ClusterID, Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint()})
+		if _, err := n.propose(ctx, batch.Item{Kind: batch.KindInitCluster, Args: info}); err != nil {
+			return err
+		}
+	}
+	known := n.fsm.Nodes()
+	want := []batch.NodeInfo{{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), ClientAddr: n.ClientAddr()}}
+	for _, p := range n.cfg.Bootstrap {
+		if p.ID != n.cfg.ID {
+			want = append(want, batch.NodeInfo{ID: p.ID, RaftAddr: p.RaftAddr, ClientAddr: p.ClientAddr})
+		}
+	}
+	for _, w := range want {
+		if known[w.ID] == w || (w.ID != n.cfg.ID && known[w.ID].ID != "") {
+			continue // peers' own leadership corrects their entries; ours we always refresh
+		}
+		if err := n.recordNode(ctx, w); err != nil {
+			return err
+		}
+	}
+	n.leaderReady.Store(true)
+	n.log.Info("leading", "client", n.ClientAddr())
+	return nil
+}
+
+func (n *Node) recordNode(ctx context.Context, info batch.NodeInfo) error {
+	payload, _ := msgpack.Marshal(&info)
+	_, err := n.propose(ctx, batch.Item{Kind: batch.KindNodeInfo, Args: payload})
+	return err
+}
+
+// propose submits one item and waits for its result.
+func (n *Node) propose(ctx context.Context, it batch.Item) (batch.Result, error) {
+	type outcome struct {
+		res batch.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	p := &sequencer.Proposal{Item: it, Done: func(res batch.Result, _ uint64, err error) { done <- outcome{res, err} }}
+	if err := n.seq.Submit(p); err != nil {
+		return batch.Result{}, err
+	}
+	select {
+	case o := <-done:
+		if o.err == nil {
+			o.err = o.res.Err
+		}
+		return o.res, o.err
+	case <-ctx.Done():
+		return batch.Result{}, ctx.Err()
+	}
+}

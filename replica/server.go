@@ -1,0 +1,293 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+
+	"github.com/lockstepdb/lockstep/internal/batch"
+	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/sequencer"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// MaxArgsBytes is the largest encoded argument value a request may carry.
+const MaxArgsBytes = partition.MaxValueBytes
+
+// acceptLoop accepts client connections until the node closes.
+func (n *Node) acceptLoop() {
+	defer n.wg.Done()
+	for {
+		nc, err := n.ln.Accept()
+		if err != nil {
+			if n.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				n.log.Warn("accept failed", "err", err)
+			}
+			return
+		}
+		n.wg.Add(1)
+		go n.serveConn(nc)
+	}
+}
+
+// clientConn is one client connection. Its read loop decodes requests; answers come from
+// the loop itself or from the sequencer's completion callback.
+type clientConn struct {
+	n   *Node
+	c   *wire.Conn
+	sem chan struct{} // one slot per request in flight, so answering never blocks
+}
+
+// serveConn handshakes and serves one connection. A frame that cannot be read closes
+// only this connection (DESIGN.md invariant 7); a request that cannot be decoded gets a
+// Malformed answer and the connection goes on.
+func (n *Node) serveConn(nc net.Conn) {
+	defer n.wg.Done()
+	if _, err := wire.ServerHandshake(n.ctx, nc, n.cfg.ClusterID, n.cfg.ID); err != nil {
+		nc.Close()
+		return
+	}
+	c, err := wire.NewConn(nc, wire.ConnConfig{SendQueueFrames: n.cfg.MaxInflightPerConn + 16})
+	if err != nil {
+		nc.Close()
+		return
+	}
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		c.Close()
+		return
+	}
+	n.conns[c] = struct{}{}
+	n.mu.Unlock()
+	cc := &clientConn{n: n, c: c, sem: make(chan struct{}, n.cfg.MaxInflightPerConn)}
+	defer func() {
+		n.mu.Lock()
+		delete(n.conns, c)
+		n.mu.Unlock()
+		c.Close()
+	}()
+	for {
+		var req wire.Request
+		err := c.RecvRequest(&req)
+		if err != nil {
+			if errors.Is(err, wire.ErrMalformed) && req.ID != 0 {
+				cc.reply(&wire.Response{ID: req.ID, Code: wire.CodeMalformed, Message: err.Error()})
+				continue
+			}
+			if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrMalformed) {
+				resp := wire.ErrorResponse(0, err)
+				c.SendResponse(n.ctx, &resp)
+				c.Shutdown(n.ctx)
+			}
+			return
+		}
+		select {
+		case cc.sem <- struct{}{}:
+		case <-n.ctx.Done():
+			return
+		}
+		cc.handle(&req)
+	}
+}
+
+// reply sends resp and frees the request's in-flight slot.
+func (cc *clientConn) reply(resp *wire.Response) {
+	cc.c.SendResponse(context.Background(), resp) // never blocks: the queue has a slot per request
+	select {
+	case <-cc.sem:
+	default:
+	}
+}
+
+func (cc *clientConn) fail(id uint64, err error) {
+	resp := wire.ErrorResponse(id, cc.n.toWire(err))
+	cc.reply(&resp)
+}
+
+// toWire translates the errors of the layers below into the wire catalogue.
+func (n *Node) toWire(err error) error {
+	switch {
+	case errors.Is(err, sequencer.ErrNotLeader):
+		return &wire.Error{Code: wire.CodeNotLeader, Message: err.Error(), Leader: n.leaderClientAddr()}
+	case errors.Is(err, sequencer.ErrLeadershipLost):
+		return &wire.Error{Code: wire.CodeUnknownOutcome, Message: err.Error()}
+	case errors.Is(err, sequencer.ErrOverloaded):
+		return &wire.Error{Code: wire.CodeOverloaded, Message: err.Error()}
+	case errors.Is(err, sequencer.ErrShutdown):
+		return &wire.Error{Code: wire.CodeShuttingDown, Message: err.Error()}
+	case errors.Is(err, ErrIncompatible):
+		return &wire.Error{Code: wire.CodeNotReady, Message: err.Error()}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &wire.Error{Code: wire.CodeTimeout, Message: err.Error()}
+	}
+	return WireError(err)
+}
+
+func (cc *clientConn) handle(req *wire.Request) {
+	n := cc.n
+	switch req.Op {
+	case wire.OpPing:
+		cc.reply(&wire.Response{ID: req.ID})
+	case wire.OpStatus:
+		st := n.Status()
+		v, err := msgpack.Marshal(&st)
+		if err != nil {
+			cc.fail(req.ID, err)
+			return
+		}
+		cc.reply(&wire.Response{ID: req.ID, Value: v})
+	case wire.OpStreamRead:
+		cc.readStream(req)
+	case wire.OpOpenSession:
+		cc.submit(req.ID, batch.Item{Kind: batch.KindOpenSession})
+	case wire.OpCloseSession:
+		cc.submit(req.ID, batch.Item{Kind: batch.KindCloseSession, Session: req.Session})
+	case wire.OpInvoke:
+		cc.invoke(req)
+	default:
+		cc.fail(req.ID, fmt.Errorf("%w: unknown op %v", wire.ErrMalformed, req.Op))
+	}
+}
+
+// submit hands one item to the sequencer; the answer is sent when it is applied.
+func (cc *clientConn) submit(id uint64, it batch.Item) {
+	n := cc.n
+	if err := n.ready(); err != nil {
+		cc.fail(id, err)
+		return
+	}
+	if !n.seq.IsLeader() {
+		cc.fail(id, sequencer.ErrNotLeader)
+		return
+	}
+	if !n.leaderReady.Load() {
+		cc.fail(id, fmt.Errorf("%w: new leader is catching up", wire.ErrNotReady))
+		return
+	}
+	p := &sequencer.Proposal{Item: it, Done: func(res batch.Result, _ uint64, err error) {
+		if err == nil {
+			err = res.Err
+		}
+		if err != nil {
+			cc.fail(id, err)
+			return
+		}
+		cc.reply(&wire.Response{ID: id, Value: res.Value, Session: res.Session})
+	}}
+	if err := n.seq.Submit(p); err != nil {
+		cc.fail(id, err)
+	}
+}
+
+// invoke validates an invocation, then runs it through the log, or reads locally at
+// consistency Any. Nothing invalid enters the log.
+func (cc *clientConn) invoke(req *wire.Request) {
+	n := cc.n
+	info, ok := n.fsm.Registry().Lookup(req.Procedure)
+	if !ok {
+		cc.fail(req.ID, fmt.Errorf("%w: %q", wire.ErrUnknownProcedure, req.Procedure))
+		return
+	}
+	if len(req.Args) > MaxArgsBytes {
+		cc.fail(req.ID, fmt.Errorf("%w: arguments of %d bytes, limit %d", wire.ErrTooLarge, len(req.Args), MaxArgsBytes))
+		return
+	}
+	it := batch.Item{Kind: batch.KindInvoke, Session: req.Session, Seq: req.Seq, AckThrough: req.AckThrough,
+		Procedure: info.Name, Args: req.Args}
+	P := n.fsm.Partitions()
+	if info.Multi {
+		it.Partition = -1
+		it.Scope = partition.AllPartitions(P)
+		if len(req.Keys) > 0 {
+			it.Scope = it.Scope[:0]
+			for _, k := range req.Keys {
+				if err := checkKey(k); err != nil {
+					cc.fail(req.ID, err)
+					return
+				}
+				it.Scope = append(it.Scope, partition.PartitionOf(k, P))
+			}
+			slices.Sort(it.Scope)
+			it.Scope = slices.Compact(it.Scope)
+		}
+	} else {
+		if !req.HasKey {
+			cc.fail(req.ID, fmt.Errorf("%w: %s needs a partition key", wire.ErrBadArguments, info.Name))
+			return
+		}
+		if err := checkKey(req.Key); err != nil {
+			cc.fail(req.ID, err)
+			return
+		}
+		it.Key = req.Key
+		it.Partition = int32(partition.PartitionOf(req.Key, P))
+	}
+	if req.Consistency == Any {
+		if !info.ReadOnly {
+			cc.fail(req.ID, fmt.Errorf("%w: consistency Any is for read-only procedures; %s writes", wire.ErrBadArguments, info.Name))
+			return
+		}
+		if err := n.ready(); err != nil {
+			cc.fail(req.ID, err)
+			return
+		}
+		in := partition.Input{Procedure: it.Procedure, Key: it.Key, Partition: int(it.Partition), Scope: it.Scope, Args: it.Args}
+		res := n.fsm.Query(&in)
+		if res.Err != nil {
+			cc.fail(req.ID, res.Err)
+			return
+		}
+		cc.reply(&wire.Response{ID: req.ID, Value: res.Value})
+		return
+	}
+	if req.Consistency != Linearizable {
+		cc.fail(req.ID, fmt.Errorf("%w: unknown consistency level %d", wire.ErrBadArguments, req.Consistency))
+		return
+	}
+	cc.submit(req.ID, it)
+}
+
+func checkKey(k []byte) error {
+	switch {
+	case len(k) == 0:
+		return fmt.Errorf("%w: empty partition key", wire.ErrBadArguments)
+	case len(k) > partition.MaxKeyBytes:
+		return fmt.Errorf("%w: partition key of %d bytes, limit %d", wire.ErrBadArguments, len(k), partition.MaxKeyBytes)
+	}
+	return nil
+}
+
+// maxStreamRead bounds the records one stream read returns.
+const maxStreamRead = 1024
+
+// readStream serves a consumer from this replica's applied state: offsets are identical on
+// every replica, so a consumer may switch replicas without gaps or duplicates.
+func (cc *clientConn) readStream(req *wire.Request) {
+	n := cc.n
+	if err := n.ready(); err != nil {
+		cc.fail(req.ID, err)
+		return
+	}
+	parts := n.fsm.Engine().Partitions()
+	if req.Partition < 0 || int(req.Partition) >= len(parts) {
+		cc.fail(req.ID, fmt.Errorf("%w: stream partition %d of %d", wire.ErrBadScope, req.Partition, len(parts)))
+		return
+	}
+	max := int(req.Max)
+	if max <= 0 || max > maxStreamRead {
+		max = maxStreamRead
+	}
+	recs, _ := parts[req.Partition].ReadStream(req.Stream, req.Offset, max)
+	resp := wire.Response{ID: req.ID, NextOffset: req.Offset}
+	for _, r := range recs {
+		resp.Records = append(resp.Records, r.Data)
+	}
+	if len(recs) > 0 {
+		resp.NextOffset = recs[len(recs)-1].Offset + 1
+	}
+	cc.reply(&resp)
+}

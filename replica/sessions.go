@@ -1,0 +1,119 @@
+package replica
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/lockstepdb/lockstep/internal/wire"
+)
+
+// session is one client session: the exactly-once state of DESIGN.md section 5. Every
+// field changes only by applying log items, so it is identical on every replica.
+type session struct {
+	ID         uint64                  `msgpack:"id"`
+	LastActive int64                   `msgpack:"last"` // batch time of its last request
+	AckThrough uint64                  `msgpack:"ack"`  // the client holds every result up to here
+	Results    map[uint64]cachedResult `msgpack:"res"`  // by sequence number, above AckThrough
+}
+
+// cachedResult is a result kept so that a retried request gets the original answer.
+type cachedResult struct {
+	Value   []byte    `msgpack:"v"`
+	Code    wire.Code `msgpack:"c"`
+	Message string    `msgpack:"m"`
+}
+
+func cacheOf(value []byte, err error) cachedResult {
+	if err == nil {
+		return cachedResult{Value: value}
+	}
+	we := WireError(err).(*wire.Error)
+	return cachedResult{Code: we.Code, Message: we.Message}
+}
+
+func (c cachedResult) result() (value []byte, err error) {
+	if c.Code != wire.CodeOK {
+		return nil, &wire.Error{Code: c.Code, Message: c.Message}
+	}
+	return c.Value, nil
+}
+
+// sessions is the replicated session table.
+type sessions struct {
+	cfg     Config
+	byID    map[uint64]*session
+	nextID  uint64 // ids below it were issued; a missing one expired or was closed
+	sweepAt int64  // batch time of the next expiry sweep
+}
+
+func newSessions(cfg Config) *sessions {
+	return &sessions{cfg: cfg, byID: map[uint64]*session{}, nextID: 1}
+}
+
+func (s *sessions) open(now int64) (uint64, error) {
+	if len(s.byID) >= s.cfg.MaxSessions {
+		return 0, fmt.Errorf("%w: %d open", ErrTooManySessions, len(s.byID))
+	}
+	id := s.nextID
+	s.nextID++
+	s.byID[id] = &session{ID: id, LastActive: now, Results: map[uint64]cachedResult{}}
+	return id, nil
+}
+
+func (s *sessions) close(id uint64) { delete(s.byID, id) }
+
+// lookup returns the live session id, or why there is none.
+func (s *sessions) lookup(id uint64) (*session, error) {
+	if ss := s.byID[id]; ss != nil {
+		return ss, nil
+	}
+	if id != 0 && id < s.nextID {
+		return nil, fmt.Errorf("%w: session %d", ErrSessionExpired, id)
+	}
+	return nil, fmt.Errorf("%w: session %d", ErrUnknownSession, id)
+}
+
+// expire removes sessions idle for longer than the TTL. It looks at batch time only
+// (RAFT-NOTES: expiry by local clocks diverges replicas) and runs at most once a second of
+// batch time, so its cost does not grow with the request rate.
+func (s *sessions) expire(now int64) {
+	if now < s.sweepAt {
+		return
+	}
+	s.sweepAt = now + int64(1e9)
+	ttl := int64(s.cfg.SessionTTL)
+	for id, ss := range s.byID { // deleting in any order gives the same table
+		if now-ss.LastActive > ttl {
+			delete(s.byID, id)
+		}
+	}
+}
+
+// ack frees the results the client has received.
+func (ss *session) ack(through uint64) {
+	if through <= ss.AckThrough {
+		return
+	}
+	if through-ss.AckThrough < uint64(len(ss.Results)) {
+		for seq := ss.AckThrough + 1; seq <= through; seq++ {
+			delete(ss.Results, seq)
+		}
+	} else {
+		for seq := range ss.Results {
+			if seq <= through {
+				delete(ss.Results, seq)
+			}
+		}
+	}
+	ss.AckThrough = through
+}
+
+// ids returns the live session ids in ascending order (for snapshots and status).
+func (s *sessions) ids() []uint64 {
+	out := make([]uint64, 0, len(s.byID))
+	for id := range s.byID {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

@@ -1,0 +1,120 @@
+package replica
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/raft"
+	"github.com/lockstepdb/lockstep/internal/batch"
+	"github.com/lockstepdb/lockstep/partition"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Raft snapshots only bound the log's length (DESIGN.md section 6): a snapshot is the
+// replicated state at one log index, from which the log after it replays to the same state.
+
+// snapshotMeta is the replicated state besides the partitions.
+type snapshotMeta struct {
+	Applied  uint64             `msgpack:"applied"`
+	LastTime int64              `msgpack:"time"`
+	NextID   uint64             `msgpack:"next"`
+	SweepAt  int64              `msgpack:"sweep"`
+	Sessions []*session         `msgpack:"sessions"`
+	Cluster  *batch.ClusterInfo `msgpack:"cluster"`
+	Nodes    []batch.NodeInfo   `msgpack:"nodes"`
+	Hashes   []HashRecord       `msgpack:"hashes"`
+}
+
+type fsmSnapshot struct {
+	meta []byte
+	eng  *partition.Snapshot
+}
+
+// Snapshot implements raft.FSM: it copies the state now (cheaply: tables are
+// copy-on-write) and writes it out later, concurrently with further applies.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	m := snapshotMeta{LastTime: f.lastTime, NextID: f.sess.nextID, SweepAt: f.sess.sweepAt}
+	for _, id := range f.sess.ids() {
+		m.Sessions = append(m.Sessions, f.sess.byID[id])
+	}
+	f.mu.Lock()
+	m.Applied = f.applied
+	m.Cluster = f.cluster
+	for _, id := range sortedNodeIDs(f.nodes) {
+		m.Nodes = append(m.Nodes, f.nodes[id])
+	}
+	m.Hashes = f.hashes
+	f.mu.Unlock()
+	meta, err := msgpack.Marshal(&m) // a deep copy: sessions change after this returns
+	if err != nil {
+		return nil, fmt.Errorf("snapshot meta: %w", err)
+	}
+	return &fsmSnapshot{meta: meta, eng: f.eng.Snapshot()}, nil
+}
+
+// Persist implements raft.FSMSnapshot.
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	bw := bufio.NewWriter(sink)
+	var lenBuf [binary.MaxVarintLen64]byte
+	bw.Write(lenBuf[:binary.PutUvarint(lenBuf[:], uint64(len(s.meta)))])
+	bw.Write(s.meta)
+	if _, err := s.eng.WriteTo(bw); err != nil {
+		sink.Cancel()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+// Release implements raft.FSMSnapshot.
+func (s *fsmSnapshot) Release() {}
+
+// maxMetaBytes bounds the metadata part of a snapshot read back.
+const maxMetaBytes = 1 << 30
+
+// Restore implements raft.FSM: it replaces the whole state with a snapshot's.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	br := bufio.NewReader(rc)
+	n, err := binary.ReadUvarint(br)
+	if err != nil || n > maxMetaBytes {
+		return fmt.Errorf("%w: meta length", partition.ErrBadSnapshot)
+	}
+	meta := make([]byte, n)
+	if _, err := io.ReadFull(br, meta); err != nil {
+		return fmt.Errorf("%w: meta: %w", partition.ErrBadSnapshot, err)
+	}
+	var m snapshotMeta
+	if err := msgpack.Unmarshal(meta, &m); err != nil {
+		return fmt.Errorf("%w: meta: %w", partition.ErrBadSnapshot, err)
+	}
+	if err := f.eng.Restore(br); err != nil {
+		return err
+	}
+	f.sess = newSessions(f.cfg)
+	f.sess.nextID, f.sess.sweepAt = m.NextID, m.SweepAt
+	for _, s := range m.Sessions {
+		if s.Results == nil {
+			s.Results = map[uint64]cachedResult{}
+		}
+		f.sess.byID[s.ID] = s
+	}
+	f.sessionCount.Store(int64(len(m.Sessions)))
+	f.lastTime = m.LastTime
+	f.mu.Lock()
+	f.cluster = m.Cluster
+	f.nodes = map[string]batch.NodeInfo{}
+	for _, n := range m.Nodes {
+		f.nodes[n.ID] = n
+	}
+	f.hashes = m.Hashes
+	f.checkCompatLocked()
+	f.mu.Unlock()
+	f.advance(m.Applied)
+	return nil
+}

@@ -1,0 +1,53 @@
+package replica
+
+import (
+	"time"
+
+	"github.com/lockstepdb/lockstep/internal/wire"
+)
+
+// Consistency levels a request may ask for (wire.Request.Consistency).
+const (
+	// Linearizable reads and writes go through the log: the default.
+	Linearizable uint8 = 0
+	// Any reads the contacted replica's current state, which may lag the leader.
+	Any uint8 = 1
+)
+
+// statusFrom assembles the node's status as the wire reports it.
+func (n *Node) statusFrom() wire.Status {
+	st := n.seq.Stats()
+	s := wire.Status{
+		NodeID:       n.cfg.ID,
+		ClientAddr:   n.ClientAddr(),
+		RaftAddr:     n.seq.Addr(),
+		State:        st.State,
+		Term:         st.Term,
+		LastLogIndex: st.LastLogIndex,
+		CommitIndex:  st.CommitIndex,
+		AppliedIndex: n.fsm.Applied(),
+		Partitions:   n.fsm.Partitions(),
+		Hashes:       n.fsm.Engine().Hashes(),
+		Sessions:     n.fsm.Sessions(),
+		UptimeMs:     time.Since(n.started).Milliseconds(),
+		Batches:      st.Batches,
+		Inputs:       st.Inputs,
+		QueueDepth:   st.QueueDepth,
+	}
+	s.LeaderID, _ = n.seq.Leader()
+	s.LeaderClientAddr = n.leaderClientAddr()
+	if err := n.fsm.Divergent(); err != nil {
+		s.Divergent = err.Error()
+	}
+	if err := n.fsm.Incompatible(); err != nil {
+		s.Incompatible = err.Error()
+	}
+	if info, ok := n.fsm.Cluster(); ok {
+		s.ClusterID = info.ClusterID
+	}
+	for _, r := range n.fsm.HashRecords() {
+		s.HashChecks = append(s.HashChecks, wire.HashCheck{Index: r.Index, Hashes: r.Hashes})
+	}
+	s.Ready = n.ready() == nil
+	return s
+}
