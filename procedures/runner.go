@@ -37,6 +37,12 @@ func (r *runner) Run(tx *partition.Tx, in *partition.Input, out []byte) ([]byte,
 	if e.info.Multi != in.Multi() {
 		return out, fmt.Errorf("%w: %s (multi-partition: %t)", ErrWrongScope, e.info.Name, e.info.Multi)
 	}
+	// Before the decoder sees them: it allocates whatever a length header claims.
+	if len(in.Args) > 0 {
+		if err := checkMsgpack(in.Args); err != nil {
+			return out, fmt.Errorf("%w: %s: %v", ErrBadArguments, e.info.Name, err)
+		}
+	}
 	inst := r.insts[e.id]
 	if inst == nil {
 		inst = e.newInst()

@@ -1,0 +1,238 @@
+package wire
+
+import (
+	"errors"
+	"strconv"
+)
+
+// Code is a wire error code: the outcome class of a Response. Codes form an append-only
+// catalogue: a code's number and name never change and are never reused, so any client
+// and any server, of any version, agree on what a code means.
+type Code uint16
+
+// The catalogue. Append new codes at the end with the next number, add the case to
+// Code.describe, a sentinel below, and a row to the pinned table in codes_test.go.
+const (
+	// CodeOK means the request succeeded.
+	CodeOK Code = 0
+	// CodeNotLeader means the node cannot serve the request because it is not the leader;
+	// Response.Leader names the leader's client address when it is known.
+	CodeNotLeader Code = 1
+	// CodeUnknownProcedure means no procedure of that name is registered.
+	CodeUnknownProcedure Code = 2
+	// CodeBadArguments means the arguments did not decode into the procedure's argument type.
+	CodeBadArguments Code = 3
+	// CodeProcedureError means the procedure ran and returned an error; it had no effect.
+	CodeProcedureError Code = 4
+	// CodeOverloaded means a bounded queue was full; the request was not accepted.
+	CodeOverloaded Code = 5
+	// CodeSessionExpired means the session expired; the request was not executed.
+	CodeSessionExpired Code = 6
+	// CodeDivergent means the replica detected that its state differs from its peers' and
+	// stopped serving.
+	CodeDivergent Code = 7
+	// CodeTimeout means the request's deadline passed before it completed.
+	CodeTimeout Code = 8
+	// CodeMalformed means a frame or message could not be decoded.
+	CodeMalformed Code = 9
+	// CodeProtocolVersion means the peer speaks a different protocol version.
+	CodeProtocolVersion Code = 10
+	// CodeClusterMismatch means the peer belongs to a different cluster.
+	CodeClusterMismatch Code = 11
+	// CodeUnknownOutcome means the request may or may not have been executed; retry it in the
+	// same session with the same sequence number to learn the outcome.
+	CodeUnknownOutcome Code = 12
+	// CodeInternal means an unexpected server-side failure.
+	CodeInternal Code = 13
+	// CodeTooLarge means a frame, key, argument or result exceeded a size limit.
+	CodeTooLarge Code = 14
+	// CodeShuttingDown means the node is shutting down and accepts no new requests.
+	CodeShuttingDown Code = 15
+	// CodeNotReady means the node is not yet able to serve (starting, catching up, rebuilding).
+	CodeNotReady Code = 16
+	// CodeBadScope means the request's partition, key set or stream partition is invalid.
+	CodeBadScope Code = 17
+	// CodeUnknownSession means the session was never opened or was already closed.
+	CodeUnknownSession Code = 18
+
+	// lastCode is the highest code in the catalogue.
+	lastCode = CodeUnknownSession
+)
+
+// describe returns the stable name and the human-readable text of a catalogued code.
+func (c Code) describe() (name, text string, ok bool) {
+	switch c {
+	case CodeOK:
+		return "OK", "ok", true
+	case CodeNotLeader:
+		return "NotLeader", "not leader", true
+	case CodeUnknownProcedure:
+		return "UnknownProcedure", "unknown procedure", true
+	case CodeBadArguments:
+		return "BadArguments", "bad arguments", true
+	case CodeProcedureError:
+		return "ProcedureError", "procedure error", true
+	case CodeOverloaded:
+		return "Overloaded", "overloaded", true
+	case CodeSessionExpired:
+		return "SessionExpired", "session expired", true
+	case CodeDivergent:
+		return "Divergent", "replica diverged", true
+	case CodeTimeout:
+		return "Timeout", "timeout", true
+	case CodeMalformed:
+		return "Malformed", "malformed message", true
+	case CodeProtocolVersion:
+		return "ProtocolVersion", "protocol version mismatch", true
+	case CodeClusterMismatch:
+		return "ClusterMismatch", "cluster mismatch", true
+	case CodeUnknownOutcome:
+		return "UnknownOutcome", "unknown outcome", true
+	case CodeInternal:
+		return "Internal", "internal error", true
+	case CodeTooLarge:
+		return "TooLarge", "too large", true
+	case CodeShuttingDown:
+		return "ShuttingDown", "shutting down", true
+	case CodeNotReady:
+		return "NotReady", "not ready", true
+	case CodeBadScope:
+		return "BadScope", "bad scope", true
+	case CodeUnknownSession:
+		return "UnknownSession", "unknown session", true
+	}
+	return "", "", false
+}
+
+// String returns the code's stable name, or "Code(n)" for a code not in this catalogue
+// (for example one added by a newer peer).
+func (c Code) String() string {
+	if name, _, ok := c.describe(); ok {
+		return name
+	}
+	return "Code(" + strconv.Itoa(int(c)) + ")"
+}
+
+// text returns the code's human-readable text.
+func (c Code) text() string {
+	if _, text, ok := c.describe(); ok {
+		return text
+	}
+	return "error code " + strconv.Itoa(int(c))
+}
+
+// codeError is the type of the sentinel errors: a bare code.
+type codeError Code
+
+func (e codeError) Error() string { return Code(e).text() }
+
+// Sentinel errors, one per non-OK code. errors.Is(err, ErrX) is true for an *Error with
+// the matching code (as decoded from a Response) and for any error that wraps ErrX.
+// Server code wraps these with %w so that ErrorResponse picks the right code.
+var (
+	// ErrNotLeader matches CodeNotLeader.
+	ErrNotLeader error = codeError(CodeNotLeader)
+	// ErrUnknownProcedure matches CodeUnknownProcedure.
+	ErrUnknownProcedure error = codeError(CodeUnknownProcedure)
+	// ErrBadArguments matches CodeBadArguments.
+	ErrBadArguments error = codeError(CodeBadArguments)
+	// ErrProcedureError matches CodeProcedureError.
+	ErrProcedureError error = codeError(CodeProcedureError)
+	// ErrOverloaded matches CodeOverloaded.
+	ErrOverloaded error = codeError(CodeOverloaded)
+	// ErrSessionExpired matches CodeSessionExpired.
+	ErrSessionExpired error = codeError(CodeSessionExpired)
+	// ErrDivergent matches CodeDivergent.
+	ErrDivergent error = codeError(CodeDivergent)
+	// ErrTimeout matches CodeTimeout.
+	ErrTimeout error = codeError(CodeTimeout)
+	// ErrMalformed matches CodeMalformed. Every decoding error of this package wraps it.
+	ErrMalformed error = codeError(CodeMalformed)
+	// ErrProtocolVersion matches CodeProtocolVersion.
+	ErrProtocolVersion error = codeError(CodeProtocolVersion)
+	// ErrClusterMismatch matches CodeClusterMismatch.
+	ErrClusterMismatch error = codeError(CodeClusterMismatch)
+	// ErrUnknownOutcome matches CodeUnknownOutcome.
+	ErrUnknownOutcome error = codeError(CodeUnknownOutcome)
+	// ErrInternal matches CodeInternal.
+	ErrInternal error = codeError(CodeInternal)
+	// ErrTooLarge matches CodeTooLarge. ErrFrameTooLarge wraps it.
+	ErrTooLarge error = codeError(CodeTooLarge)
+	// ErrShuttingDown matches CodeShuttingDown.
+	ErrShuttingDown error = codeError(CodeShuttingDown)
+	// ErrNotReady matches CodeNotReady.
+	ErrNotReady error = codeError(CodeNotReady)
+	// ErrBadScope matches CodeBadScope.
+	ErrBadScope error = codeError(CodeBadScope)
+	// ErrUnknownSession matches CodeUnknownSession.
+	ErrUnknownSession error = codeError(CodeUnknownSession)
+)
+
+// Error is a non-OK outcome carried by a Response: what a client gets back from
+// Response.Err. It matches the sentinel of its code under errors.Is.
+type Error struct {
+	// Code is the catalogue code; never CodeOK.
+	Code Code
+	// Message is the server's description, for people; never match on it.
+	Message string
+	// Leader is the leader's client address, set with CodeNotLeader when known.
+	Leader string
+}
+
+// Error returns the code's text, the message and the leader, if any.
+func (e *Error) Error() string {
+	s := e.Code.text()
+	if e.Message != "" && e.Message != s {
+		s += ": " + e.Message
+	}
+	if e.Leader != "" {
+		s += " (leader " + e.Leader + ")"
+	}
+	return s
+}
+
+// Is reports whether target is the sentinel of e's code, or an *Error with the same code.
+func (e *Error) Is(target error) bool {
+	switch t := target.(type) {
+	case codeError:
+		return Code(t) == e.Code
+	case *Error:
+		return t != nil && t.Code == e.Code
+	}
+	return false
+}
+
+// CodeOf returns the catalogue code for err: CodeOK for nil; the code of the first *Error in
+// err's chain; else the code of the first sentinel in err's chain; else CodeInternal.
+func CodeOf(err error) Code {
+	if err == nil {
+		return CodeOK
+	}
+	var we *Error
+	if errors.As(err, &we) && we.Code != CodeOK {
+		return we.Code
+	}
+	var ce codeError
+	if errors.As(err, &ce) && Code(ce) != CodeOK {
+		return Code(ce)
+	}
+	return CodeInternal
+}
+
+// ErrorResponse returns the Response that reports err for request id: code CodeOf(err),
+// the message of err, and the leader address if err carries one. A nil err gives a CodeOK
+// Response.
+func ErrorResponse(id uint64, err error) Response {
+	if err == nil {
+		return Response{ID: id, Code: CodeOK}
+	}
+	resp := Response{ID: id, Code: CodeOf(err), Message: err.Error()}
+	var we *Error
+	if errors.As(err, &we) && we.Code == resp.Code {
+		resp.Leader = we.Leader
+		if err == error(we) {
+			resp.Message = we.Message
+		}
+	}
+	return resp
+}

@@ -1,0 +1,312 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// waitFor calls fn until it returns nil, failing the test if timeout passes first.
+func waitFor(t *testing.T, timeout time.Duration, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still failing after %v: %v", timeout, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func newConnPair(t *testing.T, clientCfg, serverCfg ConnConfig) (client, server *Conn) {
+	t.Helper()
+	cc, sc := tcpPair(t)
+	client, err := NewConn(cc, clientCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err = NewConn(sc, serverCfg)
+	if err != nil {
+		client.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		client.Close()
+		server.Close()
+	})
+	return client, server
+}
+
+// TestConnConcurrentSenders sends from many goroutines at once through a small queue and
+// checks that every frame arrives whole, and each sender's frames in order.
+func TestConnConcurrentSenders(t *testing.T) {
+	const senders, perSender = 16, 300
+	client, server := newConnPair(t, ConnConfig{SendQueueFrames: 8, WriteBufferBytes: 512}, ConnConfig{})
+	received := make(chan error, 1)
+	go func() {
+		last := make([]uint64, senders)
+		for range senders * perSender {
+			var r Request
+			if err := server.RecvRequest(&r); err != nil {
+				received <- err
+				return
+			}
+			if r.Seq != last[r.Session]+1 || len(r.Args) != int(r.Seq) {
+				received <- fmt.Errorf("sender %d: got seq %d with %d bytes after %d", r.Session, r.Seq, len(r.Args), last[r.Session])
+				return
+			}
+			last[r.Session] = r.Seq
+		}
+		received <- nil
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, senders)
+	for s := range senders {
+		wg.Go(func() {
+			for seq := uint64(1); seq <= perSender; seq++ {
+				r := Request{ID: uint64(s)<<32 | seq, Op: OpInvoke, Session: uint64(s), Seq: seq, Args: make([]byte, seq)}
+				if err := client.SendRequest(context.Background(), &r); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("send: %v", err)
+	}
+	if err := <-received; err != nil {
+		t.Error(err)
+	}
+}
+
+// TestConnPipelinedOutOfOrder has the server answer a window of requests in reverse
+// order; the client matches responses to requests by ID.
+func TestConnPipelinedOutOfOrder(t *testing.T) {
+	const window = 50
+	client, server := newConnPair(t, ConnConfig{}, ConnConfig{})
+	served := make(chan error, 1)
+	go func() {
+		reqs := make([]Request, window)
+		for i := range reqs {
+			if err := server.RecvRequest(&reqs[i]); err != nil {
+				served <- err
+				return
+			}
+		}
+		for i := window - 1; i >= 0; i-- {
+			resp := Response{ID: reqs[i].ID, Value: reqs[i].Args}
+			if err := server.SendResponse(context.Background(), &resp); err != nil {
+				served <- err
+				return
+			}
+		}
+		served <- nil
+	}()
+	for i := range window {
+		r := Request{ID: uint64(1000 + i), Op: OpInvoke, Args: []byte{byte(i)}}
+		if err := client.SendRequest(context.Background(), &r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range window {
+		var resp Response
+		if err := client.RecvResponse(&resp); err != nil {
+			t.Fatal(err)
+		}
+		wantID := uint64(1000 + window - 1 - i)
+		if resp.ID != wantID || len(resp.Value) != 1 || uint64(resp.Value[0])+1000 != resp.ID {
+			t.Errorf("#%d: got %+v, want ID %d with its request's args", i, resp, wantID)
+		}
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConnShutdownDeliversQueuedFrames(t *testing.T) {
+	const frames = 2000
+	client, server := newConnPair(t, ConnConfig{SendQueueFrames: frames}, ConnConfig{})
+	for i := range frames {
+		if err := client.Send(context.Background(), []byte{byte(i), 1, 2, 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := client.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range frames {
+		body, err := server.Recv()
+		if err != nil {
+			t.Fatalf("#%d: %v", i, err)
+		}
+		if body[0] != byte(i) {
+			t.Fatalf("#%d: got frame %d, want %d", i, body[0], byte(i))
+		}
+	}
+	if _, err := server.Recv(); err != io.EOF {
+		t.Errorf("after shutdown: got %v, want io.EOF", err)
+	}
+	if err := client.Send(context.Background(), []byte{1}); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("send after shutdown: got %v, want net.ErrClosed", err)
+	}
+}
+
+// TestConnBoundedQueue checks that a peer that does not read makes Send block, not grow
+// memory, and that Close releases blocked senders and receivers.
+func TestConnBoundedQueue(t *testing.T) {
+	nc, peer := net.Pipe() // a peer that never reads: writes block
+	defer peer.Close()
+	c, err := NewConn(nc, ConnConfig{SendQueueFrames: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocked := false
+	for i := 0; i < 10 && !blocked; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		err := c.Send(ctx, []byte{1})
+		cancel()
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			blocked = true
+		case err != nil:
+			t.Fatalf("#%d: got %v, want nil or context.DeadlineExceeded", i, err)
+		}
+	}
+	if !blocked {
+		t.Fatalf("got 10 sends queued, want Send to block past the queue bound")
+	}
+	recvErr := make(chan error, 1)
+	go func() {
+		_, err := c.Recv()
+		recvErr <- err
+	}()
+	sendErr := make(chan error, 1)
+	go func() { sendErr <- c.Send(context.Background(), []byte{1}) }()
+	if err := c.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if err := <-sendErr; !errors.Is(err, net.ErrClosed) {
+		t.Errorf("blocked send: got %v, want net.ErrClosed", err)
+	}
+	// net.Pipe reports its own closed error where TCP reports net.ErrClosed.
+	if err := <-recvErr; !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.ErrClosedPipe) {
+		t.Errorf("blocked recv: got %v, want a closed-connection error", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second close: got %v, want nil", err)
+	}
+}
+
+func TestConnSendRejectsBadSizes(t *testing.T) {
+	client, _ := newConnPair(t, ConnConfig{MaxFrameBytes: 100}, ConnConfig{})
+	ctx := context.Background()
+	tests := []struct {
+		send func() error
+		want error
+	}{
+		{func() error { return client.Send(ctx, nil) }, ErrEmptyFrame},
+		{func() error { return client.Send(ctx, make([]byte, 101)) }, ErrFrameTooLarge},
+		{func() error { return client.SendRequest(ctx, &Request{ID: 1, Args: make([]byte, 100)}) }, ErrFrameTooLarge},
+		{func() error { return client.SendResponse(ctx, &Response{ID: 1, Value: make([]byte, 100)}) }, ErrFrameTooLarge},
+		{func() error { return client.Send(ctx, make([]byte, 100)) }, nil},
+	}
+	for i, tt := range tests {
+		if err := tt.send(); !errors.Is(err, tt.want) {
+			t.Errorf("#%d: got %v, want %v", i, err, tt.want)
+		}
+	}
+}
+
+func TestConnPeerGoneFailsSends(t *testing.T) {
+	cc, sc := tcpPair(t)
+	c, err := NewConn(cc, ConnConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc.Close()
+	waitFor(t, 5*time.Second, func() error {
+		if err := c.Send(context.Background(), make([]byte, 1024)); err != nil {
+			return nil
+		}
+		return errors.New("send still succeeds after the peer closed")
+	})
+	if _, err := c.Recv(); err == nil {
+		t.Errorf("recv after failure: got nil, want an error")
+	}
+}
+
+func TestConnConfigValidate(t *testing.T) {
+	tests := []struct {
+		cfg ConnConfig
+		ok  bool
+	}{
+		{ConnConfig{}, true},
+		{DefaultConnConfig(), true},
+		{ConnConfig{MaxFrameBytes: -1}, false},
+		{ConnConfig{MaxFrameBytes: 1 << 32}, false},
+		{ConnConfig{SendQueueFrames: -1}, false},
+		{ConnConfig{ReadBufferBytes: -1}, false},
+		{ConnConfig{WriteBufferBytes: -1}, false},
+	}
+	for i, tt := range tests {
+		if err := tt.cfg.Validate(); (err == nil) != tt.ok {
+			t.Errorf("#%d: got %v, want ok=%v", i, err, tt.ok)
+		}
+	}
+	if got, want := (ConnConfig{}).withDefaults(), DefaultConnConfig(); got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+// BenchmarkConnSendParallel measures pipelined sends from many goroutines over TCP, with a
+// reader draining the other end.
+func BenchmarkConnSendParallel(b *testing.B) {
+	cc, sc := tcpPair(b)
+	client, err := NewConn(cc, ConnConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	server, err := NewConn(sc, ConnConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		for {
+			if _, err := server.Recv(); err != nil {
+				return
+			}
+		}
+	}()
+	req := Request{ID: 1, Op: OpInvoke, Session: 1, Seq: 1, Procedure: "kv.put", Key: []byte("user:42"), HasKey: true, Args: make([]byte, 100)}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := client.SendRequest(context.Background(), &req); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	if err := client.Shutdown(context.Background()); err != nil {
+		b.Error(err)
+	}
+	<-drained
+	server.Close()
+}

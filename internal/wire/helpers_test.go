@@ -1,0 +1,92 @@
+package wire
+
+import (
+	"net"
+	"testing"
+)
+
+// tcpPair returns the two ends of a TCP connection over 127.0.0.1. Both are closed when
+// the test ends.
+func tcpPair(t testing.TB) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	acceptErr := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			acceptErr <- err
+			return
+		}
+		accepted <- c
+	}()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case server = <-accepted:
+	case err := <-acceptErr:
+		client.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		client.Close()
+		server.Close()
+	})
+	return client, server
+}
+
+// sampleRequests are requests that exercise every field and every integer width.
+func sampleRequests() []Request {
+	return []Request{
+		{ID: 1, Op: OpPing},
+		{ID: 2, Op: OpOpenSession},
+		{ID: 3, Op: OpCloseSession, Session: 1 << 40},
+		{ID: 4, Op: OpStatus},
+		{
+			ID: 1<<64 - 1, Op: OpInvoke, Session: 7, Seq: 300, AckThrough: 299,
+			Procedure: "kv.put", Key: []byte("user:42"), HasKey: true,
+			Args: []byte{0x82, 0xa1, 'k', 0x01, 0xa1, 'v', 0xc0}, Consistency: 2,
+		},
+		{ID: 6, Op: OpInvoke, Procedure: "bank.transfer", HasKey: true}, // empty key
+		{
+			ID: 7, Op: OpInvoke, Procedure: "bank.transfer",
+			Keys: [][]byte{[]byte("a"), nil, make([]byte, 300)}, Args: make([]byte, 70000),
+		},
+		{ID: 8, Op: OpStreamRead, Stream: "events", Partition: 3, Offset: 1 << 33, Max: 1 << 20},
+		{ID: 9, Op: OpStreamRead, Stream: "events", Partition: -1, Max: 255},
+		{ID: 10, Op: OpStreamRead, Partition: -1 << 31},
+		{ID: 11, Op: OpStreamRead, Partition: 1<<31 - 1, Offset: 65536, Max: 65535},
+		{ID: 12, Op: Op(200), Procedure: string(make([]byte, 40))}, // unknown op: still decodes
+		{},
+	}
+}
+
+// sampleResponses are responses that exercise every field.
+func sampleResponses() []Response {
+	return []Response{
+		{ID: 1},
+		{ID: 2, Session: 99},
+		{ID: 3, Value: []byte{0x93, 1, 2, 3}},
+		{ID: 4, Code: CodeNotLeader, Message: "not the leader", Leader: "10.0.0.2:7400"},
+		{ID: 5, Records: [][]byte{[]byte("r1"), nil, []byte("r3")}, NextOffset: 1 << 35},
+		{ID: 1<<64 - 1, Code: Code(1<<16 - 1), Message: string(make([]byte, 70000))},
+		{Code: CodeProtocolVersion, Message: "server speaks protocol version 1"},
+		{},
+	}
+}
+
+// sampleHellos are hellos of both directions.
+func sampleHellos() []Hello {
+	return []Hello{
+		{Version: ProtocolVersion, ClusterID: "prod"},
+		{Version: ProtocolVersion, ClusterID: "prod", NodeID: "node-1"},
+		{Version: 1<<32 - 1},
+		{},
+	}
+}

@@ -1,0 +1,141 @@
+package wire
+
+import "strconv"
+
+// ProtocolVersion is the protocol version this package speaks, sent in every Hello.
+const ProtocolVersion uint32 = 1
+
+// MaxListLen is the most elements a decoded list (Request.Keys, Response.Records) may
+// hold. It bounds the memory a small hostile frame can make a decoder allocate.
+const MaxListLen = 1 << 16
+
+// Hello is the first frame each way on a connection. The client sends its Hello; the
+// server answers with its own Hello, or with an error Response (ID 0, code
+// CodeProtocolVersion or CodeClusterMismatch) and closes the connection.
+type Hello struct {
+	// Version is the sender's protocol version, ProtocolVersion.
+	Version uint32 `msgpack:"v,omitempty"`
+	// ClusterID names the cluster the sender belongs to or expects. Empty matches any.
+	ClusterID string `msgpack:"cid,omitempty"`
+	// NodeID is the server's node id; sent by the server only.
+	NodeID string `msgpack:"nid,omitempty"`
+}
+
+// HelloReply is the server's Hello as received by ClientHandshake; its NodeID is set.
+type HelloReply = Hello
+
+// Op is the operation a Request asks for.
+type Op uint8
+
+// Operations. Values are part of the protocol and never change.
+const (
+	// OpInvoke runs a procedure. Uses Session, Seq, AckThrough, Procedure, Key and HasKey
+	// or Keys, Args and Consistency. The Response carries the result in Value.
+	OpInvoke Op = 1
+	// OpOpenSession opens a client session. Uses no other field; the Response carries the
+	// new session id in Session.
+	OpOpenSession Op = 2
+	// OpCloseSession closes the session named by Session.
+	OpCloseSession Op = 3
+	// OpStatus asks for the node's status. The Response carries it, msgpack-encoded, in Value.
+	OpStatus Op = 4
+	// OpStreamRead reads records of an output stream. Uses Stream, Partition, Offset, Max
+	// and Consistency. The Response carries the records in Records and the offset to read
+	// from next in NextOffset.
+	OpStreamRead Op = 5
+	// OpPing asks for an empty OK Response, to check the connection.
+	OpPing Op = 6
+)
+
+// String returns the operation's name, or "Op(n)" for an unknown one.
+func (o Op) String() string {
+	switch o {
+	case OpInvoke:
+		return "Invoke"
+	case OpOpenSession:
+		return "OpenSession"
+	case OpCloseSession:
+		return "CloseSession"
+	case OpStatus:
+		return "Status"
+	case OpStreamRead:
+		return "StreamRead"
+	case OpPing:
+		return "Ping"
+	}
+	return "Op(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Request is a client's request. Every request carries ID and Op; which other fields are
+// used depends on Op (see the Op constants). Unused fields are left zero and are not sent.
+type Request struct {
+	// ID identifies the request among those in flight on its connection and is echoed in
+	// the Response. Chosen by the client; 0 is reserved for connection-level errors.
+	ID uint64 `msgpack:"id,omitempty"`
+	// Op is the operation.
+	Op Op `msgpack:"op,omitempty"`
+	// Session is the client session the request belongs to, 0 for none
+	// (OpInvoke, OpCloseSession).
+	Session uint64 `msgpack:"ses,omitempty"`
+	// Seq numbers the request within its session, from 1; a retry reuses the number so the
+	// request runs at most once (OpInvoke).
+	Seq uint64 `msgpack:"seq,omitempty"`
+	// AckThrough tells the server the client has received the results of every Seq up to
+	// and including this one, so it may free them (OpInvoke).
+	AckThrough uint64 `msgpack:"ack,omitempty"`
+	// Procedure is the name of the procedure to run (OpInvoke).
+	Procedure string `msgpack:"proc,omitempty"`
+	// Key is the partition key of a single-partition invocation; valid if HasKey (OpInvoke).
+	Key []byte `msgpack:"key,omitempty"`
+	// HasKey tells an empty Key from no key: without a key and without Keys, the
+	// invocation is multi-partition over every partition (OpInvoke).
+	HasKey bool `msgpack:"hk,omitempty"`
+	// Keys is the explicit key set of a multi-partition invocation; it runs on the
+	// partitions these keys hash to. Optional; at most MaxListLen keys (OpInvoke).
+	Keys [][]byte `msgpack:"keys,omitempty"`
+	// Args is the msgpack encoding of the procedure's argument value (OpInvoke).
+	Args []byte `msgpack:"args,omitempty"`
+	// Consistency is the read consistency level; 0 is the default, linearizable. Other
+	// levels are defined by the server (OpInvoke, OpStreamRead).
+	Consistency uint8 `msgpack:"cons,omitempty"`
+	// Stream is the output stream's name (OpStreamRead).
+	Stream string `msgpack:"strm,omitempty"`
+	// Partition is the stream partition to read (OpStreamRead).
+	Partition int32 `msgpack:"part,omitempty"`
+	// Offset is the offset of the first record to read (OpStreamRead).
+	Offset uint64 `msgpack:"off,omitempty"`
+	// Max is the most records to return; the server may return fewer, and never more than
+	// MaxListLen (OpStreamRead).
+	Max uint32 `msgpack:"max,omitempty"`
+}
+
+// Response is the server's answer to a Request, matched to it by ID. Responses on one
+// connection may arrive in any order.
+type Response struct {
+	// ID is the ID of the Request answered; 0 for a connection-level error, sent just
+	// before the server closes the connection.
+	ID uint64 `msgpack:"id,omitempty"`
+	// Code is the outcome; CodeOK or one of the catalogue's error codes.
+	Code Code `msgpack:"code,omitempty"`
+	// Message describes a non-OK outcome, for people; never match on it.
+	Message string `msgpack:"msg,omitempty"`
+	// Value is the result: the msgpack encoding of the procedure's result (OpInvoke) or
+	// of the node status (OpStatus).
+	Value []byte `msgpack:"val,omitempty"`
+	// Leader is the client address of the leader, set with CodeNotLeader when known.
+	Leader string `msgpack:"ldr,omitempty"`
+	// Session is the id of the session opened (OpOpenSession).
+	Session uint64 `msgpack:"ses,omitempty"`
+	// Records are the stream records read, in offset order (OpStreamRead).
+	Records [][]byte `msgpack:"recs,omitempty"`
+	// NextOffset is the offset to read from next (OpStreamRead).
+	NextOffset uint64 `msgpack:"next,omitempty"`
+}
+
+// Err returns nil if r reports success, else an *Error with r's code, message and leader.
+func (r *Response) Err() error {
+	if r.Code == CodeOK {
+		return nil
+	}
+	return &Error{Code: r.Code, Message: r.Message, Leader: r.Leader}
+}

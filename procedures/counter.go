@@ -1,0 +1,59 @@
+package procedures
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/lockstepdb/lockstep/partition"
+)
+
+// CounterTable is the table of the counter.* procedures: row key = counter name, value =
+// the count as an 8-byte big-endian int64.
+const CounterTable = "counter"
+
+// ErrCounterOverflow is returned by counter.add when the new value would not fit in an
+// int64; the counter keeps its value.
+var ErrCounterOverflow = errors.New("counter overflow")
+
+// CounterAddArgs are the arguments of counter.add.
+type CounterAddArgs struct {
+	// Delta is added to the counter; it may be negative.
+	Delta int64 `msgpack:"d"`
+}
+
+func registerCounter(r *Registry) error {
+	return errors.Join(
+		Register(r, "counter.add", counterAdd,
+			Doc("key = counter name; args CounterAddArgs{d}; adds d (overflow is an error); result int64: the new value")),
+		Register(r, "counter.get", counterGet, ReadOnly(),
+			Doc("key = counter name; args none; result int64: the value, 0 if absent")),
+	)
+}
+
+func counterAdd(tx *partition.Tx, a CounterAddArgs) (int64, error) {
+	key := tx.Key()
+	if err := checkKey(key); err != nil {
+		return 0, err
+	}
+	cur, _, err := getInt64(tx, CounterTable, key)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := addInt64(cur, a.Delta)
+	if !ok {
+		return 0, fmt.Errorf("%d + %d: %w", cur, a.Delta, ErrCounterOverflow)
+	}
+	if err := putInt64(tx, CounterTable, key, n); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func counterGet(tx *partition.Tx, _ NoArgs) (int64, error) {
+	key := tx.Key()
+	if err := checkKey(key); err != nil {
+		return 0, err
+	}
+	n, _, err := getInt64(tx, CounterTable, key)
+	return n, err
+}
