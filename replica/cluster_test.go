@@ -60,6 +60,9 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 			HashCompareInterval: 200 * time.Millisecond,
 		}
 		cfg.Sequencer.HashCheckInterval = 100 * time.Millisecond
+		cfg.Sequencer.HeartbeatTimeout = time.Second
+		cfg.Sequencer.ElectionTimeout = time.Second
+		cfg.Sequencer.LeaderLeaseTimeout = 500 * time.Millisecond
 		if opts.snapshots {
 			cfg.Sequencer.SnapshotThreshold = 64
 			cfg.Sequencer.SnapshotInterval = 200 * time.Millisecond

@@ -6,7 +6,9 @@ import (
 	"net"
 	"time"
 
+	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/sequencer"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -26,6 +28,7 @@ func (n *Node) hashCompareLoop() {
 		if n.fsm.Divergent() != nil {
 			continue
 		}
+		n.markIfIdle()
 		var peers [][]HashRecord
 		for id, info := range n.fsm.Nodes() {
 			if id == n.cfg.ID || info.ClientAddr == "" {
@@ -45,6 +48,20 @@ func (n *Node) hashCompareLoop() {
 		}
 		n.fsm.CompareHashes(peers)
 	}
+}
+
+// markIfIdle has the leader append a hash check when entries were applied since the last
+// one: the sequencer adds checks to batches it forms anyway, but a quiet cluster would
+// otherwise leave its last changes unchecked.
+func (n *Node) markIfIdle() {
+	if !n.leaderReady.Load() {
+		return
+	}
+	recs := n.fsm.HashRecords()
+	if len(recs) > 0 && recs[len(recs)-1].Index+2 >= n.fsm.Applied() {
+		return // nothing but the check itself (and maybe a no-op) since
+	}
+	n.seq.Submit(&sequencer.Proposal{Item: batch.Item{Kind: batch.KindHashCheck}, Done: func(batch.Result, uint64, error) {}})
 }
 
 // fetchStatus asks the node at addr for its status over the client protocol.

@@ -113,8 +113,15 @@ func (n *Node) toWire(err error) error {
 	switch {
 	case errors.Is(err, sequencer.ErrNotLeader):
 		return &wire.Error{Code: wire.CodeNotLeader, Message: err.Error(), Leader: n.leaderClientAddr()}
-	case errors.Is(err, sequencer.ErrLeadershipLost):
+	case errors.Is(err, sequencer.ErrLeadershipLost), errors.Is(err, sequencer.ErrTimeout),
+		errors.Is(err, sequencer.ErrBadResponse):
+		// The entry may still commit: the client retries with the same session and
+		// sequence number (RAFT-NOTES, hashicorp/raft PR 561).
 		return &wire.Error{Code: wire.CodeUnknownOutcome, Message: err.Error()}
+	case errors.Is(err, sequencer.ErrTooLarge):
+		return &wire.Error{Code: wire.CodeTooLarge, Message: err.Error()}
+	case errors.Is(err, sequencer.ErrBadProposal):
+		return &wire.Error{Code: wire.CodeBadArguments, Message: err.Error()}
 	case errors.Is(err, sequencer.ErrOverloaded):
 		return &wire.Error{Code: wire.CodeOverloaded, Message: err.Error()}
 	case errors.Is(err, sequencer.ErrShutdown):

@@ -1,0 +1,292 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lockstepdb/lockstep/internal/wire"
+)
+
+// Client is a connection to a Lockstep cluster: one pipelined connection per node it
+// talks to, the leader it currently believes in, and one client session. It is safe for
+// concurrent use by any number of goroutines. Close it when done.
+type Client struct {
+	cfg Config
+	log *slog.Logger
+
+	ctx    context.Context // cancelled by Close: every operation ends
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the connections' reader goroutines
+
+	mu         sync.Mutex
+	closed     bool
+	pool       map[string]*poolEntry // by address
+	candidates []string              // seeds, then addresses learned from hints; bounded
+	leader     string                // the address requests go to now
+	rotation   int                   // next candidate to try when the leader guess fails
+	anyNext    int                   // next candidate for a ReadAny request
+
+	sess sessions
+
+	// free bounds the session-less requests in flight: a slot is a token in the channel.
+	free chan struct{}
+}
+
+// poolEntry is the connection to one address, or the dial in progress.
+type poolEntry struct {
+	c       *conn
+	dialing chan struct{} // non-nil while a dial is in progress; closed when it ends
+}
+
+// Dial returns a Client for the cluster of cfg.Addrs: it connects to a seed, finds the
+// leader and opens a session, retrying within ctx and cfg.MaxRetries. The Client
+// reconnects by itself when connections break; ctx bounds only Dial.
+func Dial(ctx context.Context, cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	c := &Client{
+		cfg:  cfg,
+		log:  cfg.Logger,
+		pool: map[string]*poolEntry{},
+		free: make(chan struct{}, cfg.MaxInflight),
+	}
+	for _, a := range cfg.Addrs {
+		c.learn(a)
+	}
+	c.leader = c.candidates[0]
+	c.rotation = 1
+	c.sess.init(cfg.MaxInflight)
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	octx, done := c.opContext(ctx)
+	_, err := c.session(octx)
+	if err != nil {
+		err = c.opErr(octx, err)
+	}
+	done()
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close closes the session (best effort, on an already open connection to the leader
+// and within RequestTimeout), then every connection, and waits for the client's
+// goroutines. Operations still running return ErrClosed; a request in flight at that
+// moment may or may not have run. Close is idempotent.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	var leader *conn
+	if e := c.pool[c.leader]; e != nil {
+		leader = e.c
+	}
+	c.mu.Unlock()
+	c.cancel()
+
+	if id := c.sess.closeAll(); id != 0 && leader != nil && leader.alive() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
+		resp, _, err := leader.roundTrip(ctx, &wire.Request{Op: wire.OpCloseSession, Session: id})
+		cancel()
+		if err == nil {
+			err = resp.Err()
+		}
+		if err != nil {
+			c.log.Debug("closing the session failed", "session", id, "err", err)
+		}
+	}
+
+	c.mu.Lock()
+	conns := make([]*conn, 0, len(c.pool))
+	for _, e := range c.pool {
+		if e.c != nil {
+			conns = append(conns, e.c)
+		}
+	}
+	c.mu.Unlock()
+	for _, cn := range conns {
+		cn.close()
+	}
+	c.wg.Wait()
+	return nil
+}
+
+// opContext returns ctx, also cancelled (with cause ErrClosed) when the client closes.
+func (c *Client) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(c.ctx, func() { cancel(ErrClosed) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+	}
+}
+
+// opErr returns ErrClosed if the operation of ctx ended because the client closed, else
+// err.
+func (c *Client) opErr(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), ErrClosed) {
+		return fmt.Errorf("%w (%v)", ErrClosed, err)
+	}
+	return err
+}
+
+// connTo returns the live connection to addr, dialing it if there is none. Concurrent
+// callers share one dial.
+func (c *Client) connTo(ctx context.Context, addr string) (*conn, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		e := c.pool[addr]
+		if e == nil {
+			e = &poolEntry{}
+			c.pool[addr] = e
+		}
+		if e.c != nil && e.c.alive() {
+			cn := e.c
+			c.mu.Unlock()
+			return cn, nil
+		}
+		if wait := e.dialing; wait != nil {
+			c.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		old := e.c
+		e.c = nil
+		wait := make(chan struct{})
+		e.dialing = wait
+		c.mu.Unlock()
+
+		if old != nil {
+			old.close() // dead already; this waits for its reader
+		}
+		cn, err := dialConn(ctx, &c.cfg, addr)
+		c.mu.Lock()
+		e.dialing = nil
+		close(wait)
+		if err == nil && c.closed {
+			cn.discard()
+			cn, err = nil, ErrClosed
+		}
+		if err == nil {
+			e.c = cn
+			c.wg.Add(1)
+			cn.start(&c.wg)
+		}
+		c.mu.Unlock()
+		if err == nil {
+			c.log.Debug("connected", "addr", addr, "node", cn.node)
+		}
+		return cn, err
+	}
+}
+
+// leaderAddr returns the address the client currently sends leader requests to.
+func (c *Client) leaderAddr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leader
+}
+
+// redirect makes hint the leader guess, if the guess was still from, and remembers it.
+func (c *Client) redirect(from, hint string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.learn(hint)
+	if c.leader == from && hint != from {
+		c.log.Debug("following leader hint", "from", from, "to", hint)
+		c.leader = hint
+	}
+}
+
+// rotate moves the leader guess to the next candidate, if it was still from: from failed
+// without naming the leader.
+func (c *Client) rotate(from string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.leader != from {
+		return // another request moved it already
+	}
+	n := len(c.candidates)
+	for range n {
+		next := c.candidates[c.rotation%n]
+		c.rotation++
+		if next != from || n == 1 {
+			c.leader = next
+			break
+		}
+	}
+	c.log.Debug("trying another node", "from", from, "to", c.leader)
+}
+
+// learn adds addr to the candidates if it is new and there is room. c.mu is held.
+func (c *Client) learn(addr string) {
+	if addr != "" && len(c.candidates) < maxCandidates && !slices.Contains(c.candidates, addr) {
+		c.candidates = append(c.candidates, addr)
+	}
+}
+
+// anyAddr returns the next candidate for a request any replica can serve, round robin.
+func (c *Client) anyAddr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	addr := c.candidates[c.anyNext%len(c.candidates)]
+	c.anyNext++
+	return addr
+}
+
+// acquireFree takes a session-less request slot, waiting within ctx.
+func (c *Client) acquireFree(ctx context.Context) error {
+	select {
+	case c.free <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *Client) releaseFree() { <-c.free }
+
+// backoff waits before retry number n (from 0), within ctx: RetryBackoff doubled n
+// times, capped at MaxRetryBackoff, with jitter in its upper half.
+func (c *Client) backoff(ctx context.Context, n int) error {
+	d := c.cfg.RetryBackoff << min(n, 20)
+	if d > c.cfg.MaxRetryBackoff || d <= 0 {
+		d = c.cfg.MaxRetryBackoff
+	}
+	if d > 1 {
+		d = d/2 + rand.N(d/2)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// retriesLeft reports whether attempt (from 0) may be followed by another.
+func (c *Client) retriesLeft(attempt int) bool {
+	return c.cfg.MaxRetries < 0 || attempt < c.cfg.MaxRetries
+}

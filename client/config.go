@@ -1,0 +1,116 @@
+package client
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// MaxSessionWindow is the most results a session may have outstanding above its
+// acknowledged sequence number: a server refuses a request further ahead
+// (ErrOverloaded). Config.MaxInflight may not exceed it.
+const MaxSessionWindow = 4096
+
+// maxCandidates bounds the node addresses the client remembers (seeds plus leader hints).
+const maxCandidates = 64
+
+// Config configures a Client. Zero fields take their defaults (see DefaultConfig).
+type Config struct {
+	// Addrs are the client addresses of seed nodes, "host:port". The client finds the
+	// leader from any of them and learns further addresses from leader hints. Required.
+	Addrs []string
+	// ClusterID is the cluster the client expects; a node of another cluster is refused.
+	// Empty accepts any cluster.
+	ClusterID string
+	// DialTimeout bounds connecting to a node and the protocol handshake. Default 2s.
+	DialTimeout time.Duration
+	// RequestTimeout bounds one attempt of a request; when it passes the client retries
+	// (the caller's context bounds the whole request). Default 5s.
+	RequestTimeout time.Duration
+	// MaxRetries is how many times a request is retried after its first attempt when it
+	// fails with an error worth retrying (not the leader, not ready, connection lost,
+	// unknown outcome, attempt timeout, overloaded). Default 10; negative means no limit
+	// but the caller's context.
+	MaxRetries int
+	// RetryBackoff is the pause before the first retry that is not a leader redirect; it
+	// doubles with each further retry, with jitter, up to MaxRetryBackoff. Default 20ms.
+	RetryBackoff time.Duration
+	// MaxRetryBackoff caps the pause between retries. Default 1s; at least RetryBackoff.
+	MaxRetryBackoff time.Duration
+	// MaxInflight bounds the invocations outstanding in the client's session, counted
+	// from the oldest one whose result has not arrived, so a slow request also holds back
+	// new ones; it bounds the session-less requests (ReadAny queries, stream reads,
+	// status) separately. At most MaxSessionWindow. Default 1024.
+	MaxInflight int
+	// Logger receives the client's logs (redirects, reconnects, sessions). Default: none.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns a Config with every field but Addrs and ClusterID at its default.
+func DefaultConfig() Config {
+	return Config{
+		DialTimeout:     2 * time.Second,
+		RequestTimeout:  5 * time.Second,
+		MaxRetries:      10,
+		RetryBackoff:    20 * time.Millisecond,
+		MaxRetryBackoff: time.Second,
+		MaxInflight:     1024,
+	}
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.DialTimeout == 0 {
+		c.DialTimeout = d.DialTimeout
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = d.RequestTimeout
+	}
+	if c.MaxRetries == 0 {
+		c.MaxRetries = d.MaxRetries
+	}
+	if c.RetryBackoff == 0 {
+		c.RetryBackoff = d.RetryBackoff
+	}
+	if c.MaxRetryBackoff == 0 {
+		c.MaxRetryBackoff = max(d.MaxRetryBackoff, c.RetryBackoff)
+	}
+	if c.MaxInflight == 0 {
+		c.MaxInflight = d.MaxInflight
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports the first invalid field as an error wrapping ErrBadConfig. Zero fields
+// are valid: they take their defaults.
+func (c Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...)
+	}
+	if len(c.Addrs) == 0 {
+		return bad("no seed addresses")
+	}
+	for i, a := range c.Addrs {
+		if a == "" {
+			return bad("seed address %d is empty", i)
+		}
+	}
+	c = c.withDefaults()
+	switch {
+	case c.DialTimeout < 0:
+		return bad("DialTimeout %v is negative", c.DialTimeout)
+	case c.RequestTimeout < 0:
+		return bad("RequestTimeout %v is negative", c.RequestTimeout)
+	case c.RetryBackoff < 0:
+		return bad("RetryBackoff %v is negative", c.RetryBackoff)
+	case c.MaxRetryBackoff < c.RetryBackoff:
+		return bad("MaxRetryBackoff %v is below RetryBackoff %v", c.MaxRetryBackoff, c.RetryBackoff)
+	case c.MaxInflight < 1 || c.MaxInflight > MaxSessionWindow:
+		return bad("MaxInflight %d not in 1..%d", c.MaxInflight, MaxSessionWindow)
+	}
+	return nil
+}

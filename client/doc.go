@@ -1,0 +1,79 @@
+/*
+Package client is the Go client library of Lockstep. A Client talks to a cluster over the
+wire protocol (package internal/wire): it finds the leader, keeps a client session, runs
+procedures exactly once with retries, and reads output streams and node status from any
+replica. It depends on the wire protocol and msgpack only, never on the server's packages.
+
+# Duties
+
+ 1. Connect. Dial connects to a seed address, follows the NotLeader hints to the leader
+    (or, without a hint, tries the next known node), and opens a session. One pipelined
+    connection per node carries any number of requests at once; a reader goroutine hands
+    each answer to the caller waiting on its ID. A broken connection is redialed by the
+    next request that needs it.
+ 2. Number. Every invocation gets the next sequence number (Seq) of the session and
+    carries AckThrough: the highest Seq such that the client holds the result of every
+    Seq up to it. The servers cache results above AckThrough, so that is what a retry
+    can still learn.
+ 3. Bound. At most Config.MaxInflight sequence numbers are outstanding, counted from the
+    oldest one without a result (so one slow request holds back the others): Seq never
+    runs more than MaxSessionWindow (4096) ahead of AckThrough, the window the servers
+    keep, whatever order the answers come in. Callers wait, within their contexts, for
+    room.
+ 4. Retry. Not the leader, not ready, shutting down, overloaded, connection lost, no
+    answer within RequestTimeout, unknown outcome: the client retries, with the same
+    (session, Seq), following leader hints at once and otherwise pausing (RetryBackoff,
+    doubling, up to MaxRetryBackoff), until the caller's context ends or MaxRetries
+    retries have failed.
+ 5. Answer. The first definite answer ends the request: the decoded result, or the
+    server's *Error (a procedure error, bad arguments, unknown procedure, too large, ...),
+    which matches this package's sentinels under errors.Is. An Internal answer is asked
+    again once with the same Seq, in case the node lost a committed result; a second one
+    is returned.
+
+# Usage
+
+	c, err := client.Dial(ctx, client.Config{Addrs: []string{"10.0.0.1:7400", "10.0.0.2:7400"}})
+	if err != nil { ... }
+	defer c.Close()
+	n, err := c.CounterAdd(ctx, "page-views", 1) // a built-in, typed
+	var res MyResult
+	err = c.Invoke(ctx, "my.proc", key, MyArgs{...}, &res) // any procedure
+	err = c.Query(ctx, "kv.get", key, nil, &got, client.ReadAny) // a local, possibly stale read
+	recs, next, err := c.ReadStream(ctx, "events", partition, offset, 100)
+
+# Exactly once
+
+The session makes a retried request run at most once: a copy with the same (session, Seq)
+that reaches the cluster after the first gets the first one's result without running.
+The client keeps these rules:
+
+  - Every attempt of a request carries the same Seq; a Seq is never used for another
+    request.
+  - The session may expire (after two minutes of cluster time without requests) or be
+    unknown to the cluster. Then the request did not run. If no earlier attempt of it in
+    that session may have run either (each was refused, or never left the client), the
+    client opens a new session and sends the request there under a new Seq: safe,
+    because it ran nowhere.
+  - If an earlier attempt's outcome was in doubt (its connection broke after sending, it
+    timed out, or the server answered UnknownOutcome, Timeout or a first Internal), the
+    expired session has taken the answer with it. The client returns an error matching
+    ErrUnknownOutcome: the request may or may not have run, and no retry can tell. This
+    is the only case where the client itself reports that outcome; every other error
+    says what happened, within the limits below.
+  - A request the client gives up on (the caller's context ends, ErrRetriesExhausted, or
+    ErrClosed) after it was sent may also have run, as with any remote call that ends
+    without an answer. The client then lets AckThrough pass its Seq, so that a copy still
+    on its way is refused by the cluster rather than run later: the outcome is fixed,
+    only unknown to the caller. Callers that must know read the state back.
+  - Reads at ReadAny carry no session and may be retried freely on any replica.
+
+# Contract
+
+A Client is safe for concurrent use. Its methods honour their context's deadline and
+cancellation, and return ErrClosed after Close. Byte slices it returns (values, stream
+records) belong to the caller; the client keeps no reference to them. Procedures'
+argument and result types are encoded with msgpack; the typed helpers' types mirror the
+built-ins' exactly (package procedures), and must change with them.
+*/
+package client

@@ -1,0 +1,310 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Consistency is the consistency level of a read-only query.
+type Consistency uint8
+
+// Consistency levels. The values are those of the wire protocol.
+const (
+	// ReadLinearizable reads through the log at the leader, in the client's session: the
+	// result reflects every write acknowledged before the query began. The default.
+	ReadLinearizable Consistency = 0
+	// ReadAny reads the local state of whichever ready replica the client asks, with no
+	// session: faster and spread over the cluster, but possibly stale. Only for read-only
+	// procedures.
+	ReadAny Consistency = 1
+)
+
+// Invoke runs the single-partition procedure proc with partition key key and arguments
+// args (msgpack-encoded; nil sends none), exactly once, and decodes its result into
+// result unless result is nil. It retries as the package documentation describes, with
+// the same sequence number every time, until ctx ends or Config.MaxRetries runs out. A
+// definite failure is returned as a *Error (errors.Is against ErrProcedure,
+// ErrBadArguments, ...).
+func (c *Client) Invoke(ctx context.Context, proc string, key []byte, args, result any) error {
+	if len(key) == 0 {
+		return fmt.Errorf("client: %s: %w: empty partition key", proc, ErrBadArguments)
+	}
+	return c.invoke(ctx, wire.Request{Op: wire.OpInvoke, Procedure: proc, Key: key, HasKey: true}, args, result)
+}
+
+// InvokeMulti runs the multi-partition procedure proc, like Invoke, on the partitions of
+// keys, or on every partition if keys is empty.
+func (c *Client) InvokeMulti(ctx context.Context, proc string, keys [][]byte, args, result any) error {
+	return c.invoke(ctx, wire.Request{Op: wire.OpInvoke, Procedure: proc, Keys: keys}, args, result)
+}
+
+// Query runs the read-only single-partition procedure proc at consistency cons. With
+// ReadLinearizable it is Invoke; with ReadAny one replica answers from its local state,
+// and the query is retried on other replicas as needed.
+func (c *Client) Query(ctx context.Context, proc string, key []byte, args, result any, cons Consistency) error {
+	if cons == ReadLinearizable {
+		return c.Invoke(ctx, proc, key, args, result)
+	}
+	if len(key) == 0 {
+		return fmt.Errorf("client: %s: %w: empty partition key", proc, ErrBadArguments)
+	}
+	return c.query(ctx, wire.Request{Op: wire.OpInvoke, Procedure: proc, Key: key, HasKey: true}, args, result, cons)
+}
+
+// QueryMulti runs the read-only multi-partition procedure proc, like Query, on the
+// partitions of keys, or on every partition if keys is empty.
+func (c *Client) QueryMulti(ctx context.Context, proc string, keys [][]byte, args, result any, cons Consistency) error {
+	if cons == ReadLinearizable {
+		return c.InvokeMulti(ctx, proc, keys, args, result)
+	}
+	return c.query(ctx, wire.Request{Op: wire.OpInvoke, Procedure: proc, Keys: keys}, args, result, cons)
+}
+
+// encodeArgs fills req.Args with the encoding of args.
+func encodeArgs(req *wire.Request, args any) error {
+	if args == nil {
+		return nil
+	}
+	b, err := msgpack.Marshal(args)
+	if err != nil {
+		return fmt.Errorf("client: %s: %w: encode arguments: %w", req.Procedure, ErrBadArguments, err)
+	}
+	req.Args = b
+	return nil
+}
+
+// decodeResult decodes a procedure's result value into result, unless result is nil.
+func decodeResult(proc string, value []byte, result any) error {
+	if result == nil || len(value) == 0 {
+		return nil
+	}
+	if err := msgpack.Unmarshal(value, result); err != nil {
+		return fmt.Errorf("client: %s: %w: decode result into %T: %w", proc, ErrMalformed, result, err)
+	}
+	return nil
+}
+
+// invoke runs req in the client's session with retries; see the package documentation
+// for the rules it keeps.
+func (c *Client) invoke(ctx context.Context, req wire.Request, args, result any) error {
+	if err := encodeArgs(&req, args); err != nil {
+		return err
+	}
+	ctx, done := c.opContext(ctx)
+	defer done()
+	sl, err := c.acquire(ctx)
+	if err != nil {
+		return c.opErr(ctx, fmt.Errorf("client: %s: %w", req.Procedure, err))
+	}
+	defer func() { c.sess.release(sl) }()
+
+	inDoubt := false         // an attempt in this session may have run
+	internalRetried := false // an Internal answer was retried already
+	rs := retry{what: req.Procedure}
+	for ; ; rs.attempt++ {
+		addr := c.leaderAddr()
+		r := req
+		r.Session, r.Seq, r.AckThrough = sl.s.id, sl.seq, c.sess.ackThrough(sl.s)
+		resp, sent, err := c.attempt(ctx, addr, &r)
+		v, doubt := judge(addr, &resp, sent, err)
+		if v == vDone && err == nil && resp.Code == wire.CodeInternal && !internalRetried {
+			// The node may have lost the result of a committed request (the FSM's answer
+			// went astray): ask once more, for the session's cached result. A second
+			// Internal is the request's recorded outcome.
+			internalRetried = true
+			v, doubt = vAgain, true
+		}
+		switch v {
+		case vDone:
+			if err == nil {
+				err = resp.Err()
+			}
+			if err != nil {
+				return c.opErr(ctx, err)
+			}
+			return decodeResult(req.Procedure, resp.Value, result)
+		case vExpired:
+			if inDoubt {
+				return fmt.Errorf("client: %s (session %d, seq %d): the session expired after an attempt whose outcome is in doubt: %w",
+					req.Procedure, sl.s.id, sl.seq, ErrUnknownOutcome)
+			}
+			// No attempt in this session ran: the request moves to a new session.
+			c.log.Debug("session expired; opening a new one", "session", sl.s.id, "proc", req.Procedure)
+			c.sess.expire(sl.s)
+			c.sess.release(sl)
+			sl = slot{}
+			if !c.retriesLeft(rs.attempt) {
+				return fmt.Errorf("client: %s: %w after %d attempts (last: %v)", req.Procedure, ErrRetriesExhausted, rs.attempt+1, resp.Err())
+			}
+			if sl, err = c.acquire(ctx); err != nil {
+				return c.opErr(ctx, fmt.Errorf("client: %s: %w", req.Procedure, err))
+			}
+			inDoubt = false
+			continue
+		}
+		inDoubt = inDoubt || doubt
+		if err := c.next(ctx, &rs, v, addr, &resp, err); err != nil {
+			return c.opErr(ctx, err)
+		}
+	}
+}
+
+// query runs a session-less ReadAny request on any ready replica, with retries.
+func (c *Client) query(ctx context.Context, req wire.Request, args, result any, cons Consistency) error {
+	if err := encodeArgs(&req, args); err != nil {
+		return err
+	}
+	req.Consistency = uint8(cons)
+	ctx, done := c.opContext(ctx)
+	defer done()
+	if err := c.acquireFree(ctx); err != nil {
+		return c.opErr(ctx, fmt.Errorf("client: %s: %w", req.Procedure, err))
+	}
+	defer c.releaseFree()
+	resp, err := c.call(ctx, req.Procedure, &req, false)
+	if err != nil {
+		return c.opErr(ctx, err)
+	}
+	return decodeResult(req.Procedure, resp.Value, result)
+}
+
+// call runs a session-less request with retries, at the leader if toLeader, else at any
+// replica (round robin). It returns the OK Response or the error that ended it.
+func (c *Client) call(ctx context.Context, what string, req *wire.Request, toLeader bool) (wire.Response, error) {
+	rs := retry{what: what}
+	for ; ; rs.attempt++ {
+		addr := c.leaderAddr()
+		if !toLeader {
+			addr = c.anyAddr()
+		}
+		r := *req
+		resp, sent, err := c.attempt(ctx, addr, &r)
+		v, _ := judge(addr, &resp, sent, err)
+		if v == vDone || v == vExpired {
+			if err == nil {
+				err = resp.Err()
+			}
+			return resp, err
+		}
+		if !toLeader && v == vRedirect {
+			v = vElsewhere // any replica will do; the next one is tried anyway
+		}
+		if err := c.next(ctx, &rs, v, addr, &resp, err); err != nil {
+			return wire.Response{}, err
+		}
+	}
+}
+
+// retry is the retry state of one request.
+type retry struct {
+	what     string // the request, for errors and logs
+	attempt  int    // the attempt that just failed, from 0
+	pauses   int    // the pauses so far
+	redirect bool   // the previous attempt was redirected
+}
+
+// next prepares the retry after a failed attempt: it gives up if ctx ended or the
+// retries ran out, moves the leader guess as v says, and pauses unless v is the first of
+// a run of redirects (more in a row mean the nodes disagree on the leader, for now).
+// It returns nil to retry, or the error to give up with.
+func (c *Client) next(ctx context.Context, rs *retry, v verdict, addr string, resp *wire.Response, err error) error {
+	last := err
+	if last == nil {
+		last = resp.Err()
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("client: %s: %w (last: %v)", rs.what, ctx.Err(), last)
+	}
+	if !c.retriesLeft(rs.attempt) {
+		return fmt.Errorf("client: %s: %w after %d attempts (last: %v)", rs.what, ErrRetriesExhausted, rs.attempt+1, last)
+	}
+	c.log.Debug("retrying", "what", rs.what, "addr", addr, "attempt", rs.attempt+1, "err", last)
+	wasRedirect := rs.redirect
+	rs.redirect = v == vRedirect
+	switch v {
+	case vRedirect:
+		c.redirect(addr, resp.Leader)
+		if !wasRedirect {
+			return nil
+		}
+	case vElsewhere:
+		c.rotate(addr)
+	}
+	if err := c.backoff(ctx, rs.pauses); err != nil {
+		return fmt.Errorf("client: %s: %w (last: %v)", rs.what, err, last)
+	}
+	rs.pauses++
+	return nil
+}
+
+// errAttemptTimeout is the error of an attempt that got no answer within RequestTimeout.
+var errAttemptTimeout = errors.New("no answer within the request timeout")
+
+// attempt sends req to addr once and waits for the answer, within RequestTimeout.
+func (c *Client) attempt(ctx context.Context, addr string, req *wire.Request) (resp wire.Response, sent bool, err error) {
+	actx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	defer cancel()
+	cn, err := c.connTo(actx, addr)
+	if err == nil {
+		resp, sent, err = cn.roundTrip(actx, req)
+	}
+	if err != nil && ctx.Err() == nil && actx.Err() != nil {
+		err = fmt.Errorf("%w: %s after %v: %w", errAttemptTimeout, addr, c.cfg.RequestTimeout, err)
+	}
+	return resp, sent, err
+}
+
+// verdict is what one attempt's outcome means for the request.
+type verdict uint8
+
+const (
+	// vDone: a definite answer, success or failure: return it.
+	vDone verdict = iota
+	// vRedirect: a follower named the leader: retry there at once.
+	vRedirect
+	// vElsewhere: this node cannot serve now: try another after a pause.
+	vElsewhere
+	// vAgain: a passing condition: retry after a pause.
+	vAgain
+	// vExpired: the session is gone; the request did not run.
+	vExpired
+)
+
+// judge classifies the outcome of one attempt at addr. doubt reports whether the attempt
+// may have run the request without the client learning its result.
+func judge(addr string, resp *wire.Response, sent bool, err error) (v verdict, doubt bool) {
+	if err != nil {
+		switch {
+		case errors.Is(err, ErrClosed), errors.Is(err, wire.ErrTooLarge):
+			return vDone, sent
+		case errors.Is(err, errAttemptTimeout), errors.Is(err, errUnreachable), errors.Is(err, ErrConnLost):
+			return vElsewhere, sent // the node may be down, paused or cut off
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			return vAgain, sent // the caller's context ended: the retry logic gives up
+		}
+		// The connection broke, or the dial or the handshake failed.
+		return vElsewhere, sent
+	}
+	switch resp.Code {
+	case wire.CodeNotLeader:
+		if resp.Leader != "" && resp.Leader != addr {
+			return vRedirect, false
+		}
+		return vElsewhere, false
+	case wire.CodeNotReady, wire.CodeDivergent:
+		return vElsewhere, false
+	case wire.CodeShuttingDown:
+		return vElsewhere, false // refused before it entered the log; else UnknownOutcome
+	case wire.CodeOverloaded:
+		return vAgain, false
+	case wire.CodeUnknownOutcome, wire.CodeTimeout:
+		return vAgain, true
+	case wire.CodeSessionExpired, wire.CodeUnknownSession:
+		return vExpired, false
+	}
+	return vDone, false
+}
