@@ -158,7 +158,7 @@ func TestBadInputHurtsOnlyItsSender(t *testing.T) {
 	// Whatever of the above entered the log replays cleanly on a restarted node.
 	before := c.waitConverged()
 	victim := 0
-	for i, n := range c.nodes {
+	for i, n := range c.Nodes {
 		if n != c.leader() {
 			victim = i
 			break

@@ -88,7 +88,7 @@ func TestClusterRunsBuiltins(t *testing.T) {
 		c.waitConverged()
 		// Every replica holds the stream record at the same offset of the key's partition.
 		p := partition.PartitionOf([]byte("orders"), 4)
-		for i, n := range c.nodes {
+		for i, n := range c.Nodes {
 			recs, _ := n.fsm.Engine().Partitions()[p].ReadStream("events", off, 1)
 			if len(recs) != 1 || string(recs[0].Data) != "r0" {
 				t.Fatalf("#%d: stream record at %d: got %+v", i, off, recs)

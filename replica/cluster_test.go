@@ -1,23 +1,18 @@
 package replica
 
 import (
-	"fmt"
+	"context"
 	"log/slog"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/lockstepdb/lockstep/procedures"
-	"github.com/lockstepdb/lockstep/sequencer"
 )
 
-// testCluster runs real nodes in this process: real Raft over TCP on 127.0.0.1 with
-// OS-chosen ports, real fsynced logs in temp dirs.
+// testCluster is a LocalCluster that reports to t and is closed when the test ends.
 type testCluster struct {
-	t     *testing.T
-	nodes []*Node // nil where stopped
-	cfgs  []NodeConfig
-	reg   func() *procedures.Registry
+	*LocalCluster
+	t *testing.T
 }
 
 // clusterOptions tune a test cluster.
@@ -40,140 +35,73 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// startCluster bootstraps a new cluster of opts.nodes nodes and waits for a ready leader.
+// startCluster bootstraps a new cluster of real nodes in temp dirs and waits for a ready
+// leader.
 func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 	t.Helper()
 	if opts.partitions == 0 {
 		opts.partitions = 4
 	}
-	if opts.registry == nil {
-		opts.registry = func(int) *procedures.Registry { return procedures.Builtins() }
+	node := NodeConfig{
+		Replica:             Config{Partitions: opts.partitions},
+		Logger:              testLogger(t),
+		HashCompareInterval: 200 * time.Millisecond,
 	}
-	c := &testCluster{t: t}
-	// Bind every node first (port 0) so the bootstrap list can name real addresses.
-	for i := 0; i < opts.nodes; i++ {
-		cfg := NodeConfig{
-			ID:                  fmt.Sprintf("n%d", i+1),
-			DataDir:             t.TempDir(),
-			Replica:             Config{Partitions: opts.partitions},
-			Logger:              testLogger(t),
-			HashCompareInterval: 200 * time.Millisecond,
-		}
-		cfg.Sequencer.HashCheckInterval = 100 * time.Millisecond
-		cfg.Sequencer.HeartbeatTimeout = time.Second
-		cfg.Sequencer.ElectionTimeout = time.Second
-		cfg.Sequencer.LeaderLeaseTimeout = 500 * time.Millisecond
-		if opts.snapshots {
-			cfg.Sequencer.SnapshotThreshold = 64
-			cfg.Sequencer.SnapshotInterval = 200 * time.Millisecond
-		}
-		n, err := StartNode(cfg, opts.registry(i))
-		if err != nil {
-			t.Fatalf("start node %d: %v", i, err)
-		}
-		cfg.RaftAddr, cfg.ClientAddr = n.RaftAddr(), n.ClientAddr()
-		c.nodes = append(c.nodes, n)
-		c.cfgs = append(c.cfgs, cfg)
+	node.Sequencer.HashCheckInterval = 100 * time.Millisecond
+	if opts.snapshots {
+		node.Sequencer.SnapshotThreshold = 64
+		node.Sequencer.SnapshotInterval = 200 * time.Millisecond
 	}
-	var peers []Peer
-	for _, cfg := range c.cfgs {
-		peers = append(peers, Peer{ID: cfg.ID, RaftAddr: cfg.RaftAddr, ClientAddr: cfg.ClientAddr})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: opts.nodes, Dir: t.TempDir(), Node: node, Registry: opts.registry})
+	if err != nil {
+		t.Fatalf("start cluster: %v", err)
 	}
-	for i, n := range c.nodes {
-		c.cfgs[i].Bootstrap = peers
-		n.cfg.Bootstrap = peers // the first leader records every peer's addresses
-	}
-	servers := make([]sequencer.Server, len(peers))
-	for i, p := range peers {
-		servers[i] = sequencer.Server{ID: p.ID, Addr: p.RaftAddr}
-	}
-	if err := c.nodes[0].seq.Bootstrap(servers); err != nil {
-		t.Fatalf("bootstrap: %v", err)
-	}
-	c.reg = func() *procedures.Registry { return opts.registry(0) }
-	t.Cleanup(c.stopAll)
-	c.waitLeader()
-	return c
+	t.Cleanup(lc.Close)
+	return &testCluster{LocalCluster: lc, t: t}
 }
 
 // leader returns the ready leader, or nil.
 func (c *testCluster) leader() *Node {
-	for _, n := range c.nodes {
-		if n != nil && n.seq.IsLeader() && n.leaderReady.Load() {
-			return n
-		}
+	if i := c.Leader(); i >= 0 {
+		return c.Nodes[i]
 	}
 	return nil
 }
 
 func (c *testCluster) waitLeader() *Node {
 	c.t.Helper()
-	var l *Node
-	waitFor(c.t, 20*time.Second, func() error {
-		if l = c.leader(); l == nil {
-			return fmt.Errorf("no ready leader")
-		}
-		return nil
-	})
-	return l
-}
-
-// kill stops node i without any hand-off, as a crash would (its fsynced log survives).
-func (c *testCluster) kill(i int) {
-	c.t.Helper()
-	if c.nodes[i] == nil {
-		return
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	i, err := c.WaitLeader(ctx)
+	if err != nil {
+		c.t.Fatal(err)
 	}
-	c.nodes[i].Close()
-	c.nodes[i] = nil
+	return c.Nodes[i]
 }
 
-// restart starts node i again on its data dir and addresses.
+func (c *testCluster) kill(i int) { c.Kill(i) }
+
 func (c *testCluster) restart(i int) {
 	c.t.Helper()
-	cfg := c.cfgs[i]
-	cfg.Bootstrap = nil
-	n, err := StartNode(cfg, c.reg())
-	if err != nil {
+	if err := c.Restart(i); err != nil {
 		c.t.Fatalf("restart node %d: %v", i, err)
-	}
-	c.nodes[i] = n
-}
-
-func (c *testCluster) stopAll() {
-	for i := range c.nodes {
-		if c.nodes[i] != nil {
-			c.nodes[i].Close()
-			c.nodes[i] = nil
-		}
 	}
 }
 
 // waitConverged waits until every running node has applied the same index and has equal
-// partition hashes, and returns the hashes (DESIGN.md invariant 1).
+// partition hashes, checks them against a full recompute, and returns them (DESIGN.md
+// invariant 1).
 func (c *testCluster) waitConverged() []uint64 {
 	c.t.Helper()
-	var hashes []uint64
-	waitFor(c.t, 20*time.Second, func() error {
-		hashes = nil
-		var applied uint64
-		for _, n := range c.nodes {
-			if n == nil {
-				continue
-			}
-			a := n.fsm.Applied()
-			h := n.fsm.Engine().Hashes()
-			if hashes == nil {
-				hashes, applied = h, a
-				continue
-			}
-			if a != applied || !slices.Equal(h, hashes) {
-				return fmt.Errorf("node %s applied %d hashes %x, others %d %x", n.cfg.ID, a, h, applied, hashes)
-			}
-		}
-		return nil
-	})
-	for _, n := range c.nodes {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hashes, err := c.WaitConverged(ctx)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, n := range c.Nodes {
 		if n == nil {
 			continue
 		}

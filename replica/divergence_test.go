@@ -37,14 +37,14 @@ func TestDivergentReplicaStopsServing(t *testing.T) {
 	if err := resp.Err(); err != nil {
 		t.Fatal(err)
 	}
-	bad := c.nodes[2]
+	bad := c.Nodes[2]
 	waitFor(t, 20*time.Second, func() error {
 		if bad.fsm.Divergent() == nil {
 			return errors.New("node 3 not yet divergent")
 		}
 		return nil
 	})
-	for i, n := range c.nodes[:2] {
+	for i, n := range c.Nodes[:2] {
 		if err := n.fsm.Divergent(); err != nil {
 			t.Fatalf("#%d: healthy node marked divergent: %v", i, err)
 		}

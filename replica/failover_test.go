@@ -49,7 +49,7 @@ func TestKillLeaderUnderLoad(t *testing.T) {
 			return nil
 		})
 		old := c.leader()
-		for i, n := range c.nodes {
+		for i, n := range c.Nodes {
 			if n == old {
 				c.kill(i)
 			}

@@ -171,6 +171,20 @@ func StartNode(cfg NodeConfig, reg *procedures.Registry) (*Node, error) {
 	return n, nil
 }
 
+// Bootstrap creates a new cluster whose initial voters are peers, this node among them. It
+// is for nodes started without NodeConfig.Bootstrap because their addresses were chosen by
+// the OS; call it on one node once every peer is listening.
+func (n *Node) Bootstrap(peers []Peer) error {
+	servers := make([]sequencer.Server, len(peers))
+	for i, p := range peers {
+		servers[i] = sequencer.Server{ID: p.ID, Addr: p.RaftAddr}
+	}
+	n.mu.Lock()
+	n.cfg.Bootstrap = peers
+	n.mu.Unlock()
+	return n.seq.Bootstrap(servers)
+}
+
 // ID returns the node's id.
 func (n *Node) ID() string { return n.cfg.ID }
 
@@ -273,7 +287,10 @@ func (n *Node) becomeLeader() error {
 	}
 	known := n.fsm.Nodes()
 	want := []batch.NodeInfo{{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), ClientAddr: n.ClientAddr()}}
-	for _, p := range n.cfg.Bootstrap {
+	n.mu.Lock()
+	peers := n.cfg.Bootstrap
+	n.mu.Unlock()
+	for _, p := range peers {
 		if p.ID != n.cfg.ID {
 			want = append(want, batch.NodeInfo{ID: p.ID, RaftAddr: p.RaftAddr, ClientAddr: p.ClientAddr})
 		}

@@ -38,7 +38,7 @@ func TestRestartReplaysAndCatchesUp(t *testing.T) {
 		}
 		c.waitConverged()
 		victim := 0
-		for i, n := range c.nodes {
+		for i, n := range c.Nodes {
 			if n != l {
 				victim = i
 				break
@@ -55,12 +55,12 @@ func TestRestartReplaysAndCatchesUp(t *testing.T) {
 		}
 		c.restart(victim)
 		hashes := c.waitConverged()
-		if got := c.nodes[victim].fsm.Engine().Hashes(); fmt.Sprint(got) != fmt.Sprint(hashes) {
+		if got := c.Nodes[victim].fsm.Engine().Hashes(); fmt.Sprint(got) != fmt.Sprint(hashes) {
 			t.Fatalf("restarted node hashes %x, want %x", got, hashes)
 		}
 		// The restarted node also reads its replayed state locally.
 		rows := 0
-		for _, p := range c.nodes[victim].fsm.Engine().Partitions() {
+		for _, p := range c.Nodes[victim].fsm.Engine().Partitions() {
 			rows += p.Rows("kv")
 		}
 		if rows != 250 {

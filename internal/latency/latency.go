@@ -1,0 +1,76 @@
+// Package latency records request latencies into HDR histograms (hdrhistogram-go), safe
+// for many goroutines, for the demo, the benchmarks and the fault-injection harness.
+package latency
+
+import (
+	"sync"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Recorder is a concurrent latency histogram from 1 µs to 1 minute, 3 significant digits.
+type Recorder struct {
+	mu sync.Mutex
+	h  *hdrhistogram.Histogram
+}
+
+// New returns an empty Recorder.
+func New() *Recorder {
+	return &Recorder{h: hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)}
+}
+
+// Record adds one latency.
+func (r *Recorder) Record(d time.Duration) {
+	us := d.Microseconds()
+	if us < 1 {
+		us = 1
+	}
+	r.mu.Lock()
+	r.h.RecordValue(us) // values beyond the range are dropped by the histogram
+	r.mu.Unlock()
+}
+
+// Summary is a histogram's count and percentiles.
+type Summary struct {
+	Count                     int64
+	Mean, P50, P99, P999, Max time.Duration
+}
+
+// Summary returns the percentiles recorded so far.
+func (r *Recorder) Summary() Summary {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return summarize(r.h)
+}
+
+// Take returns the percentiles recorded so far and starts a new, empty window.
+func (r *Recorder) Take() Summary {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := summarize(r.h)
+	r.h.Reset()
+	return s
+}
+
+// Merge adds every value of other into r.
+func (r *Recorder) Merge(other *Recorder) {
+	other.mu.Lock()
+	snap := hdrhistogram.Import(other.h.Export())
+	other.mu.Unlock()
+	r.mu.Lock()
+	r.h.Merge(snap)
+	r.mu.Unlock()
+}
+
+func summarize(h *hdrhistogram.Histogram) Summary {
+	us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+	return Summary{
+		Count: h.TotalCount(),
+		Mean:  time.Duration(h.Mean() * float64(time.Microsecond)),
+		P50:   us(h.ValueAtQuantile(50)),
+		P99:   us(h.ValueAtQuantile(99)),
+		P999:  us(h.ValueAtQuantile(99.9)),
+		Max:   us(h.Max()),
+	}
+}
