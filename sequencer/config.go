@@ -1,0 +1,226 @@
+package sequencer
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/lockstepdb/lockstep/internal/batch"
+)
+
+// Defaults for the zero fields of a Config.
+const (
+	DefaultMaxBatchInputs     = 1024
+	DefaultMaxBatchBytes      = 1 << 20
+	DefaultMaxInflightBatches = 4
+	DefaultMaxQueuedInputs    = 1 << 16
+	DefaultApplyTimeout       = 10 * time.Second
+	DefaultHashCheckInterval  = time.Second
+	DefaultSnapshotInterval   = 10 * time.Second
+	DefaultTrailingLogs       = 10240
+	// The Raft timeouts are tuned for a loopback or LAN cluster: a follower that has heard
+	// nothing for HeartbeatTimeout (randomised up to twice that) starts a pre-vote, and a
+	// leader that has not reached a quorum for LeaderLeaseTimeout steps down. Raise all
+	// three together across a WAN; hashicorp/raft's own defaults are 1s, 1s, 500ms.
+	DefaultHeartbeatTimeout   = 500 * time.Millisecond
+	DefaultElectionTimeout    = 500 * time.Millisecond
+	DefaultLeaderLeaseTimeout = 250 * time.Millisecond
+)
+
+// Limits that Validate enforces, so a typo cannot make the sequencer unbounded.
+const (
+	// MinBatchBytes is the smallest MaxBatchBytes.
+	MinBatchBytes = 4 << 10
+	// MaxBatchBytesLimit is the largest MaxBatchBytes: one log entry is held in memory by
+	// the leader, written to every log and sent in one AppendEntries RPC.
+	MaxBatchBytesLimit = 64 << 20
+	// MaxInflightLimit is the largest MaxInflightBatches.
+	MaxInflightLimit = 64
+	// MaxQueueLimit is the largest MaxQueuedInputs.
+	MaxQueueLimit = 1 << 22
+	// MaxBatchDelayLimit is the longest MaxBatchDelay.
+	MaxBatchDelayLimit = time.Second
+)
+
+// entryOverhead bounds the bytes of an entry that are not items: version, time, count.
+const entryOverhead = 1 + 10 + 10
+
+// Config is the configuration of one Sequencer. Zero fields get the documented defaults;
+// negative values are errors unless a field says otherwise.
+type Config struct {
+	// NodeID is this node's Raft server id, unique in the cluster for all time. Required.
+	NodeID string
+	// RaftAddr is the bind address of the Raft TCP transport, e.g. "127.0.0.1:7000".
+	// Port 0 lets the OS choose; Sequencer.Addr reports the real address. The host must
+	// be one other nodes can dial (not 0.0.0.0). Required.
+	RaftAddr string
+	// DataDir holds raft.db (the Raft log and stable store, raft-boltdb with fsync on every
+	// write) and snapshots/ (raft.FileSnapshotStore keeping the last 2). Created if
+	// missing. Required.
+	DataDir string
+
+	// MaxBatchInputs is the most inputs in one log entry, not counting the hash-check item
+	// the leader may add. Default 1024; at most batch.MaxItems-1.
+	MaxBatchInputs int
+	// MaxBatchBytes bounds the encoded size of one log entry, in bytes. Default 1 MiB;
+	// between MinBatchBytes and MaxBatchBytesLimit. An item that cannot fit alone is
+	// refused by Submit with ErrTooLarge.
+	MaxBatchBytes int
+	// MaxBatchDelay is how long the batcher may wait for more inputs once it has some and
+	// the batch is not full. Default 0: take what is queued and go; batches still grow
+	// under load while MaxInflightBatches are outstanding. At most MaxBatchDelayLimit.
+	MaxBatchDelay time.Duration
+	// MaxInflightBatches is the most raft.Apply calls outstanding at once. While they are
+	// all outstanding, new inputs queue up and form the next, bigger batch: adaptive group
+	// commit. Default 4; at most MaxInflightLimit.
+	MaxInflightBatches int
+	// MaxQueuedInputs bounds the inputs waiting for a batch; beyond it Submit returns
+	// ErrOverloaded. Default 65536; at least MaxBatchInputs, at most MaxQueueLimit.
+	MaxQueuedInputs int
+	// ApplyTimeout is the enqueue timeout passed to raft.Apply, and the default timeout of
+	// operations whose context has no deadline. Default 10s.
+	ApplyTimeout time.Duration
+	// HashCheckInterval is how often, at most, the leader adds a batch.KindHashCheck item
+	// to a batch (measured in batch time). Default 1s; negative disables hash checks.
+	HashCheckInterval time.Duration
+
+	// SnapshotThreshold is how many log entries since the last snapshot make Raft take a
+	// snapshot and compact its log. 0 turns automatic snapshots off (Snapshot still works).
+	SnapshotThreshold uint64
+	// SnapshotInterval is how often Raft checks SnapshotThreshold (randomised up to twice
+	// that). Default 10s when snapshots are on; ignored when they are off.
+	SnapshotInterval time.Duration
+	// TrailingLogs is how many entries a snapshot leaves in the log, so a follower that is
+	// a little behind catches up from the log rather than by a snapshot. Default 10240.
+	TrailingLogs uint64
+
+	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout are Raft's timeouts; see
+	// DefaultHeartbeatTimeout. ElectionTimeout >= HeartbeatTimeout >= LeaderLeaseTimeout.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+
+	// Logger receives the sequencer's and Raft's logs. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock that stamps batch times. Default time.Now; tests may inject one.
+	Now func() time.Time
+}
+
+// DefaultConfig returns a Config with every default filled in; the caller sets NodeID,
+// RaftAddr and DataDir.
+func DefaultConfig() Config {
+	return Config{}.withDefaults()
+}
+
+// withDefaults returns c with its zero fields replaced by their defaults.
+func (c Config) withDefaults() Config {
+	setInt := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setDur := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setInt(&c.MaxBatchInputs, DefaultMaxBatchInputs)
+	setInt(&c.MaxBatchBytes, DefaultMaxBatchBytes)
+	setInt(&c.MaxInflightBatches, DefaultMaxInflightBatches)
+	setInt(&c.MaxQueuedInputs, DefaultMaxQueuedInputs)
+	setDur(&c.ApplyTimeout, DefaultApplyTimeout)
+	setDur(&c.HashCheckInterval, DefaultHashCheckInterval)
+	setDur(&c.SnapshotInterval, DefaultSnapshotInterval)
+	setDur(&c.HeartbeatTimeout, DefaultHeartbeatTimeout)
+	setDur(&c.ElectionTimeout, DefaultElectionTimeout)
+	setDur(&c.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = DefaultTrailingLogs
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate reports whether c, with defaults applied, is usable. Every error wraps
+// ErrBadConfig.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrBadConfig, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.NodeID == "":
+		return bad("NodeID is required")
+	case c.RaftAddr == "":
+		return bad("RaftAddr is required")
+	case c.DataDir == "":
+		return bad("DataDir is required")
+	case c.MaxBatchInputs < 1 || c.MaxBatchInputs > batch.MaxItems-1:
+		return bad("MaxBatchInputs %d not in [1, %d]", c.MaxBatchInputs, batch.MaxItems-1)
+	case c.MaxBatchBytes < MinBatchBytes || c.MaxBatchBytes > MaxBatchBytesLimit:
+		return bad("MaxBatchBytes %d not in [%d, %d]", c.MaxBatchBytes, MinBatchBytes, MaxBatchBytesLimit)
+	case c.MaxBatchDelay < 0 || c.MaxBatchDelay > MaxBatchDelayLimit:
+		return bad("MaxBatchDelay %v not in [0, %v]", c.MaxBatchDelay, MaxBatchDelayLimit)
+	case c.MaxInflightBatches < 1 || c.MaxInflightBatches > MaxInflightLimit:
+		return bad("MaxInflightBatches %d not in [1, %d]", c.MaxInflightBatches, MaxInflightLimit)
+	case c.MaxQueuedInputs < c.MaxBatchInputs || c.MaxQueuedInputs > MaxQueueLimit:
+		return bad("MaxQueuedInputs %d not in [MaxBatchInputs=%d, %d]", c.MaxQueuedInputs, c.MaxBatchInputs, MaxQueueLimit)
+	case c.ApplyTimeout < 0:
+		return bad("ApplyTimeout %v is negative", c.ApplyTimeout)
+	case c.MaxBatchDelay >= c.ApplyTimeout:
+		return bad("MaxBatchDelay %v must be shorter than ApplyTimeout %v", c.MaxBatchDelay, c.ApplyTimeout)
+	case c.SnapshotInterval < 0:
+		return bad("SnapshotInterval %v is negative", c.SnapshotInterval)
+	case c.HeartbeatTimeout < 0 || c.ElectionTimeout < 0 || c.LeaderLeaseTimeout < 0:
+		return bad("negative Raft timeout")
+	}
+	if err := raft.ValidateConfig(c.raftConfig(nil)); err != nil {
+		return bad("raft: %v", err)
+	}
+	return nil
+}
+
+// snapshotsOffInterval is the SnapshotInterval given to Raft when snapshots are off: Raft
+// still runs its snapshot timer, so it gets one that never fires in practice (raft
+// randomises it up to twice this, which still fits in a Duration).
+const snapshotsOffInterval = time.Duration(math.MaxInt64 / 4)
+
+// raftConfig builds the hashicorp/raft configuration of c (defaults already applied).
+func (c Config) raftConfig(logger *hclogAdapter) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(c.NodeID)
+	rc.HeartbeatTimeout = c.HeartbeatTimeout
+	rc.ElectionTimeout = c.ElectionTimeout
+	rc.LeaderLeaseTimeout = c.LeaderLeaseTimeout
+	rc.TrailingLogs = c.TrailingLogs
+	if c.SnapshotThreshold == 0 {
+		rc.SnapshotThreshold = math.MaxUint64
+		rc.SnapshotInterval = snapshotsOffInterval
+	} else {
+		rc.SnapshotThreshold = c.SnapshotThreshold
+		rc.SnapshotInterval = c.SnapshotInterval
+	}
+	// Raft's lifecycle belongs to Close alone: a node removed from the configuration stays
+	// up as a non-voter until its owner closes it. (With ShutdownOnRemove, Raft would stop
+	// itself and could strand futures the sequencer is still waiting on; see Close.)
+	rc.ShutdownOnRemove = false
+	// Batching happens in the sequencer; BatchApplyCh would break Apply's timeout
+	// contract (RAFT-NOTES, hashicorp/vault issue 11907).
+	rc.BatchApplyCh = false
+	// Rebuild from snapshot plus log on start (RAFT-NOTES, hashicorp/raft PR 340).
+	rc.NoSnapshotRestoreOnStart = false
+	// Pre-vote stops a rejoining node from inflating the term (hashicorp/raft PR 530).
+	rc.PreVoteDisabled = false
+	if logger != nil {
+		rc.Logger = logger
+	}
+	return rc
+}

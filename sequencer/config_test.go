@@ -1,0 +1,115 @@
+package sequencer
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/lockstepdb/lockstep/internal/batch"
+)
+
+func TestConfigValidate(t *testing.T) {
+	base := func(mod func(*Config)) Config {
+		c := Config{NodeID: "n1", RaftAddr: "127.0.0.1:0", DataDir: "/tmp/x"}
+		if mod != nil {
+			mod(&c)
+		}
+		return c
+	}
+	tests := []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"minimal", base(nil), true},
+		{"defaults filled", func() Config {
+			c := DefaultConfig()
+			c.NodeID, c.RaftAddr, c.DataDir = "n1", "127.0.0.1:0", "/tmp/x"
+			return c
+		}(), true},
+		{"no node id", base(func(c *Config) { c.NodeID = "" }), false},
+		{"no raft addr", base(func(c *Config) { c.RaftAddr = "" }), false},
+		{"no data dir", base(func(c *Config) { c.DataDir = "" }), false},
+		{"negative inputs", base(func(c *Config) { c.MaxBatchInputs = -1 }), false},
+		{"inputs leave room for the hash check", base(func(c *Config) { c.MaxBatchInputs = batch.MaxItems; c.MaxQueuedInputs = batch.MaxItems }), false},
+		{"most inputs", base(func(c *Config) { c.MaxBatchInputs = batch.MaxItems - 1; c.MaxQueuedInputs = batch.MaxItems }), true},
+		{"batch bytes too small", base(func(c *Config) { c.MaxBatchBytes = MinBatchBytes - 1 }), false},
+		{"batch bytes too large", base(func(c *Config) { c.MaxBatchBytes = MaxBatchBytesLimit + 1 }), false},
+		{"negative delay", base(func(c *Config) { c.MaxBatchDelay = -time.Millisecond }), false},
+		{"delay too long", base(func(c *Config) { c.MaxBatchDelay = 2 * time.Second }), false},
+		{"delay not shorter than apply timeout", base(func(c *Config) { c.MaxBatchDelay = time.Second; c.ApplyTimeout = time.Second }), false},
+		{"delay", base(func(c *Config) { c.MaxBatchDelay = 2 * time.Millisecond }), true},
+		{"negative inflight", base(func(c *Config) { c.MaxInflightBatches = -4 }), false},
+		{"inflight too many", base(func(c *Config) { c.MaxInflightBatches = MaxInflightLimit + 1 }), false},
+		{"queue below batch", base(func(c *Config) { c.MaxBatchInputs = 100; c.MaxQueuedInputs = 99 }), false},
+		{"queue too long", base(func(c *Config) { c.MaxQueuedInputs = MaxQueueLimit + 1 }), false},
+		{"negative apply timeout", base(func(c *Config) { c.ApplyTimeout = -1 }), false},
+		{"hash checks off", base(func(c *Config) { c.HashCheckInterval = -1 }), true},
+		{"snapshots on", base(func(c *Config) { c.SnapshotThreshold = 64 }), true},
+		{"snapshot interval too short", base(func(c *Config) { c.SnapshotThreshold = 64; c.SnapshotInterval = time.Millisecond }), false},
+		{"snapshot interval ignored when off", base(func(c *Config) { c.SnapshotInterval = time.Millisecond }), true},
+		{"negative snapshot interval", base(func(c *Config) { c.SnapshotInterval = -1 }), false},
+		{"election below heartbeat", base(func(c *Config) { c.HeartbeatTimeout = time.Second; c.ElectionTimeout = 500 * time.Millisecond }), false},
+		{"lease above heartbeat", base(func(c *Config) { c.LeaderLeaseTimeout = time.Second }), false},
+		{"heartbeat too low for raft", base(func(c *Config) { c.HeartbeatTimeout = time.Millisecond; c.LeaderLeaseTimeout = time.Millisecond }), false},
+		{"negative heartbeat", base(func(c *Config) { c.HeartbeatTimeout = -time.Second }), false},
+	}
+	for i, tt := range tests {
+		err := tt.cfg.Validate()
+		if (err == nil) != tt.ok {
+			t.Errorf("#%d %s: got %v, want ok=%v", i, tt.name, err, tt.ok)
+		}
+		if err != nil && !errors.Is(err, ErrBadConfig) {
+			t.Errorf("#%d %s: got %v, want an ErrBadConfig", i, tt.name, err)
+		}
+	}
+}
+
+func TestDefaultConfig(t *testing.T) {
+	c := DefaultConfig()
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"MaxBatchInputs", c.MaxBatchInputs, 1024},
+		{"MaxBatchBytes", c.MaxBatchBytes, 1 << 20},
+		{"MaxBatchDelay", c.MaxBatchDelay, time.Duration(0)},
+		{"MaxInflightBatches", c.MaxInflightBatches, 4},
+		{"MaxQueuedInputs", c.MaxQueuedInputs, 65536},
+		{"ApplyTimeout", c.ApplyTimeout, 10 * time.Second},
+		{"HashCheckInterval", c.HashCheckInterval, time.Second},
+		{"SnapshotThreshold", c.SnapshotThreshold, uint64(0)},
+		{"HeartbeatTimeout", c.HeartbeatTimeout, 500 * time.Millisecond},
+		{"ElectionTimeout", c.ElectionTimeout, 500 * time.Millisecond},
+		{"LeaderLeaseTimeout", c.LeaderLeaseTimeout, 250 * time.Millisecond},
+	}
+	for i, ck := range checks {
+		if ck.got != ck.want {
+			t.Errorf("#%d %s: got %v, want %v", i, ck.name, ck.got, ck.want)
+		}
+	}
+	if c.Logger == nil || c.Now == nil {
+		t.Errorf("Logger or Now not defaulted")
+	}
+}
+
+// TestRaftConfig checks the Raft settings the sequencer relies on (RAFT-NOTES).
+func TestRaftConfig(t *testing.T) {
+	off := DefaultConfig()
+	off.NodeID = "n1"
+	rc := off.raftConfig(nil)
+	if rc.SnapshotThreshold != math.MaxUint64 || rc.SnapshotInterval < 24*time.Hour {
+		t.Errorf("snapshots off: threshold %d interval %v, want never", rc.SnapshotThreshold, rc.SnapshotInterval)
+	}
+	if rc.PreVoteDisabled || rc.BatchApplyCh || rc.NoSnapshotRestoreOnStart || rc.ShutdownOnRemove {
+		t.Errorf("got PreVoteDisabled=%v BatchApplyCh=%v NoSnapshotRestoreOnStart=%v ShutdownOnRemove=%v, want all false",
+			rc.PreVoteDisabled, rc.BatchApplyCh, rc.NoSnapshotRestoreOnStart, rc.ShutdownOnRemove)
+	}
+	on := off
+	on.SnapshotThreshold = 64
+	rc = on.raftConfig(nil)
+	if rc.SnapshotThreshold != 64 || rc.SnapshotInterval != DefaultSnapshotInterval {
+		t.Errorf("snapshots on: threshold %d interval %v, want 64 and %v", rc.SnapshotThreshold, rc.SnapshotInterval, DefaultSnapshotInterval)
+	}
+}

@@ -1,0 +1,417 @@
+package sequencer
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/goleak"
+
+	"github.com/lockstepdb/lockstep/internal/batch"
+)
+
+// TestMain fails the run if any test leaves a goroutine behind: every Sequencer a test
+// opens is closed, and Close must stop and wait for everything it started, Raft included.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// testFSM is a raft.BatchingFSM that decodes entries with batch.DecodeEntry and answers
+// each item with its Args followed by the FSM's running item count (8 bytes, big endian).
+// Its state is the count, a running hash of every item and entry time it applied, and the
+// set of Args it saw: equal on every replica that applied the same sequence.
+type testFSM struct {
+	// gate, if set, blocks ApplyBatch until the channel is closed.
+	gate atomic.Pointer[chan struct{}]
+
+	mu         sync.Mutex
+	st         fsmState
+	times      []int64 // entry times, in order (not part of the snapshot)
+	maxEntry   int     // largest entry seen, in bytes
+	maxItems   int     // most items seen in one entry
+	lastKinds  []batch.Kind
+	hashChecks int
+}
+
+// fsmState is what a testFSM snapshot holds.
+type fsmState struct {
+	Count     uint64
+	Hash      uint64
+	LastIndex uint64
+	Seen      map[string]int
+}
+
+func newTestFSM() *testFSM {
+	return &testFSM{st: fsmState{Seen: map[string]int{}}}
+}
+
+// block makes ApplyBatch wait until the returned function is called.
+func (f *testFSM) block() (release func()) {
+	g := make(chan struct{})
+	f.gate.Store(&g)
+	return func() { close(g) }
+}
+
+var _ raft.BatchingFSM = (*testFSM)(nil)
+
+func (f *testFSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
+
+func (f *testFSM) ApplyBatch(logs []*raft.Log) []any {
+	if g := f.gate.Load(); g != nil {
+		<-*g
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]any, len(logs))
+	var e batch.Entry
+	for i, l := range logs {
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		if err := batch.DecodeEntry(l.Data, &e); err != nil {
+			out[i] = fmt.Errorf("index %d: %w", l.Index, err)
+			continue
+		}
+		f.maxEntry = max(f.maxEntry, len(l.Data))
+		f.maxItems = max(f.maxItems, len(e.Items))
+		f.times = append(f.times, e.Time)
+		h := fnv.New64a()
+		var num [8]byte
+		binary.BigEndian.PutUint64(num[:], f.st.Hash)
+		h.Write(num[:])
+		binary.BigEndian.PutUint64(num[:], uint64(e.Time))
+		h.Write(num[:])
+		res := &batch.Results{Index: l.Index, Items: make([]batch.Result, len(e.Items))}
+		f.lastKinds = f.lastKinds[:0]
+		for j := range e.Items {
+			it := &e.Items[j]
+			f.lastKinds = append(f.lastKinds, it.Kind)
+			f.st.Count++
+			h.Write([]byte{byte(it.Kind)})
+			h.Write(it.Args)
+			if it.Kind == batch.KindHashCheck {
+				f.hashChecks++
+				continue
+			}
+			f.st.Seen[string(it.Args)]++
+			v := append([]byte(nil), it.Args...)
+			res.Items[j].Value = binary.BigEndian.AppendUint64(v, f.st.Count)
+		}
+		f.st.Hash = h.Sum64()
+		f.st.LastIndex = l.Index
+		out[i] = res
+	}
+	return out
+}
+
+// summary is the comparable part of an fsmState. Hash covers every item, so equal
+// summaries mean equal sequences.
+type summary struct {
+	Count, Hash, LastIndex uint64
+}
+
+// state returns the FSM's summary.
+func (f *testFSM) state() summary {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return summary{Count: f.st.Count, Hash: f.st.Hash, LastIndex: f.st.LastIndex}
+}
+
+// seen returns how many times an item with args was applied.
+func (f *testFSM) seen(args string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st.Seen[args]
+}
+
+func (f *testFSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, err := json.Marshal(f.st)
+	return snapshotBytes(b), err
+}
+
+func (f *testFSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	var st fsmState
+	if err := json.NewDecoder(rc).Decode(&st); err != nil {
+		return err
+	}
+	if st.Seen == nil {
+		st.Seen = map[string]int{}
+	}
+	f.mu.Lock()
+	f.st = st
+	f.mu.Unlock()
+	return nil
+}
+
+type snapshotBytes []byte
+
+func (b snapshotBytes) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(b); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (snapshotBytes) Release() {}
+
+// logWriter sends log lines to t.Log until the test ends (late lines from goroutines that
+// outlive it are dropped rather than panic).
+type logWriter struct {
+	mu   sync.Mutex
+	t    testing.TB
+	done bool
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+// testLogger returns a logger into t.Log. Register it before anything that logs, so its
+// cleanup runs last.
+func testLogger(t testing.TB, level slog.Level) *slog.Logger {
+	w := &logWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// node is one test server: a Sequencer and its FSM.
+type node struct {
+	id  string
+	cfg Config
+	fsm *testFSM
+	seq *Sequencer
+}
+
+// testConfig returns a config for node id with a fresh data dir and logs into t.Log.
+// Its leader lease is twice the default (as long as Raft allows: the heartbeat timeout), so
+// that a leader starved of CPU on a loaded 2-core machine running -race keeps its lease.
+func testConfig(t testing.TB, id string) Config {
+	return Config{
+		NodeID:             id,
+		RaftAddr:           "127.0.0.1:0",
+		DataDir:            t.TempDir(),
+		Logger:             testLogger(t, slog.LevelInfo).With("test_node", id),
+		LeaderLeaseTimeout: DefaultHeartbeatTimeout,
+	}
+}
+
+// solo shortens the Raft timeouts of a node that stays the only voter: its first
+// election comes sooner, and a single voter has no lease to lose.
+func solo(c *Config) {
+	c.HeartbeatTimeout = 100 * time.Millisecond
+	c.ElectionTimeout = 100 * time.Millisecond
+	c.LeaderLeaseTimeout = 50 * time.Millisecond
+}
+
+// openSolo opens a single-voter cluster with mod applied to its config and waits until
+// it leads.
+func openSolo(t testing.TB, id string, mod func(*Config)) *node {
+	t.Helper()
+	cfg := testConfig(t, id)
+	solo(&cfg)
+	if mod != nil {
+		mod(&cfg)
+	}
+	n := openNode(t, cfg, newTestFSM())
+	if err := n.seq.Bootstrap([]Server{{ID: n.id, Addr: n.seq.Addr()}}); err != nil {
+		t.Fatalf("Bootstrap: %v", err)
+	}
+	waitLeader(t, []*node{n})
+	return n
+}
+
+// openNode opens a Sequencer for cfg on fsm, closed when the test ends.
+func openNode(t testing.TB, cfg Config, fsm *testFSM) *node {
+	t.Helper()
+	s, err := Open(cfg, fsm)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", cfg.NodeID, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close(%s): %v", cfg.NodeID, err)
+		}
+	})
+	return &node{id: cfg.NodeID, cfg: cfg, fsm: fsm, seq: s}
+}
+
+// newCluster opens n nodes, bootstraps them all with the same voters and waits for a
+// leader. mod, if not nil, adjusts each node's config.
+func newCluster(t testing.TB, n int, mod func(*Config)) ([]*node, *node) {
+	t.Helper()
+	nodes := make([]*node, n)
+	servers := make([]Server, n)
+	for i := range nodes {
+		cfg := testConfig(t, fmt.Sprintf("n%d", i+1))
+		if mod != nil {
+			mod(&cfg)
+		}
+		nodes[i] = openNode(t, cfg, newTestFSM())
+		servers[i] = Server{ID: nodes[i].id, Addr: nodes[i].seq.Addr()}
+	}
+	for _, nd := range nodes {
+		if err := nd.seq.Bootstrap(servers); err != nil {
+			t.Fatalf("Bootstrap(%s): %v", nd.id, err)
+		}
+	}
+	return nodes, waitLeader(t, nodes)
+}
+
+// waitLeader waits until exactly one of nodes is the leader and every other one knows it,
+// and returns it.
+func waitLeader(t testing.TB, nodes []*node) *node {
+	t.Helper()
+	var leader *node
+	waitFor(t, 10*time.Second, func() error {
+		leader = nil
+		for _, nd := range nodes {
+			if nd.seq.IsLeader() {
+				if leader != nil {
+					return fmt.Errorf("two leaders: %s and %s", leader.id, nd.id)
+				}
+				leader = nd
+			}
+		}
+		if leader == nil {
+			return errors.New("no leader")
+		}
+		for _, nd := range nodes {
+			if id, addr := nd.seq.Leader(); id != leader.id || addr != leader.seq.Addr() {
+				return fmt.Errorf("%s sees leader %q at %q, want %s", nd.id, id, addr, leader.id)
+			}
+		}
+		return nil
+	})
+	return leader
+}
+
+// waitFor calls fn until it returns nil, failing the test with fn's last error after
+// timeout.
+func waitFor(t testing.TB, timeout time.Duration, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", timeout, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitSameState waits until every node's FSM holds the same state as want's.
+func waitSameState(t testing.TB, want *node, nodes ...*node) {
+	t.Helper()
+	waitFor(t, 10*time.Second, func() error {
+		ws := want.fsm.state()
+		for _, nd := range nodes {
+			if got := nd.fsm.state(); got != ws {
+				return fmt.Errorf("%s state %+v, %s has %+v", nd.id, got, want.id, ws)
+			}
+		}
+		return nil
+	})
+}
+
+// outcome is what one Done call delivered.
+type outcome struct {
+	res   batch.Result
+	index uint64
+	err   error
+}
+
+// tracker hands out proposals and checks that each one's Done is called exactly once.
+type tracker struct {
+	t     testing.TB
+	mu    sync.Mutex
+	calls map[string]int
+	out   map[string]outcome
+	done  chan string
+}
+
+func newTracker(t testing.TB, capacity int) *tracker {
+	return &tracker{t: t, calls: map[string]int{}, out: map[string]outcome{}, done: make(chan string, capacity)}
+}
+
+// proposal returns an invoke proposal whose Args are args.
+func (tr *tracker) proposal(args string) *Proposal {
+	return &Proposal{
+		Item: batch.Item{Kind: batch.KindInvoke, Procedure: "echo", Args: []byte(args)},
+		Done: func(res batch.Result, index uint64, err error) {
+			tr.mu.Lock()
+			tr.calls[args]++
+			n := tr.calls[args]
+			tr.out[args] = outcome{res: res, index: index, err: err}
+			tr.mu.Unlock()
+			if n != 1 {
+				tr.t.Errorf("Done for %q called %d times", args, n)
+				return
+			}
+			select {
+			case tr.done <- args:
+			default:
+				tr.t.Errorf("tracker channel full")
+			}
+		},
+	}
+}
+
+// get returns the outcome of args and how many times its Done was called.
+func (tr *tracker) get(args string) (outcome, int) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.out[args], tr.calls[args]
+}
+
+// submitWait submits one proposal on s and waits for its outcome.
+func submitWait(t testing.TB, s *Sequencer, args string) outcome {
+	t.Helper()
+	tr := newTracker(t, 1)
+	if err := s.Submit(tr.proposal(args)); err != nil {
+		t.Fatalf("Submit(%q): %v", args, err)
+	}
+	select {
+	case <-tr.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no outcome for %q", args)
+	}
+	o, _ := tr.get(args)
+	return o
+}
+
+// counterOf returns the FSM count a testFSM appended to a result, checking that the
+// result starts with args.
+func counterOf(t testing.TB, args string, res batch.Result) uint64 {
+	t.Helper()
+	v := res.Value
+	if len(v) != len(args)+8 || string(v[:len(args)]) != args {
+		t.Fatalf("result %q is not for %q", v, args)
+	}
+	return binary.BigEndian.Uint64(v[len(args):])
+}

@@ -1,0 +1,311 @@
+package sequencer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+
+	"github.com/lockstepdb/lockstep/internal/batch"
+)
+
+const (
+	// snapshotsRetained is how many snapshots the FileSnapshotStore keeps.
+	snapshotsRetained = 2
+	// transportMaxPool is how many outbound connections per peer the transport pools.
+	transportMaxPool = 3
+	// transportTimeout is the I/O deadline of one Raft RPC (scaled up for snapshots).
+	transportTimeout = 10 * time.Second
+	// boltOpenTimeout bounds the wait for raft.db's file lock, so a second Open of the same
+	// DataDir fails instead of hanging.
+	boltOpenTimeout = time.Second
+)
+
+// Server is one voter of the Raft configuration.
+type Server struct {
+	// ID is the server's Raft id (Config.NodeID).
+	ID string
+	// Addr is the server's Raft transport address.
+	Addr string
+}
+
+// Sequencer is the Raft node of one Lockstep server. All methods are safe for concurrent
+// use. See the package documentation for the caller's contract.
+type Sequencer struct {
+	cfg   Config
+	log   *slog.Logger
+	raft  *raft.Raft
+	trans *raft.NetworkTransport
+	store *raftboltdb.BoltStore
+
+	// itemBudget is the largest batch.ItemSize one item may have: an entry must hold it
+	// together with the header and a hash-check item.
+	itemBudget int
+
+	// mu guards the submit queue and closed. The queued proposals are queue[head:].
+	mu     sync.Mutex
+	queue  []*Proposal
+	head   int
+	closed bool
+	// isClosed mirrors closed for Submit's lock-free fast path.
+	isClosed atomic.Bool
+
+	// wake is signalled (never blocking, capacity 1) when the queue goes from empty to
+	// non-empty.
+	wake chan struct{}
+	// slots holds one token per outstanding raft.Apply: the batcher puts one in before
+	// Apply, the completer takes it out when the future resolves.
+	slots chan struct{}
+	// inflight carries applied batches from the batcher to the completer, in log order.
+	// It has the capacity of slots, so the batcher's send never blocks; the batcher
+	// closes it when it stops.
+	inflight chan pendingBatch
+	// leaderCh reports leadership changes to the owner (capacity 1, latest value wins).
+	leaderCh chan bool
+	// stop is closed by Close to stop the batcher and the leadership watcher.
+	stop chan struct{}
+	// wg counts every goroutine the Sequencer starts: batcher, completer, leadership
+	// watcher and the waiters of Raft futures (see await).
+	wg sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+
+	counters counters
+}
+
+// Open opens the Raft stores in cfg.DataDir, binds the transport on cfg.RaftAddr and
+// starts the Raft node with fsm as its state machine. A node with no state waits as a
+// follower until Bootstrap is called on it (or on the cluster's first node) or a leader
+// adds it with AddVoter. The caller must Close the Sequencer.
+func Open(cfg Config, fsm raft.BatchingFSM) (_ *Sequencer, err error) {
+	if fsm == nil {
+		return nil, fmt.Errorf("%w: nil FSM", ErrBadConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	logger := cfg.Logger.With("node", cfg.NodeID)
+	hlog := newHclogAdapter(logger, "raft")
+
+	// Undo what was opened if a later step fails.
+	var undo []func() error
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				_ = undo[i]()
+			}
+		}
+	}()
+
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("sequencer: data dir: %w", err)
+	}
+	// NoSync stays false: every StoreLogs call fsyncs before Raft acknowledges
+	// (RAFT-NOTES, hashicorp/raft-boltdb issue 8). Batching amortises the fsync.
+	store, err := raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(cfg.DataDir, "raft.db"),
+		BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sequencer: open raft.db: %w", err)
+	}
+	undo = append(undo, store.Close)
+	// FileSnapshotStore keeps its snapshots in DataDir/snapshots.
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, snapshotsRetained, hlog.Named("snapshots"))
+	if err != nil {
+		return nil, fmt.Errorf("sequencer: open snapshot store: %w", err)
+	}
+	trans, err := raft.NewTCPTransportWithConfig(cfg.RaftAddr, nil, &raft.NetworkTransportConfig{
+		MaxPool: transportMaxPool,
+		Timeout: transportTimeout,
+		Logger:  hlog.Named("net"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sequencer: raft transport on %s: %w", cfg.RaftAddr, err)
+	}
+	undo = append(undo, func() error { trans.CloseStreams(); return trans.Close() })
+	r, err := raft.NewRaft(cfg.raftConfig(hlog), fsm, store, store, snaps, trans)
+	if err != nil {
+		return nil, fmt.Errorf("sequencer: start raft: %w", err)
+	}
+
+	s := &Sequencer{
+		cfg:        cfg,
+		log:        logger.With("logger", "sequencer"),
+		raft:       r,
+		trans:      trans,
+		store:      store,
+		itemBudget: cfg.MaxBatchBytes - entryOverhead - batch.ItemSize(&batch.Item{Kind: batch.KindHashCheck}),
+		wake:       make(chan struct{}, 1),
+		slots:      make(chan struct{}, cfg.MaxInflightBatches),
+		inflight:   make(chan pendingBatch, cfg.MaxInflightBatches),
+		leaderCh:   make(chan bool, 1),
+		stop:       make(chan struct{}),
+	}
+	s.wg.Add(3)
+	go s.runBatcher()
+	go s.runCompleter()
+	go s.watchLeadership()
+	s.log.Info("sequencer open", "raft_addr", s.Addr(), "data_dir", cfg.DataDir)
+	return s, nil
+}
+
+// Close stops the node. In order: Submit starts returning ErrShutdown; the batcher stops
+// and fails every queued proposal with ErrShutdown; the batches already given to Raft are
+// waited for, so their proposals get their real outcome; Raft shuts down; the transport
+// and the stores close. Close returns when every goroutine it owns has exited, and is
+// idempotent: later calls wait for the first and return its result.
+//
+// In-flight batches are waited for before Raft stops, not after: once hashicorp/raft has
+// shut down, a future whose committed entry was still queued for the FSM is never
+// answered (hashicorp/raft issue 498). While Raft runs, every future is answered: by the
+// FSM, or with ErrLeadershipLost when the leader steps down, which its lease bounds.
+// Done callbacks must therefore not call Close.
+func (s *Sequencer) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+func (s *Sequencer) close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.isClosed.Store(true)
+	s.mu.Unlock()
+	close(s.stop)
+	s.wg.Wait()
+
+	err := s.raft.Shutdown().Error()
+	s.trans.CloseStreams() // outbound pooled connections, so peers' readers see EOF
+	err = errors.Join(err, s.trans.Close(), s.store.Close())
+	if err != nil {
+		err = fmt.Errorf("sequencer: close: %w", err)
+	}
+	s.log.Info("sequencer closed")
+	return err
+}
+
+// enter registers one goroutine with wg unless the Sequencer is closed. Close sets closed
+// before it waits on wg, so no goroutine is added once the wait has begun.
+func (s *Sequencer) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+// await starts a Raft operation and waits for its future until ctx ends. start receives
+// the enqueue timeout taken from ctx. A goroutine owned by the Sequencer waits on the
+// future, so Close does not stop Raft under an unanswered future; if ctx ends first the
+// operation may still take effect, and await returns ErrTimeout.
+func (s *Sequencer) await(ctx context.Context, op string, start func(timeout time.Duration) raft.Future) (raft.Future, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sequencer: %s: %w: %w", op, ErrTimeout, err)
+	}
+	if !s.enter() {
+		return nil, fmt.Errorf("sequencer: %s: %w", op, ErrShutdown)
+	}
+	timeout := s.cfg.ApplyTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(d), time.Millisecond)
+	}
+	f := start(timeout)
+	done := make(chan error, 1)
+	go func() {
+		defer s.wg.Done()
+		done <- f.Error()
+	}()
+	select {
+	case err := <-done:
+		return f, opError(op, err)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("sequencer: %s: %w: %w", op, ErrTimeout, ctx.Err())
+	}
+}
+
+// watchLeadership follows Raft's leadership changes: when this node stops being the
+// leader, queued proposals (never given to Raft) fail with ErrNotLeader. Every change is
+// passed on to LeaderChanges.
+func (s *Sequencer) watchLeadership() {
+	defer s.wg.Done()
+	changes := s.raft.LeaderCh() // never blocks Raft: it keeps only the latest value
+	for {
+		select {
+		case <-s.stop:
+			return
+		case leader := <-changes:
+			s.log.Info("leadership changed", "leader", leader, "term", s.raft.CurrentTerm())
+			if !leader {
+				s.failQueued(ErrNotLeader)
+			}
+			// Latest value wins: replace an unread value rather than block.
+			select {
+			case s.leaderCh <- leader:
+			default:
+				select {
+				case <-s.leaderCh:
+				default:
+				}
+				s.leaderCh <- leader // only this goroutine sends
+			}
+		}
+	}
+}
+
+// Addr returns the Raft transport's real address (with the OS-chosen port).
+func (s *Sequencer) Addr() string { return string(s.trans.LocalAddr()) }
+
+// IsLeader reports whether this node is the Raft leader now. It may be deposed without
+// knowing it yet; use VerifyLeader before serving a linearizable read.
+func (s *Sequencer) IsLeader() bool { return s.raft.State() == raft.Leader }
+
+// Leader returns the id and address of the leader as this node knows it, or "" for both
+// when it knows none.
+func (s *Sequencer) Leader() (id, addr string) {
+	a, i := s.raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// LeaderChanges delivers true when this node becomes the leader and false when it stops
+// being the leader. The channel holds only the latest change: a reader that falls behind
+// sees the current state, not every transition (two trues in a row mean the leadership
+// was lost and regained). The owner uses it to propose its NodeInfo or the cluster's
+// init entry when it becomes leader. The channel is not closed by Close.
+func (s *Sequencer) LeaderChanges() <-chan bool { return s.leaderCh }
+
+// VerifyLeader checks with a quorum that this node is still the leader. Together with
+// waiting until the applied index reaches the commit index seen before the call, it makes
+// a local read linearizable (RAFT-NOTES trap 3). Returns ErrNotLeader or
+// ErrLeadershipLost if it is not.
+func (s *Sequencer) VerifyLeader(ctx context.Context) error {
+	_, err := s.await(ctx, "verify leader", func(time.Duration) raft.Future { return s.raft.VerifyLeader() })
+	return err
+}
+
+// Barrier waits until every entry committed before the call has been applied to the FSM.
+// Leader only. A new leader calls it before serving reads (RAFT-NOTES trap 4).
+func (s *Sequencer) Barrier(ctx context.Context) error {
+	_, err := s.await(ctx, "barrier", func(t time.Duration) raft.Future { return s.raft.Barrier(t) })
+	return err
+}
+
+// Snapshot makes Raft snapshot the FSM now and compact its log, whether or not automatic
+// snapshots are on. It returns an error wrapping raft.ErrNothingNewToSnapshot when
+// nothing was applied since the last snapshot.
+func (s *Sequencer) Snapshot() error {
+	_, err := s.await(context.Background(), "snapshot", func(time.Duration) raft.Future { return s.raft.Snapshot() })
+	return err
+}

@@ -1,0 +1,115 @@
+package sequencer
+
+import (
+	"fmt"
+	"math/bits"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// BatchSizeBuckets is the number of buckets of Stats.BatchSizes: bucket i counts the
+// batches of [2^i, 2^(i+1)) inputs, up to batch.MaxItems.
+const BatchSizeBuckets = 17
+
+// Stats is a snapshot of a Sequencer's state and counters, for monitoring and tests.
+type Stats struct {
+	// State is Raft's state: "Follower", "Candidate", "Leader" or "Shutdown".
+	State string
+	// Term is the current Raft term.
+	Term uint64
+	// LastLogIndex is the last index in the log or the last snapshot.
+	LastLogIndex uint64
+	// CommitIndex is the highest index known to be committed.
+	CommitIndex uint64
+	// AppliedIndex is the highest index handed to the FSM.
+	AppliedIndex uint64
+	// LastContact is when a follower last heard from the leader; zero if never.
+	LastContact time.Time
+	// Batches counts the log entries this node proposed as leader, since Open.
+	Batches uint64
+	// Inputs counts the proposals in those entries (not the hash-check items).
+	Inputs uint64
+	// HashChecks counts the hash-check items the leader added.
+	HashChecks uint64
+	// Failed counts the proposals whose Done got an error.
+	Failed uint64
+	// Overloaded counts the Submits refused with ErrOverloaded.
+	Overloaded uint64
+	// BatchSizes is the histogram of proposals per batch: bucket i counts the batches
+	// of [2^i, 2^(i+1)) proposals.
+	BatchSizes [BatchSizeBuckets]uint64
+	// QueueDepth is the number of proposals waiting for a batch.
+	QueueDepth int
+	// InflightBatches is the number of raft.Apply calls outstanding.
+	InflightBatches int
+}
+
+// MeanBatch returns the mean number of proposals per batch, or 0 before the first.
+func (st Stats) MeanBatch() float64 {
+	if st.Batches == 0 {
+		return 0
+	}
+	return float64(st.Inputs) / float64(st.Batches)
+}
+
+// HistogramString renders BatchSizes as "1:n 2-3:n 4-7:n …", skipping empty buckets.
+func (st Stats) HistogramString() string {
+	var b strings.Builder
+	for i, n := range st.BatchSizes {
+		if n == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		lo, hi := 1<<i, 1<<(i+1)-1
+		if lo == hi {
+			fmt.Fprintf(&b, "%d:%d", lo, n)
+		} else {
+			fmt.Fprintf(&b, "%d-%d:%d", lo, hi, n)
+		}
+	}
+	return b.String()
+}
+
+// counters are the Sequencer's cumulative counters, updated without locks.
+type counters struct {
+	batches, inputs, hashChecks, failed, overloaded atomic.Uint64
+	sizes                                           [BatchSizeBuckets]atomic.Uint64
+}
+
+// recordBatch counts one batch of n proposals.
+func (c *counters) recordBatch(n int, hashCheck bool) {
+	c.batches.Add(1)
+	c.inputs.Add(uint64(n))
+	if hashCheck {
+		c.hashChecks.Add(1)
+	}
+	c.sizes[min(bits.Len(uint(n))-1, BatchSizeBuckets-1)].Add(1)
+}
+
+// Stats returns the node's current state and counters.
+func (s *Sequencer) Stats() Stats {
+	st := Stats{
+		State:           s.raft.State().String(),
+		Term:            s.raft.CurrentTerm(),
+		LastLogIndex:    s.raft.LastIndex(),
+		CommitIndex:     s.raft.CommitIndex(),
+		AppliedIndex:    s.raft.AppliedIndex(),
+		LastContact:     s.raft.LastContact(),
+		Batches:         s.counters.batches.Load(),
+		Inputs:          s.counters.inputs.Load(),
+		HashChecks:      s.counters.hashChecks.Load(),
+		Failed:          s.counters.failed.Load(),
+		Overloaded:      s.counters.overloaded.Load(),
+		InflightBatches: len(s.slots),
+	}
+	for i := range st.BatchSizes {
+		st.BatchSizes[i] = s.counters.sizes[i].Load()
+	}
+	s.mu.Lock()
+	st.QueueDepth = len(s.queue) - s.head
+	s.mu.Unlock()
+	return st
+}
