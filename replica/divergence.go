@@ -3,7 +3,6 @@ package replica
 import (
 	"context"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/lockstepdb/lockstep/internal/batch"
@@ -67,29 +66,8 @@ func (n *Node) markIfIdle() {
 // fetchStatus asks the node at addr for its status over the client protocol.
 func fetchStatus(ctx context.Context, addr, clusterID string) (wire.Status, error) {
 	var st wire.Status
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	resp, err := roundTrip(ctx, addr, clusterID, &wire.Request{ID: 1, Op: wire.OpStatus})
 	if err != nil {
-		return st, err
-	}
-	if _, err := wire.ClientHandshake(ctx, nc, clusterID); err != nil {
-		nc.Close()
-		return st, err
-	}
-	c, err := wire.NewConn(nc, wire.ConnConfig{})
-	if err != nil {
-		nc.Close()
-		return st, err
-	}
-	defer c.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		nc.SetReadDeadline(dl)
-	}
-	if err := c.SendRequest(ctx, &wire.Request{ID: 1, Op: wire.OpStatus}); err != nil {
-		return st, err
-	}
-	var resp wire.Response
-	if err := c.RecvResponse(&resp); err != nil {
 		return st, err
 	}
 	if err := resp.Err(); err != nil {

@@ -181,6 +181,33 @@ func (c *LocalCluster) converged() ([]uint64, error) {
 	return hashes, nil
 }
 
+// AddNode starts a new node with an empty data directory that joins the cluster through
+// its running members, and returns its index. reg is its procedure set (nil: the
+// cluster's). It does not wait for the join to complete.
+func (c *LocalCluster) AddNode(reg *procedures.Registry) (int, error) {
+	i := len(c.cfgs)
+	cfg := c.cfgs[0]
+	cfg.ID = fmt.Sprintf("n%d", i+1)
+	cfg.DataDir = filepath.Join(c.dir, cfg.ID)
+	cfg.RaftAddr, cfg.ClientAddr = "127.0.0.1:0", "127.0.0.1:0"
+	for j, n := range c.Nodes {
+		if n != nil {
+			cfg.Join = append(cfg.Join, c.cfgs[j].ClientAddr)
+		}
+	}
+	if reg == nil {
+		reg = c.reg(i)
+	}
+	n, err := StartNode(cfg, reg)
+	if err != nil {
+		return -1, err
+	}
+	cfg.RaftAddr, cfg.ClientAddr, cfg.Join = n.RaftAddr(), n.ClientAddr(), nil
+	c.Nodes = append(c.Nodes, n)
+	c.cfgs = append(c.cfgs, cfg)
+	return i, nil
+}
+
 // Close stops every node and removes the data directories the cluster created.
 func (c *LocalCluster) Close() {
 	for i := range c.Nodes {

@@ -42,6 +42,9 @@ type NodeConfig struct {
 	// Bootstrap lists every initial voter, this node included, to create a new cluster.
 	// Ignored when the data directory already holds a cluster.
 	Bootstrap []Peer
+	// Join lists client addresses of an existing cluster's nodes; a node with an empty
+	// data directory asks the cluster to add it as a voter.
+	Join []string
 	// Replica configures the state machine (partition count, sessions).
 	Replica Config
 	// Sequencer tunes batching and Raft; its NodeID, RaftAddr and DataDir are set from
@@ -163,6 +166,10 @@ func StartNode(cfg NodeConfig, reg *procedures.Registry) (*Node, error) {
 			n.Close()
 			return nil, err
 		}
+	}
+	if len(cfg.Join) > 0 && len(cfg.Bootstrap) == 0 && seq.Stats().LastLogIndex == 0 {
+		n.wg.Add(1)
+		go n.joinLoop(cfg.Join)
 	}
 	n.wg.Add(3)
 	go n.acceptLoop()

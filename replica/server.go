@@ -155,6 +155,8 @@ func (cc *clientConn) handle(req *wire.Request) {
 		cc.submit(req.ID, batch.Item{Kind: batch.KindCloseSession, Session: req.Session})
 	case wire.OpInvoke:
 		cc.invoke(req)
+	case wire.OpJoin, wire.OpRemove, wire.OpTransferLeader:
+		cc.admin(req)
 	default:
 		cc.fail(req.ID, fmt.Errorf("%w: unknown op %v", wire.ErrMalformed, req.Op))
 	}

@@ -45,7 +45,28 @@ const (
 	OpStreamRead Op = 5
 	// OpPing asks for an empty OK Response, to check the connection.
 	OpPing Op = 6
+	// OpJoin asks the leader to add a node as a voter. Args is the msgpack encoding of a
+	// JoinArgs; the leader refuses a node whose partition count or procedure set differs.
+	OpJoin Op = 7
+	// OpRemove asks the leader to remove the voter whose id is Key.
+	OpRemove Op = 8
+	// OpTransferLeader asks the leader to hand leadership to the voter whose id is Key, or
+	// to any up-to-date voter when Key is empty.
+	OpTransferLeader Op = 9
 )
+
+// JoinArgs describes a node asking to join a cluster (OpJoin).
+type JoinArgs struct {
+	// ID is the joining node's unique id.
+	ID string `msgpack:"id"`
+	// RaftAddr and ClientAddr are where the node's Raft transport and clients reach it.
+	RaftAddr   string `msgpack:"raft"`
+	ClientAddr string `msgpack:"client"`
+	// Partitions is the node's partition count; it must equal the cluster's.
+	Partitions int `msgpack:"p"`
+	// Procedures is the fingerprint of the node's procedure set; it must equal the cluster's.
+	Procedures uint64 `msgpack:"procs"`
+}
 
 // String returns the operation's name, or "Op(n)" for an unknown one.
 func (o Op) String() string {
@@ -62,6 +83,12 @@ func (o Op) String() string {
 		return "StreamRead"
 	case OpPing:
 		return "Ping"
+	case OpJoin:
+		return "Join"
+	case OpRemove:
+		return "Remove"
+	case OpTransferLeader:
+		return "TransferLeader"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }
