@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/lockstepdb/lockstep/internal/batch"
@@ -51,6 +52,9 @@ type FSM struct {
 	inFlush map[[2]uint64]int // (session, seq) → index in inputs, for retries inside one flush
 
 	handlers sync.Pool // procedure handlers for Query
+
+	metrics *Metrics // nil until the node sets it
+	stats   applyStats
 }
 
 // pending ties an engine input back to the item that asked for it.
@@ -114,6 +118,7 @@ func (f *FSM) Apply(l *raft.Log) interface{} { return f.ApplyBatch([]*raft.Log{l
 // ApplyBatch implements raft.BatchingFSM: it applies committed entries in order and returns
 // a *batch.Results for each command entry (nil for others).
 func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	start := time.Now()
 	out := make([]interface{}, len(logs))
 	if cap(f.entries) < len(logs) {
 		f.entries = make([]batch.Entry, len(logs))
@@ -135,11 +140,13 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		}
 		res := &batch.Results{Index: l.Index, Items: make([]batch.Result, len(e.Items))}
 		out[i] = res
+		f.stats.items = append(f.stats.items, len(e.Items))
 		f.applyEntry(l.Index, e, res)
 	}
 	f.flush()
 	f.sessionCount.Store(int64(len(f.sess.byID)))
 	f.advance(last)
+	f.stats.publish(f.metrics, time.Since(start))
 	return out
 }
 
@@ -240,6 +247,7 @@ func (f *FSM) flush() {
 			v = append(make([]byte, 0, len(r.Value)), r.Value...)
 		}
 		p.res.Items[p.j] = batch.Result{Value: v, Err: r.Err}
+		f.stats.add(f.procedureName(f.inputs[k].Procedure), r.Err)
 		if p.ss != nil {
 			p.ss.Results[p.seq] = cacheOf(v, r.Err)
 		}
@@ -319,6 +327,14 @@ func (f *FSM) checkCompatLocked() {
 	if f.incompatible != nil {
 		f.log.Error("refusing to apply the cluster's log", "err", f.incompatible)
 	}
+}
+
+// procedureName returns the registry's copy of name, safe to keep; "unknown" if none.
+func (f *FSM) procedureName(name string) string {
+	if info, ok := f.reg.Lookup(name); ok {
+		return info.Name
+	}
+	return "unknown"
 }
 
 // Fingerprint returns the fingerprint of this node's procedure set.

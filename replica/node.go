@@ -116,6 +116,7 @@ type Node struct {
 	started time.Time
 
 	leaderReady atomic.Bool // this node leads and has committed the cluster's identity
+	metrics     *Metrics
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -157,6 +158,8 @@ func StartNode(cfg NodeConfig, reg *procedures.Registry) (*Node, error) {
 	n := &Node{cfg: cfg, fsm: fsm, seq: seq, ln: ln, log: cfg.Logger.With("node", cfg.ID),
 		started: time.Now(), conns: map[*wire.Conn]struct{}{}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.metrics = newMetrics(n)
+	fsm.metrics = n.metrics
 	if len(cfg.Bootstrap) > 0 {
 		servers := make([]sequencer.Server, len(cfg.Bootstrap))
 		for i, p := range cfg.Bootstrap {
@@ -206,6 +209,12 @@ func (n *Node) FSM() *FSM { return n.fsm }
 
 // Sequencer returns the node's Raft sequencer.
 func (n *Node) Sequencer() *sequencer.Sequencer { return n.seq }
+
+// Metrics returns the node's Prometheus collectors.
+func (n *Node) Metrics() *Metrics { return n.metrics }
+
+// Ready returns nil if the node serves clients, else why not.
+func (n *Node) Ready() error { return n.ready() }
 
 // Status returns the node's current status.
 func (n *Node) Status() wire.Status { return n.statusFrom() }
