@@ -1,0 +1,94 @@
+// Command customproc shows Lockstep as a library: a Go program that runs nodes with its
+// own procedure registered next to the built-ins, and calls it through the client.
+//
+// Every node of a cluster must register the same procedures; a node whose procedure set
+// differs is refused when it joins, and refuses to apply a cluster's log if started on it.
+//
+//	go run ./examples/customproc
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/replica"
+)
+
+// WordCountArgs are the arguments of "words.count": a line of text.
+type WordCountArgs struct {
+	Line string `msgpack:"line"`
+}
+
+// countWords adds each word of a line to a per-word counter in the partition of the
+// document key, and returns how many distinct words the document has seen. It is
+// deterministic: it iterates the words in order and reads only through tx.
+func countWords(tx *partition.Tx, args WordCountArgs) (int64, error) {
+	var buf [8]byte
+	for _, w := range strings.Fields(strings.ToLower(args.Line)) {
+		key := append(append([]byte(nil), tx.Key()...), "/"+w...)
+		var n uint64
+		if v, ok := tx.Get("words", key); ok {
+			n = binary.BigEndian.Uint64(v)
+		}
+		binary.BigEndian.PutUint64(buf[:], n+1)
+		if err := tx.Put("words", key, buf[:]); err != nil {
+			return 0, err
+		}
+	}
+	var distinct int64
+	prefix := append(append([]byte(nil), tx.Key()...), '/')
+	end := append(append([]byte(nil), tx.Key()...), '/'+1)
+	err := tx.Scan("words", partition.ScanOptions{Start: prefix, End: end}, func(_, _ []byte) bool {
+		distinct++
+		return true
+	})
+	return distinct, err
+}
+
+func registry() *procedures.Registry {
+	r := procedures.Builtins()
+	procedures.MustRegister(r, "words.count", countWords,
+		procedures.Doc("key: document id; args: {line}; adds the line's words to the document's counts; returns its distinct words"))
+	return r
+}
+
+func main() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cluster, err := replica.StartLocalCluster(ctx, replica.LocalClusterOptions{
+		Nodes:    3,
+		Node:     replica.NodeConfig{Logger: quiet},
+		Registry: func(int) *procedures.Registry { return registry() },
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cluster.Close()
+	c, err := client.Dial(ctx, client.Config{Addrs: cluster.ClientAddrs()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	for _, line := range []string{"the quick brown fox", "jumps over the lazy dog", "The End"} {
+		var distinct int64
+		if err := c.Invoke(ctx, "words.count", []byte("doc-1"), WordCountArgs{Line: line}, &distinct); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%-25q -> %d distinct words so far\n", line, distinct)
+	}
+	hashes, err := cluster.WaitConverged(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("all %d replicas hold the same state: %x\n", len(cluster.Nodes), hashes)
+}
