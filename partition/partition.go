@@ -89,8 +89,7 @@ func (p *Partition) Get(table string, key []byte) ([]byte, bool) {
 	if t == nil {
 		return nil, false
 	}
-	// Not t.get: its path hint is the executor's and would be a data race between readers.
-	v, ok := t.get(key)
+	v, ok := t.lookup(key) // not get: concurrent readers must not share its path hint
 	return append([]byte(nil), v...), ok
 }
 

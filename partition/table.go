@@ -2,6 +2,7 @@ package partition
 
 import (
 	"bytes"
+	"encoding/binary"
 	"unsafe"
 
 	"github.com/tidwall/btree"
@@ -12,11 +13,35 @@ import (
 // slice without copying.
 type row struct {
 	key   string
+	pfx   uint64 // keyPrefix(key): orders most pairs of keys without reading their bytes
 	value []byte
-	hash  uint64 // rowHash of the row, kept so a change subtracts it without rehashing
 }
 
-func rowLess(a, b row) bool { return a.key < b.key }
+// keyPrefix is the first 8 bytes of key as a big-endian integer, zero-padded. Prefixes
+// order like the keys they come from, except that equal prefixes say nothing.
+func keyPrefix(key string) uint64 {
+	if len(key) >= 8 {
+		return binary.BigEndian.Uint64(unsafe.Slice(unsafe.StringData(key), 8))
+	}
+	var p uint64
+	for i := 0; i < len(key); i++ {
+		p |= uint64(key[i]) << (56 - 8*i)
+	}
+	return p
+}
+
+func rowLess(a, b row) bool {
+	if a.pfx != b.pfx {
+		return a.pfx < b.pfx
+	}
+	return a.key < b.key
+}
+
+// probe is the row to search a table for key; key must outlive the search only.
+func probe(key []byte) row {
+	k := bytesAsString(key)
+	return row{key: k, pfx: keyPrefix(k)}
+}
 
 // table is one named, ordered table of one partition.
 type table struct {
@@ -26,6 +51,10 @@ type table struct {
 	tree       *btree.BTreeG[row]
 	hint       btree.PathHint
 	sum        uint64 // sum of every row's hash: this table's share of the partition hash
+	// found is the stored key of the row the executor's last get found ("" if it found
+	// none). Procedures read a row and then write it; a put of that key needs no lookup of
+	// its own to reuse the stored key string, which saves one tree descent per update.
+	found string
 }
 
 func newTable(name string, replicated bool) *table {
@@ -45,8 +74,18 @@ func newTable(name string, replicated bool) *table {
 // not be stored.
 func bytesAsString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
+// get looks key up with the table's path hint, which it updates: only the executor, which
+// holds the partition's write lock, may call it.
 func (t *table) get(key []byte) ([]byte, bool) {
-	r, ok := t.tree.GetHint(row{key: bytesAsString(key)}, &t.hint)
+	r, ok := t.tree.GetHint(probe(key), &t.hint)
+	t.found = r.key
+	return r.value, ok
+}
+
+// lookup is get without the path hint, for readers that hold only the read lock and may
+// run concurrently with each other.
+func (t *table) lookup(key []byte) ([]byte, bool) {
+	r, ok := t.tree.Get(probe(key))
 	return r.value, ok
 }
 
@@ -54,24 +93,35 @@ func (t *table) get(key []byte) ([]byte, bool) {
 // which stays valid after the caller's key slice is reused, and the previous value. An
 // existing key keeps its stored string, so overwriting a row allocates nothing for the key.
 func (t *table) put(key []byte, value []byte) (stored string, old []byte, existed bool) {
-	h := rowHash(t.ns, key, value)
-	t.sum += h
-	prev, ok := t.tree.GetHint(row{key: bytesAsString(key)}, &t.hint)
-	if ok {
-		t.sum -= prev.hash
-		t.tree.SetHint(row{key: prev.key, value: value, hash: h}, &t.hint)
-		return prev.key, prev.value, true
+	t.sum += rowHash(t.ns, key, value)
+	p := probe(key)
+	if t.found != "" && t.found == p.key {
+		// The row get just found: replace it in one descent, keeping its stored key.
+		stored = t.found
+	} else {
+		prev, ok := t.tree.GetHint(p, &t.hint)
+		if ok {
+			stored = prev.key
+		} else {
+			stored = string(key)
+		}
 	}
-	stored = string(key)
-	t.tree.SetHint(row{key: stored, value: value, hash: h}, &t.hint)
-	return stored, nil, false
+	prev, ok := t.tree.SetHint(row{key: stored, pfx: p.pfx, value: value}, &t.hint)
+	if !ok {
+		t.found = ""
+		return stored, nil, false
+	}
+	t.sum -= rowHash(t.ns, key, prev.value)
+	t.found = stored
+	return stored, prev.value, true
 }
 
 // delete removes key and returns the stored key and value it had.
 func (t *table) delete(key []byte) (stored string, old []byte, existed bool) {
-	prev, ok := t.tree.DeleteHint(row{key: bytesAsString(key)}, &t.hint)
+	t.found = ""
+	prev, ok := t.tree.DeleteHint(probe(key), &t.hint)
 	if ok {
-		t.sum -= prev.hash
+		t.sum -= rowHash(t.ns, key, prev.value)
 	}
 	return prev.key, prev.value, ok
 }
@@ -110,7 +160,7 @@ func (t *table) scan(opts ScanOptions, fn func(key, value []byte) bool) {
 			t.tree.Scan(visit)
 			return
 		}
-		t.tree.Ascend(row{key: bytesAsString(opts.Start)}, visit)
+		t.tree.Ascend(probe(opts.Start), visit)
 		return
 	}
 	if opts.End == nil {
@@ -118,7 +168,7 @@ func (t *table) scan(opts ScanOptions, fn func(key, value []byte) bool) {
 		return
 	}
 	// Descend starts at the pivot inclusive; End is exclusive.
-	t.tree.Descend(row{key: bytesAsString(opts.End)}, func(r row) bool {
+	t.tree.Descend(probe(opts.End), func(r row) bool {
 		if r.key == bytesAsString(opts.End) {
 			return true
 		}

@@ -161,6 +161,10 @@ func (tx *Tx) Get(table string, key []byte) ([]byte, bool) {
 	if t == nil {
 		return nil, false
 	}
+	if tx.run.readOnly {
+		// A Query holds only the read lock, alongside other readers: no shared path hint.
+		return t.lookup(key)
+	}
 	return t.get(key)
 }
 
