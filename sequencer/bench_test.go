@@ -14,18 +14,23 @@ import (
 // BenchmarkSubmit1Node measures the throughput of a single-node cluster with fsync on:
 // clients goroutines each submit one input and wait for its result before the next (a
 // closed loop), so the batch size adapts to the load. It reports inputs/s, the mean batch,
-// the p50 and p99 submit-to-Done latency, and logs the batch-size histogram.
+// the p50 and p99 submit-to-Done latency, and logs the batch-size histogram. The delay
+// variants show what Config.MaxBatchDelay buys.
 func BenchmarkSubmit1Node(b *testing.B) {
-	for _, clients := range []int{1, 16, 128, 1024} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			benchSubmit(b, clients)
+	for _, bc := range []struct {
+		clients int
+		delay   time.Duration
+	}{{1, 0}, {16, 0}, {128, 0}, {1024, 0}, {128, 200 * time.Microsecond}, {1024, time.Millisecond}} {
+		b.Run(fmt.Sprintf("clients=%d/delay=%v", bc.clients, bc.delay), func(b *testing.B) {
+			benchSubmit(b, bc.clients, bc.delay)
 		})
 	}
 }
 
-func benchSubmit(b *testing.B, clients int) {
+func benchSubmit(b *testing.B, clients int, delay time.Duration) {
 	cfg := testConfig(b, "bench")
 	solo(&cfg)
+	cfg.MaxBatchDelay = delay
 	cfg.Logger = testLogger(b, slog.LevelWarn)
 	n := openNode(b, cfg, newTestFSM())
 	if err := n.seq.Bootstrap([]Server{{ID: n.id, Addr: n.seq.Addr()}}); err != nil {

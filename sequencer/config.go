@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
+	"net/netip"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -159,8 +161,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.NodeID == "":
 		return bad("NodeID is required")
-	case c.RaftAddr == "":
-		return bad("RaftAddr is required")
+	case !advertisable(c.RaftAddr):
+		return bad("RaftAddr %q must be host:port with a host other nodes can dial", c.RaftAddr)
 	case c.DataDir == "":
 		return bad("DataDir is required")
 	case c.MaxBatchInputs < 1 || c.MaxBatchInputs > batch.MaxItems-1:
@@ -186,6 +188,17 @@ func (c Config) Validate() error {
 		return bad("raft: %v", err)
 	}
 	return nil
+}
+
+// advertisable reports whether addr is host:port with a host that is not empty or
+// unspecified (0.0.0.0, ::): the Raft transport advertises its bind address to peers.
+func advertisable(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err != nil || !ip.IsUnspecified() // a name, or a specific address
 }
 
 // snapshotsOffInterval is the SnapshotInterval given to Raft when snapshots are off: Raft

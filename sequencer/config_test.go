@@ -30,6 +30,12 @@ func TestConfigValidate(t *testing.T) {
 		}(), true},
 		{"no node id", base(func(c *Config) { c.NodeID = "" }), false},
 		{"no raft addr", base(func(c *Config) { c.RaftAddr = "" }), false},
+		{"raft addr without port", base(func(c *Config) { c.RaftAddr = "127.0.0.1" }), false},
+		{"raft addr without host", base(func(c *Config) { c.RaftAddr = ":7000" }), false},
+		{"raft addr unspecified", base(func(c *Config) { c.RaftAddr = "0.0.0.0:7000" }), false},
+		{"raft addr unspecified v6", base(func(c *Config) { c.RaftAddr = "[::]:7000" }), false},
+		{"raft addr by name", base(func(c *Config) { c.RaftAddr = "localhost:7000" }), true},
+		{"raft addr v6", base(func(c *Config) { c.RaftAddr = "[::1]:0" }), true},
 		{"no data dir", base(func(c *Config) { c.DataDir = "" }), false},
 		{"negative inputs", base(func(c *Config) { c.MaxBatchInputs = -1 }), false},
 		{"inputs leave room for the hash check", base(func(c *Config) { c.MaxBatchInputs = batch.MaxItems; c.MaxQueuedInputs = batch.MaxItems }), false},
@@ -91,6 +97,25 @@ func TestDefaultConfig(t *testing.T) {
 	}
 	if c.Logger == nil || c.Now == nil {
 		t.Errorf("Logger or Now not defaulted")
+	}
+}
+
+// TestOpenErrors checks that Open refuses a bad config, a nil FSM, and a data dir another
+// Sequencer holds (two nodes writing one raft.db would corrupt it).
+func TestOpenErrors(t *testing.T) {
+	if _, err := Open(Config{}, newTestFSM()); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("Open(zero config): got %v, want ErrBadConfig", err)
+	}
+	cfg := testConfig(t, "a")
+	if _, err := Open(cfg, nil); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("Open(nil FSM): got %v, want ErrBadConfig", err)
+	}
+	openNode(t, cfg, newTestFSM())
+	if s, err := Open(cfg, newTestFSM()); err == nil {
+		s.Close()
+		t.Errorf("second Open of %s: got nil error", cfg.DataDir)
+	} else {
+		t.Logf("second Open: %v", err)
 	}
 }
 

@@ -29,12 +29,19 @@
 //	...
 //	defer seq.Close()
 //	seq.Bootstrap([]sequencer.Server{{ID: cfg.NodeID, Addr: seq.Addr()}}) // first node only
-//	for leader := range seq.LeaderChanges() { // in the node's own goroutine
-//		if leader {
-//			seq.Barrier(ctx) // apply what earlier leaders committed before serving reads
-//			// propose this node's NodeInfo, or the cluster's init entry
+//	go func() { // the node's own goroutine
+//		for {
+//			select {
+//			case leader := <-seq.LeaderChanges():
+//				if leader {
+//					seq.Barrier(ctx) // apply what earlier leaders committed before serving reads
+//					// propose this node's NodeInfo, or the cluster's init entry
+//				}
+//			case <-nodeDone:
+//				return
+//			}
 //		}
-//	}
+//	}()
 //	...
 //	err := seq.Submit(&sequencer.Proposal{Item: item, Done: func(res batch.Result, index uint64, err error) {
 //		// hand res or err to the waiting client; must not block
@@ -48,8 +55,8 @@
 //   - Submit works on the leader only and never forwards. Done is called exactly once per
 //     accepted proposal, on a sequencer goroutine, and must not block or call Close. When
 //     Submit returns an error, Done is never called.
-//   - The retry rule: ErrLeadershipLost (and ErrShutdown when it also matches
-//     ErrLeadershipLost, ErrBadResponse, ErrTimeout) means the outcome is unknown — the
+//   - The retry rule: ErrLeadershipLost (alone or together with ErrShutdown) and
+//     ErrBadResponse mean the outcome is unknown — the
 //     entry may still commit under the next leader (hashicorp/raft PR 561). Never report
 //     such an input as failed: retry it, on the new leader, with the same session and
 //     sequence number; the replicas' session dedup makes the retry safe and returns the

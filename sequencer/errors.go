@@ -23,8 +23,9 @@ var (
 	// queued. The proposal never entered the log; the client may retry later.
 	ErrOverloaded = errors.New("sequencer: overloaded, too many queued inputs")
 	// ErrShutdown is returned after Close. Alone it means the proposal never entered the
-	// log; a proposal that was already in flight when Raft stopped gets an error that
-	// matches both ErrShutdown and ErrLeadershipLost, because it may still commit.
+	// log. Should Raft stop under a proposal it had already given a log index (Close
+	// waits for those, so this is defensive), the error matches ErrLeadershipLost too:
+	// the entry may still commit.
 	ErrShutdown = errors.New("sequencer: shut down")
 	// ErrBadConfig is returned by Config.Validate and Open for an unusable Config.
 	ErrBadConfig = errors.New("sequencer: bad config")

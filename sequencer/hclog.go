@@ -16,7 +16,8 @@ import (
 // slog's (Trace becomes Debug-4); the level filter is the slog handler's, so SetLevel is a
 // no-op.
 type hclogAdapter struct {
-	l       *slog.Logger
+	base    *slog.Logger // with the implied args, without the name
+	l       *slog.Logger // base with logger=name
 	name    string
 	implied []any
 }
@@ -24,7 +25,7 @@ type hclogAdapter struct {
 var _ hclog.Logger = (*hclogAdapter)(nil)
 
 func newHclogAdapter(l *slog.Logger, name string) *hclogAdapter {
-	return &hclogAdapter{l: l.With("logger", name), name: name}
+	return &hclogAdapter{base: l, l: l.With("logger", name), name: name}
 }
 
 func slogLevel(level hclog.Level) slog.Level {
@@ -82,6 +83,7 @@ func (a *hclogAdapter) ImpliedArgs() []any { return a.implied }
 
 func (a *hclogAdapter) With(args ...any) hclog.Logger {
 	return &hclogAdapter{
+		base:    a.base.With(args...),
 		l:       a.l.With(args...),
 		name:    a.name,
 		implied: append(a.implied[:len(a.implied):len(a.implied)], args...),
@@ -98,7 +100,7 @@ func (a *hclogAdapter) Named(name string) hclog.Logger {
 }
 
 func (a *hclogAdapter) ResetNamed(name string) hclog.Logger {
-	return &hclogAdapter{l: a.l.With("logger", name), name: name, implied: a.implied}
+	return &hclogAdapter{base: a.base, l: a.base.With("logger", name), name: name, implied: a.implied}
 }
 
 func (a *hclogAdapter) SetLevel(hclog.Level) {}
