@@ -17,7 +17,7 @@ import (
 const (
 	DefaultMaxBatchInputs     = 1024
 	DefaultMaxBatchBytes      = 1 << 20
-	DefaultMaxInflightBatches = 4
+	DefaultMaxInflightBatches = 1
 	DefaultMaxQueuedInputs    = 1 << 16
 	DefaultApplyTimeout       = 10 * time.Second
 	DefaultHashCheckInterval  = time.Second
@@ -77,7 +77,8 @@ type Config struct {
 	MaxBatchDelay time.Duration
 	// MaxInflightBatches is the most raft.Apply calls outstanding at once. While they are
 	// all outstanding, new inputs queue up and form the next, bigger batch: adaptive group
-	// commit. Default 4; at most MaxInflightLimit.
+	// commit. Default 1: measured on loopback with fsync, one batch in flight gives bigger batches and
+	// more throughput than 4 (benchmarks/RESULTS.md). At most MaxInflightLimit.
 	MaxInflightBatches int
 	// MaxQueuedInputs bounds the inputs waiting for a batch; beyond it Submit returns
 	// ErrOverloaded. Default 65536; at least MaxBatchInputs, at most MaxQueueLimit.

@@ -81,7 +81,7 @@ func TestDefaultConfig(t *testing.T) {
 		{"MaxBatchInputs", c.MaxBatchInputs, 1024},
 		{"MaxBatchBytes", c.MaxBatchBytes, 1 << 20},
 		{"MaxBatchDelay", c.MaxBatchDelay, time.Duration(0)},
-		{"MaxInflightBatches", c.MaxInflightBatches, 4},
+		{"MaxInflightBatches", c.MaxInflightBatches, 1},
 		{"MaxQueuedInputs", c.MaxQueuedInputs, 65536},
 		{"ApplyTimeout", c.ApplyTimeout, 10 * time.Second},
 		{"HashCheckInterval", c.HashCheckInterval, time.Second},

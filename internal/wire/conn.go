@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -243,7 +244,12 @@ func (c *Conn) writeLoop() {
 		case body := <-c.queue:
 			err := c.write(fw, body)
 			if err == nil && len(c.queue) == 0 {
-				err = fw.Flush()
+				// Let goroutines that are about to send run first, so that under load
+				// one write system call carries many frames; idle, this costs one yield.
+				runtime.Gosched()
+				if len(c.queue) == 0 {
+					err = fw.Flush()
+				}
 			}
 			if err != nil {
 				c.fail(err)

@@ -174,15 +174,23 @@ func TestConnBoundedQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocked := false
+	// Frames larger than the write buffer go straight to the connection, so the writer
+	// blocks on the first one whatever it coalesces.
+	// The writer may take one more frame after a Send first times out, so wait for two
+	// timeouts in a row: then it is stuck in a write with the queue full.
+	big := make([]byte, 1<<20)
+	blocked, timeouts := false, 0
 	for i := 0; i < 10 && !blocked; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-		err := c.Send(ctx, []byte{1})
+		err := c.Send(ctx, big)
 		cancel()
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):
-			blocked = true
-		case err != nil:
+			timeouts++
+			blocked = timeouts == 2
+		case err == nil:
+			timeouts = 0
+		default:
 			t.Fatalf("#%d: got %v, want nil or context.DeadlineExceeded", i, err)
 		}
 	}
