@@ -49,124 +49,126 @@ func readResponse(t *testing.T, nc net.Conn) (wire.Response, error) {
 // or a clean close of that one connection; the node keeps serving everyone else, and the
 // log stays replayable (DESIGN.md invariant 7).
 func TestBadInputHurtsOnlyItsSender(t *testing.T) {
-	c := startCluster(t, clusterOptions{nodes: 3})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	good := c.dial(ctx)
-	l := c.waitLeader()
-	addr := l.ClientAddr()
-	stillServes := func(what string) {
-		t.Helper()
-		if _, err := good.CounterAdd(ctx, "alive", 1); err != nil {
-			t.Fatalf("after %s: node stopped serving: %v", what, err)
-		}
-	}
-
-	t.Run("garbage before handshake", func(t *testing.T) {
-		nc, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		nc.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
-		nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-		// The server closes with our bytes unread, so TCP may report a reset.
-		if _, err := io.ReadAll(nc); err != nil && !errors.Is(err, syscall.ECONNRESET) {
-			t.Fatalf("want the connection closed, got %v", err)
-		}
-		stillServes("garbage")
-	})
-	t.Run("wrong protocol version", func(t *testing.T) {
-		nc, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		nc.Write(wire.AppendFrame(nil, wire.AppendHello(nil, &wire.Hello{Version: 99})))
-		nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-		resp, err := readResponse(t, nc)
-		if err != nil || resp.Code != wire.CodeProtocolVersion {
-			t.Fatalf("got %v %v, want CodeProtocolVersion", resp.Code, err)
-		}
-		stillServes("wrong version")
-	})
-	t.Run("truncated frame", func(t *testing.T) {
-		nc := rawConn(t, addr)
-		var hdr [4]byte
-		binary.BigEndian.PutUint32(hdr[:], 100)
-		nc.Write(hdr[:])
-		nc.Write([]byte("short"))
-		nc.(*net.TCPConn).CloseWrite()
-		if _, err := io.ReadAll(nc); err != nil {
-			t.Fatalf("want a clean close, got %v", err)
-		}
-		stillServes("truncated frame")
-	})
-	t.Run("oversized frame", func(t *testing.T) {
-		nc := rawConn(t, addr)
-		var hdr [4]byte
-		binary.BigEndian.PutUint32(hdr[:], 1<<30)
-		nc.Write(hdr[:])
-		resp, err := readResponse(t, nc)
-		if err != nil || !errors.Is(resp.Err(), wire.ErrTooLarge) {
-			t.Fatalf("got %v %v, want ErrTooLarge", resp.Err(), err)
-		}
-		stillServes("oversized frame")
-	})
-	t.Run("malformed request", func(t *testing.T) {
-		nc := rawConn(t, addr)
-		// A map with id 7 and then a field of the wrong type.
-		body := []byte{0x82, 0xa2, 'i', 'd', 0x07, 0xa2, 'o', 'p', 0xa3, 'b', 'a', 'd'}
-		nc.Write(wire.AppendFrame(nil, body))
-		resp, err := readResponse(t, nc)
-		if err != nil || resp.ID != 7 || resp.Code != wire.CodeMalformed {
-			t.Fatalf("got id %d %v %v, want id 7 CodeMalformed", resp.ID, resp.Code, err)
-		}
-		// The connection goes on.
-		nc.Write(wire.AppendFrame(nil, wire.AppendRequest(nil, &wire.Request{ID: 8, Op: wire.OpPing})))
-		if resp, err = readResponse(t, nc); err != nil || resp.ID != 8 || resp.Code != wire.CodeOK {
-			t.Fatalf("ping after malformed: got %+v %v", resp, err)
-		}
-	})
-	t.Run("procedure errors", func(t *testing.T) {
-		cases := []struct {
-			proc string
-			key  []byte
-			args any
-			want error
-		}{
-			{"no.such.procedure", []byte("k"), nil, client.ErrUnknownProcedure},
-			{"counter.add", []byte("k"), "not a struct", client.ErrBadArguments},
-			{"counter.add", []byte("k"), map[string]any{"delta": "seven"}, client.ErrBadArguments},
-			{"counter.add", []byte("k"), map[string]any{"nope": 1}, client.ErrBadArguments},
-			{"counter.add", make([]byte, 5000), map[string]any{"delta": 1}, client.ErrBadArguments},
-			{"kv.put", []byte("k"), map[string]any{"value": make([]byte, 2<<20)}, client.ErrTooLarge},
-		}
-		for i, tc := range cases {
-			err := good.Invoke(ctx, tc.proc, tc.key, tc.args, nil)
-			if !errors.Is(err, tc.want) {
-				t.Errorf("#%d: %s: got %v, want %v", i, tc.proc, err, tc.want)
+	bothSnapshotModes(t, func(t *testing.T, snapshots bool) {
+		c := startCluster(t, clusterOptions{nodes: 3, snapshots: snapshots})
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		good := c.dial(ctx)
+		l := c.waitLeader()
+		addr := l.ClientAddr()
+		stillServes := func(what string) {
+			t.Helper()
+			if _, err := good.CounterAdd(ctx, "alive", 1); err != nil {
+				t.Fatalf("after %s: node stopped serving: %v", what, err)
 			}
 		}
-		// Raw argument bytes that are not msgpack at all.
-		resp := rawCall(t, addr, &wire.Request{Op: wire.OpInvoke, Procedure: "kv.put", Key: []byte("k"), HasKey: true, Args: []byte{0xc1, 0xff}})
-		if !errors.Is(resp.Err(), wire.ErrBadArguments) {
-			t.Fatalf("undecodable args: got %v", resp.Err())
+
+		t.Run("garbage before handshake", func(t *testing.T) {
+			nc, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			nc.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+			nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+			// The server closes with our bytes unread, so TCP may report a reset.
+			if _, err := io.ReadAll(nc); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+				t.Fatalf("want the connection closed, got %v", err)
+			}
+			stillServes("garbage")
+		})
+		t.Run("wrong protocol version", func(t *testing.T) {
+			nc, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			nc.Write(wire.AppendFrame(nil, wire.AppendHello(nil, &wire.Hello{Version: 99})))
+			nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+			resp, err := readResponse(t, nc)
+			if err != nil || resp.Code != wire.CodeProtocolVersion {
+				t.Fatalf("got %v %v, want CodeProtocolVersion", resp.Code, err)
+			}
+			stillServes("wrong version")
+		})
+		t.Run("truncated frame", func(t *testing.T) {
+			nc := rawConn(t, addr)
+			var hdr [4]byte
+			binary.BigEndian.PutUint32(hdr[:], 100)
+			nc.Write(hdr[:])
+			nc.Write([]byte("short"))
+			nc.(*net.TCPConn).CloseWrite()
+			if _, err := io.ReadAll(nc); err != nil {
+				t.Fatalf("want a clean close, got %v", err)
+			}
+			stillServes("truncated frame")
+		})
+		t.Run("oversized frame", func(t *testing.T) {
+			nc := rawConn(t, addr)
+			var hdr [4]byte
+			binary.BigEndian.PutUint32(hdr[:], 1<<30)
+			nc.Write(hdr[:])
+			resp, err := readResponse(t, nc)
+			if err != nil || !errors.Is(resp.Err(), wire.ErrTooLarge) {
+				t.Fatalf("got %v %v, want ErrTooLarge", resp.Err(), err)
+			}
+			stillServes("oversized frame")
+		})
+		t.Run("malformed request", func(t *testing.T) {
+			nc := rawConn(t, addr)
+			// A map with id 7 and then a field of the wrong type.
+			body := []byte{0x82, 0xa2, 'i', 'd', 0x07, 0xa2, 'o', 'p', 0xa3, 'b', 'a', 'd'}
+			nc.Write(wire.AppendFrame(nil, body))
+			resp, err := readResponse(t, nc)
+			if err != nil || resp.ID != 7 || resp.Code != wire.CodeMalformed {
+				t.Fatalf("got id %d %v %v, want id 7 CodeMalformed", resp.ID, resp.Code, err)
+			}
+			// The connection goes on.
+			nc.Write(wire.AppendFrame(nil, wire.AppendRequest(nil, &wire.Request{ID: 8, Op: wire.OpPing})))
+			if resp, err = readResponse(t, nc); err != nil || resp.ID != 8 || resp.Code != wire.CodeOK {
+				t.Fatalf("ping after malformed: got %+v %v", resp, err)
+			}
+		})
+		t.Run("procedure errors", func(t *testing.T) {
+			cases := []struct {
+				proc string
+				key  []byte
+				args any
+				want error
+			}{
+				{"no.such.procedure", []byte("k"), nil, client.ErrUnknownProcedure},
+				{"counter.add", []byte("k"), "not a struct", client.ErrBadArguments},
+				{"counter.add", []byte("k"), map[string]any{"delta": "seven"}, client.ErrBadArguments},
+				{"counter.add", []byte("k"), map[string]any{"nope": 1}, client.ErrBadArguments},
+				{"counter.add", make([]byte, 5000), map[string]any{"delta": 1}, client.ErrBadArguments},
+				{"kv.put", []byte("k"), map[string]any{"value": make([]byte, 2<<20)}, client.ErrTooLarge},
+			}
+			for i, tc := range cases {
+				err := good.Invoke(ctx, tc.proc, tc.key, tc.args, nil)
+				if !errors.Is(err, tc.want) {
+					t.Errorf("#%d: %s: got %v, want %v", i, tc.proc, err, tc.want)
+				}
+			}
+			// Raw argument bytes that are not msgpack at all.
+			resp := rawCall(t, addr, &wire.Request{Op: wire.OpInvoke, Procedure: "kv.put", Key: []byte("k"), HasKey: true, Args: []byte{0xc1, 0xff}})
+			if !errors.Is(resp.Err(), wire.ErrBadArguments) {
+				t.Fatalf("undecodable args: got %v", resp.Err())
+			}
+			stillServes("procedure errors")
+		})
+		// Whatever of the above entered the log replays cleanly on a restarted node.
+		before := c.waitConverged()
+		victim := 0
+		for i, n := range c.Nodes {
+			if n != c.leader() {
+				victim = i
+				break
+			}
 		}
-		stillServes("procedure errors")
+		c.kill(victim)
+		c.restart(victim)
+		if after := c.waitConverged(); len(after) != len(before) {
+			t.Fatalf("hashes changed shape after replay")
+		}
 	})
-	// Whatever of the above entered the log replays cleanly on a restarted node.
-	before := c.waitConverged()
-	victim := 0
-	for i, n := range c.Nodes {
-		if n != c.leader() {
-			victim = i
-			break
-		}
-	}
-	c.kill(victim)
-	c.restart(victim)
-	if after := c.waitConverged(); len(after) != len(before) {
-		t.Fatalf("hashes changed shape after replay")
-	}
 }

@@ -40,26 +40,31 @@ func rawCall(t *testing.T, addr string, req *wire.Request) wire.Response {
 	return resp
 }
 
-func TestSmokeThreeNodes(t *testing.T) {
-	c := startCluster(t, clusterOptions{nodes: 3})
-	l := c.waitLeader()
-	resp := rawCall(t, l.ClientAddr(), &wire.Request{Op: wire.OpOpenSession})
-	if err := resp.Err(); err != nil || resp.Session == 0 {
-		t.Fatalf("open session: %v %d", err, resp.Session)
-	}
-	ses := resp.Session
-	args, _ := msgpack.Marshal(&procedures.CounterAddArgs{Delta: 5})
-	for seq := uint64(1); seq <= 3; seq++ {
-		resp = rawCall(t, l.ClientAddr(), &wire.Request{Op: wire.OpInvoke, Session: ses, Seq: seq, Procedure: "counter.add", Key: []byte("c"), HasKey: true, Args: args})
-		if err := resp.Err(); err != nil {
-			t.Fatal(err)
+// TestRetryReturnsOriginalResult: a request retried on purpose with the same session and
+// sequence number after it succeeded is not executed again and gets the original result
+// (DESIGN.md invariant 3).
+func TestRetryReturnsOriginalResult(t *testing.T) {
+	bothSnapshotModes(t, func(t *testing.T, snapshots bool) {
+		c := startCluster(t, clusterOptions{nodes: 3, snapshots: snapshots})
+		l := c.waitLeader()
+		resp := rawCall(t, l.ClientAddr(), &wire.Request{Op: wire.OpOpenSession})
+		if err := resp.Err(); err != nil || resp.Session == 0 {
+			t.Fatalf("open session: %v %d", err, resp.Session)
 		}
-	}
-	// A retry of seq 2 returns the original result and does not add again.
-	resp = rawCall(t, l.ClientAddr(), &wire.Request{Op: wire.OpInvoke, Session: ses, Seq: 2, Procedure: "counter.add", Key: []byte("c"), HasKey: true, Args: args})
-	var v int64
-	if err := msgpack.Unmarshal(resp.Value, &v); err != nil || v != 10 {
-		t.Fatalf("retry: got %d (%v), want the original 10", v, err)
-	}
-	c.waitConverged()
+		ses := resp.Session
+		args, _ := msgpack.Marshal(&procedures.CounterAddArgs{Delta: 5})
+		for seq := uint64(1); seq <= 3; seq++ {
+			resp = rawCall(t, l.ClientAddr(), &wire.Request{Op: wire.OpInvoke, Session: ses, Seq: seq, Procedure: "counter.add", Key: []byte("c"), HasKey: true, Args: args})
+			if err := resp.Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A retry of seq 2 returns the original result and does not add again.
+		resp = rawCall(t, l.ClientAddr(), &wire.Request{Op: wire.OpInvoke, Session: ses, Seq: 2, Procedure: "counter.add", Key: []byte("c"), HasKey: true, Args: args})
+		var v int64
+		if err := msgpack.Unmarshal(resp.Value, &v); err != nil || v != 10 {
+			t.Fatalf("retry: got %d (%v), want the original 10", v, err)
+		}
+		c.waitConverged()
+	})
 }
