@@ -3,30 +3,59 @@ package client_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log"
+	"log/slog"
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/replica"
 )
 
-// Example connects to a cluster and increments a counter. It needs a running cluster, so
-// it has no Output comment yet: it is compiled, not run.
+// Example connects to a 3-node cluster, increments a counter exactly once per call, and
+// moves money between two accounts that may live in different partitions. The cluster is
+// started inside the example (real Raft over loopback); against your own cluster, set
+// Addrs to its nodes' client addresses instead.
 func Example() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	cluster, err := replica.StartLocalCluster(ctx, replica.LocalClusterOptions{
+		Nodes: 3, Node: replica.NodeConfig{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cluster.Close()
 
 	cfg := client.DefaultConfig()
-	cfg.Addrs = []string{"127.0.0.1:7400", "127.0.0.1:7401", "127.0.0.1:7402"}
-	cfg.ClusterID = "lockstep"
+	cfg.Addrs = cluster.ClientAddrs() // e.g. "127.0.0.1:8001", "127.0.0.1:8002", ...
 	c, err := client.Dial(ctx, cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.Close()
 
-	n, err := c.CounterAdd(ctx, "page-views", 1)
+	for i := 0; i < 3; i++ {
+		n, err := c.CounterAdd(ctx, "page-views", 1)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("page views:", n)
+	}
+	if _, err := c.BankOpen(ctx, "alice", 100); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := c.BankOpen(ctx, "bob", 0); err != nil {
+		log.Fatal(err)
+	}
+	moved, err := c.BankTransfer(ctx, "alice", "bob", 30)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("page views:", n)
+	fmt.Printf("alice %d, bob %d\n", moved.FromBalance, moved.ToBalance)
+	// Output:
+	// page views: 1
+	// page views: 2
+	// page views: 3
+	// alice 70, bob 30
 }
