@@ -58,6 +58,9 @@ type NodeConfig struct {
 	MaxInflightPerConn int
 	// Logger receives the node's logs. Default slog.Default().
 	Logger *slog.Logger
+	// AdminAddr is the address of the HTTP admin server (/metrics, /status, /healthz,
+	// /readyz; see AdminHandler); port 0 picks a free port. Default "": no admin server.
+	AdminAddr string
 }
 
 func (c NodeConfig) withDefaults() NodeConfig {
@@ -117,6 +120,7 @@ type Node struct {
 
 	leaderReady atomic.Bool // this node leads and has committed the cluster's identity
 	metrics     *Metrics
+	admin       *adminServer // nil without NodeConfig.AdminAddr
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -160,6 +164,12 @@ func StartNode(cfg NodeConfig, reg *procedures.Registry) (*Node, error) {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.metrics = newMetrics(n)
 	fsm.metrics = n.metrics
+	if cfg.AdminAddr != "" {
+		if err := n.startAdmin(cfg.AdminAddr); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
 	if len(cfg.Bootstrap) > 0 {
 		servers := make([]sequencer.Server, len(cfg.Bootstrap))
 		for i, p := range cfg.Bootstrap {
@@ -231,6 +241,7 @@ func (n *Node) Close() error {
 	n.closed = true
 	n.mu.Unlock()
 	n.cancel()
+	n.stopAdmin()
 	n.ln.Close()
 	err := n.seq.Close()
 	n.mu.Lock()

@@ -1,19 +1,35 @@
 package main
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/replica"
 	"github.com/urfave/cli/v2"
 )
 
+// Defaults of the admin commands' connection flags.
+const (
+	defaultClientAddr = "127.0.0.1:8001"
+	defaultAdminAddr  = "127.0.0.1:9001"
+	defaultTimeout    = 5 * time.Second
+)
+
+// nodeFlags are the flags of `lockstep node`. Every flag but --config is also a key of the
+// config file (config.go), under the same name. --id and --data are required, from the
+// command line or the file; NodeConfig.Validate checks them.
 func nodeFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "id", Usage: "node id, unique in the cluster", Required: true},
-		&cli.StringFlag{Name: "data", Usage: "data directory (Raft log, snapshots)", Required: true},
+		&cli.StringFlag{Name: "config", Usage: "read flag values from this YAML (.yaml, .yml) or TOML (.toml) file; flags given on the command line win"},
+		&cli.StringFlag{Name: "id", Usage: "node id, unique in the cluster (required)"},
+		&cli.StringFlag{Name: "data", Usage: "data directory: Raft log, snapshots (required)"},
 		&cli.StringFlag{Name: "raft", Usage: "Raft transport address", Value: "127.0.0.1:7001"},
-		&cli.StringFlag{Name: "client", Usage: "client address", Value: "127.0.0.1:8001"},
+		&cli.StringFlag{Name: "client", Usage: "client address", Value: defaultClientAddr},
+		&cli.StringFlag{Name: "admin", Usage: "HTTP admin address (/metrics, /status, /healthz, /readyz); empty disables", Value: defaultAdminAddr},
 		&cli.StringFlag{Name: "cluster-id", Usage: "cluster name clients and nodes must present", Value: "lockstep"},
 		&cli.StringFlag{Name: "bootstrap", Usage: "initial voters as ID=RAFTADDR=CLIENTADDR,... (new cluster only)"},
+		&cli.StringSliceFlag{Name: "join", Usage: "client addresses ADDR,... of a running cluster to join (empty data dir only)"},
 		&cli.IntFlag{Name: "partitions", Usage: "partition count, fixed when the cluster is created", Value: partition.DefaultPartitions},
 		&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "Raft snapshot after this many log entries (0 = never)", Value: 8192},
 		&cli.StringFlag{Name: "log-format", Usage: "text or json", Value: "text"},
@@ -21,7 +37,14 @@ func nodeFlags() []cli.Flag {
 	}
 }
 
+// nodeConfigFromFlags builds the node's config from its flags, after filling the flags
+// not given on the command line from --config.
 func nodeConfigFromFlags(c *cli.Context) (replica.NodeConfig, error) {
+	if path := c.String("config"); path != "" {
+		if err := applyConfigFile(c, c.Command.Flags, path); err != nil {
+			return replica.NodeConfig{}, err
+		}
+	}
 	log, err := newLogger(c.String("log-format"), c.String("log-level"))
 	if err != nil {
 		return replica.NodeConfig{}, err
@@ -30,16 +53,41 @@ func nodeConfigFromFlags(c *cli.Context) (replica.NodeConfig, error) {
 	if err != nil {
 		return replica.NodeConfig{}, err
 	}
+	if len(peers) > 0 && len(c.StringSlice("join")) > 0 {
+		return replica.NodeConfig{}, fmt.Errorf("--bootstrap creates a new cluster and --join enters an existing one: give one of them")
+	}
 	cfg := replica.NodeConfig{
 		ID:         c.String("id"),
 		DataDir:    c.String("data"),
 		RaftAddr:   c.String("raft"),
 		ClientAddr: c.String("client"),
+		AdminAddr:  c.String("admin"),
 		ClusterID:  c.String("cluster-id"),
 		Bootstrap:  peers,
+		Join:       c.StringSlice("join"),
 		Replica:    replica.Config{Partitions: c.Int("partitions")},
 		Logger:     log,
 	}
 	cfg.Sequencer.SnapshotThreshold = c.Uint64("snapshot-threshold")
 	return cfg, cfg.Validate()
+}
+
+// clientFlags are the connection flags of every admin command.
+func clientFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "addr", Aliases: []string{"a"}, Usage: "client address of a node; repeat or separate with commas for several",
+			Value: cli.NewStringSlice(defaultClientAddr)},
+		&cli.DurationFlag{Name: "timeout", Usage: "give up after this long", Value: defaultTimeout},
+		&cli.StringFlag{Name: "cluster-id", Usage: "refuse nodes of another cluster (empty: any)"},
+	}
+}
+
+// outputFlag is the --output flag of commands that print data.
+func outputFlag(def string) cli.Flag {
+	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "table or json", Value: def}
+}
+
+// withClientFlags returns flags followed by the connection flags.
+func withClientFlags(flags ...cli.Flag) []cli.Flag {
+	return append(flags, clientFlags()...)
 }

@@ -1,25 +1,54 @@
-// Command lockstep runs Lockstep nodes and the embedded demo.
+// Command lockstep runs Lockstep nodes, administers clusters and runs the embedded demo.
 //
 // It is an assembly script: each subcommand builds its components from flags, starts
 // them, waits for a signal or for its work to end, and stops them in reverse order.
+//
+//	lockstep node             run a node (config file, bootstrap, join, HTTP admin)
+//	lockstep cluster ...      status, join, remove, transfer-leader
+//	lockstep invoke PROC      run a procedure with JSON arguments
+//	lockstep procedures       list the procedures
+//	lockstep stream read S    print an output stream's records
+//	lockstep demo             an embedded 3-node cluster under load, with failover
+//	lockstep completion bash  the shell completion script
+//
+// Every command exits 0 on success, and non-zero with a one-line error on stderr.
 package main
 
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
 
 func main() {
-	app := &cli.App{
+	app := newApp()
+	if err := app.Run(flagsFirst(app, os.Args)); err != nil {
+		fmt.Fprintln(os.Stderr, "lockstep:", oneLine(err.Error()))
+		os.Exit(1)
+	}
+}
+
+// newApp assembles the commands.
+func newApp() *cli.App {
+	return &cli.App{
 		Name:                 "lockstep",
 		Usage:                "a replicated, deterministic-execution stream database",
 		EnableBashCompletion: true,
-		Commands:             []*cli.Command{nodeCommand(), demoCommand()},
+		Commands: []*cli.Command{
+			nodeCommand(),
+			clusterCommand(),
+			invokeCommand(),
+			proceduresCommand(),
+			streamCommand(),
+			demoCommand(),
+			completionCommand(),
+		},
 	}
-	if err := app.Run(os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "lockstep:", err)
-		os.Exit(1)
-	}
+}
+
+// oneLine folds a multi-line error message (errors.Join makes them) into one line.
+func oneLine(s string) string {
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
 }

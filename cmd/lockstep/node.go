@@ -17,13 +17,20 @@ func nodeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "node",
 		Usage: "run one Lockstep node",
-		Description: `Runs a node until SIGINT or SIGTERM. To create a cluster, start every initial node with
-the same --bootstrap list; later restarts need no --bootstrap (the data dir remembers).
+		Description: `Runs a node until SIGINT or SIGTERM, then shuts it down cleanly. To create a cluster,
+start every initial node with the same --bootstrap list; later restarts need no
+--bootstrap (the data dir remembers). A new node enters a running cluster with --join
+(the client addresses of some members), or is admitted by "lockstep cluster join".
+Every flag can also come from --config FILE (YAML or TOML, keys named like the flags);
+flags given on the command line win. See docs/operations.md.
 
 Example, three nodes on one machine:
-  lockstep node --id n1 --data /tmp/ls1 --raft 127.0.0.1:7001 --client 127.0.0.1:8001 \
+  lockstep node --id n1 --data /tmp/ls1 --raft 127.0.0.1:7001 --client 127.0.0.1:8001 --admin 127.0.0.1:9001 \
     --bootstrap n1=127.0.0.1:7001=127.0.0.1:8001,n2=127.0.0.1:7002=127.0.0.1:8002,n3=127.0.0.1:7003=127.0.0.1:8003
-  (and the same for n2 and n3 with their own --id, --data, --raft and --client)`,
+  (and the same for n2 and n3 with their own --id, --data, --raft, --client and --admin)
+
+Example, a fourth node joining the running cluster, configured by a file:
+  lockstep node --config n4.yaml --join 127.0.0.1:8001,127.0.0.1:8002`,
 		Flags:  nodeFlags(),
 		Action: runNode,
 	}
@@ -34,14 +41,14 @@ func runNode(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	reg := procedures.Builtins()
-	node, err := replica.StartNode(cfg, reg)
+	sig := make(chan os.Signal, 1) // a signal during start-up waits here
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	node, err := replica.StartNode(cfg, procedures.Builtins())
 	if err != nil {
 		return err
 	}
-	cfg.Logger.Info("node started", "id", cfg.ID, "client", node.ClientAddr(), "raft", node.RaftAddr())
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	cfg.Logger.Info("node started", "id", cfg.ID, "client", node.ClientAddr(), "raft", node.RaftAddr(), "admin", node.AdminAddr())
 	s := <-sig
 	cfg.Logger.Info("shutting down", "signal", s.String())
 	return node.Close()

@@ -1,0 +1,379 @@
+package main
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/replica"
+)
+
+// TestCLI runs the real binary against a cluster of three real node processes: every
+// admin command, in both output formats, and its failures.
+func TestCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	bin := buildBinary(t)
+
+	t.Run("Unreachable", func(t *testing.T) {
+		dead := freeAddrs(t, 1)[0]
+		for i, args := range [][]string{
+			{"invoke", "counter.get", "--key", "k"},
+			{"cluster", "status"},
+			{"stream", "read", "s"},
+			{"cluster", "remove", "n9"},
+		} {
+			r := run(t, bin, append(args, "--addr", dead, "--timeout", "1s")...)
+			checkFailure(t, r, dead)
+			if r.took > 4*time.Second {
+				t.Errorf("#%d: %v took %v, want about the --timeout of 1s", i, args, r.took)
+			}
+		}
+	})
+
+	t.Run("Procedures", func(t *testing.T) {
+		r := mustRun(t, bin, "procedures")
+		if !strings.Contains(r.stdout, "NAME") || !strings.Contains(r.stdout, "CounterAddArgs{Delta int64}") {
+			t.Fatalf("procedures table: %v", r)
+		}
+		var rows []procedureJSON
+		if err := json.Unmarshal([]byte(mustRun(t, bin, "procedures", "-o", "json").stdout), &rows); err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]procedureJSON{}
+		for _, p := range rows {
+			byName[p.Name] = p
+		}
+		for i, want := range []procedureJSON{
+			{Name: "counter.add", Partitioning: "single", ReadOnly: false, Result: "int64"},
+			{Name: "voter.results", Partitioning: "multi", ReadOnly: true},
+			{Name: "kv.get", Partitioning: "single", ReadOnly: true},
+		} {
+			got := byName[want.Name]
+			if got.Partitioning != want.Partitioning || got.ReadOnly != want.ReadOnly || (want.Result != "" && got.Result != want.Result) || got.Doc == "" {
+				t.Errorf("#%d: got %+v, want %+v", i, got, want)
+			}
+		}
+	})
+
+	c := startCluster(t, bin, 3)
+	addrs := c.addrs()
+
+	t.Run("ClusterStatus", func(t *testing.T) {
+		r := mustRun(t, bin, "cluster", "status", "--addr", addrs)
+		for _, want := range []string{"ROLE", "Leader", "Follower", "n1", "n2", "n3", "PARTITION"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Fatalf("table lacks %q: %v", want, r)
+			}
+		}
+		cs := clusterStatus(t, bin, addrs)
+		leaders := 0
+		for _, n := range cs.Nodes {
+			if n.Error != "" || !n.Ready || n.Divergent != "" || n.Partitions != 4 || len(n.Hashes) != 4 || n.RaftAddr == "" || n.UptimeMs <= 0 {
+				t.Errorf("node row %+v", n)
+			}
+			if n.State == "Leader" {
+				leaders++
+			}
+		}
+		if len(cs.Nodes) != 3 || leaders != 1 || cs.Leader == "" {
+			t.Fatalf("got %d nodes, %d leaders, leader %q; want 3, 1 and a leader", len(cs.Nodes), leaders, cs.Leader)
+		}
+		// One seed is enough to find the leader.
+		if cs := clusterStatus(t, bin, c.nodes[0].client); cs.Leader == "" || len(cs.Nodes) == 0 {
+			t.Fatalf("status from one seed: %+v", cs)
+		}
+	})
+
+	t.Run("Invoke", func(t *testing.T) {
+		if r := mustRun(t, bin, "invoke", "counter.add", "--key", "visits", "--args", `{"Delta": 5}`, "--addr", addrs); strings.TrimSpace(r.stdout) != "5" {
+			t.Fatalf("counter.add: %v", r)
+		}
+		// Flags before the procedure name, and the wire's field names, work too.
+		if r := mustRun(t, bin, "invoke", "--addr", addrs, "--args", `{"d": 2}`, "--key", "visits", "counter.add"); strings.TrimSpace(r.stdout) != "7" {
+			t.Fatalf("counter.add with wire names: %v", r)
+		}
+		mustRun(t, bin, "invoke", "voter.init", "--args", `{"Contestants": ["Alice", "Bob"]}`, "--addr", addrs)
+		if r := mustRun(t, bin, "invoke", "voter.vote", "--key", "2025550123", "--args", `{"Contestant": 2}`, "--addr", addrs); strings.TrimSpace(r.stdout) != "0" {
+			t.Fatalf("voter.vote: %v, want 0 (accepted)", r)
+		}
+		var totals []struct {
+			Contestant int32
+			Name       string
+			Votes      int64
+		}
+		r := mustRun(t, bin, "invoke", "voter.results", "--addr", addrs)
+		if err := json.Unmarshal([]byte(r.stdout), &totals); err != nil || len(totals) != 2 || totals[0].Name != "Bob" || totals[0].Votes != 1 {
+			t.Fatalf("voter.results: %v (%v)", r, err)
+		}
+		if r := mustRun(t, bin, "invoke", "voter.results", "-o", "table", "--addr", addrs); !strings.Contains(r.stdout, "CONTESTANT") || !strings.Contains(r.stdout, "Alice") {
+			t.Fatalf("voter.results table: %v", r)
+		}
+		// A stale read from any replica catches up with the acknowledged writes.
+		waitFor(t, 10*time.Second, func() error {
+			r := run(t, bin, "invoke", "counter.get", "--key", "visits", "--consistency", "any", "--addr", c.nodes[2].client)
+			if r.code != 0 || strings.TrimSpace(r.stdout) != "7" {
+				return fmt.Errorf("counter.get at any: %v", r)
+			}
+			return nil
+		})
+	})
+
+	t.Run("InvokeErrors", func(t *testing.T) {
+		for i, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"counter.add", "--key", "k", "--args", `{"Delta": 1`}, "not valid JSON"},
+			{[]string{"counter.add", "--key", "k", "--args", `{"Delta": "one"}`}, "cannot unmarshal string"},
+			{[]string{"counter.add", "--key", "k", "--args", `{"Delta": 1, "x": 2}`}, `unknown field "x"`},
+			{[]string{"voter.vote", "--key", "2025550123", "--args", `{"Contestant": 99999999999}`}, "int32"},
+			{[]string{"no.such.proc", "--key", "k"}, `unknown procedure "no.such.proc"`},
+			{[]string{"counter.add", "--args", `{"Delta": 1}`}, "--key"},
+			{[]string{"voter.results", "--key", "k"}, "--keys, not --key"},
+			{[]string{"counter.add", "--key", "k", "--consistency", "any"}, "read-only"},
+			{[]string{"counter.add", "--key", "visits", "--args", `{"Delta": 9223372036854775807}`}, "counter overflow"},
+			{[]string{}, "PROCEDURE"},
+		} {
+			r := run(t, bin, append(append([]string{"invoke"}, tc.args...), "--addr", addrs)...)
+			if r.stdout != "" {
+				t.Errorf("#%d: stdout %q, want none", i, r.stdout)
+			}
+			checkFailure(t, r, tc.want)
+		}
+		// Nothing of the failures above took effect (DESIGN.md invariant 7).
+		for _, key := range []string{"k", "visits"} {
+			want := map[string]string{"k": "0", "visits": "7"}[key]
+			if r := mustRun(t, bin, "invoke", "counter.get", "--key", key, "--addr", addrs); strings.TrimSpace(r.stdout) != want {
+				t.Fatalf("counter %s: %v, want %s", key, r, want)
+			}
+		}
+	})
+
+	t.Run("StreamRead", func(t *testing.T) {
+		const key, stream = "stream-key", "events"
+		part := strconv.Itoa(partition.PartitionOf([]byte(key), 4))
+		for i := range 3 {
+			rec := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "rec-%d", i))
+			r := mustRun(t, bin, "invoke", "stream.append", "--key", key, "--args", `{"Stream": "`+stream+`", "Record": "`+rec+`"}`, "--addr", addrs)
+			if strings.TrimSpace(r.stdout) != strconv.Itoa(i) {
+				t.Fatalf("append #%d: %v, want offset %d", i, r, i)
+			}
+		}
+		r := mustRun(t, bin, "stream", "read", stream, "--partition", part, "--from", "0", "-o", "json", "--addr", addrs)
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if len(lines) != 3 {
+			t.Fatalf("json read: %v", r)
+		}
+		for i, line := range lines {
+			var rec recordJSON
+			if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Offset != uint64(i) || rec.Text == nil ||
+				*rec.Text != fmt.Sprintf("rec-%d", i) || string(rec.Data) != *rec.Text {
+				t.Fatalf("#%d: %q (%v)", i, line, err)
+			}
+		}
+		r = mustRun(t, bin, "stream", "read", stream, "--partition", part, "--from", "1", "--max", "1", "--addr", addrs)
+		if !strings.Contains(r.stdout, "OFFSET") || !strings.Contains(r.stdout, "rec-1") || strings.Contains(r.stdout, "rec-2") {
+			t.Fatalf("table read from 1, max 1: %v", r)
+		}
+		checkFailure(t, run(t, bin, "stream", "read", stream, "--partition", "99", "--addr", addrs), "partition 99")
+	})
+
+	t.Run("StreamFollow", func(t *testing.T) {
+		const key, stream = "follow-key", "follow"
+		part := strconv.Itoa(partition.PartitionOf([]byte(key), 4))
+		follow := startFollow(t, bin, "stream", "read", stream, "--partition", part, "--follow", "--poll", "50ms", "-o", "json", "--addr", addrs)
+		rec := base64.StdEncoding.EncodeToString([]byte("late"))
+		mustRun(t, bin, "invoke", "stream.append", "--key", key, "--args", `{"Stream": "`+stream+`", "Record": "`+rec+`"}`, "--addr", addrs)
+		select {
+		case line := <-follow.lines:
+			if !strings.Contains(line, `"text":"late"`) {
+				t.Fatalf("followed %q", line)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("--follow printed no record within 20s")
+		}
+		if code := follow.interrupt(t); code != 0 {
+			t.Fatalf("--follow exited %d after SIGINT, want 0", code)
+		}
+	})
+
+	t.Run("AdminHTTP", func(t *testing.T) {
+		hc := &http.Client{Timeout: 10 * time.Second}
+		resp, err := hc.Get("http://" + c.nodes[1].admin + "/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var st replica.StatusJSON
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.ID != "n2" || st.ClientAddr != c.nodes[1].client {
+			t.Fatalf("/status: %+v (%v)", st, err)
+		}
+	})
+
+	t.Run("JoinByConfigAndRemove", func(t *testing.T) {
+		a := freeAddrs(t, 4)
+		n4 := &procNode{id: "n4", raft: a[0], client: a[1], admin: a[2]}
+		cfg := filepath.Join(t.TempDir(), "n4.yaml")
+		yaml := fmt.Sprintf("id: n4\ndata: %s\nraft: %s\nclient: %s\nadmin: %s\npartitions: 4\nlog-level: debug\n",
+			filepath.Join(t.TempDir(), "n4"), n4.raft, n4.client, a[3])
+		if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// The command line wins over the file: the admin server listens on --admin.
+		p := spawnNode(t, bin, "n4", "--config", cfg, "--admin", n4.admin, "--log-level", "warn")
+		p.raft, p.client, p.admin = n4.raft, n4.client, n4.admin
+		waitFor(t, 10*time.Second, func() error {
+			if !p.running() {
+				t.Fatal("n4 exited")
+			}
+			resp, err := http.Get("http://" + p.admin + "/healthz")
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			return nil
+		})
+		r := mustRun(t, bin, "cluster", "join", "--id", "n4", "--raft", p.raft, "--client", p.client, "--addr", addrs)
+		if !strings.Contains(r.stdout, "n4 joined") {
+			t.Fatalf("join: %v", r)
+		}
+		if err := waitReady(p); err != nil {
+			t.Fatal(err)
+		}
+		cs := clusterStatus(t, bin, addrs+","+p.client)
+		if len(cs.Nodes) != 4 {
+			t.Fatalf("status after join: %d nodes, want 4: %+v", len(cs.Nodes), cs)
+		}
+		if r := mustRun(t, bin, "cluster", "remove", "n4", "--addr", addrs); !strings.Contains(r.stdout, "removed n4") {
+			t.Fatalf("remove: %v", r)
+		}
+		p.kill()
+	})
+
+	t.Run("JoinByFlagAndRemove", func(t *testing.T) {
+		a := freeAddrs(t, 3)
+		p := spawnNode(t, bin, "n5", "--id", "n5", "--data", filepath.Join(t.TempDir(), "n5"), "--raft", a[0],
+			"--client", a[1], "--admin", a[2], "--partitions", "4", "--join", addrs, "--log-level", "warn")
+		p.raft, p.client, p.admin = a[0], a[1], a[2]
+		if err := waitReady(p); err != nil {
+			t.Fatal(err)
+		}
+		if cs := clusterStatus(t, bin, addrs+","+p.client); len(cs.Nodes) != 4 || statusOf(cs, "n5").Error != "" {
+			t.Fatalf("status after --join: %+v", cs)
+		}
+		mustRun(t, bin, "cluster", "remove", "n5", "--addr", addrs)
+		p.kill()
+	})
+
+	t.Run("TransferLeader", func(t *testing.T) {
+		before := clusterStatus(t, bin, addrs).Leader
+		r := mustRun(t, bin, "cluster", "transfer-leader", "--addr", addrs)
+		if !strings.Contains(r.stdout, "leadership moved from "+before+" to ") {
+			t.Fatalf("transfer-leader: %v", r)
+		}
+		waitFor(t, 10*time.Second, func() error {
+			if after := clusterStatus(t, bin, addrs).Leader; after == before || after == "" {
+				return fmt.Errorf("leader still %q", after)
+			}
+			return nil
+		})
+	})
+
+	t.Run("KillNode", func(t *testing.T) {
+		var victim *procNode
+		leader := clusterStatus(t, bin, addrs).Leader
+		for _, n := range c.nodes {
+			if n.id != leader {
+				victim = n
+			}
+		}
+		victim.kill()
+		r := run(t, bin, "cluster", "status", "--addr", addrs)
+		checkFailure(t, r, "1 of 3 nodes did not answer")
+		if !strings.Contains(r.stdout, "unreachable") || !strings.Contains(r.stdout, victim.client) {
+			t.Fatalf("status with %s down: %v", victim.id, r)
+		}
+		// The majority goes on.
+		if r := mustRun(t, bin, "invoke", "counter.add", "--key", "visits", "--args", `{"Delta": 1}`, "--addr", addrs); strings.TrimSpace(r.stdout) != "8" {
+			t.Fatalf("counter.add with %s down: %v", victim.id, r)
+		}
+	})
+}
+
+// clusterStatus runs `cluster status --output json` and decodes it.
+func clusterStatus(t *testing.T, bin, addrs string) clusterStatusJSON {
+	t.Helper()
+	r := mustRun(t, bin, "cluster", "status", "--output", "json", "--addr", addrs)
+	var cs clusterStatusJSON
+	if err := json.Unmarshal([]byte(r.stdout), &cs); err != nil {
+		t.Fatalf("cluster status json: %v: %v", err, r)
+	}
+	return cs
+}
+
+// statusOf returns the row of node id.
+func statusOf(cs clusterStatusJSON, id string) nodeRow {
+	for _, n := range cs.Nodes {
+		if n.ID == id {
+			return n
+		}
+	}
+	return nodeRow{Error: "no row for " + id}
+}
+
+// followProc is a running `stream read --follow`.
+type followProc struct {
+	node  *procNode // reuses the process plumbing; logs are its stderr
+	lines chan string
+}
+
+// startFollow starts the binary with args and delivers its stdout lines.
+func startFollow(t *testing.T, bin string, args ...string) *followProc {
+	t.Helper()
+	f := &followProc{lines: make(chan string, 64)}
+	p := &procNode{id: "follow", exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = binaryEnv()
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			f.lines <- sc.Text()
+		}
+		p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(p.kill)
+	f.node = p
+	return f
+}
+
+// interrupt sends SIGINT and returns the exit code.
+func (f *followProc) interrupt(t *testing.T) int {
+	t.Helper()
+	f.node.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-f.node.exited:
+	case <-time.After(commandTimeout):
+		t.Fatal("--follow did not exit after SIGINT")
+	}
+	return f.node.cmd.ProcessState.ExitCode()
+}

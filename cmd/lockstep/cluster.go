@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/urfave/cli/v2"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// leaderPollInterval is how often transfer-leader looks for the new leader.
+const leaderPollInterval = 50 * time.Millisecond
+
+func clusterCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "cluster",
+		Usage: "inspect the cluster and change its membership",
+		Subcommands: []*cli.Command{
+			clusterStatusCommand(),
+			{
+				Name:      "join",
+				Usage:     "admit a new node as a voter",
+				ArgsUsage: "[ID]",
+				Description: `Asks the leader to add a node as a voter. The node must be running already, started
+with an empty data directory and neither --bootstrap nor --join (it then waits to be
+admitted), with the procedure set and partition count of the cluster; the leader checks
+both: the procedure fingerprint sent is this binary's built-in set, and the partition
+count is the cluster's unless --partitions says otherwise. A node started with
+"lockstep node --join ADDR,..." asks to join by itself and needs no "cluster join".
+
+Example:
+  lockstep node --id n4 --data /tmp/ls/n4 --raft 127.0.0.1:7004 --client 127.0.0.1:8004 --admin 127.0.0.1:9004 &
+  lockstep cluster join --id n4 --raft 127.0.0.1:7004 --client 127.0.0.1:8004`,
+				Flags: withClientFlags(
+					&cli.StringFlag{Name: "id", Usage: "the new node's id (or give it as the argument)"},
+					&cli.StringFlag{Name: "raft", Usage: "the new node's Raft address", Required: true},
+					&cli.StringFlag{Name: "client", Usage: "the new node's client address", Required: true},
+					&cli.IntFlag{Name: "partitions", Usage: "the new node's partition count (0: the cluster's)"},
+				),
+				Action: runClusterJoin,
+			},
+			{
+				Name:      "remove",
+				Usage:     "remove a node from the cluster",
+				ArgsUsage: "NODE",
+				Description: `Asks the leader to remove the voter NODE (its id) from the Raft configuration and
+the node registry. The removed node stops taking part; stop its process afterwards.
+Removing a voter makes the majority smaller: keep an odd number of voters.
+
+Example:
+  lockstep cluster remove n3 --addr 127.0.0.1:8001`,
+				Flags:  clientFlags(),
+				Action: runClusterRemove,
+			},
+			{
+				Name:      "transfer-leader",
+				Usage:     "hand leadership to another node",
+				ArgsUsage: "[NODE]",
+				Description: `Asks the leader to hand leadership to the voter NODE (its id), or to any up-to-date
+voter when NODE is omitted, and waits until a new leader is known. Useful before
+stopping the leader for maintenance.
+
+Example:
+  lockstep cluster transfer-leader n2
+  lockstep cluster transfer-leader --addr 127.0.0.1:8001,127.0.0.1:8002,127.0.0.1:8003`,
+				Flags:  clientFlags(),
+				Action: runTransferLeader,
+			},
+		},
+	}
+}
+
+func runClusterJoin(c *cli.Context) error {
+	id := c.String("id")
+	switch {
+	case c.NArg() > 1:
+		return errors.New("cluster join takes at most one ID argument")
+	case c.NArg() == 1 && id != "" && id != c.Args().First():
+		return fmt.Errorf("cluster join: the argument %q and --id %q differ", c.Args().First(), id)
+	case c.NArg() == 1:
+		id = c.Args().First()
+	case id == "":
+		return errors.New("cluster join needs the new node's id: --id ID")
+	}
+	ctx, cancel, err := commandContext(c)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	addrs, cid := c.StringSlice("addr"), c.String("cluster-id")
+	parts := c.Int("partitions")
+	if parts == 0 {
+		st, err := firstStatus(ctx, addrs, cid)
+		if err != nil {
+			return err
+		}
+		parts = st.Partitions
+	}
+	args, err := msgpack.Marshal(&wire.JoinArgs{ID: id, RaftAddr: c.String("raft"), ClientAddr: c.String("client"),
+		Partitions: parts, Procedures: procedures.Builtins().Fingerprint()})
+	if err != nil {
+		return err
+	}
+	if _, err := callLeader(ctx, addrs, cid, &wire.Request{Op: wire.OpJoin, Args: args}); err != nil {
+		return fmt.Errorf("join %s: %w", id, err)
+	}
+	fmt.Fprintf(c.App.Writer, "%s joined as a voter (raft %s, client %s); it catches up from the leader\n", id, c.String("raft"), c.String("client"))
+	return nil
+}
+
+func runClusterRemove(c *cli.Context) error {
+	if c.NArg() != 1 || c.Args().First() == "" {
+		return errors.New("cluster remove needs exactly one NODE id")
+	}
+	id := c.Args().First()
+	ctx, cancel, err := commandContext(c)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	if _, err := callLeader(ctx, c.StringSlice("addr"), c.String("cluster-id"), &wire.Request{Op: wire.OpRemove, Key: []byte(id)}); err != nil {
+		return fmt.Errorf("remove %s: %w", id, err)
+	}
+	fmt.Fprintf(c.App.Writer, "removed %s from the cluster\n", id)
+	return nil
+}
+
+func runTransferLeader(c *cli.Context) error {
+	if c.NArg() > 1 {
+		return errors.New("cluster transfer-leader takes at most one NODE id")
+	}
+	target := c.Args().First()
+	ctx, cancel, err := commandContext(c)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	addrs, cid := c.StringSlice("addr"), c.String("cluster-id")
+	st, err := firstStatus(ctx, addrs, cid)
+	if err != nil {
+		return err
+	}
+	old := st.LeaderID
+	if target != "" && target == old {
+		fmt.Fprintf(c.App.Writer, "%s leads already\n", target)
+		return nil
+	}
+	if _, err := callLeader(ctx, addrs, cid, &wire.Request{Op: wire.OpTransferLeader, Key: []byte(target)}); err != nil {
+		return fmt.Errorf("transfer leadership: %w", err)
+	}
+	next, err := waitNewLeader(ctx, addrs, cid, old)
+	if err != nil {
+		return fmt.Errorf("leadership transfer from %s acknowledged, but no new leader seen: %w", old, err)
+	}
+	fmt.Fprintf(c.App.Writer, "leadership moved from %s to %s\n", old, next)
+	return nil
+}
+
+// firstStatus returns the status of the first node of addrs that answers.
+func firstStatus(ctx context.Context, addrs []string, clusterID string) (wire.Status, error) {
+	var errs []error
+	for _, a := range addrs {
+		st, err := nodeStatus(ctx, a, clusterID)
+		if err == nil {
+			return st, nil
+		}
+		errs = append(errs, err)
+	}
+	return wire.Status{}, fmt.Errorf("no node answered: %w", errors.Join(errs...))
+}
+
+// waitNewLeader polls the nodes until one reports a leader other than old, and returns it.
+func waitNewLeader(ctx context.Context, addrs []string, clusterID, old string) (string, error) {
+	t := time.NewTicker(leaderPollInterval)
+	defer t.Stop()
+	var last error
+	for {
+		for _, a := range addrs {
+			st, err := nodeStatus(ctx, a, clusterID)
+			if err != nil {
+				last = err
+				continue
+			}
+			if st.LeaderID != "" && st.LeaderID != old {
+				return st.LeaderID, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", deadlineError(ctx, last)
+		case <-t.C:
+		}
+	}
+}

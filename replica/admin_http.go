@@ -1,0 +1,205 @@
+package replica
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// The admin server's limits and the readiness rule.
+const (
+	// ReadyMaxLag is how many committed log entries a node may have left to apply and
+	// still count as caught up for /readyz.
+	ReadyMaxLag = 1024
+	// adminHeaderTimeout bounds reading a request's headers, so idle clients cannot pin
+	// connections.
+	adminHeaderTimeout = 5 * time.Second
+	// adminShutdownTimeout bounds waiting for in-flight admin requests on Close.
+	adminShutdownTimeout = time.Second
+)
+
+// ErrNoLeader is the reason /readyz gives when the node knows of no leader.
+var ErrNoLeader = errors.New("no leader known")
+
+// ErrCatchingUp is the reason /readyz gives when the node has more than ReadyMaxLag
+// committed entries left to apply.
+var ErrCatchingUp = errors.New("catching up")
+
+// adminServer is the node's HTTP admin server. The Node owns it: StartNode starts its
+// goroutine (counted in Node.wg), Close stops it.
+type adminServer struct {
+	srv *http.Server
+	ln  net.Listener
+}
+
+// AdminHandler returns the node's HTTP admin endpoints, the handler the server at
+// NodeConfig.AdminAddr serves; a program may also mount it on a server of its own.
+//
+//	GET /metrics  Prometheus text format, from Metrics().Registry
+//	GET /status   the node's status as JSON (StatusJSON)
+//	GET /healthz  200 "ok" while the process serves HTTP
+//	GET /readyz   200 "ready" if Readiness() is nil, else 503 and the reason
+func (n *Node) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(n.metrics.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(NewStatusJSON(n.Status()))
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := n.Readiness(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	return mux
+}
+
+// Readiness returns nil if the node is ready to take traffic, else why not: it must serve
+// clients (Ready), know a leader (ErrNoLeader), and have at most ReadyMaxLag committed
+// entries left to apply (ErrCatchingUp).
+func (n *Node) Readiness() error {
+	if err := n.Ready(); err != nil {
+		return err
+	}
+	if id, _ := n.seq.Leader(); id == "" {
+		return ErrNoLeader
+	}
+	commit, applied := n.seq.Stats().CommitIndex, n.fsm.Applied()
+	if commit > applied+ReadyMaxLag {
+		return fmt.Errorf("%w: applied %d of %d committed entries", ErrCatchingUp, applied, commit)
+	}
+	return nil
+}
+
+// AdminAddr returns the address the admin HTTP server listens on, or "" if the node runs
+// none.
+func (n *Node) AdminAddr() string {
+	if n.admin == nil {
+		return ""
+	}
+	return n.admin.ln.Addr().String()
+}
+
+// startAdmin listens on addr and serves AdminHandler until stopAdmin.
+func (n *Node) startAdmin(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	a := &adminServer{ln: ln, srv: &http.Server{
+		Handler:           n.AdminHandler(),
+		ReadHeaderTimeout: adminHeaderTimeout,
+	}}
+	n.admin = a
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Warn("admin server stopped", "err", err)
+		}
+	}()
+	n.log.Info("admin server listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// stopAdmin stops the admin server, letting requests in flight finish for a moment, then
+// closing every connection. The serving goroutine returns; Close waits for it.
+func (n *Node) stopAdmin() {
+	if n.admin == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
+	defer cancel()
+	if err := n.admin.srv.Shutdown(ctx); err != nil {
+		n.admin.srv.Close()
+	}
+}
+
+// StatusJSON is a node's status in JSON: the fields of wire.Status under their wire
+// names, with state hashes as 16-digit hex strings (a JSON number cannot hold every
+// uint64 exactly). /status serves it and `lockstep cluster status --output json` prints it.
+type StatusJSON struct {
+	// ID is the node's id; ClusterID the cluster's.
+	ID        string `json:"id"`
+	ClusterID string `json:"cluster"`
+	// ClientAddr and RaftAddr are the node's client and Raft addresses.
+	ClientAddr string `json:"client"`
+	RaftAddr   string `json:"raft"`
+	// State is the Raft role: Leader, Follower, Candidate or Shutdown.
+	State string `json:"state"`
+	// LeaderID and LeaderClientAddr name the leader this node knows, if any.
+	LeaderID         string `json:"leader"`
+	LeaderClientAddr string `json:"leader_client"`
+	// Term, LastLogIndex, CommitIndex and AppliedIndex are the node's Raft term and log
+	// positions.
+	Term         uint64 `json:"term"`
+	LastLogIndex uint64 `json:"last_index"`
+	CommitIndex  uint64 `json:"commit_index"`
+	AppliedIndex uint64 `json:"applied_index"`
+	// Partitions is the partition count; Hashes each partition's current state hash.
+	Partitions int      `json:"partitions"`
+	Hashes     []string `json:"hashes"`
+	// HashChecks are the hashes recorded at hash-check positions.
+	HashChecks []HashCheckJSON `json:"hash_checks,omitempty"`
+	// Sessions is the number of open client sessions.
+	Sessions int `json:"sessions"`
+	// Divergent and Incompatible say why the node stopped serving; empty when it serves.
+	Divergent    string `json:"divergent"`
+	Incompatible string `json:"incompatible"`
+	// Ready reports whether the node serves clients.
+	Ready bool `json:"ready"`
+	// UptimeMs is the time since the node started, in milliseconds.
+	UptimeMs int64 `json:"uptime_ms"`
+	// Batches and Inputs count the log entries and inputs this node proposed as leader.
+	Batches uint64 `json:"batches"`
+	Inputs  uint64 `json:"inputs"`
+	// QueueDepth is the number of inputs waiting for the sequencer's next batch.
+	QueueDepth int `json:"queue_depth"`
+}
+
+// HashCheckJSON is one hash-check record of a StatusJSON.
+type HashCheckJSON struct {
+	// Index is the log index of the check.
+	Index uint64 `json:"index"`
+	// Hashes are the partitions' state hashes at Index, as hex.
+	Hashes []string `json:"hashes"`
+}
+
+// NewStatusJSON converts a wire status to its JSON form.
+func NewStatusJSON(st wire.Status) StatusJSON {
+	s := StatusJSON{
+		ID: st.NodeID, ClusterID: st.ClusterID, ClientAddr: st.ClientAddr, RaftAddr: st.RaftAddr,
+		State: st.State, LeaderID: st.LeaderID, LeaderClientAddr: st.LeaderClientAddr,
+		Term: st.Term, LastLogIndex: st.LastLogIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
+		Partitions: st.Partitions, Hashes: HexHashes(st.Hashes), Sessions: st.Sessions,
+		Divergent: st.Divergent, Incompatible: st.Incompatible, Ready: st.Ready, UptimeMs: st.UptimeMs,
+		Batches: st.Batches, Inputs: st.Inputs, QueueDepth: st.QueueDepth,
+	}
+	for _, h := range st.HashChecks {
+		s.HashChecks = append(s.HashChecks, HashCheckJSON{Index: h.Index, Hashes: HexHashes(h.Hashes)})
+	}
+	return s
+}
+
+// HexHashes formats state hashes as 16-digit hex strings.
+func HexHashes(hs []uint64) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = fmt.Sprintf("%016x", h)
+	}
+	return out
+}

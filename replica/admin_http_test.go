@@ -1,0 +1,224 @@
+package replica
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// adminGet fetches path from a node's admin server and returns the status code and body.
+func adminGet(t *testing.T, hc *http.Client, addr, path string) (int, string) {
+	t.Helper()
+	resp, err := hc.Get("http://" + addr + path)
+	if err != nil {
+		t.Fatalf("GET %s%s: %v", addr, path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s%s: %v", addr, path, err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// testHTTPClient returns an HTTP client that keeps no idle connections (whose goroutines
+// goleak would report).
+func testHTTPClient(t *testing.T) *http.Client {
+	tr := &http.Transport{DisableKeepAlives: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
+}
+
+// inputsTotal scrapes /metrics, parses it with the Prometheus text parser, and returns
+// the sum of lockstep_inputs_total and its value for counter.add with outcome OK.
+func inputsTotal(t *testing.T, hc *http.Client, addr string) (total, counterOK float64) {
+	t.Helper()
+	code, body := adminGet(t, hc, addr, "/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: status %d", code)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	for _, name := range []string{"lockstep_log_entries_applied_total", "lockstep_apply_seconds", "lockstep_raft_term",
+		"lockstep_applied_index", "lockstep_sessions", "lockstep_divergent", "lockstep_ready"} {
+		if families[name] == nil {
+			t.Errorf("/metrics of %s lacks %s", addr, name)
+		}
+	}
+	fam := families["lockstep_inputs_total"]
+	if fam == nil {
+		return 0, 0
+	}
+	for _, m := range fam.GetMetric() {
+		v := m.GetCounter().GetValue()
+		total += v
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["procedure"] == "counter.add" && labels["outcome"] == "OK" {
+			counterOK += v
+		}
+	}
+	return total, counterOK
+}
+
+// TestAdminEndpoints checks /healthz, /readyz, /status and /metrics on every node of a real
+// cluster, and that the counters move under load on the leader and the followers alike.
+func TestAdminEndpoints(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: 3, Dir: t.TempDir(), Node: NodeConfig{
+		Replica: Config{Partitions: 4}, Logger: testLogger(t), AdminAddr: "127.0.0.1:0",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lc.Close)
+	hc := testHTTPClient(t)
+
+	before := map[string]float64{}
+	for _, n := range lc.Nodes {
+		addr := n.AdminAddr()
+		if code, body := adminGet(t, hc, addr, "/healthz"); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
+			t.Fatalf("%s /healthz: %d %q", n.ID(), code, body)
+		}
+		waitFor(t, 10*time.Second, func() error {
+			if code, body := adminGet(t, hc, addr, "/readyz"); code != http.StatusOK {
+				return fmt.Errorf("%s /readyz: %d %q", n.ID(), code, body)
+			}
+			return nil
+		})
+		code, body := adminGet(t, hc, addr, "/status")
+		var st StatusJSON
+		if err := json.Unmarshal([]byte(body), &st); code != http.StatusOK || err != nil {
+			t.Fatalf("%s /status: %d %v: %s", n.ID(), code, err, body)
+		}
+		if st.ID != n.ID() || st.Partitions != 4 || len(st.Hashes) != 4 || !st.Ready || st.LeaderID == "" {
+			t.Fatalf("%s /status: got %+v", n.ID(), st)
+		}
+		before[n.ID()], _ = inputsTotal(t, hc, addr)
+	}
+
+	cl, err := client.Dial(ctx, client.Config{Addrs: lc.ClientAddrs(), MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	const workers, each = 4, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for range each {
+				if _, err := cl.CounterAdd(ctx, fmt.Sprintf("c%d", w), 1); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// Every replica applies every input (DESIGN.md §1), so every node's counter moves.
+	for _, n := range lc.Nodes {
+		waitFor(t, 10*time.Second, func() error {
+			total, ok := inputsTotal(t, hc, n.AdminAddr())
+			if total-before[n.ID()] < workers*each || ok < workers*each {
+				return fmt.Errorf("%s: lockstep_inputs_total went from %v to %v (counter.add OK %v), want +%d",
+					n.ID(), before[n.ID()], total, ok, workers*each)
+			}
+			return nil
+		})
+	}
+}
+
+// TestAdminReadyzAndClose checks that a node outside any cluster is healthy but not ready,
+// says why, and that Close stops the admin server.
+func TestAdminReadyzAndClose(t *testing.T) {
+	n, err := StartNode(NodeConfig{ID: "lone", DataDir: t.TempDir(), AdminAddr: "127.0.0.1:0", Logger: testLogger(t)}, procedures.Builtins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	hc := testHTTPClient(t)
+	addr := n.AdminAddr()
+	if code, _ := adminGet(t, hc, addr, "/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz: %d", code)
+	}
+	code, body := adminGet(t, hc, addr, "/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "not ready") {
+		t.Fatalf("/readyz of a node in no cluster: %d %q, want 503 and the reason", code, body)
+	}
+	if n.Readiness() == nil {
+		t.Fatal("Readiness() = nil for a node in no cluster")
+	}
+	if code, _ := adminGet(t, hc, addr, "/nope"); code != http.StatusNotFound {
+		t.Fatalf("/nope: %d, want 404", code)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Fatalf("admin address %s still accepts connections after Close", addr)
+	}
+}
+
+// TestAdminListenFailure checks that a taken admin address fails StartNode cleanly.
+func TestAdminListenFailure(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	n, err := StartNode(NodeConfig{ID: "x", DataDir: t.TempDir(), AdminAddr: ln.Addr().String(), Logger: testLogger(t)}, procedures.Builtins())
+	if err == nil {
+		n.Close()
+		t.Fatalf("StartNode on a taken admin address %s succeeded", ln.Addr())
+	}
+}
+
+// TestStatusJSONCoversWireStatus checks that StatusJSON has a field, under the same name,
+// for every field of wire.Status, so /status cannot silently drop one.
+func TestStatusJSONCoversWireStatus(t *testing.T) {
+	names := map[string]bool{}
+	js := reflect.TypeFor[StatusJSON]()
+	for i := range js.NumField() {
+		name, _, _ := strings.Cut(js.Field(i).Tag.Get("json"), ",")
+		names[name] = true
+	}
+	ws := reflect.TypeFor[wire.Status]()
+	for i := range ws.NumField() {
+		name, _, _ := strings.Cut(ws.Field(i).Tag.Get("msgpack"), ",")
+		if !names[name] {
+			t.Errorf("#%d: wire.Status.%s (%q) has no StatusJSON field", i, ws.Field(i).Name, name)
+		}
+	}
+	st := NewStatusJSON(wire.Status{NodeID: "n1", Hashes: []uint64{1, 0xffffffffffffffff},
+		HashChecks: []wire.HashCheck{{Index: 7, Hashes: []uint64{2}}}})
+	if st.ID != "n1" || st.Hashes[0] != "0000000000000001" || st.Hashes[1] != "ffffffffffffffff" ||
+		st.HashChecks[0].Index != 7 || st.HashChecks[0].Hashes[0] != "0000000000000002" {
+		t.Fatalf("NewStatusJSON: got %+v", st)
+	}
+}
