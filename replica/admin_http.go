@@ -169,6 +169,8 @@ type StatusJSON struct {
 	Inputs  uint64 `json:"inputs"`
 	// QueueDepth is the number of inputs waiting for the sequencer's next batch.
 	QueueDepth int `json:"queue_depth"`
+	// Nodes are the cluster's members as recorded in the log.
+	Nodes []wire.NodeAddr `json:"nodes,omitempty"`
 }
 
 // HashCheckJSON is one hash-check record of a StatusJSON.
@@ -187,7 +189,7 @@ func NewStatusJSON(st wire.Status) StatusJSON {
 		Term: st.Term, LastLogIndex: st.LastLogIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
 		Partitions: st.Partitions, Hashes: HexHashes(st.Hashes), Sessions: st.Sessions,
 		Divergent: st.Divergent, Incompatible: st.Incompatible, Ready: st.Ready, UptimeMs: st.UptimeMs,
-		Batches: st.Batches, Inputs: st.Inputs, QueueDepth: st.QueueDepth,
+		Batches: st.Batches, Inputs: st.Inputs, QueueDepth: st.QueueDepth, Nodes: st.Nodes,
 	}
 	for _, h := range st.HashChecks {
 		s.HashChecks = append(s.HashChecks, HashCheckJSON{Index: h.Index, Hashes: HexHashes(h.Hashes)})

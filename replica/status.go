@@ -48,6 +48,10 @@ func (n *Node) statusFrom() wire.Status {
 	for _, r := range n.fsm.HashRecords() {
 		s.HashChecks = append(s.HashChecks, wire.HashCheck{Index: r.Index, Hashes: r.Hashes})
 	}
+	nodes := n.fsm.Nodes()
+	for _, id := range sortedNodeIDs(nodes) {
+		s.Nodes = append(s.Nodes, wire.NodeAddr{ID: id, RaftAddr: nodes[id].RaftAddr, ClientAddr: nodes[id].ClientAddr})
+	}
 	s.Ready = n.ready() == nil
 	return s
 }

@@ -17,11 +17,11 @@ func clusterStatusCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "status",
 		Usage: "show every node: role, term, log indexes, lag, partition state hashes, divergence, uptime",
-		Description: `Asks the nodes at --addr for their status, and the leader they name, and prints one row
+		Description: `Asks the nodes at --addr for their status, and every member they name, and prints one row
 per node: id, role, term, last log index, applied index, lag (log entries the node
 has applied fewer than the leader), readiness, divergence, partition count,
-uptime, addresses; then each partition's state hash on every node. Give every node's
-address to see them all. Exits non-zero, after printing, if a node did not answer.
+uptime, addresses; then each partition's state hash on every node. One reachable
+address is enough. Exits non-zero, after printing, if a node did not answer.
 
 Examples:
   lockstep cluster status --addr 127.0.0.1:8001,127.0.0.1:8002,127.0.0.1:8003
@@ -142,10 +142,17 @@ func gatherStatus(ctx context.Context, addrs []string, clusterID string) (cluste
 	return cs, len(failed)
 }
 
-// peerAddrs returns the client addresses of the other nodes a status names: the leader's.
-// (wire.Status does not list the members yet; pass every node's --addr to see them all.)
+// peerAddrs returns the client addresses of the other nodes a status names: the leader,
+// and, from the leader itself, every member recorded in the log. Only the leader's list
+// counts: a follower may not yet have applied a recent join or removal.
 func peerAddrs(r nodeRow) []string {
-	return []string{r.LeaderClientAddr}
+	addrs := []string{r.LeaderClientAddr}
+	if r.State == "Leader" {
+		for _, n := range r.Nodes {
+			addrs = append(addrs, n.ClientAddr)
+		}
+	}
+	return addrs
 }
 
 // leaderOf returns the id of the leader among rows: the node that says it leads in the

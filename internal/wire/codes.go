@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"strconv"
+	"strings"
 )
 
 // Code is a wire error code: the outcome class of a Response. Codes form an append-only
@@ -182,7 +183,10 @@ type Error struct {
 // Error returns the code's text, the message and the leader, if any.
 func (e *Error) Error() string {
 	s := e.Code.text()
-	if e.Message != "" && e.Message != s {
+	switch {
+	case strings.HasPrefix(e.Message, s):
+		s = e.Message // the message already starts with the code's text (a wrapped sentinel)
+	case e.Message != "":
 		s += ": " + e.Message
 	}
 	if e.Leader != "" {

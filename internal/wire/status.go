@@ -28,6 +28,15 @@ type Status struct {
 	Batches      uint64 `msgpack:"batches"`
 	Inputs       uint64 `msgpack:"inputs"`
 	QueueDepth   int    `msgpack:"queue_depth"`
+	// Nodes are the cluster's members as recorded in the log, ordered by id.
+	Nodes []NodeAddr `msgpack:"nodes"`
+}
+
+// NodeAddr is where a cluster member is reached.
+type NodeAddr struct {
+	ID         string `msgpack:"id" json:"id"`
+	RaftAddr   string `msgpack:"raft" json:"raft"`
+	ClientAddr string `msgpack:"client" json:"client"`
 }
 
 // HashCheck is one replica's partition hashes at a hash-check log index.
