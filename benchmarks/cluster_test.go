@@ -53,7 +53,9 @@ func benchCluster(b *testing.B, nodes, clients, inflight int, op Op, setup func(
 		b.Fatal(err)
 	}
 	b.StopTimer()
-	st := c.Nodes[c.Leader()].Status()
+	leader := c.Nodes[c.Leader()]
+	st := leader.Status()
+	b.Logf("batch sizes (inputs per log entry): %s", leader.Sequencer().Stats().HistogramString())
 	b.ReportMetric(r.Throughput(), "inputs/s")
 	b.ReportMetric(float64(r.Latency.P50.Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(r.Latency.P99.Microseconds())/1000, "p99-ms")
