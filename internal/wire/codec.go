@@ -43,17 +43,7 @@ func AppendHello(dst []byte, h *Hello) []byte {
 func DecodeHello(b []byte, h *Hello) error {
 	*h = Hello{}
 	d := decoder{b: b, msg: msgHello}
-	n, err := d.readMapLen()
-	if err != nil {
-		return err
-	}
-	var seen uint32
-	for range n {
-		k, err := d.readKey()
-		if err != nil {
-			return err
-		}
-		var f uint
+	return d.fields(func(k []byte) (f uint, err error) {
 		switch string(k) {
 		case "v":
 			f, err = 1, decodeUint(&d, &h.Version)
@@ -66,11 +56,8 @@ func DecodeHello(b []byte, h *Hello) error {
 		default:
 			err = d.skip()
 		}
-		if err = d.seen(&seen, f, err); err != nil {
-			return err
-		}
-	}
-	return d.end()
+		return f, err
+	})
 }
 
 // AppendRequest appends the encoding of r to dst and returns the extended buffer.
@@ -134,17 +121,7 @@ func AppendRequest(dst []byte, r *Request) []byte {
 func DecodeRequest(b []byte, r *Request) error {
 	*r = Request{}
 	d := decoder{b: b, msg: msgRequest}
-	n, err := d.readMapLen()
-	if err != nil {
-		return err
-	}
-	var seen uint32
-	for range n {
-		k, err := d.readKey()
-		if err != nil {
-			return err
-		}
-		var f uint
+	return d.fields(func(k []byte) (f uint, err error) {
 		switch string(k) {
 		case "id":
 			f, err = 1, decodeUint(&d, &r.ID)
@@ -186,11 +163,8 @@ func DecodeRequest(b []byte, r *Request) error {
 		default:
 			err = d.skip()
 		}
-		if err = d.seen(&seen, f, err); err != nil {
-			return err
-		}
-	}
-	return d.end()
+		return f, err
+	})
 }
 
 // AppendResponse appends the encoding of r to dst and returns the extended buffer.
@@ -230,17 +204,7 @@ func AppendResponse(dst []byte, r *Response) []byte {
 func DecodeResponse(b []byte, r *Response) error {
 	*r = Response{}
 	d := decoder{b: b, msg: msgResponse}
-	n, err := d.readMapLen()
-	if err != nil {
-		return err
-	}
-	var seen uint32
-	for range n {
-		k, err := d.readKey()
-		if err != nil {
-			return err
-		}
-		var f uint
+	return d.fields(func(k []byte) (f uint, err error) {
 		switch string(k) {
 		case "id":
 			f, err = 1, decodeUint(&d, &r.ID)
@@ -265,6 +229,25 @@ func DecodeResponse(b []byte, r *Response) error {
 		default:
 			err = d.skip()
 		}
+		return f, err
+	})
+}
+
+// fields reads a map of fields, calling field to decode each one. field returns the
+// field's number (0 for an unknown key, which it skips), so a repeated field is refused,
+// and every byte of the body must be consumed.
+func (d *decoder) fields(field func(key []byte) (uint, error)) error {
+	n, err := d.readMapLen()
+	if err != nil {
+		return err
+	}
+	var seen uint32
+	for range n {
+		k, err := d.readKey()
+		if err != nil {
+			return err
+		}
+		f, err := field(k)
 		if err = d.seen(&seen, f, err); err != nil {
 			return err
 		}
