@@ -239,12 +239,21 @@ func (f *FSM) flush() {
 		return
 	}
 	results := f.eng.Execute(f.inputs)
+	// One allocation holds every result value of the flush: the values outlive the
+	// engine's arena (the session cache and the waiting clients keep them).
+	size := 0
+	for k := range results {
+		size += len(results[k].Value)
+	}
+	arena := make([]byte, 0, size)
 	for k := range results {
 		r := &results[k]
 		p := &f.pend[k]
 		var v []byte
 		if r.Err == nil {
-			v = append(make([]byte, 0, len(r.Value)), r.Value...)
+			start := len(arena)
+			arena = append(arena, r.Value...)
+			v = arena[start:len(arena):len(arena)]
 		}
 		p.res.Items[p.j] = batch.Result{Value: v, Err: r.Err}
 		f.stats.add(f.procedureName(f.inputs[k].Procedure), r.Err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"sync"
 
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/internal/wire"
@@ -177,19 +178,50 @@ func (cc *clientConn) submit(id uint64, it batch.Item) {
 		cc.fail(id, fmt.Errorf("%w: new leader is catching up", wire.ErrNotReady))
 		return
 	}
-	p := &sequencer.Proposal{Item: it, Done: func(res batch.Result, _ uint64, err error) {
-		if err == nil {
-			err = res.Err
-		}
-		if err != nil {
-			cc.fail(id, err)
-			return
-		}
-		cc.reply(&wire.Response{ID: id, Value: res.Value, Session: res.Session})
-	}}
-	if err := n.seq.Submit(p); err != nil {
+	call := getCall()
+	call.cc, call.id, call.p.Item = cc, id, it
+	if err := n.seq.Submit(&call.p); err != nil {
+		call.release()
 		cc.fail(id, err)
 	}
+}
+
+// pendingCall is one request waiting in the sequencer. Every write has one, so they are
+// pooled: the Proposal and its Done func are made once per pooled value, not per request.
+type pendingCall struct {
+	cc *clientConn
+	id uint64
+	p  sequencer.Proposal
+}
+
+var callPool sync.Pool // of *pendingCall
+
+func getCall() *pendingCall {
+	if c, ok := callPool.Get().(*pendingCall); ok {
+		return c
+	}
+	c := &pendingCall{}
+	c.p.Done = c.done
+	return c
+}
+
+// done answers the request; the sequencer no longer touches the proposal once it runs.
+func (c *pendingCall) done(res batch.Result, _ uint64, err error) {
+	cc, id := c.cc, c.id
+	c.release()
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		cc.fail(id, err)
+		return
+	}
+	cc.reply(&wire.Response{ID: id, Value: res.Value, Session: res.Session})
+}
+
+func (c *pendingCall) release() {
+	c.cc, c.id, c.p.Item = nil, 0, batch.Item{}
+	callPool.Put(c)
 }
 
 // invoke validates an invocation, then runs it through the log, or reads locally at
