@@ -43,6 +43,7 @@ type FSM struct {
 	appliedCh    chan struct{} // closed and replaced whenever applied advances
 
 	sessionCount atomic.Int64
+	serving      atomic.Bool // cluster known, compatible, not divergent: see Serving
 
 	// Scratch reused between applies.
 	entries []batch.Entry
@@ -318,8 +319,19 @@ func (f *FSM) initCluster(payload []byte) error {
 	}
 	f.cluster = &info
 	f.checkCompatLocked()
+	f.updateServingLocked()
 	return nil
 }
+
+// updateServingLocked recomputes Serving after a change to the fields it depends on.
+// f.mu is held.
+func (f *FSM) updateServingLocked() {
+	f.serving.Store(f.cluster != nil && f.incompatible == nil && f.divergent == nil)
+}
+
+// Serving reports, without locking, whether the replica may serve clients: it knows its
+// cluster, is compatible with it, and has not diverged.
+func (f *FSM) Serving() bool { return f.serving.Load() }
 
 // checkCompatLocked refuses a cluster whose partition count or procedure set differs from
 // this node's: applying its log here would give different state. f.mu is held.

@@ -71,6 +71,7 @@ func (f *FSM) MarkDivergent(err error) {
 	defer f.mu.Unlock()
 	if f.divergent == nil {
 		f.divergent = err
+		f.updateServingLocked()
 		f.log.Error("replica diverged: stops serving", "err", err)
 	}
 }

@@ -256,6 +256,9 @@ func (n *Node) Close() error {
 
 // ready reports why the node cannot serve clients, or nil.
 func (n *Node) ready() error {
+	if n.fsm.Serving() { // the common case, without taking the FSM's lock
+		return nil
+	}
 	if err := n.fsm.Incompatible(); err != nil {
 		return err
 	}

@@ -114,6 +114,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.hashes = m.Hashes
 	f.checkCompatLocked()
+	f.updateServingLocked()
 	f.mu.Unlock()
 	f.advance(m.Applied)
 	return nil
