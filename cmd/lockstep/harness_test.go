@@ -125,6 +125,7 @@ func freeAddrs(t *testing.T, n int) []string {
 // procNode is one `lockstep node` process.
 type procNode struct {
 	id, raft, client, admin string
+	data                    string // data directory, for restarts
 	cmd                     *exec.Cmd
 	logPath                 string
 	exited                  chan struct{} // closed when the process has been waited for
@@ -226,10 +227,11 @@ func tryStartCluster(t *testing.T, bin string, n int) (*procCluster, error) {
 		peers = append(peers, nd.id+"="+nd.raft+"="+nd.client)
 	}
 	for i, nd := range c.nodes {
-		p := spawnNode(t, bin, nd.id, "--id", nd.id, "--data", filepath.Join(t.TempDir(), nd.id),
+		data := filepath.Join(t.TempDir(), nd.id)
+		p := spawnNode(t, bin, nd.id, "--id", nd.id, "--data", data,
 			"--raft", nd.raft, "--client", nd.client, "--admin", nd.admin, "--partitions", "4",
 			"--bootstrap", strings.Join(peers, ","), "--log-level", "warn")
-		p.raft, p.client, p.admin = nd.raft, nd.client, nd.admin
+		p.raft, p.client, p.admin, p.data = nd.raft, nd.client, nd.admin, data
 		c.nodes[i] = p
 	}
 	for _, nd := range c.nodes {
