@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"io"
 	"net"
 	"net/http"
@@ -100,7 +101,7 @@ func TestAdminEndpoints(t *testing.T) {
 		if code, body := adminGet(t, hc, addr, "/healthz"); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
 			t.Fatalf("%s /healthz: %d %q", n.ID(), code, body)
 		}
-		waitFor(t, 10*time.Second, func() error {
+		testutil.WaitFor(t, 10*time.Second, func() error {
 			if code, body := adminGet(t, hc, addr, "/readyz"); code != http.StatusOK {
 				return fmt.Errorf("%s /readyz: %d %q", n.ID(), code, body)
 			}
@@ -142,7 +143,7 @@ func TestAdminEndpoints(t *testing.T) {
 	}
 	// Every replica applies every input (DESIGN.md §1), so every node's counter moves.
 	for _, n := range lc.Nodes {
-		waitFor(t, 10*time.Second, func() error {
+		testutil.WaitFor(t, 10*time.Second, func() error {
 			total, ok := inputsTotal(t, hc, n.AdminAddr())
 			if total-before[n.ID()] < workers*each || ok < workers*each {
 				return fmt.Errorf("%s: lockstep_inputs_total went from %v to %v (counter.add OK %v), want +%d",

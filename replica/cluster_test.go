@@ -113,19 +113,3 @@ func (c *testCluster) waitConverged() []uint64 {
 	}
 	return hashes
 }
-
-// waitFor polls cond until it returns nil or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v: %v", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

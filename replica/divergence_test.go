@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"testing"
 	"time"
 
@@ -39,7 +40,7 @@ func TestDivergentReplicaStopsServing(t *testing.T) {
 			t.Fatal(err)
 		}
 		bad := c.Nodes[2]
-		waitFor(t, 20*time.Second, func() error {
+		testutil.WaitFor(t, 20*time.Second, func() error {
 			if bad.fsm.Divergent() == nil {
 				return errors.New("node 3 not yet divergent")
 			}

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"fmt"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,7 +43,7 @@ func TestKillLeaderUnderLoad(t *testing.T) {
 				}
 			}()
 		}
-		waitFor(t, 30*time.Second, func() error {
+		testutil.WaitFor(t, 30*time.Second, func() error {
 			if total.Load() < 200 {
 				return fmt.Errorf("%d adds acknowledged so far", total.Load())
 			}
@@ -59,7 +60,7 @@ func TestKillLeaderUnderLoad(t *testing.T) {
 		if newLeader == old {
 			t.Fatal("old leader still leads")
 		}
-		waitFor(t, 30*time.Second, func() error {
+		testutil.WaitFor(t, 30*time.Second, func() error {
 			if total.Load() < before+200 {
 				return fmt.Errorf("only %d adds acknowledged since the kill", total.Load()-before)
 			}

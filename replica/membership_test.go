@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"fmt"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"slices"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestJoinAndRemove(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 30*time.Second, func() error {
+		testutil.WaitFor(t, 30*time.Second, func() error {
 			if v := c.voters(); len(v) != 4 {
 				return fmt.Errorf("voters %v", v)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -177,7 +178,7 @@ func TestLeaderShutdown(t *testing.T) {
 		}()
 	}
 	var old *node
-	waitFor(t, 10*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		if old = leaderNow(); old == nil {
 			return errors.New("no leader")
 		}
@@ -193,7 +194,7 @@ func TestLeaderShutdown(t *testing.T) {
 	newLeader := waitLeader(t, rest)
 	stop.Store(true)
 	wg.Wait()
-	waitFor(t, 10*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
 		if int64(len(tr.calls)) != accepted.Load() {
@@ -255,7 +256,7 @@ func TestLeaderIsolated(t *testing.T) {
 		}
 		accepted++
 	}
-	waitFor(t, 10*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
 		if len(tr.calls) != accepted {

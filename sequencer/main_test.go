@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"log/slog"
 	"strings"
 	"sync"
@@ -138,7 +139,7 @@ func newCluster(t testing.TB, n int, mod func(*Config)) ([]*node, *node) {
 func waitLeader(t testing.TB, nodes []*node) *node {
 	t.Helper()
 	var leader *node
-	waitFor(t, 10*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		leader = nil
 		for _, nd := range nodes {
 			if nd.seq.IsLeader() {
@@ -161,27 +162,10 @@ func waitLeader(t testing.TB, nodes []*node) *node {
 	return leader
 }
 
-// waitFor calls fn until it returns nil, failing the test with fn's last error after
-// timeout.
-func waitFor(t testing.TB, timeout time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // waitSameState waits until every node's FSM holds the same state as want's.
 func waitSameState(t testing.TB, want *node, nodes ...*node) {
 	t.Helper()
-	waitFor(t, 10*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		ws := want.fsm.state()
 		for _, nd := range nodes {
 			if got := nd.fsm.state(); got != ws {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -155,7 +156,7 @@ func TestCloseWithQueued(t *testing.T) {
 		}
 		if i == 0 {
 			// Let the first proposal become the stuck in-flight batch.
-			waitFor(t, 5*time.Second, func() error {
+			testutil.WaitFor(t, 5*time.Second, func() error {
 				if n.seq.Stats().InflightBatches != 1 {
 					return errors.New("first batch not in flight")
 				}
@@ -166,7 +167,7 @@ func TestCloseWithQueued(t *testing.T) {
 	closed := make(chan error)
 	go func() { closed <- n.seq.Close() }()
 	late := newTracker(t, 1) // may be accepted if Close has not begun yet
-	waitFor(t, 5*time.Second, func() error {
+	testutil.WaitFor(t, 5*time.Second, func() error {
 		if err := n.seq.Submit(late.proposal("late")); !errors.Is(err, ErrShutdown) {
 			return fmt.Errorf("Submit while closing: %v", err)
 		}
@@ -235,7 +236,7 @@ func TestOverload(t *testing.T) {
 		}
 		if accepted == 1 {
 			// Let the first proposal become the stuck in-flight batch.
-			waitFor(t, 5*time.Second, func() error {
+			testutil.WaitFor(t, 5*time.Second, func() error {
 				if n.seq.Stats().InflightBatches != 1 {
 					return errors.New("first batch not in flight")
 				}

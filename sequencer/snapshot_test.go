@@ -3,6 +3,7 @@ package sequencer
 import (
 	"context"
 	"fmt"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"math"
 	"strconv"
 	"testing"
@@ -55,7 +56,7 @@ func TestSnapshotsOn(t *testing.T) {
 		c.TrailingLogs = 8
 	})
 	submitEntries(t, leader.seq, "a", 70)
-	waitFor(t, 10*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		if idx := raftStat(t, leader.seq, "last_snapshot_index"); idx < 64 {
 			return fmt.Errorf("last snapshot index %d, want an automatic one at >= 64", idx)
 		}
@@ -114,7 +115,7 @@ func TestSnapshotsOn(t *testing.T) {
 		t.Errorf("after restart last snapshot index %d, want >= %d", idx, snapIndex)
 	}
 	waitLeader(t, []*node{re})
-	waitFor(t, 10*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		if got := re.fsm.state(); got != want {
 			return fmt.Errorf("restarted state %+v, want %+v", got, want)
 		}
@@ -156,7 +157,7 @@ func TestSnapshotsOff(t *testing.T) {
 	cfg.RaftAddr = leader.seq.Addr()
 	re := openNode(t, cfg, newTestFSM())
 	waitLeader(t, []*node{re})
-	waitFor(t, 10*time.Second, func() error {
+	testutil.WaitFor(t, 10*time.Second, func() error {
 		if got := re.fsm.state(); got != want {
 			return fmt.Errorf("replayed state %+v, want %+v", got, want)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"net/http"
 	"os"
 	"os/exec"
@@ -121,7 +122,7 @@ func TestCLI(t *testing.T) {
 			t.Fatalf("voter.results table: %v", r)
 		}
 		// A stale read from any replica catches up with the acknowledged writes.
-		waitFor(t, 10*time.Second, func() error {
+		testutil.WaitFor(t, 10*time.Second, func() error {
 			r := run(t, bin, "invoke", "counter.get", "--key", "visits", "--consistency", "any", "--addr", c.nodes[2].client)
 			if r.code != 0 || strings.TrimSpace(r.stdout) != "7" {
 				return fmt.Errorf("counter.get at any: %v", r)
@@ -234,7 +235,7 @@ func TestCLI(t *testing.T) {
 		// The command line wins over the file: the admin server listens on --admin.
 		p := spawnNode(t, bin, "n4", "--config", cfg, "--admin", n4.admin, "--log-level", "warn")
 		p.raft, p.client, p.admin = n4.raft, n4.client, n4.admin
-		waitFor(t, 10*time.Second, func() error {
+		testutil.WaitFor(t, 10*time.Second, func() error {
 			if !p.running() {
 				t.Fatal("n4 exited")
 			}
@@ -283,7 +284,7 @@ func TestCLI(t *testing.T) {
 		if !strings.Contains(r.stdout, "leadership moved from "+before+" to ") {
 			t.Fatalf("transfer-leader: %v", r)
 		}
-		waitFor(t, 10*time.Second, func() error {
+		testutil.WaitFor(t, 10*time.Second, func() error {
 			if after := clusterStatus(t, bin, addrs).Leader; after == before || after == "" {
 				return fmt.Errorf("leader still %q", after)
 			}

@@ -273,19 +273,3 @@ func waitReady(n *procNode) error {
 	}
 	return fmt.Errorf("node %s not ready after %v: %s", n.id, readyTimeout, last)
 }
-
-// waitFor polls cond until it returns nil or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v: %v", timeout, err)
-		}
-		time.Sleep(pollPause)
-	}
-}

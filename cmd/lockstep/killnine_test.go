@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"slices"
 	"strings"
 	"sync"
@@ -52,7 +53,7 @@ func TestKillNineLeaderUnderLoad(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, 30*time.Second, func() error {
+	testutil.WaitFor(t, 30*time.Second, func() error {
 		if n := total.Load(); n < 300 {
 			return fmt.Errorf("%d adds acknowledged", n)
 		}
@@ -70,7 +71,7 @@ func TestKillNineLeaderUnderLoad(t *testing.T) {
 	}
 	victim.kill() // SIGKILL
 	before := total.Load()
-	waitFor(t, 60*time.Second, func() error {
+	testutil.WaitFor(t, 60*time.Second, func() error {
 		if n := total.Load() - before; n < 300 {
 			return fmt.Errorf("%d adds acknowledged since the kill", n)
 		}
@@ -96,7 +97,7 @@ func TestKillNineLeaderUnderLoad(t *testing.T) {
 	if err := waitReady(restarted); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, func() error {
+	testutil.WaitFor(t, 30*time.Second, func() error {
 		cs := clusterStatus(t, bin, c.addrs())
 		var hashes [][]string
 		var applied []uint64

@@ -4,28 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"io"
 	"net"
 	"sync"
 	"testing"
 	"time"
 )
-
-// waitFor calls fn until it returns nil, failing the test if timeout passes first.
-func waitFor(t *testing.T, timeout time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still failing after %v: %v", timeout, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 func newConnPair(t *testing.T, clientCfg, serverCfg ConnConfig) (client, server *Conn) {
 	t.Helper()
@@ -247,7 +232,7 @@ func TestConnPeerGoneFailsSends(t *testing.T) {
 	}
 	defer c.Close()
 	sc.Close()
-	waitFor(t, 5*time.Second, func() error {
+	testutil.WaitFor(t, 5*time.Second, func() error {
 		if err := c.Send(context.Background(), make([]byte, 1024)); err != nil {
 			return nil
 		}
