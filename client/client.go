@@ -20,9 +20,14 @@ type Client struct {
 	cfg Config
 	log *slog.Logger
 
-	ctx    context.Context // cancelled by Close: every operation ends
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // the connections' reader goroutines
+	// ctx is cancelled by Close. Operations do not derive their contexts from it: every
+	// place an operation waits (the window, a slot, a dial, an answer, a pause) selects on
+	// closing, its Done channel, as well, and ends with ErrClosed. Only dials derive a
+	// context from it.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	closing <-chan struct{}
+	wg      sync.WaitGroup // the connections' reader goroutines
 
 	mu         sync.Mutex
 	closed     bool
@@ -36,6 +41,9 @@ type Client struct {
 
 	// free bounds the session-less requests in flight: a slot is a token in the channel.
 	free chan struct{}
+
+	encoders sync.Pool // of *argsBuffer
+	decoders sync.Pool // of *resultDecoder
 }
 
 // poolEntry is the connection to one address, or the dial in progress.
@@ -65,13 +73,10 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	c.rotation = 1
 	c.sess.init(cfg.MaxInflight)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	octx, done := c.opContext(ctx)
-	_, err := c.session(octx)
+	c.closing = c.ctx.Done()
+	_, err := c.session(ctx)
 	if err != nil {
-		err = c.opErr(octx, err)
-	}
-	done()
-	if err != nil {
+		err = c.opErr(err)
 		c.Close()
 		return nil, err
 	}
@@ -93,13 +98,16 @@ func (c *Client) Close() error {
 	if e := c.pool[c.leader]; e != nil {
 		leader = e.c
 	}
+	conns := c.conns()
 	c.mu.Unlock()
 	c.cancel()
+	for _, cn := range conns {
+		cn.abortSends()
+	}
 
 	if id := c.sess.closeAll(); id != 0 && leader != nil && leader.alive() {
-		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
-		resp, _, err := leader.roundTrip(ctx, &wire.Request{Op: wire.OpCloseSession, Session: id})
-		cancel()
+		req := &wire.Request{Op: wire.OpCloseSession, Session: id}
+		resp, _, err := leader.roundTrip(context.Background(), req, c.cfg.RequestTimeout, nil)
 		if err == nil {
 			err = resp.Err()
 		}
@@ -109,12 +117,7 @@ func (c *Client) Close() error {
 	}
 
 	c.mu.Lock()
-	conns := make([]*conn, 0, len(c.pool))
-	for _, e := range c.pool {
-		if e.c != nil {
-			conns = append(conns, e.c)
-		}
-	}
+	conns = c.conns()
 	c.mu.Unlock()
 	for _, cn := range conns {
 		cn.close()
@@ -123,27 +126,45 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// opContext returns ctx, also cancelled (with cause ErrClosed) when the client closes.
-func (c *Client) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(c.ctx, func() { cancel(ErrClosed) })
-	return ctx, func() {
-		stop()
-		cancel(nil)
+// conns returns the pooled connections. c.mu is held.
+func (c *Client) conns() []*conn {
+	conns := make([]*conn, 0, len(c.pool))
+	for _, e := range c.pool {
+		if e.c != nil {
+			conns = append(conns, e.c)
+		}
 	}
+	return conns
 }
 
-// opErr returns ErrClosed if the operation of ctx ended because the client closed, else
-// err.
-func (c *Client) opErr(ctx context.Context, err error) error {
-	if errors.Is(context.Cause(ctx), ErrClosed) {
+// isClosing reports whether Close has been called.
+func (c *Client) isClosing() bool { return isClosed(c.closing) }
+
+// opErr returns an error wrapping ErrClosed if the client has closed (the operation that
+// failed with err ended for that reason, or at the same time), else err.
+func (c *Client) opErr(err error) error {
+	if err != nil && c.isClosing() && !errors.Is(err, ErrClosed) {
 		return fmt.Errorf("%w (%v)", ErrClosed, err)
 	}
 	return err
 }
 
+// liveConn returns the live connection to addr, nil if there is none (connTo dials it),
+// or ErrClosed. It never waits.
+func (c *Client) liveConn(addr string) (*conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if e := c.pool[addr]; e != nil && e.c != nil && e.c.alive() {
+		return e.c, nil
+	}
+	return nil, nil
+}
+
 // connTo returns the live connection to addr, dialing it if there is none. Concurrent
-// callers share one dial.
+// callers share one dial. ctx must end when the client closes.
 func (c *Client) connTo(ctx context.Context, addr string) (*conn, error) {
 	for {
 		c.mu.Lock()
@@ -254,20 +275,23 @@ func (c *Client) anyAddr() string {
 	return addr
 }
 
-// acquireFree takes a session-less request slot, waiting within ctx.
+// acquireFree takes a session-less request slot, waiting within ctx until the client
+// closes.
 func (c *Client) acquireFree(ctx context.Context) error {
 	select {
 	case c.free <- struct{}{}:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-c.closing:
+		return ErrClosed
 	}
 }
 
 func (c *Client) releaseFree() { <-c.free }
 
-// backoff waits before retry number n (from 0), within ctx: RetryBackoff doubled n
-// times, capped at MaxRetryBackoff, with jitter in its upper half.
+// backoff waits before retry number n (from 0), within ctx until the client closes:
+// RetryBackoff doubled n times, capped at MaxRetryBackoff, with jitter in its upper half.
 func (c *Client) backoff(ctx context.Context, n int) error {
 	d := c.cfg.RetryBackoff << min(n, 20)
 	if d > c.cfg.MaxRetryBackoff || d <= 0 {
@@ -283,6 +307,8 @@ func (c *Client) backoff(ctx context.Context, n int) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-c.closing:
+		return ErrClosed
 	}
 }
 

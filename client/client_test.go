@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -368,4 +370,104 @@ func TestLocalArgumentErrors(t *testing.T) {
 	if got := len(n.requests(wire.OpInvoke)); got != 0 {
 		t.Errorf("requests sent: got %d, want 0", got)
 	}
+}
+
+// TestCloseEndsWaits checks that Close ends calls waiting for room in the window and
+// calls pausing between retries, with ErrClosed, at once.
+func TestCloseEndsWaits(t *testing.T) {
+	hold := make(chan held, 16)
+	n := startNode(t, "n", func(fc *fakeConn, req wire.Request) {
+		if string(req.Key) == "busy" {
+			fc.reply(wire.Response{ID: req.ID, Code: wire.CodeOverloaded})
+			return
+		}
+		hold <- held{fc, req}
+	})
+	cfg := testConfig(t, n.addr)
+	cfg.MaxInflight = 1
+	cfg.RetryBackoff = time.Minute
+	cfg.MaxRetryBackoff = time.Minute
+	c := dial(t, cfg)
+
+	errc := make(chan error, 3)
+	call := func(key string) { _, err := c.CounterAdd(context.Background(), key, 1); errc <- err }
+	go call("k")
+	recvHeld(t, hold) // in flight, never answered: the window is full
+	go call("k")      // waits for room
+	qerr := make(chan error, 1)
+	go func() { // pauses for a minute after its first attempt
+		qerr <- c.Query(context.Background(), "counter.get", []byte("busy"), nil, nil, ReadAny)
+	}()
+	waitFor(t, 10*time.Second, func() error {
+		c.sess.mu.Lock()
+		waiting := c.sess.cur != nil && c.sess.cur.waited
+		c.sess.mu.Unlock()
+		if got := len(n.requests(wire.OpInvoke)); got < 2 || !waiting {
+			return fmt.Errorf("%d invocations received (want 2), a call waits for room: %v", got, waiting)
+		}
+		return nil
+	})
+	// The query's answer is in: it pauses now or soon, and Close ends it either way.
+	time.Sleep(20 * time.Millisecond)
+
+	start := time.Now()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := waitErr(t, errc); !errors.Is(err, ErrClosed) {
+			t.Errorf("#%d: got %v, want ErrClosed", i, err)
+		}
+	}
+	if err := waitErr(t, qerr); !errors.Is(err, ErrClosed) {
+		t.Errorf("query in backoff: got %v, want ErrClosed", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("calls ended %v after Close", d)
+	}
+	if got := len(n.requests(wire.OpInvoke)); got != 2 {
+		t.Errorf("invocations received: got %d, want 2 (none after Close)", got)
+	}
+}
+
+// TestConcurrentArgsAndResults runs concurrent invocations whose answers come late, with
+// attempt timeouts and retries, against a node that echoes the arguments as the result:
+// every call must get its own arguments back, whatever buffers and decoders the client
+// reuses between calls.
+func TestConcurrentArgsAndResults(t *testing.T) {
+	type echo struct {
+		Caller, Call int
+		Pad          string
+	}
+	var answering sync.WaitGroup
+	t.Cleanup(answering.Wait) // after the node is closed
+	n := startNode(t, "n", func(fc *fakeConn, req wire.Request) {
+		answering.Add(1)
+		time.AfterFunc(time.Duration(rand.IntN(3000))*time.Microsecond, func() {
+			defer answering.Done()
+			fc.reply(wire.Response{ID: req.ID, Value: req.Args})
+		})
+	})
+	cfg := testConfig(t, n.addr)
+	cfg.MaxRetries = -1
+	c := dial(t, cfg)
+	c.cfg.RequestTimeout = 2 * time.Millisecond // after Dial: many attempts time out
+
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				args := echo{Caller: g, Call: i, Pad: strings.Repeat("x", rand.IntN(200))}
+				var got echo
+				if err := c.Invoke(context.Background(), "echo", []byte("k"), args, &got); err != nil {
+					t.Errorf("%+v: %v", args, err)
+				} else if got != args {
+					t.Errorf("sent %+v, got %+v", args, got)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/lockstepdb/lockstep/internal/wire"
 )
@@ -32,11 +34,13 @@ type conn struct {
 	log  *slog.Logger
 
 	mu      sync.Mutex
-	pending map[uint64]chan<- reply // guarded by mu
-	nextID  uint64                  // guarded by mu
-	err     error                   // why the conn died, nil while alive; guarded by mu
+	pending map[uint64]*waiter // guarded by mu; see waiter for the delivery rule
+	nextID  uint64             // guarded by mu
+	err     error              // why the conn died, nil while alive; guarded by mu
+	dead    atomic.Bool        // err != nil, readable without mu
 
-	done chan struct{} // closed when the reader goroutine has returned
+	waiters sync.Pool     // of *waiter for this conn
+	done    chan struct{} // closed when the reader goroutine has returned
 }
 
 // dialConn connects to addr and does the handshake within timeout (and ctx). It does not
@@ -59,14 +63,21 @@ func dialConn(ctx context.Context, cfg *Config, addr string) (*conn, error) {
 		nc.Close()
 		return nil, fmt.Errorf("%w: %s: %w", errUnreachable, addr, err)
 	}
-	return &conn{
+	return newConn(addr, hello.NodeID, wc, cfg.Logger.With("node", hello.NodeID, "addr", addr)), nil
+}
+
+// newConn returns the conn of wc, to the node node at addr; its reader is not started.
+func newConn(addr, node string, wc *wire.Conn, log *slog.Logger) *conn {
+	c := &conn{
 		addr:    addr,
-		node:    hello.NodeID,
+		node:    node,
 		wc:      wc,
-		log:     cfg.Logger.With("node", hello.NodeID, "addr", addr),
-		pending: map[uint64]chan<- reply{},
+		log:     log,
+		pending: map[uint64]*waiter{},
 		done:    make(chan struct{}),
-	}, nil
+	}
+	c.waiters.New = func() any { return newWaiter(c) }
+	return c
 }
 
 // start starts the reader goroutine; wg.Done is called when it has returned.
@@ -95,13 +106,12 @@ func (c *conn) readLoop(wg *sync.WaitGroup) {
 			continue
 		}
 		c.mu.Lock()
-		ch, ok := c.pending[resp.ID]
-		delete(c.pending, resp.ID)
-		c.mu.Unlock()
-		if ok {
-			ch <- reply{resp: resp} // buffered; each channel gets exactly one reply
+		if w, ok := c.pending[resp.ID]; ok {
+			delete(c.pending, resp.ID)
+			w.ch <- reply{resp: resp} // buffered and empty: the waiter's one reply
 		}
-		// Otherwise its caller gave up (context done); the answer is dropped.
+		// Otherwise its caller gave up (context done, timeout); the answer is dropped.
+		c.mu.Unlock()
 	}
 	_ = c.wc.Close() // stops the writer goroutine
 	c.fail(fmt.Errorf("%w: %s: %w", ErrConnLost, c.addr, why))
@@ -113,59 +123,134 @@ func (c *conn) fail(err error) {
 	defer c.mu.Unlock()
 	if c.err == nil {
 		c.err = err
+		c.dead.Store(true)
 	}
-	for id, ch := range c.pending {
-		ch <- reply{err: c.err}
+	for id, w := range c.pending {
 		delete(c.pending, id)
+		w.ch <- reply{err: c.err}
 	}
 }
 
 // alive reports whether the conn can still carry requests.
-func (c *conn) alive() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err == nil
-}
+func (c *conn) alive() bool { return !c.dead.Load() }
 
-// roundTrip sends req (setting its ID) and waits for its Response, until ctx is done. sent
-// reports whether the request was handed to the connection; if it was and err is not
-// nil, the node may have received it. An err wrapping ErrConnLost means the connection
-// died; a context error means ctx ended. A non-OK Response is returned with a nil err.
-func (c *conn) roundTrip(ctx context.Context, req *wire.Request) (resp wire.Response, sent bool, err error) {
-	ch := make(chan reply, 1)
+// roundTrip sends req (setting its ID) and waits for its Response, for at most timeout,
+// until ctx is done or closing is closed (nil: never). sent reports whether the request
+// was handed to the connection; if it was and err is not nil, the node may have received
+// it. An err wrapping ErrConnLost means the connection died; errTimedOut that timeout
+// passed; a context error that ctx ended; ErrClosed that closing was closed. A non-OK
+// Response is returned with a nil err.
+func (c *conn) roundTrip(ctx context.Context, req *wire.Request, timeout time.Duration, closing <-chan struct{}) (resp wire.Response, sent bool, err error) {
+	if timeout <= 0 {
+		return resp, false, errTimedOut
+	}
+	w := c.waiters.Get().(*waiter)
 	c.mu.Lock()
-	if c.err != nil {
+	switch {
+	case c.err != nil:
 		err = c.err
+	case isClosed(closing):
+		err = ErrClosed // checked under mu: abortSends does not miss a waiter
+	}
+	if err != nil {
 		c.mu.Unlock()
+		c.waiters.Put(w)
 		return resp, false, err
 	}
 	c.nextID++
-	id := c.nextID
-	c.pending[id] = ch
+	w.id, w.closable, w.ctx = c.nextID, closing != nil, ctx
+	c.pending[w.id] = w
 	c.mu.Unlock()
 
-	req.ID = id
-	if err := c.wc.SendRequest(ctx, req); err != nil {
-		c.forget(id)
-		if ctx.Err() == nil && !errors.Is(err, wire.ErrTooLarge) {
+	w.arm(timeout)
+	quiet := true // no caller-context callback can still run
+	req.ID = w.id
+	if ctx.Done() != nil {
+		// The send blocks only while the send queue is full; the callback ends it then.
+		stop := context.AfterFunc(ctx, w.cancel)
+		err = c.wc.SendRequest((*sendCtx)(w), req)
+		quiet = stop()
+	} else {
+		err = c.wc.SendRequest((*sendCtx)(w), req)
+	}
+	if err != nil {
+		c.forget(w)
+		switch {
+		case errors.Is(err, errSendAborted):
+			switch {
+			case ctx.Err() != nil:
+				err = ctx.Err()
+			case isClosed(closing):
+				err = ErrClosed
+			default:
+				err = errTimedOut
+			}
+		case errors.Is(err, wire.ErrTooLarge):
+		default:
 			err = fmt.Errorf("%w: %s: %w", ErrConnLost, c.addr, err)
 		}
+		c.recycle(w, quiet)
 		return resp, false, err
 	}
 	select {
-	case r := <-ch:
-		return r.resp, true, r.err
+	case r := <-w.ch:
+		resp, err = r.resp, r.err
 	case <-ctx.Done():
-		c.forget(id)
-		return resp, true, ctx.Err()
+		c.forget(w)
+		err = ctx.Err()
+	case <-closing:
+		c.forget(w)
+		err = ErrClosed
+	}
+	c.recycle(w, quiet)
+	return resp, true, err
+}
+
+// forget takes w out of pending: its caller no longer waits. A reply delivered before is
+// drained, so that w's channel is empty again.
+func (c *conn) forget(w *waiter) {
+	c.mu.Lock()
+	mine := c.pending[w.id] == w
+	if mine {
+		delete(c.pending, w.id)
+	}
+	c.mu.Unlock()
+	if !mine {
+		<-w.ch // delivered under mu before we looked: it is there
 	}
 }
 
-// forget drops the waiter for id, whose caller no longer waits.
-func (c *conn) forget(id uint64) {
+// recycle stops w's timer and returns w to the pool if that is safe (see waiter); quiet
+// reports that no caller-context callback can still run. w is out of pending.
+func (c *conn) recycle(w *waiter, quiet bool) {
+	stopped := w.timer.Stop()
+	w.ctx = nil
+	if stopped && quiet && w.reusable() {
+		c.waiters.Put(w)
+	}
+}
+
+// abortSends ends the sends of the waiting requests that watch the client's closing (all
+// but Close's own), should they be blocked on a full send queue. Client.Close calls it
+// after closing: a request registered later sees closing closed and is not sent.
+func (c *conn) abortSends() {
 	c.mu.Lock()
-	delete(c.pending, id)
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	for _, w := range c.pending {
+		if w.closable {
+			w.abortLocked()
+		}
+	}
+}
+
+// isClosed reports whether ch is closed; a nil ch never is.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // close closes the connection and waits for the reader goroutine, which fails every

@@ -26,9 +26,12 @@ type fakeNode struct {
 
 	mu       sync.Mutex
 	conns    map[*fakeConn]struct{}
-	received []wire.Request // every request, in arrival order
+	received []wire.Request // the first maxReceived requests, in arrival order
 	sessions uint64         // the last session id issued
 }
+
+// maxReceived bounds the requests a fakeNode keeps for the test to look at.
+const maxReceived = 10000
 
 // fakeConn is one client connection to a fakeNode.
 type fakeConn struct {
@@ -93,7 +96,9 @@ func (n *fakeNode) serve(nc net.Conn) {
 			return
 		}
 		n.mu.Lock()
-		n.received = append(n.received, req)
+		if len(n.received) < maxReceived {
+			n.received = append(n.received, req)
+		}
 		n.mu.Unlock()
 		n.handle(fc, req)
 	}
@@ -110,7 +115,8 @@ func (n *fakeNode) close() {
 	n.wg.Wait()
 }
 
-// requests returns the requests of op received so far, in arrival order.
+// requests returns the requests of op received so far (of the first maxReceived), in
+// arrival order.
 func (n *fakeNode) requests(op wire.Op) []wire.Request {
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lockstepdb/lockstep/internal/wire"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // Consistency is the consistency level of a read-only query.
@@ -33,13 +33,13 @@ func (c *Client) Invoke(ctx context.Context, proc string, key []byte, args, resu
 	if len(key) == 0 {
 		return fmt.Errorf("client: %s: %w: empty partition key", proc, ErrBadArguments)
 	}
-	return c.invoke(ctx, wire.Request{Op: wire.OpInvoke, Procedure: proc, Key: key, HasKey: true}, args, result)
+	return c.invoke(ctx, proc, wire.Request{Op: wire.OpInvoke, Procedure: proc, Key: key, HasKey: true}, args, result)
 }
 
 // InvokeMulti runs the multi-partition procedure proc, like Invoke, on the partitions of
 // keys, or on every partition if keys is empty.
 func (c *Client) InvokeMulti(ctx context.Context, proc string, keys [][]byte, args, result any) error {
-	return c.invoke(ctx, wire.Request{Op: wire.OpInvoke, Procedure: proc, Keys: keys}, args, result)
+	return c.invoke(ctx, proc, wire.Request{Op: wire.OpInvoke, Procedure: proc, Keys: keys}, args, result)
 }
 
 // Query runs the read-only single-partition procedure proc at consistency cons. With
@@ -52,7 +52,7 @@ func (c *Client) Query(ctx context.Context, proc string, key []byte, args, resul
 	if len(key) == 0 {
 		return fmt.Errorf("client: %s: %w: empty partition key", proc, ErrBadArguments)
 	}
-	return c.query(ctx, wire.Request{Op: wire.OpInvoke, Procedure: proc, Key: key, HasKey: true}, args, result, cons)
+	return c.query(ctx, proc, wire.Request{Op: wire.OpInvoke, Procedure: proc, Key: key, HasKey: true}, args, result, cons)
 }
 
 // QueryMulti runs the read-only multi-partition procedure proc, like Query, on the
@@ -61,50 +61,28 @@ func (c *Client) QueryMulti(ctx context.Context, proc string, keys [][]byte, arg
 	if cons == ReadLinearizable {
 		return c.InvokeMulti(ctx, proc, keys, args, result)
 	}
-	return c.query(ctx, wire.Request{Op: wire.OpInvoke, Procedure: proc, Keys: keys}, args, result, cons)
+	return c.query(ctx, proc, wire.Request{Op: wire.OpInvoke, Procedure: proc, Keys: keys}, args, result, cons)
 }
 
-// encodeArgs fills req.Args with the encoding of args.
-func encodeArgs(req *wire.Request, args any) error {
-	if args == nil {
-		return nil
-	}
-	b, err := msgpack.Marshal(args)
+// invoke runs req, of procedure proc, in the client's session with retries; see the
+// package documentation for the rules it keeps. Errors and logs use proc, not
+// req.Procedure, so that req does not escape to the heap: escape analysis does not tell
+// a struct's fields apart, and a key the caller built on its stack can stay there.
+func (c *Client) invoke(ctx context.Context, proc string, req wire.Request, args, result any) error {
+	ab, err := c.encodeArgs(proc, &req, args)
 	if err != nil {
-		return fmt.Errorf("client: %s: %w: encode arguments: %w", req.Procedure, ErrBadArguments, err)
-	}
-	req.Args = b
-	return nil
-}
-
-// decodeResult decodes a procedure's result value into result, unless result is nil.
-func decodeResult(proc string, value []byte, result any) error {
-	if result == nil || len(value) == 0 {
-		return nil
-	}
-	if err := msgpack.Unmarshal(value, result); err != nil {
-		return fmt.Errorf("client: %s: %w: decode result into %T: %w", proc, ErrMalformed, result, err)
-	}
-	return nil
-}
-
-// invoke runs req in the client's session with retries; see the package documentation
-// for the rules it keeps.
-func (c *Client) invoke(ctx context.Context, req wire.Request, args, result any) error {
-	if err := encodeArgs(&req, args); err != nil {
 		return err
 	}
-	ctx, done := c.opContext(ctx)
-	defer done()
+	defer c.putArgs(ab)
 	sl, err := c.acquire(ctx)
 	if err != nil {
-		return c.opErr(ctx, fmt.Errorf("client: %s: %w", req.Procedure, err))
+		return c.opErr(fmt.Errorf("client: %s: %w", proc, err))
 	}
 	defer func() { c.sess.release(sl) }()
 
 	inDoubt := false         // an attempt in this session may have run
 	internalRetried := false // an Internal answer was retried already
-	rs := retry{what: req.Procedure}
+	rs := retry{what: proc}
 	for ; ; rs.attempt++ {
 		addr := c.leaderAddr()
 		r := req
@@ -124,52 +102,53 @@ func (c *Client) invoke(ctx context.Context, req wire.Request, args, result any)
 				err = resp.Err()
 			}
 			if err != nil {
-				return c.opErr(ctx, err)
+				return c.opErr(err)
 			}
-			return decodeResult(req.Procedure, resp.Value, result)
+			return c.decodeResult(proc, resp.Value, result)
 		case vExpired:
 			if inDoubt {
 				return fmt.Errorf("client: %s (session %d, seq %d): the session expired after an attempt whose outcome is in doubt: %w",
-					req.Procedure, sl.s.id, sl.seq, ErrUnknownOutcome)
+					proc, sl.s.id, sl.seq, ErrUnknownOutcome)
 			}
 			// No attempt in this session ran: the request moves to a new session.
-			c.log.Debug("session expired; opening a new one", "session", sl.s.id, "proc", req.Procedure)
+			c.log.Debug("session expired; opening a new one", "session", sl.s.id, "proc", proc)
 			c.sess.expire(sl.s)
 			c.sess.release(sl)
 			sl = slot{}
 			if !c.retriesLeft(rs.attempt) {
-				return fmt.Errorf("client: %s: %w after %d attempts (last: %v)", req.Procedure, ErrRetriesExhausted, rs.attempt+1, resp.Err())
+				return fmt.Errorf("client: %s: %w after %d attempts (last: %v)", proc, ErrRetriesExhausted, rs.attempt+1, resp.Err())
 			}
 			if sl, err = c.acquire(ctx); err != nil {
-				return c.opErr(ctx, fmt.Errorf("client: %s: %w", req.Procedure, err))
+				return c.opErr(fmt.Errorf("client: %s: %w", proc, err))
 			}
 			inDoubt = false
 			continue
 		}
 		inDoubt = inDoubt || doubt
 		if err := c.next(ctx, &rs, v, addr, &resp, err); err != nil {
-			return c.opErr(ctx, err)
+			return c.opErr(err)
 		}
 	}
 }
 
-// query runs a session-less ReadAny request on any ready replica, with retries.
-func (c *Client) query(ctx context.Context, req wire.Request, args, result any, cons Consistency) error {
-	if err := encodeArgs(&req, args); err != nil {
+// query runs a session-less ReadAny request req, of procedure proc, on any ready replica,
+// with retries.
+func (c *Client) query(ctx context.Context, proc string, req wire.Request, args, result any, cons Consistency) error {
+	ab, err := c.encodeArgs(proc, &req, args)
+	if err != nil {
 		return err
 	}
+	defer c.putArgs(ab)
 	req.Consistency = uint8(cons)
-	ctx, done := c.opContext(ctx)
-	defer done()
 	if err := c.acquireFree(ctx); err != nil {
-		return c.opErr(ctx, fmt.Errorf("client: %s: %w", req.Procedure, err))
+		return c.opErr(fmt.Errorf("client: %s: %w", proc, err))
 	}
 	defer c.releaseFree()
-	resp, err := c.call(ctx, req.Procedure, &req, false)
+	resp, err := c.call(ctx, proc, &req, false)
 	if err != nil {
-		return c.opErr(ctx, err)
+		return c.opErr(err)
 	}
-	return decodeResult(req.Procedure, resp.Value, result)
+	return c.decodeResult(proc, resp.Value, result)
 }
 
 // call runs a session-less request with retries, at the leader if toLeader, else at any
@@ -207,9 +186,10 @@ type retry struct {
 	redirect bool   // the previous attempt was redirected
 }
 
-// next prepares the retry after a failed attempt: it gives up if ctx ended or the
-// retries ran out, moves the leader guess as v says, and pauses unless v is the first of
-// a run of redirects (more in a row mean the nodes disagree on the leader, for now).
+// next prepares the retry after a failed attempt: it gives up if ctx ended, the client
+// closed or the retries ran out, moves the leader guess as v says, and pauses unless v is
+// the first of a run of redirects (more in a row mean the nodes disagree on the leader,
+// for now).
 // It returns nil to retry, or the error to give up with.
 func (c *Client) next(ctx context.Context, rs *retry, v verdict, addr string, resp *wire.Response, err error) error {
 	last := err
@@ -218,6 +198,9 @@ func (c *Client) next(ctx context.Context, rs *retry, v verdict, addr string, re
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("client: %s: %w (last: %v)", rs.what, ctx.Err(), last)
+	}
+	if c.isClosing() {
+		return fmt.Errorf("client: %s: %w (last: %v)", rs.what, ErrClosed, last)
 	}
 	if !c.retriesLeft(rs.attempt) {
 		return fmt.Errorf("client: %s: %w after %d attempts (last: %v)", rs.what, ErrRetriesExhausted, rs.attempt+1, last)
@@ -244,18 +227,42 @@ func (c *Client) next(ctx context.Context, rs *retry, v verdict, addr string, re
 // errAttemptTimeout is the error of an attempt that got no answer within RequestTimeout.
 var errAttemptTimeout = errors.New("no answer within the request timeout")
 
-// attempt sends req to addr once and waits for the answer, within RequestTimeout.
+// attempt sends req to addr once and waits for the answer, within RequestTimeout, ctx
+// and until the client closes (ErrClosed). On the usual path, a live connection, it
+// derives no context: the connection's roundTrip enforces all three.
 func (c *Client) attempt(ctx context.Context, addr string, req *wire.Request) (resp wire.Response, sent bool, err error) {
-	actx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
-	defer cancel()
-	cn, err := c.connTo(actx, addr)
-	if err == nil {
-		resp, sent, err = cn.roundTrip(actx, req)
+	timeout := c.cfg.RequestTimeout
+	cn, err := c.liveConn(addr)
+	if cn == nil && err == nil {
+		start := time.Now()
+		cn, err = c.dial(ctx, addr, timeout)
+		timeout -= time.Since(start)
 	}
-	if err != nil && ctx.Err() == nil && actx.Err() != nil {
-		err = fmt.Errorf("%w: %s after %v: %w", errAttemptTimeout, addr, c.cfg.RequestTimeout, err)
+	if err == nil {
+		resp, sent, err = cn.roundTrip(ctx, req, timeout, c.closing)
+	}
+	if errors.Is(err, errTimedOut) {
+		err = fmt.Errorf("%w: %s after %v: %w", errAttemptTimeout, addr, c.cfg.RequestTimeout, context.DeadlineExceeded)
 	}
 	return resp, sent, err
+}
+
+// dial returns the connection to addr, dialing it if need be, within timeout, ctx and until
+// the client closes.
+func (c *Client) dial(ctx context.Context, addr string, timeout time.Duration) (*conn, error) {
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel)
+	defer stop()
+	cn, err := c.connTo(dctx, addr)
+	switch {
+	case err == nil, errors.Is(err, ErrClosed):
+	case c.isClosing():
+		err = fmt.Errorf("%w (%v)", ErrClosed, err)
+	case ctx.Err() == nil && dctx.Err() != nil:
+		err = fmt.Errorf("%w: %s after %v: %w", errAttemptTimeout, addr, c.cfg.RequestTimeout, err)
+	}
+	return cn, err
 }
 
 // verdict is what one attempt's outcome means for the request.

@@ -22,9 +22,12 @@ type session struct {
 	// dead is set when the cluster reported the session expired; nothing is assigned in it
 	// any more.
 	dead bool
-	// changed is closed, and replaced, whenever ack advances or the session dies: it wakes
-	// the requests waiting for room in the window.
+	// changed is closed, and replaced, when the session dies, or when ack advances while
+	// a request waits for room in the window (waited): it wakes those requests.
 	changed chan struct{}
+	// waited is set when a request takes changed to wait on, cleared when changed is
+	// replaced, so that a release nobody waits for allocates nothing.
+	waited bool
 }
 
 // slot is a sequence number of a session, held by one request from its assignment until
@@ -51,7 +54,8 @@ func (ss *sessions) newSession(id uint64) *session {
 }
 
 // session returns the live session, opening one if there is none. Concurrent callers
-// share one open; if it fails, each caller tries again under its own context.
+// share one open; if it fails, each caller tries again under its own context. It waits
+// within ctx until the client closes.
 func (c *Client) session(ctx context.Context) (*session, error) {
 	ss := &c.sess
 	for {
@@ -72,6 +76,8 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 				continue
 			case <-ctx.Done():
 				return nil, ctx.Err()
+			case <-c.closing:
+				return nil, ErrClosed
 			}
 		}
 		wait := make(chan struct{})
@@ -113,9 +119,9 @@ func (c *Client) openSession(ctx context.Context) (uint64, error) {
 	return resp.Session, nil
 }
 
-// acquire assigns the next sequence number of the live session, waiting within ctx while
-// the session has window seqs outstanding: then seq - AckThrough never exceeds the window
-// the servers keep, whatever order requests finish in.
+// acquire assigns the next sequence number of the live session, waiting within ctx (until
+// the client closes) while the session has window seqs outstanding: then seq - AckThrough
+// never exceeds the window the servers keep, whatever order requests finish in.
 func (c *Client) acquire(ctx context.Context) (slot, error) {
 	ss := &c.sess
 	for {
@@ -131,11 +137,14 @@ func (c *Client) acquire(ctx context.Context) (slot, error) {
 			return sl, nil
 		}
 		wait := s.changed
+		s.waited = true
 		ss.mu.Unlock()
 		select {
 		case <-wait:
 		case <-ctx.Done():
 			return slot{}, ctx.Err()
+		case <-c.closing:
+			return slot{}, ErrClosed
 		}
 	}
 }
@@ -143,7 +152,7 @@ func (c *Client) acquire(ctx context.Context) (slot, error) {
 // release finishes sl's seq: its result arrived, or the client gave up on it. Either
 // way the client will not send it again, so AckThrough may pass it; a late copy of the
 // request is then refused by the cluster rather than run. Releasing the zero slot is a
-// no-op.
+// no-op. It takes amortized constant time: each seq is passed by ack once.
 func (ss *sessions) release(sl slot) {
 	s := sl.s
 	if s == nil {
@@ -163,10 +172,16 @@ func (ss *sessions) release(sl slot) {
 		s.ack++
 		advanced = true
 	}
-	if advanced {
-		close(s.changed)
-		s.changed = make(chan struct{})
+	if advanced && s.waited {
+		s.wake()
 	}
+}
+
+// wake wakes the requests waiting on s.changed. sessions.mu is held.
+func (s *session) wake() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.waited = false
 }
 
 // ackThrough returns s's AckThrough: every seq up to it has finished.
@@ -184,8 +199,7 @@ func (ss *sessions) expire(s *session) {
 		return
 	}
 	s.dead = true
-	close(s.changed)
-	s.changed = make(chan struct{})
+	s.wake()
 	if ss.cur == s {
 		ss.cur = nil
 	}
@@ -201,8 +215,7 @@ func (ss *sessions) closeAll() uint64 {
 	}
 	id := ss.cur.id
 	ss.cur.dead = true
-	close(ss.cur.changed)
-	ss.cur.changed = make(chan struct{})
+	ss.cur.wake()
 	ss.cur = nil
 	return id
 }

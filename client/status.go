@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/lockstepdb/lockstep/internal/wire"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // Status is a node's status as it reports it: identity, Raft state and indexes, the
@@ -24,18 +23,16 @@ func (c *Client) Status(ctx context.Context, addr string) (Status, error) {
 	if addr == "" {
 		addr = c.leaderAddr()
 	}
-	ctx, done := c.opContext(ctx)
-	defer done()
 	if err := c.acquireFree(ctx); err != nil {
-		return Status{}, c.opErr(ctx, fmt.Errorf("client: status of %s: %w", addr, err))
+		return Status{}, c.opErr(fmt.Errorf("client: status of %s: %w", addr, err))
 	}
 	defer c.releaseFree()
 	resp, err := c.at(ctx, addr, &wire.Request{Op: wire.OpStatus})
 	if err != nil {
-		return Status{}, c.opErr(ctx, fmt.Errorf("client: status of %s: %w", addr, err))
+		return Status{}, c.opErr(fmt.Errorf("client: status of %s: %w", addr, err))
 	}
 	var st Status
-	if err := msgpack.Unmarshal(resp.Value, &st); err != nil {
+	if err := c.decode(resp.Value, &st); err != nil {
 		return Status{}, fmt.Errorf("client: status of %s: %w: %w", addr, ErrMalformed, err)
 	}
 	return st, nil

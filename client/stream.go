@@ -30,15 +30,13 @@ func (c *Client) ReadStream(ctx context.Context, stream string, partition int, o
 	if limit > 0 {
 		req.Max = uint32(min(limit, wire.MaxListLen))
 	}
-	ctx, done := c.opContext(ctx)
-	defer done()
 	if err := c.acquireFree(ctx); err != nil {
-		return nil, offset, c.opErr(ctx, fmt.Errorf("client: read stream %q: %w", stream, err))
+		return nil, offset, c.opErr(fmt.Errorf("client: read stream %q: %w", stream, err))
 	}
 	defer c.releaseFree()
 	resp, err := c.call(ctx, "read stream "+stream, &req, false)
 	if err != nil {
-		return nil, offset, c.opErr(ctx, err)
+		return nil, offset, c.opErr(err)
 	}
 	n := uint64(len(resp.Records))
 	if resp.NextOffset < offset+n {
