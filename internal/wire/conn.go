@@ -3,6 +3,7 @@ package wire
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -23,8 +24,9 @@ type ConnConfig struct {
 	SendQueueFrames int
 	// ReadBufferBytes is the size of the read buffer, in bytes. Default 64 KiB.
 	ReadBufferBytes int
-	// WriteBufferBytes is the size of the write buffer, in bytes. Queued frames are
-	// written when it fills and flushed when the send queue runs empty. Default 64 KiB.
+	// WriteBufferBytes is the largest write buffer the writer keeps from one write to the
+	// next, in bytes; a burst of frames that grows it beyond is written, then the buffer
+	// is dropped. Default 256 KiB.
 	WriteBufferBytes int
 }
 
@@ -34,7 +36,7 @@ func DefaultConnConfig() ConnConfig {
 		MaxFrameBytes:    DefaultMaxFrameBytes,
 		SendQueueFrames:  1024,
 		ReadBufferBytes:  64 << 10,
-		WriteBufferBytes: 64 << 10,
+		WriteBufferBytes: 256 << 10,
 	}
 }
 
@@ -72,36 +74,33 @@ func (c ConnConfig) Validate() error {
 	return nil
 }
 
-// Send buffers: new ones start at newBufBytes; up to keepBufsMax of at most keepBufBytes
-// each are kept for reuse by later sends.
-const (
-	newBufBytes  = 512
-	keepBufBytes = 64 << 10
-	keepBufsMax  = 256
-)
-
 // aLongTimeAgo is a deadline already passed, set to interrupt blocked I/O.
 var aLongTimeAgo = time.Unix(1, 0)
 
 // Conn is a framed connection after the handshake. Any number of goroutines may send on
-// it at once: frames go into a bounded queue drained by a writer goroutine that the Conn
-// owns, which writes them into one buffer and flushes when the queue runs empty, so
-// frames sent together share a system call. Receiving is for one goroutine at a time.
-// The owner must call Close or Shutdown to stop the writer goroutine.
+// it at once: each send encodes its frame straight into a shared pending buffer, and a
+// writer goroutine that the Conn owns takes the whole buffer and writes it with one system
+// call, so frames sent together share it and a send costs no channel operation while the
+// writer is busy. Receiving is for one goroutine at a time. The owner must call Close or
+// Shutdown to stop the writer goroutine.
 type Conn struct {
 	nc  net.Conn
 	cfg ConnConfig
 	fr  *FrameReader
 
-	queue chan []byte   // encoded bodies waiting for the writer
-	free  chan []byte   // spare body buffers
-	quit  chan struct{} // closed when sending stops: Close, Shutdown or a write error
-	done  chan struct{} // closed when the writer goroutine has returned
+	mu      sync.Mutex
+	pending []byte        // encoded frames, headers included, waiting for the writer
+	frames  int           // frames in pending; sends block at cfg.SendQueueFrames
+	waiters int           // sends waiting for room
+	room    chan struct{} // closed when the writer takes pending while sends wait
+	sendErr error         // why sending stopped; set before quit is closed
 
-	drain    atomic.Bool // whether the writer sends what is queued before it returns
+	wake chan struct{} // cap 1: pending went from empty to non-empty
+	quit chan struct{} // closed when sending stops: Close, Shutdown or a write error
+	done chan struct{} // closed when the writer goroutine has returned
+
+	drain    atomic.Bool // whether the writer sends what is pending before it returns
 	quitOnce sync.Once
-	mu       sync.Mutex
-	sendErr  error // why sending stopped; guarded by mu
 	writeErr error // the writer's final error; read after done is closed
 
 	closeOnce sync.Once
@@ -116,13 +115,13 @@ func NewConn(nc net.Conn, cfg ConnConfig) (*Conn, error) {
 	}
 	cfg = cfg.withDefaults()
 	c := &Conn{
-		nc:    nc,
-		cfg:   cfg,
-		fr:    NewFrameReader(bufio.NewReaderSize(nc, cfg.ReadBufferBytes), cfg.MaxFrameBytes),
-		queue: make(chan []byte, cfg.SendQueueFrames),
-		free:  make(chan []byte, min(cfg.SendQueueFrames, keepBufsMax)),
-		quit:  make(chan struct{}),
-		done:  make(chan struct{}),
+		nc:   nc,
+		cfg:  cfg,
+		fr:   NewFrameReader(bufio.NewReaderSize(nc, cfg.ReadBufferBytes), cfg.MaxFrameBytes),
+		room: make(chan struct{}),
+		wake: make(chan struct{}, 1),
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
 	}
 	go c.writeLoop()
 	return c, nil
@@ -163,59 +162,78 @@ func (c *Conn) Send(ctx context.Context, body []byte) error {
 	if err := checkFrameLen(len(body), c.cfg.MaxFrameBytes); err != nil {
 		return err
 	}
-	return c.enqueue(ctx, append(c.getBuf(), body...))
+	return c.enqueue(ctx, func(dst []byte) []byte { return append(dst, body...) })
 }
 
 // SendRequest encodes r and queues it as one frame, like Send.
 func (c *Conn) SendRequest(ctx context.Context, r *Request) error {
-	return c.enqueue(ctx, AppendRequest(c.getBuf(), r))
+	return c.enqueue(ctx, func(dst []byte) []byte { return AppendRequest(dst, r) })
 }
 
 // SendResponse encodes r and queues it as one frame, like Send.
 func (c *Conn) SendResponse(ctx context.Context, r *Response) error {
-	return c.enqueue(ctx, AppendResponse(c.getBuf(), r))
+	return c.enqueue(ctx, func(dst []byte) []byte { return AppendResponse(dst, r) })
 }
 
-func (c *Conn) enqueue(ctx context.Context, buf []byte) error {
-	if err := checkFrameLen(len(buf), c.cfg.MaxFrameBytes); err != nil {
-		c.putBuf(buf)
+// enqueue waits for room, then encodes one frame at the end of pending and wakes the
+// writer if pending was empty.
+func (c *Conn) enqueue(ctx context.Context, encode func(dst []byte) []byte) error {
+	c.mu.Lock()
+	for c.sendErr == nil && c.frames >= c.cfg.SendQueueFrames {
+		room := c.room
+		c.waiters++
+		c.mu.Unlock()
+		var err error
+		select {
+		case <-room:
+		case <-c.quit:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		c.mu.Lock()
+		c.waiters--
+		if err != nil {
+			c.mu.Unlock()
+			return err
+		}
+	}
+	if err := c.sendErr; err != nil {
+		c.mu.Unlock()
 		return err
 	}
-	select {
-	case <-c.quit:
-		c.putBuf(buf)
-		return c.stoppedErr()
-	default:
+	start := len(c.pending)
+	c.pending = encode(append(c.pending, 0, 0, 0, 0))
+	n := len(c.pending) - start - FrameHeaderBytes
+	if err := checkFrameLen(n, c.cfg.MaxFrameBytes); err != nil {
+		c.pending = c.pending[:start]
+		c.mu.Unlock()
+		return err
 	}
-	select {
-	case c.queue <- buf:
-		return nil
-	case <-c.quit:
-		c.putBuf(buf)
-		return c.stoppedErr()
-	case <-ctx.Done():
-		c.putBuf(buf)
-		return ctx.Err()
+	binary.BigEndian.PutUint32(c.pending[start:], uint32(n))
+	c.frames++
+	first := c.frames == 1
+	c.mu.Unlock()
+	if first {
+		select {
+		case c.wake <- struct{}{}:
+		default: // already signalled
+		}
 	}
+	return nil
 }
 
-func (c *Conn) getBuf() []byte {
-	select {
-	case b := <-c.free:
-		return b[:0]
-	default:
-		return make([]byte, 0, newBufBytes)
+// take hands the writer everything pending, leaving spare (emptied) in its place, and
+// lets waiting sends in.
+func (c *Conn) take(spare []byte) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	buf := c.pending
+	c.pending, c.frames = spare[:0], 0
+	if c.waiters > 0 {
+		close(c.room)
+		c.room = make(chan struct{})
 	}
-}
-
-func (c *Conn) putBuf(b []byte) {
-	if cap(b) > keepBufBytes {
-		return
-	}
-	select {
-	case c.free <- b:
-	default:
-	}
+	return buf
 }
 
 // stop stops sending, recording why if it is the first reason.
@@ -228,60 +246,36 @@ func (c *Conn) stop(why error) {
 	})
 }
 
-func (c *Conn) stoppedErr() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sendErr
-}
-
-// writeLoop is the writer goroutine: it writes queued frames and flushes whenever the
-// queue is empty. It returns when sending stops, after draining the queue if asked to.
+// writeLoop is the writer goroutine: whenever frames are pending it takes them all and
+// writes them with one system call. It returns when sending stops, after writing what is
+// pending if asked to.
 func (c *Conn) writeLoop() {
 	defer close(c.done)
-	fw := NewFrameWriter(c.nc, c.cfg.WriteBufferBytes, c.cfg.MaxFrameBytes)
+	var buf []byte
 	for {
 		select {
-		case body := <-c.queue:
-			err := c.write(fw, body)
-			if err == nil && len(c.queue) == 0 {
-				// Let goroutines that are about to send run first, so that under load
-				// one write system call carries many frames; idle, this costs one yield.
-				runtime.Gosched()
-				if len(c.queue) == 0 {
-					err = fw.Flush()
-				}
-			}
-			if err != nil {
-				c.fail(err)
-				return
-			}
+		case <-c.wake:
 		case <-c.quit:
 			if c.drain.Load() {
-				c.writeErr = c.drainQueue(fw)
+				_, c.writeErr = c.nc.Write(c.take(nil))
 			}
 			return
 		}
-	}
-}
-
-// drainQueue writes and flushes every frame still queued.
-func (c *Conn) drainQueue(fw *FrameWriter) error {
-	for {
-		select {
-		case body := <-c.queue:
-			if err := c.write(fw, body); err != nil {
-				return err
-			}
-		default:
-			return fw.Flush()
+		// Let goroutines that are about to send run first, so that under load one write
+		// carries many frames; idle, this costs one yield.
+		runtime.Gosched()
+		buf = c.take(buf)
+		if len(buf) == 0 {
+			continue
+		}
+		if _, err := c.nc.Write(buf); err != nil {
+			c.fail(err)
+			return
+		}
+		if cap(buf) > c.cfg.WriteBufferBytes {
+			buf = nil // do not keep a buffer that one burst of large frames grew
 		}
 	}
-}
-
-func (c *Conn) write(fw *FrameWriter, body []byte) error {
-	err := fw.WriteFrame(body)
-	c.putBuf(body)
-	return err
 }
 
 // fail stops the Conn after a write error: senders get the error and the receiver is
