@@ -51,6 +51,9 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 	if opts.snapshots {
 		node.Sequencer.SnapshotThreshold = 64
 		node.Sequencer.SnapshotInterval = 200 * time.Millisecond
+		// Keep few entries behind a snapshot, so a node that is behind (restarted or
+		// joining) receives a snapshot rather than the log: the FSM's Restore path.
+		node.Sequencer.TrailingLogs = 16
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
