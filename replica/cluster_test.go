@@ -21,6 +21,9 @@ type clusterOptions struct {
 	partitions int
 	snapshots  bool // small snapshot threshold: 64 entries
 	registry   func(i int) *procedures.Registry
+	// idleChecksOnly disables the sequencer's hash checks in batches, leaving only those
+	// the leader appends when the cluster goes quiet.
+	idleChecksOnly bool
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -48,6 +51,9 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 		HashCompareInterval: 200 * time.Millisecond,
 	}
 	node.Sequencer.HashCheckInterval = 100 * time.Millisecond
+	if opts.idleChecksOnly {
+		node.Sequencer.HashCheckInterval = -1
+	}
 	if opts.snapshots {
 		node.Sequencer.SnapshotThreshold = 64
 		node.Sequencer.SnapshotInterval = 200 * time.Millisecond

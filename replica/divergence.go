@@ -57,8 +57,8 @@ func (n *Node) markIfIdle() {
 		return
 	}
 	recs := n.fsm.HashRecords()
-	if len(recs) > 0 && recs[len(recs)-1].Index+2 >= n.fsm.Applied() {
-		return // nothing but the check itself (and maybe a no-op) since
+	if len(recs) > 0 && recs[len(recs)-1].Index >= n.fsm.Applied() {
+		return // nothing applied since the last check
 	}
 	n.seq.Submit(&sequencer.Proposal{Item: batch.Item{Kind: batch.KindHashCheck}, Done: func(batch.Result, uint64, error) {}})
 }

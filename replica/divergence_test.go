@@ -62,3 +62,30 @@ func TestDivergentReplicaStopsServing(t *testing.T) {
 		putKV(t, c.dial(context.Background()), "after", "v")
 	})
 }
+
+// TestQuietClusterChecksLastWrite: with no hash checks added to batches, the leader still
+// appends one after the cluster goes quiet, so the last write before the quiet is checked
+// too (DESIGN.md invariant 6).
+func TestQuietClusterChecksLastWrite(t *testing.T) {
+	c := startCluster(t, clusterOptions{nodes: 3, idleChecksOnly: true, registry: func(i int) *procedures.Registry {
+		return nondetRegistry(i / 2) // nodes 0 and 1 agree, node 2 differs
+	}})
+	l := c.waitLeader()
+	// Wait for the idle check after the cluster's own first entries.
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if len(l.fsm.HashRecords()) == 0 {
+			return errors.New("no hash check yet")
+		}
+		return nil
+	})
+	resp := rawCall(t, l.ClientAddr(), &wire.Request{Op: wire.OpInvoke, Procedure: "test.nondet", Key: []byte("k"), HasKey: true})
+	if err := resp.Err(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 20*time.Second, func() error {
+		if c.Nodes[2].fsm.Divergent() == nil {
+			return errors.New("node 3 not yet divergent")
+		}
+		return nil
+	})
+}
