@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"io"
 	"net"
 	"syscall"
@@ -170,5 +172,44 @@ func TestBadInputHurtsOnlyItsSender(t *testing.T) {
 		if after := c.waitConverged(); len(after) != len(before) {
 			t.Fatalf("hashes changed shape after replay")
 		}
+	})
+}
+
+// TestClientThatDoesNotReadLosesOnlyItsConnection: a client that pipelines requests and
+// never reads the responses fills its own send queue; the node closes that connection
+// instead of blocking the goroutine that answers every client (DESIGN.md invariant 7).
+func TestClientThatDoesNotReadLosesOnlyItsConnection(t *testing.T) {
+	c := startCluster(t, clusterOptions{nodes: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	good := c.dial(ctx)
+	if _, err := good.KVPut(ctx, []byte("big"), make([]byte, 64<<10)); err != nil {
+		t.Fatal(err)
+	}
+	// Each kv.get answer carries 64 KiB: 32 MiB of answers overflow the socket buffers
+	// and then the node's queue for this connection.
+	nc := rawConn(t, c.leader().ClientAddr())
+	var frames []byte
+	for id := uint64(1); id <= 512; id++ {
+		frames = wire.AppendFrame(frames, wire.AppendRequest(nil, &wire.Request{ID: id, Op: wire.OpInvoke,
+			Procedure: "kv.get", Key: []byte("big"), HasKey: true}))
+	}
+	go nc.Write(frames) // may block once the node stops reading; the test closes nc at the end
+	// Meanwhile every other client is served.
+	for i := 0; i < 50; i++ {
+		actx, acancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := good.CounterAdd(actx, "alive", 1)
+		acancel()
+		if err != nil {
+			t.Fatalf("#%d: node stopped serving others: %v", i, err)
+		}
+	}
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		c.leader().mu.Lock()
+		defer c.leader().mu.Unlock()
+		if n := len(c.leader().conns); n > 2 { // the good client's connection, maybe a status one
+			return fmt.Errorf("%d client connections still open", n)
+		}
+		return nil
 	})
 }

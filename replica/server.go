@@ -39,7 +39,7 @@ func (n *Node) acceptLoop() {
 type clientConn struct {
 	n   *Node
 	c   *wire.Conn
-	sem chan struct{} // one slot per request in flight, so answering never blocks
+	sem chan struct{} // one slot per request being served
 }
 
 // serveConn handshakes and serves one connection. A frame that cannot be read closes
@@ -51,7 +51,7 @@ func (n *Node) serveConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	c, err := wire.NewConn(nc, wire.ConnConfig{SendQueueFrames: n.cfg.MaxInflightPerConn + 16})
+	c, err := wire.NewConn(nc, wire.ConnConfig{SendQueueFrames: sendQueueFrames})
 	if err != nil {
 		nc.Close()
 		return
@@ -76,6 +76,9 @@ func (n *Node) serveConn(nc net.Conn) {
 		err := c.RecvRequest(&req)
 		if err != nil {
 			if errors.Is(err, wire.ErrMalformed) && req.ID != 0 {
+				if !cc.acquire() {
+					return
+				}
 				cc.reply(&wire.Response{ID: req.ID, Code: wire.CodeMalformed, Message: err.Error()})
 				continue
 			}
@@ -86,22 +89,45 @@ func (n *Node) serveConn(nc net.Conn) {
 			}
 			return
 		}
-		select {
-		case cc.sem <- struct{}{}:
-		case <-n.ctx.Done():
+		if !cc.acquire() {
 			return
 		}
 		cc.handle(&req)
 	}
 }
 
-// reply sends resp and frees the request's in-flight slot.
-func (cc *clientConn) reply(resp *wire.Response) {
-	cc.c.SendResponse(context.Background(), resp) // never blocks: the queue has a slot per request
+// sendQueueFrames bounds the responses waiting to be written to one client. A client that
+// lets more pile up is not reading its responses, and its connection is closed.
+const sendQueueFrames = 4096
+
+// noWait is a context that is already done, never changed: sending with it never blocks.
+var noWait = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// acquire takes an in-flight slot for the next request, waiting while the connection has
+// MaxInflightPerConn requests being served; false if the node is closing.
+func (cc *clientConn) acquire() bool {
 	select {
-	case <-cc.sem:
-	default:
+	case cc.sem <- struct{}{}:
+		return true
+	case <-cc.n.ctx.Done():
+		return false
 	}
+}
+
+// reply queues resp and frees the request's in-flight slot. It never blocks: it runs on
+// the sequencer's completion goroutine, which every client's writes share, so a client
+// that does not read its responses (its queue is full) loses its connection instead of
+// stalling the node (DESIGN.md invariant 7).
+func (cc *clientConn) reply(resp *wire.Response) {
+	if err := cc.c.SendResponse(noWait, resp); errors.Is(err, context.Canceled) {
+		cc.n.log.Warn("client does not read its responses: closing its connection", "remote", cc.c.RemoteAddr().String())
+		cc.c.Close()
+	}
+	<-cc.sem
 }
 
 func (cc *clientConn) fail(id uint64, err error) {

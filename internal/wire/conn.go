@@ -22,6 +22,10 @@ type ConnConfig struct {
 	// SendQueueFrames is how many frames may wait for the writer goroutine before a send
 	// blocks. Default 1024.
 	SendQueueFrames int
+	// SendQueueBytes bounds the encoded frames waiting for the writer goroutine, in bytes:
+	// a send blocks while this much is pending (a lone frame of any size up to
+	// MaxFrameBytes still goes). Default 8 MiB.
+	SendQueueBytes int
 	// ReadBufferBytes is the size of the read buffer, in bytes. Default 64 KiB.
 	ReadBufferBytes int
 	// WriteBufferBytes is the largest write buffer the writer keeps from one write to the
@@ -35,6 +39,7 @@ func DefaultConnConfig() ConnConfig {
 	return ConnConfig{
 		MaxFrameBytes:    DefaultMaxFrameBytes,
 		SendQueueFrames:  1024,
+		SendQueueBytes:   8 << 20,
 		ReadBufferBytes:  64 << 10,
 		WriteBufferBytes: 256 << 10,
 	}
@@ -48,6 +53,9 @@ func (c ConnConfig) withDefaults() ConnConfig {
 	}
 	if c.SendQueueFrames == 0 {
 		c.SendQueueFrames = def.SendQueueFrames
+	}
+	if c.SendQueueBytes == 0 {
+		c.SendQueueBytes = def.SendQueueBytes
 	}
 	if c.ReadBufferBytes == 0 {
 		c.ReadBufferBytes = def.ReadBufferBytes
@@ -66,6 +74,8 @@ func (c ConnConfig) Validate() error {
 		return fmt.Errorf("wire: ConnConfig.MaxFrameBytes %d out of range [0, 2^32)", c.MaxFrameBytes)
 	case c.SendQueueFrames < 0:
 		return fmt.Errorf("wire: ConnConfig.SendQueueFrames %d is negative", c.SendQueueFrames)
+	case c.SendQueueBytes < 0:
+		return fmt.Errorf("wire: ConnConfig.SendQueueBytes %d is negative", c.SendQueueBytes)
 	case c.ReadBufferBytes < 0:
 		return fmt.Errorf("wire: ConnConfig.ReadBufferBytes %d is negative", c.ReadBufferBytes)
 	case c.WriteBufferBytes < 0:
@@ -179,7 +189,7 @@ func (c *Conn) SendResponse(ctx context.Context, r *Response) error {
 // writer if pending was empty.
 func (c *Conn) enqueue(ctx context.Context, encode func(dst []byte) []byte) error {
 	c.mu.Lock()
-	for c.sendErr == nil && c.frames >= c.cfg.SendQueueFrames {
+	for c.sendErr == nil && c.full() {
 		room := c.room
 		c.waiters++
 		c.mu.Unlock()
@@ -220,6 +230,11 @@ func (c *Conn) enqueue(ctx context.Context, encode func(dst []byte) []byte) erro
 		}
 	}
 	return nil
+}
+
+// full reports whether pending has no room for another frame; c.mu is held.
+func (c *Conn) full() bool {
+	return c.frames >= c.cfg.SendQueueFrames || (c.frames > 0 && len(c.pending) >= c.cfg.SendQueueBytes)
 }
 
 // take hands the writer everything pending, leaving spare (emptied) in its place, and
