@@ -129,48 +129,16 @@ func (n *Node) stopAdmin() {
 	}
 }
 
-// StatusJSON is a node's status in JSON: the fields of wire.Status under their wire
-// names, with state hashes as 16-digit hex strings (a JSON number cannot hold every
-// uint64 exactly). /status serves it and `lockstep cluster status --output json` prints it.
+// StatusJSON is a node's status in JSON: wire.Status under its wire names, with state
+// hashes as 16-digit hex strings (a JSON number cannot hold every uint64 exactly). /status
+// serves it and `lockstep cluster status --output json` prints it.
 type StatusJSON struct {
-	// ID is the node's id; ClusterID the cluster's.
-	ID        string `json:"id"`
-	ClusterID string `json:"cluster"`
-	// ClientAddr and RaftAddr are the node's client and Raft addresses.
-	ClientAddr string `json:"client"`
-	RaftAddr   string `json:"raft"`
-	// State is the Raft role: Leader, Follower, Candidate or Shutdown.
-	State string `json:"state"`
-	// LeaderID and LeaderClientAddr name the leader this node knows, if any.
-	LeaderID         string `json:"leader"`
-	LeaderClientAddr string `json:"leader_client"`
-	// Term, LastLogIndex, CommitIndex and AppliedIndex are the node's Raft term and log
-	// positions.
-	Term         uint64 `json:"term"`
-	LastLogIndex uint64 `json:"last_index"`
-	CommitIndex  uint64 `json:"commit_index"`
-	AppliedIndex uint64 `json:"applied_index"`
-	// Partitions is the partition count; Hashes each partition's current state hash.
-	Partitions int      `json:"partitions"`
-	Hashes     []string `json:"hashes"`
-	// HashChecks are the hashes recorded at hash-check positions.
+	wire.Status
+	// Hashes is each partition's current state hash, as hex; it replaces Status.Hashes.
+	Hashes []string `json:"hashes"`
+	// HashChecks are the hashes recorded at hash-check positions, as hex; they replace
+	// Status.HashChecks.
 	HashChecks []HashCheckJSON `json:"hash_checks,omitempty"`
-	// Sessions is the number of open client sessions.
-	Sessions int `json:"sessions"`
-	// Divergent and Incompatible say why the node stopped serving; empty when it serves.
-	Divergent    string `json:"divergent"`
-	Incompatible string `json:"incompatible"`
-	// Ready reports whether the node serves clients.
-	Ready bool `json:"ready"`
-	// UptimeMs is the time since the node started, in milliseconds.
-	UptimeMs int64 `json:"uptime_ms"`
-	// Batches and Inputs count the log entries and inputs this node proposed as leader.
-	Batches uint64 `json:"batches"`
-	Inputs  uint64 `json:"inputs"`
-	// QueueDepth is the number of inputs waiting for the sequencer's next batch.
-	QueueDepth int `json:"queue_depth"`
-	// Nodes are the cluster's members as recorded in the log.
-	Nodes []wire.NodeAddr `json:"nodes,omitempty"`
 }
 
 // HashCheckJSON is one hash-check record of a StatusJSON.
@@ -183,14 +151,7 @@ type HashCheckJSON struct {
 
 // NewStatusJSON converts a wire status to its JSON form.
 func NewStatusJSON(st wire.Status) StatusJSON {
-	s := StatusJSON{
-		ID: st.NodeID, ClusterID: st.ClusterID, ClientAddr: st.ClientAddr, RaftAddr: st.RaftAddr,
-		State: st.State, LeaderID: st.LeaderID, LeaderClientAddr: st.LeaderClientAddr,
-		Term: st.Term, LastLogIndex: st.LastLogIndex, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex,
-		Partitions: st.Partitions, Hashes: HexHashes(st.Hashes), Sessions: st.Sessions,
-		Divergent: st.Divergent, Incompatible: st.Incompatible, Ready: st.Ready, UptimeMs: st.UptimeMs,
-		Batches: st.Batches, Inputs: st.Inputs, QueueDepth: st.QueueDepth, Nodes: st.Nodes,
-	}
+	s := StatusJSON{Status: st, Hashes: HexHashes(st.Hashes)}
 	for _, h := range st.HashChecks {
 		s.HashChecks = append(s.HashChecks, HashCheckJSON{Index: h.Index, Hashes: HexHashes(h.Hashes)})
 	}

@@ -218,7 +218,7 @@ func TestCLI(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		var st replica.StatusJSON
-		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.ID != "n2" || st.ClientAddr != c.nodes[1].client {
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.NodeID != "n2" || st.ClientAddr != c.nodes[1].client {
 			t.Fatalf("/status: %+v (%v)", st, err)
 		}
 	})
@@ -327,7 +327,7 @@ func clusterStatus(t *testing.T, bin, addrs string) clusterStatusJSON {
 // statusOf returns the row of node id.
 func statusOf(cs clusterStatusJSON, id string) nodeRow {
 	for _, n := range cs.Nodes {
-		if n.ID == id {
+		if n.NodeID == id {
 			return n
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/lockstepdb/lockstep/internal/wire"
 	"io"
 	"slices"
 	"strings"
@@ -100,7 +101,7 @@ func gatherStatus(ctx context.Context, addrs []string, clusterID string) (cluste
 			wg.Go(func() {
 				st, err := nodeStatus(ctx, a, clusterID)
 				if err != nil {
-					results[i] = nodeRow{StatusJSON: replica.StatusJSON{ClientAddr: a}, Error: err.Error()}
+					results[i] = nodeRow{StatusJSON: replica.StatusJSON{Status: wire.Status{ClientAddr: a}}, Error: err.Error()}
 					return
 				}
 				results[i] = nodeRow{StatusJSON: replica.NewStatusJSON(st)}
@@ -113,21 +114,21 @@ func gatherStatus(ctx context.Context, addrs []string, clusterID string) (cluste
 			switch {
 			case r.Error != "":
 				failed = append(failed, r)
-			case !byID[r.ID]: // the same node under another address counts once
-				byID[r.ID] = true
+			case !byID[r.NodeID]: // the same node under another address counts once
+				byID[r.NodeID] = true
 				rows = append(rows, r)
 				wave = append(wave, peerAddrs(r)...)
 			}
 		}
 	}
-	slices.SortFunc(rows, func(a, b nodeRow) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(rows, func(a, b nodeRow) int { return strings.Compare(a.NodeID, b.NodeID) })
 	cs := clusterStatusJSON{Leader: leaderOf(rows)}
 	// The reference is what the leader has applied, not its commit index: Raft's own
 	// entries (a new leader's no-op, configuration changes) never reach the state
 	// machine, so an idle replica's applied index stays below the commit index.
 	var ref uint64
 	for _, r := range rows {
-		if r.ID == cs.Leader {
+		if r.NodeID == cs.Leader {
 			ref = r.AppliedIndex
 			break
 		}
@@ -162,7 +163,7 @@ func leaderOf(rows []nodeRow) string {
 	var term uint64
 	for _, r := range rows {
 		if r.State == "Leader" && r.Term >= term {
-			leader, term = r.ID, r.Term
+			leader, term = r.NodeID, r.Term
 		}
 	}
 	if leader != "" {
@@ -190,7 +191,7 @@ func writeStatusTable(w io.Writer, cs clusterStatusJSON) error {
 			continue
 		}
 		answered = append(answered, r)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, r.State, r.Term, r.LastLogIndex,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", r.NodeID, r.State, r.Term, r.LastLogIndex,
 			r.AppliedIndex, r.Lag, yesNo(r.Ready), yesNo(r.Divergent != ""), r.Partitions,
 			(time.Duration(r.UptimeMs) * time.Millisecond).Round(time.Second), r.ClientAddr, r.RaftAddr)
 	}
@@ -205,7 +206,7 @@ func writeStatusTable(w io.Writer, cs clusterStatusJSON) error {
 	head := []string{"PARTITION"}
 	parts := 0
 	for _, r := range answered {
-		head = append(head, r.ID)
+		head = append(head, r.NodeID)
 		parts = max(parts, len(r.Hashes))
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))

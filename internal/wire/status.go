@@ -1,35 +1,36 @@
 package wire
 
-// Status is a node's status, the msgpack-encoded Value of an OpStatus response.
+// Status is a node's status, the msgpack-encoded Value of an OpStatus response. Its JSON
+// names, used by the HTTP admin and the CLI, are the same as its msgpack names.
 type Status struct {
-	NodeID           string `msgpack:"id"`
-	ClusterID        string `msgpack:"cluster"`
-	ClientAddr       string `msgpack:"client"`
-	RaftAddr         string `msgpack:"raft"`
-	State            string `msgpack:"state"` // Leader, Follower, Candidate, Shutdown
-	LeaderID         string `msgpack:"leader"`
-	LeaderClientAddr string `msgpack:"leader_client"`
-	Term             uint64 `msgpack:"term"`
-	LastLogIndex     uint64 `msgpack:"last_index"`
-	CommitIndex      uint64 `msgpack:"commit_index"`
-	AppliedIndex     uint64 `msgpack:"applied_index"`
+	NodeID           string `msgpack:"id" json:"id"`
+	ClusterID        string `msgpack:"cluster" json:"cluster"`
+	ClientAddr       string `msgpack:"client" json:"client"`
+	RaftAddr         string `msgpack:"raft" json:"raft"`
+	State            string `msgpack:"state" json:"state"` // Leader, Follower, Candidate, Shutdown
+	LeaderID         string `msgpack:"leader" json:"leader"`
+	LeaderClientAddr string `msgpack:"leader_client" json:"leader_client"`
+	Term             uint64 `msgpack:"term" json:"term"`
+	LastLogIndex     uint64 `msgpack:"last_index" json:"last_index"`
+	CommitIndex      uint64 `msgpack:"commit_index" json:"commit_index"`
+	AppliedIndex     uint64 `msgpack:"applied_index" json:"applied_index"`
 	// Partitions is the partition count and Hashes each partition's current state hash.
-	Partitions int      `msgpack:"partitions"`
-	Hashes     []uint64 `msgpack:"hashes"`
+	Partitions int      `msgpack:"partitions" json:"partitions"`
+	Hashes     []uint64 `msgpack:"hashes" json:"hashes"`
 	// HashChecks are the hashes recorded at the leader's hash-check positions, which
 	// replicas compare to detect divergence.
-	HashChecks []HashCheck `msgpack:"hash_checks"`
-	Sessions   int         `msgpack:"sessions"`
+	HashChecks []HashCheck `msgpack:"hash_checks" json:"hash_checks,omitempty"`
+	Sessions   int         `msgpack:"sessions" json:"sessions"`
 	// Divergent and Incompatible say why the node stopped serving; empty when it serves.
-	Divergent    string `msgpack:"divergent"`
-	Incompatible string `msgpack:"incompatible"`
-	Ready        bool   `msgpack:"ready"`
-	UptimeMs     int64  `msgpack:"uptime_ms"`
-	Batches      uint64 `msgpack:"batches"`
-	Inputs       uint64 `msgpack:"inputs"`
-	QueueDepth   int    `msgpack:"queue_depth"`
+	Divergent    string `msgpack:"divergent" json:"divergent"`
+	Incompatible string `msgpack:"incompatible" json:"incompatible"`
+	Ready        bool   `msgpack:"ready" json:"ready"`
+	UptimeMs     int64  `msgpack:"uptime_ms" json:"uptime_ms"`
+	Batches      uint64 `msgpack:"batches" json:"batches"`
+	Inputs       uint64 `msgpack:"inputs" json:"inputs"`
+	QueueDepth   int    `msgpack:"queue_depth" json:"queue_depth"`
 	// Nodes are the cluster's members as recorded in the log, ordered by id.
-	Nodes []NodeAddr `msgpack:"nodes"`
+	Nodes []NodeAddr `msgpack:"nodes" json:"nodes,omitempty"`
 }
 
 // NodeAddr is where a cluster member is reached.
@@ -41,6 +42,6 @@ type NodeAddr struct {
 
 // HashCheck is one replica's partition hashes at a hash-check log index.
 type HashCheck struct {
-	Index  uint64   `msgpack:"i"`
-	Hashes []uint64 `msgpack:"h"`
+	Index  uint64   `msgpack:"i" json:"index"`
+	Hashes []uint64 `msgpack:"h" json:"hashes"`
 }
