@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/lockstepdb/lockstep/sequencer"
 	"github.com/vmihailenco/msgpack/v5"
@@ -118,9 +119,10 @@ type Node struct {
 	log     *slog.Logger
 	started time.Time
 
-	leaderReady atomic.Bool // this node leads and has committed the cluster's identity
-	metrics     *Metrics
-	admin       *adminServer // nil without NodeConfig.AdminAddr
+	leaderReady   atomic.Bool // this node leads and has committed the cluster's identity
+	allPartitions []int       // the scope of a multi-partition input without keys
+	metrics       *Metrics
+	admin         *adminServer // nil without NodeConfig.AdminAddr
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -160,7 +162,7 @@ func StartNode(cfg NodeConfig, reg *procedures.Registry) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, fsm: fsm, seq: seq, ln: ln, log: cfg.Logger.With("node", cfg.ID),
-		started: time.Now(), conns: map[*wire.Conn]struct{}{}}
+		started: time.Now(), conns: map[*wire.Conn]struct{}{}, allPartitions: partition.AllPartitions(fsm.Partitions())}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.metrics = newMetrics(n)
 	fsm.metrics = n.metrics

@@ -268,9 +268,9 @@ func (cc *clientConn) invoke(req *wire.Request) {
 	P := n.fsm.Partitions()
 	if info.Multi {
 		it.Partition = -1
-		it.Scope = partition.AllPartitions(P)
+		it.Scope = n.allPartitions // shared and never modified
 		if len(req.Keys) > 0 {
-			it.Scope = it.Scope[:0]
+			it.Scope = make([]int, 0, len(req.Keys))
 			for _, k := range req.Keys {
 				if err := checkKey(k); err != nil {
 					cc.fail(req.ID, err)

@@ -253,6 +253,7 @@ func TestConnConfigValidate(t *testing.T) {
 		{ConnConfig{MaxFrameBytes: -1}, false},
 		{ConnConfig{MaxFrameBytes: 1 << 32}, false},
 		{ConnConfig{SendQueueFrames: -1}, false},
+		{ConnConfig{SendQueueBytes: -1}, false},
 		{ConnConfig{ReadBufferBytes: -1}, false},
 		{ConnConfig{WriteBufferBytes: -1}, false},
 	}
@@ -302,4 +303,34 @@ func BenchmarkConnSendParallel(b *testing.B) {
 	}
 	<-drained
 	server.Close()
+}
+
+// TestConnQueueBoundInBytes checks that a send blocks once SendQueueBytes of frames are
+// pending, even far below SendQueueFrames, but a lone large frame still goes.
+func TestConnQueueBoundInBytes(t *testing.T) {
+	nc, peer := net.Pipe() // a peer that never reads: the writer blocks on its first write
+	defer peer.Close()
+	c, err := NewConn(nc, ConnConfig{SendQueueFrames: 1000, SendQueueBytes: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	blocked, timeouts := false, 0
+	for i := 0; i < 20 && !blocked; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		err := c.Send(ctx, make([]byte, 600))
+		cancel()
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			timeouts++
+			blocked = timeouts == 2
+		case err == nil:
+			timeouts = 0
+		default:
+			t.Fatalf("#%d: got %v, want nil or context.DeadlineExceeded", i, err)
+		}
+	}
+	if !blocked {
+		t.Fatalf("got 20 sends of 600 bytes queued, want Send to block past 1 KiB pending")
+	}
 }
