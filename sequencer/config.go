@@ -57,12 +57,30 @@ type Config struct {
 	NodeID string
 	// RaftAddr is the bind address of the Raft TCP transport, e.g. "127.0.0.1:7000".
 	// Port 0 lets the OS choose; Sequencer.Addr reports the real address. The host must
-	// be one other nodes can dial (not 0.0.0.0). Required.
+	// be one other nodes can dial (not 0.0.0.0). Required unless Transport is set; then
+	// it must be empty or equal to Transport.LocalAddr().
 	RaftAddr string
 	// DataDir holds raft.db (the Raft log and stable store, raft-boltdb with fsync on every
 	// write) and snapshots/ (raft.FileSnapshotStore keeping the last 2). Created if
-	// missing. Required.
+	// missing. Required unless LogStore, StableStore and SnapshotStore are all set.
 	DataDir string
+
+	// Transport, LogStore, StableStore and SnapshotStore replace the defaults the
+	// Sequencer otherwise builds: a TCP transport on RaftAddr, and raft-boltdb's raft.db
+	// (as both log and stable store) and a FileSnapshotStore in DataDir. Each is optional
+	// and independent of the others; tests inject raft.NewInmemTransport and the in-memory
+	// stores to cut links in process, and another log store (raft-wal) fits here.
+	//
+	// Ownership: the Sequencer closes only what it built. An injected one is its
+	// owner's: the Sequencer uses it from Open until Close returns, never closes it (nor
+	// lets Raft's Shutdown close the transport, which hashicorp/raft would otherwise do),
+	// and the owner closes it (if it has a Close) after Close. An injected log store must
+	// make an entry durable before StoreLogs returns, as raft-boltdb does (RAFT-NOTES:
+	// never NoSync); the Sequencer cannot check this.
+	Transport     raft.Transport
+	LogStore      raft.LogStore
+	StableStore   raft.StableStore
+	SnapshotStore raft.SnapshotStore
 
 	// MaxBatchInputs is the most inputs in one log entry, not counting the hash-check item
 	// the leader may add. Default 1024; at most batch.MaxItems-1.
@@ -162,10 +180,15 @@ func (c Config) Validate() error {
 	switch {
 	case c.NodeID == "":
 		return bad("NodeID is required")
-	case !advertisable(c.RaftAddr):
+	case c.Transport == nil && !advertisable(c.RaftAddr):
 		return bad("RaftAddr %q must be host:port with a host other nodes can dial", c.RaftAddr)
-	case c.DataDir == "":
-		return bad("DataDir is required")
+	case c.Transport != nil && c.Transport.LocalAddr() == "":
+		return bad("Transport has an empty LocalAddr")
+	case c.Transport != nil && c.RaftAddr != "" && c.RaftAddr != string(c.Transport.LocalAddr()):
+		return bad("RaftAddr %q differs from the injected Transport's address %q; leave RaftAddr empty or make them equal",
+			c.RaftAddr, c.Transport.LocalAddr())
+	case c.DataDir == "" && c.needsDataDir():
+		return bad("DataDir is required unless LogStore, StableStore and SnapshotStore are all set")
 	case c.MaxBatchInputs < 1 || c.MaxBatchInputs > batch.MaxItems-1:
 		return bad("MaxBatchInputs %d not in [1, %d]", c.MaxBatchInputs, batch.MaxItems-1)
 	case c.MaxBatchBytes < MinBatchBytes || c.MaxBatchBytes > MaxBatchBytesLimit:
@@ -189,6 +212,11 @@ func (c Config) Validate() error {
 		return bad("raft: %v", err)
 	}
 	return nil
+}
+
+// needsDataDir reports whether Open must build a default store in DataDir.
+func (c Config) needsDataDir() bool {
+	return c.LogStore == nil || c.StableStore == nil || c.SnapshotStore == nil
 }
 
 // advertisable reports whether addr is host:port with a host that is not empty or

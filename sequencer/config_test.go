@@ -3,11 +3,21 @@ package sequencer
 import (
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/lockstepdb/lockstep/internal/batch"
 )
+
+// noAddrTransport is a transport with an empty local address.
+type noAddrTransport struct{ raft.Transport }
+
+func (noAddrTransport) LocalAddr() raft.ServerAddress { return "" }
 
 func TestConfigValidate(t *testing.T) {
 	base := func(mod func(*Config)) Config {
@@ -17,11 +27,24 @@ func TestConfigValidate(t *testing.T) {
 		}
 		return c
 	}
+	_, mem := raft.NewInmemTransport("mem-1")
+	allStores := func(c *Config) {
+		c.LogStore, c.StableStore, c.SnapshotStore = raft.NewInmemStore(), raft.NewInmemStore(), raft.NewInmemSnapshotStore()
+	}
 	tests := []struct {
 		name string
 		cfg  Config
 		ok   bool
 	}{
+		{"transport without raft addr", base(func(c *Config) { c.Transport, c.RaftAddr = mem, "" }), true},
+		{"transport with its own addr", base(func(c *Config) { c.Transport, c.RaftAddr = mem, "mem-1" }), true},
+		{"transport with another addr", base(func(c *Config) { c.Transport = mem }), false},
+		{"transport without addr", base(func(c *Config) { c.Transport, c.RaftAddr = noAddrTransport{mem}, "" }), false},
+		{"all stores without data dir", base(func(c *Config) { allStores(c); c.DataDir = "" }), true},
+		{"no snapshot store without data dir", base(func(c *Config) { allStores(c); c.SnapshotStore, c.DataDir = nil, "" }), false},
+		{"no log store without data dir", base(func(c *Config) { allStores(c); c.LogStore, c.DataDir = nil, "" }), false},
+		{"no stable store without data dir", base(func(c *Config) { allStores(c); c.StableStore, c.DataDir = nil, "" }), false},
+		{"one store with data dir", base(func(c *Config) { c.LogStore = raft.NewInmemStore() }), true},
 		{"minimal", base(nil), true},
 		{"defaults filled", func() Config {
 			c := DefaultConfig()
@@ -136,5 +159,101 @@ func TestRaftConfig(t *testing.T) {
 	rc = on.raftConfig(nil)
 	if rc.SnapshotThreshold != 64 || rc.SnapshotInterval != DefaultSnapshotInterval {
 		t.Errorf("snapshots on: threshold %d interval %v, want 64 and %v", rc.SnapshotThreshold, rc.SnapshotInterval, DefaultSnapshotInterval)
+	}
+}
+
+// closeCounter wraps an injected transport or store and counts the calls to its Close.
+type closeCounter struct{ n atomic.Int32 }
+
+func (c *closeCounter) Close() error { c.n.Add(1); return nil }
+
+type countedTransport struct {
+	*raft.InmemTransport
+	closeCounter
+}
+
+func (t *countedTransport) Close() error { return t.closeCounter.Close() }
+
+type countedStore struct {
+	*raft.InmemStore
+	closeCounter
+}
+
+// TestOpenInjected runs a node on an injected transport and injected stores: Raft uses
+// them (the entries are in the injected log store, nothing is written to disk), Addr is the
+// transport's address, and Close leaves them open, to their owner.
+func TestOpenInjected(t *testing.T) {
+	addr, mem := raft.NewInmemTransport("")
+	trans := &countedTransport{InmemTransport: mem}
+	logs := &countedStore{InmemStore: raft.NewInmemStore()}
+	stable := &countedStore{InmemStore: raft.NewInmemStore()}
+	cfg := testConfig(t, "a")
+	solo(&cfg)
+	cfg.RaftAddr, cfg.DataDir = "", ""
+	cfg.Transport, cfg.LogStore, cfg.StableStore, cfg.SnapshotStore = trans, logs, stable, raft.NewInmemSnapshotStore()
+	n := openNode(t, cfg, newTestFSM())
+	if got := n.seq.Addr(); got != string(addr) {
+		t.Fatalf("Addr: got %q, want the transport's %q", got, addr)
+	}
+	if err := n.seq.Bootstrap([]Server{{ID: n.id, Addr: n.seq.Addr()}}); err != nil {
+		t.Fatalf("Bootstrap: %v", err)
+	}
+	waitLeader(t, []*node{n})
+	if o := submitWait(t, n.seq, "x"); o.err != nil {
+		t.Fatalf("submit: %v", o.err)
+	}
+	if err := n.seq.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if last, err := logs.LastIndex(); err != nil || last < 2 {
+		t.Errorf("injected log store: last index %d, %v; want the bootstrap entry and the batch", last, err)
+	}
+	if term, err := stable.GetUint64([]byte("CurrentTerm")); err != nil || term == 0 {
+		t.Errorf("injected stable store: term %d, %v", term, err)
+	}
+	for i, c := range []*closeCounter{&trans.closeCounter, &logs.closeCounter, &stable.closeCounter} {
+		if got := c.n.Load(); got != 0 {
+			t.Errorf("#%d: injected part closed %d times by the Sequencer, want 0", i, got)
+		}
+	}
+	_ = mem.Close()
+}
+
+// TestOpenInjectedTransportOnly: with only the transport injected, the stores are the
+// defaults in DataDir, and a RaftAddr that names another address is refused.
+func TestOpenInjectedTransportOnly(t *testing.T) {
+	addr, mem := raft.NewInmemTransport("")
+	defer mem.Close()
+	cfg := testConfig(t, "a")
+	solo(&cfg)
+	cfg.Transport = mem
+	if _, err := Open(cfg, newTestFSM()); !errors.Is(err, ErrBadConfig) {
+		t.Fatalf("Open with RaftAddr %q and a transport at %q: got %v, want ErrBadConfig", cfg.RaftAddr, addr, err)
+	}
+	cfg.RaftAddr = string(addr)
+	n := openNode(t, cfg, newTestFSM())
+	if err := n.seq.Bootstrap([]Server{{ID: n.id, Addr: n.seq.Addr()}}); err != nil {
+		t.Fatalf("Bootstrap: %v", err)
+	}
+	waitLeader(t, []*node{n})
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "raft.db")); err != nil {
+		t.Errorf("default log store: %v", err)
+	}
+}
+
+// TestUnclosable: Raft's Shutdown closes a transport that has a Close method, so the view
+// of an injected transport given to Raft must not have one, but must keep pre-vote.
+func TestUnclosable(t *testing.T) {
+	_, mem := raft.NewInmemTransport("")
+	defer mem.Close()
+	u := unclosable(mem)
+	if _, ok := u.(raft.WithClose); ok {
+		t.Errorf("unclosable(InmemTransport) has Close")
+	}
+	if _, ok := u.(raft.WithPreVote); !ok {
+		t.Errorf("unclosable(InmemTransport) lost RequestPreVote: Raft would turn pre-vote off")
+	}
+	if _, ok := unclosable(struct{ raft.Transport }{mem}).(raft.WithPreVote); ok {
+		t.Errorf("unclosable added RequestPreVote to a transport without it")
 	}
 }

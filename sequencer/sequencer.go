@@ -44,8 +44,7 @@ type Sequencer struct {
 	cfg   Config
 	log   *slog.Logger
 	raft  *raft.Raft
-	trans *raft.NetworkTransport
-	store *raftboltdb.BoltStore
+	parts raftParts
 
 	// itemBudget is the largest batch.ItemSize one item may have: an entry must hold it
 	// together with the header and a hash-check item.
@@ -83,11 +82,13 @@ type Sequencer struct {
 	counters counters
 }
 
-// Open opens the Raft stores in cfg.DataDir, binds the transport on cfg.RaftAddr and
-// starts the Raft node with fsm as its state machine. A node with no state waits as a
+// Open starts the Raft node with fsm as its state machine, on the transport and stores
+// of cfg: the injected ones, and for the others the defaults it builds (the stores in
+// cfg.DataDir, the TCP transport bound on cfg.RaftAddr). A node with no state waits as a
 // follower until Bootstrap is called on it (or on the cluster's first node) or a leader
-// adds it with AddVoter. The caller must Close the Sequencer.
-func Open(cfg Config, fsm raft.BatchingFSM) (_ *Sequencer, err error) {
+// adds it with AddVoter. The caller must Close the Sequencer, and then close what it
+// injected.
+func Open(cfg Config, fsm raft.BatchingFSM) (*Sequencer, error) {
 	if fsm == nil {
 		return nil, fmt.Errorf("%w: nil FSM", ErrBadConfig)
 	}
@@ -98,45 +99,13 @@ func Open(cfg Config, fsm raft.BatchingFSM) (_ *Sequencer, err error) {
 	logger := cfg.Logger.With("node", cfg.NodeID)
 	hlog := newHclogAdapter(logger, "raft")
 
-	// Undo what was opened if a later step fails.
-	var undo []func() error
-	defer func() {
-		if err != nil {
-			for i := len(undo) - 1; i >= 0; i-- {
-				_ = undo[i]()
-			}
-		}
-	}()
-
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("sequencer: data dir: %w", err)
-	}
-	// NoSync stays false: every StoreLogs call fsyncs before Raft acknowledges
-	// (RAFT-NOTES, hashicorp/raft-boltdb issue 8). Batching amortises the fsync.
-	store, err := raftboltdb.New(raftboltdb.Options{
-		Path:        filepath.Join(cfg.DataDir, "raft.db"),
-		BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout},
-	})
+	parts, err := openParts(cfg, hlog)
 	if err != nil {
-		return nil, fmt.Errorf("sequencer: open raft.db: %w", err)
+		return nil, err
 	}
-	undo = append(undo, store.Close)
-	// FileSnapshotStore keeps its snapshots in DataDir/snapshots.
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, snapshotsRetained, hlog.Named("snapshots"))
+	r, err := raft.NewRaft(cfg.raftConfig(hlog), fsm, parts.logs, parts.stable, parts.snaps, parts.trans)
 	if err != nil {
-		return nil, fmt.Errorf("sequencer: open snapshot store: %w", err)
-	}
-	trans, err := raft.NewTCPTransportWithConfig(cfg.RaftAddr, nil, &raft.NetworkTransportConfig{
-		MaxPool: transportMaxPool,
-		Timeout: transportTimeout,
-		Logger:  hlog.Named("net"),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("sequencer: raft transport on %s: %w", cfg.RaftAddr, err)
-	}
-	undo = append(undo, func() error { trans.CloseStreams(); return trans.Close() })
-	r, err := raft.NewRaft(cfg.raftConfig(hlog), fsm, store, store, snaps, trans)
-	if err != nil {
+		_ = parts.close()
 		return nil, fmt.Errorf("sequencer: start raft: %w", err)
 	}
 
@@ -144,8 +113,7 @@ func Open(cfg Config, fsm raft.BatchingFSM) (_ *Sequencer, err error) {
 		cfg:        cfg,
 		log:        logger.With("logger", "sequencer"),
 		raft:       r,
-		trans:      trans,
-		store:      store,
+		parts:      parts,
 		itemBudget: cfg.MaxBatchBytes - entryOverhead - batch.ItemSize(&batch.Item{Kind: batch.KindHashCheck}),
 		wake:       make(chan struct{}, 1),
 		slots:      make(chan struct{}, cfg.MaxInflightBatches),
@@ -164,7 +132,8 @@ func Open(cfg Config, fsm raft.BatchingFSM) (_ *Sequencer, err error) {
 // Close stops the node. In order: Submit starts returning ErrShutdown; the batcher stops
 // and fails every queued proposal with ErrShutdown; the batches already given to Raft are
 // waited for, so their proposals get their real outcome; Raft shuts down; the transport
-// and the stores close. Close returns when every goroutine it owns has exited, and is
+// and the stores close, those Open built (injected ones are left to their owner, who
+// may close them once Close has returned). Close returns when every goroutine it owns has exited, and is
 // idempotent: later calls wait for the first and return its result.
 //
 // In-flight batches are waited for before Raft stops, not after: once hashicorp/raft has
@@ -186,8 +155,7 @@ func (s *Sequencer) close() error {
 	s.wg.Wait()
 
 	err := s.raft.Shutdown().Error()
-	s.trans.CloseStreams() // outbound pooled connections, so peers' readers see EOF
-	err = errors.Join(err, s.trans.Close(), s.store.Close())
+	err = errors.Join(err, s.parts.close())
 	if err != nil {
 		err = fmt.Errorf("sequencer: close: %w", err)
 	}
@@ -265,8 +233,9 @@ func (s *Sequencer) watchLeadership() {
 	}
 }
 
-// Addr returns the Raft transport's real address (with the OS-chosen port).
-func (s *Sequencer) Addr() string { return string(s.trans.LocalAddr()) }
+// Addr returns the Raft transport's real address (with the OS-chosen port for the default
+// TCP transport).
+func (s *Sequencer) Addr() string { return string(s.parts.trans.LocalAddr()) }
 
 // IsLeader reports whether this node is the Raft leader now. It may be deposed without
 // knowing it yet; use VerifyLeader before serving a linearizable read.
@@ -308,4 +277,101 @@ func (s *Sequencer) Barrier(ctx context.Context) error {
 func (s *Sequencer) Snapshot() error {
 	_, err := s.await(context.Background(), "snapshot", func(time.Duration) raft.Future { return s.raft.Snapshot() })
 	return err
+}
+
+// raftParts are the transport and stores Raft runs on: the injected ones from Config and
+// the defaults Open built for the others. closers close the built ones only, in the order
+// they were built.
+type raftParts struct {
+	trans   raft.Transport
+	logs    raft.LogStore
+	stable  raft.StableStore
+	snaps   raft.SnapshotStore
+	closers []func() error
+}
+
+// openParts takes cfg's injected transport and stores and builds the missing ones. On
+// error it has closed whatever it built.
+func openParts(cfg Config, hlog *hclogAdapter) (p raftParts, err error) {
+	p = raftParts{logs: cfg.LogStore, stable: cfg.StableStore, snaps: cfg.SnapshotStore}
+	if cfg.Transport != nil {
+		p.trans = unclosable(cfg.Transport)
+	}
+	defer func() {
+		if err != nil {
+			_ = p.close()
+		}
+	}()
+	if cfg.needsDataDir() {
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return p, fmt.Errorf("sequencer: data dir: %w", err)
+		}
+	}
+	if p.logs == nil || p.stable == nil {
+		// NoSync stays false: every StoreLogs call fsyncs before Raft acknowledges
+		// (RAFT-NOTES, hashicorp/raft-boltdb issue 8). Batching amortises the fsync.
+		store, err := raftboltdb.New(raftboltdb.Options{
+			Path:        filepath.Join(cfg.DataDir, "raft.db"),
+			BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout},
+		})
+		if err != nil {
+			return p, fmt.Errorf("sequencer: open raft.db: %w", err)
+		}
+		p.closers = append(p.closers, store.Close)
+		if p.logs == nil {
+			p.logs = store
+		}
+		if p.stable == nil {
+			p.stable = store
+		}
+	}
+	if p.snaps == nil {
+		// FileSnapshotStore keeps its snapshots in DataDir/snapshots.
+		snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, snapshotsRetained, hlog.Named("snapshots"))
+		if err != nil {
+			return p, fmt.Errorf("sequencer: open snapshot store: %w", err)
+		}
+		p.snaps = snaps
+	}
+	if p.trans == nil {
+		trans, err := raft.NewTCPTransportWithConfig(cfg.RaftAddr, nil, &raft.NetworkTransportConfig{
+			MaxPool: transportMaxPool,
+			Timeout: transportTimeout,
+			Logger:  hlog.Named("net"),
+		})
+		if err != nil {
+			return p, fmt.Errorf("sequencer: raft transport on %s: %w", cfg.RaftAddr, err)
+		}
+		p.closers = append(p.closers, func() error {
+			trans.CloseStreams() // outbound pooled connections, so peers' readers see EOF
+			return trans.Close()
+		})
+		p.trans = trans
+	}
+	return p, nil
+}
+
+// close closes what openParts built, in reverse order: the transport before the stores.
+func (p *raftParts) close() error {
+	var err error
+	for i := len(p.closers) - 1; i >= 0; i-- {
+		err = errors.Join(err, p.closers[i]())
+	}
+	p.closers = nil
+	return err
+}
+
+// unclosable hides the Close method of an injected transport from Raft, whose Shutdown
+// closes any transport that has one (hashicorp/raft future.go, shutdownFuture.Error): an
+// injected transport belongs to its owner, who may keep using it (an in-memory network
+// reconnecting a restarted node) and closes it. The optional raft.WithPreVote, which Raft
+// looks for to enable pre-vote, stays visible.
+func unclosable(t raft.Transport) raft.Transport {
+	if pv, ok := t.(raft.WithPreVote); ok {
+		return struct {
+			raft.Transport
+			raft.WithPreVote
+		}{t, pv}
+	}
+	return struct{ raft.Transport }{t}
 }

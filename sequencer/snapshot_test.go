@@ -69,7 +69,7 @@ func TestSnapshotsOn(t *testing.T) {
 	if idx, last := raftStat(t, leader.seq, "last_snapshot_index"), leader.seq.Stats().LastLogIndex; idx != last {
 		t.Errorf("forced snapshot at %d, last index %d", idx, last)
 	}
-	first, err := leader.seq.store.FirstIndex()
+	first, err := leader.seq.parts.logs.FirstIndex()
 	if err != nil || first <= 1 {
 		t.Errorf("log not compacted: first index %d, %v", first, err)
 	}
@@ -143,7 +143,7 @@ func TestSnapshotsOff(t *testing.T) {
 	if idx := raftStat(t, leader.seq, "last_snapshot_index"); idx != 0 {
 		t.Errorf("snapshot taken at %d with snapshots off", idx)
 	}
-	if first, err := leader.seq.store.FirstIndex(); err != nil || first != 1 {
+	if first, err := leader.seq.parts.logs.FirstIndex(); err != nil || first != 1 {
 		t.Errorf("first log index %d, %v, want 1", first, err)
 	}
 	if n := snapshotsOnDisk(t, leader); n != 0 {
