@@ -16,11 +16,28 @@ var ErrMalformed = errors.New("batch: malformed log entry")
 // Limits that DecodeEntry enforces, so a corrupt entry cannot make a replica allocate
 // without bound.
 const (
-	// MaxItems is the most items one entry may hold.
-	MaxItems = 1 << 16
+	// MaxItems is the most items one entry may hold: an item's position fits in ItemBits
+	// bits (see InputSeq).
+	MaxItems = 1 << ItemBits
 	// MaxScope is the most partitions one item's scope may name.
 	MaxScope = 1024
 )
+
+// ItemBits is how many low bits of an input's sequence number hold the item's position in
+// its entry (see InputSeq).
+const ItemBits = 16
+
+// The item positions of an entry, 0 to MaxItems-1, must fit in ItemBits bits: a compile
+// error here (constant overflow) means MaxItems grew past them.
+const _ uint = 1<<ItemBits - MaxItems
+
+// InputSeq returns the sequence number of the input at position j of the entry at log
+// index: index<<ItemBits | j, unique and increasing in log order, identical on every
+// replica (it seeds the procedure's Tx.Rand). j must be in [0, MaxItems), which
+// DecodeEntry guarantees; index must be below 1<<(64-ItemBits).
+func InputSeq(index uint64, j int) uint64 {
+	return index<<ItemBits | uint64(j)
+}
 
 // Kind says what an item asks the replicas to do.
 type Kind uint8
@@ -29,8 +46,8 @@ type Kind uint8
 const (
 	// KindInvoke runs Procedure on Partition (or on Scope) with Args for Session/Seq.
 	KindInvoke Kind = 1
-	// KindOpenSession opens a client session; its id is the entry's log index and the
-	// item's position (see SessionID).
+	// KindOpenSession opens a client session; the replicas give it the next id of their
+	// session table (a counter, the same on every replica).
 	KindOpenSession Kind = 2
 	// KindCloseSession ends Session and frees its cached results.
 	KindCloseSession Kind = 3

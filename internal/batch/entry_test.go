@@ -75,3 +75,21 @@ func FuzzDecodeEntry(f *testing.F) {
 		}
 	})
 }
+
+// TestInputSeq: sequence numbers are unique and increase in log order, across the last
+// item of one entry and the first of the next (DESIGN.md invariant 1: Tx.Rand's seed).
+func TestInputSeq(t *testing.T) {
+	order := []struct {
+		index uint64
+		j     int
+	}{{1, 0}, {1, 1}, {1, MaxItems - 1}, {2, 0}, {2, MaxItems - 1}, {1 << 40, 0}, {1<<(64-ItemBits) - 1, MaxItems - 1}}
+	for i := 1; i < len(order); i++ {
+		a, b := order[i-1], order[i]
+		if x, y := InputSeq(a.index, a.j), InputSeq(b.index, b.j); x >= y {
+			t.Errorf("#%d: InputSeq(%d, %d) = %#x, not below InputSeq(%d, %d) = %#x", i, a.index, a.j, x, b.index, b.j, y)
+		}
+	}
+	if got, want := InputSeq(3, 5), uint64(3<<16|5); got != want {
+		t.Errorf("InputSeq(3, 5): got %#x, want %#x", got, want)
+	}
+}
