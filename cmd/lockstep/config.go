@@ -18,12 +18,24 @@ import (
 // errConfig is wrapped by every error about a config file.
 var errConfig = errors.New("config file")
 
+// The config file is read by this hand-written code rather than urfave/cli's altsrc
+// (v2.27.7), which silently ignores keys that are not altsrc-wrapped flags (a typo, or
+// `help: true`, would pass), fetches http(s) URLs given as the file name, flattens its
+// errors with %v (errors.Is cannot find os.ErrNotExist), refuses a null value for a string
+// flag and a comma-separated string for a list flag, and needs every flag wrapped. Reading
+// the file here and handing each value to the flag's own parser through c.Set gives the
+// file exactly the command line's syntax and parse errors.
+
 // applyConfigFile sets every flag of flags that was not given on the command line from
 // the config file at path. The file is YAML (.yaml, .yml) or TOML (.toml): a flat map
-// whose keys are the flags' names without dashes ("id", "cluster-id", "join", ...) and
-// whose values are strings, numbers, booleans or lists (for "join" and "bootstrap").
-// An unknown key is an error, so a typo cannot pass silently. docs/operations.md lists
-// the keys.
+// whose keys are the names of flags (without dashes: "id", "cluster-id", "join", ...)
+// and whose values are strings, numbers or booleans, or for a list flag (a
+// cli.StringSliceFlag: "join", "bootstrap") a list of them or one comma-separated string.
+// A null value is the empty string for a scalar flag and the empty list for a list flag.
+// Every key must name one of flags, so a typo, "help" or "config" is an error; flags
+// should be the command's declared flags, not c.Command.Flags (which holds cli's help
+// flag). Every error wraps errConfig and names the file, the key and the problem.
+// docs/operations.md lists the keys.
 func applyConfigFile(c *cli.Context, flags []cli.Flag, path string) error {
 	raw, err := readConfigFile(path)
 	if err != nil {
@@ -47,21 +59,19 @@ func applyConfigFile(c *cli.Context, flags []cli.Flag, path string) error {
 	for _, k := range keys {
 		f, ok := known[k]
 		if !ok {
-			return fmt.Errorf("%w %s: unknown key %q; the keys are %s", errConfig, path, k, strings.Join(names, ", "))
+			return fmt.Errorf("%w %s: unknown key %q: not a node setting; the keys are %s", errConfig, path, k, strings.Join(names, ", "))
 		}
 		if c.IsSet(k) {
 			continue // the command line wins
 		}
-		vals, err := configValues(raw[k])
+		_, list := f.(*cli.StringSliceFlag)
+		vals, err := configValues(raw[k], list)
 		if err != nil {
 			return fmt.Errorf("%w %s: key %q: %w", errConfig, path, k, err)
 		}
-		if _, slice := f.(*cli.StringSliceFlag); !slice {
-			vals = []string{strings.Join(vals, ",")}
-		}
 		for _, v := range vals {
 			if err := c.Set(k, v); err != nil {
-				return fmt.Errorf("%w %s: key %q: %w", errConfig, path, k, err)
+				return fmt.Errorf("%w %s: key %q: invalid value %q%s: %w", errConfig, path, k, v, wantOf(f), err)
 			}
 		}
 	}
@@ -89,25 +99,31 @@ func readConfigFile(path string) (map[string]any, error) {
 	return raw, nil
 }
 
-// configValues renders a decoded value as flag values: one for a scalar, one per element
-// for a list. A null value gives one empty value (e.g. `admin:` disables the admin server).
-func configValues(v any) ([]string, error) {
-	if list, ok := v.([]any); ok {
-		out := make([]string, 0, len(list))
-		for _, e := range list {
-			s, err := configScalar(e)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, s)
+// configValues renders a decoded value as the values to give a flag: one for a scalar
+// (null gives ""), and for a list flag one per element of a list (null gives none).
+func configValues(v any, list bool) ([]string, error) {
+	elems, isList := v.([]any)
+	switch {
+	case isList && !list:
+		return nil, fmt.Errorf("a list of %d values; want a single value", len(elems))
+	case !isList && list && v == nil:
+		return nil, nil
+	case !isList:
+		s, err := configScalar(v)
+		if err != nil {
+			return nil, err
 		}
-		return out, nil
+		return []string{s}, nil
 	}
-	s, err := configScalar(v)
-	if err != nil {
-		return nil, err
+	out := make([]string, 0, len(elems))
+	for i, e := range elems {
+		s, err := configScalar(e)
+		if err != nil {
+			return nil, fmt.Errorf("element %d: %w", i, err)
+		}
+		out = append(out, s)
 	}
-	return []string{s}, nil
+	return out, nil
 }
 
 func configScalar(v any) (string, error) {
@@ -131,4 +147,19 @@ func configScalar(v any) (string, error) {
 		return strconv.FormatFloat(x, 'g', -1, 64), nil
 	}
 	return "", fmt.Errorf("value of type %T; want a string, number, boolean or a list of them", v)
+}
+
+// wantOf describes the values a flag accepts, for errors.
+func wantOf(f cli.Flag) string {
+	switch f.(type) {
+	case *cli.IntFlag, *cli.Int64Flag:
+		return " (want an integer)"
+	case *cli.UintFlag, *cli.Uint64Flag:
+		return " (want a non-negative integer)"
+	case *cli.BoolFlag:
+		return " (want true or false)"
+	case *cli.DurationFlag:
+		return " (want a duration such as 500ms)"
+	}
+	return ""
 }

@@ -119,13 +119,91 @@ func TestConfigFileErrors(t *testing.T) {
 		{"a.yaml", "id: n1\ndata: /x\nraft: {host: a}\n", `key "raft"`},
 		{"a.yaml", "data: /x\n", "node id is required"},
 		{"a.yaml", "id: n1\ndata: /x\nbootstrap: n1=a=b\njoin: [c]\n", "--bootstrap"},
+		// cli adds --help to the command's flags; it is not a node setting.
+		{"a.yaml", "id: n1\ndata: /x\nhelp: true\n", `unknown key "help"`},
+		{"a.toml", "id = \"n1\"\ndata = \"/x\"\nhelp = true\n", `unknown key "help"`},
+		{"a.toml", "id = \"n1\"\ndata = \"/x\"\nraft-addr = \"1.2.3.4:1\"\n", `unknown key "raft-addr"`},
+		{"a.yaml", "id: n1\ndata: /x\ngenerate-bash-completion: true\n", `unknown key "generate-bash-completion"`},
+		// A list for a flag that takes one value is an error, not values joined by commas.
+		{"a.yaml", "id: [n1, n2]\ndata: /x\n", `key "id": a list of 2 values; want a single value`},
+		{"a.toml", "id = \"n1\"\ndata = \"/x\"\npartitions = [4, 8]\n", `key "partitions": a list`},
+		// Parse errors name the key and the value, with the command line's own message.
+		{"a.yaml", "id: n1\ndata: /x\npartitions: many\n", `key "partitions": invalid value "many"`},
+		{"a.toml", "id = \"n1\"\ndata = \"/x\"\nsnapshot-threshold = -1\n", `key "snapshot-threshold": invalid value "-1"`},
+		{"a.yaml", "id: n1\ndata: /x\njoin: [a, {b: c}]\n", `key "join": element 1: value of type`},
+		{"a.yaml", "id: n1\ndata: /x\nbootstrap: [n1=a]\n", `bootstrap peer "n1=a"`},
 	} {
 		_, err := parseNode(t, "--config", writeFile(t, tc.name, tc.text))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("#%d: got %v, want an error with %q", i, err, tc.want)
 		}
+		if strings.Contains(tc.want, "key ") && !errors.Is(err, errConfig) {
+			t.Errorf("#%d: got %v, want an errConfig", i, err)
+		}
 	}
 	if _, err := parseNode(t, "--config", filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: got %v", err)
+	}
+}
+
+// TestConfigFileLists: list flags take a list, one comma-separated string, or null (no
+// entries); the command line's comma-separated --bootstrap is the same list.
+func TestConfigFileLists(t *testing.T) {
+	peers := []replica.Peer{{ID: "n1", RaftAddr: "a:1", ClientAddr: "b:1"}, {ID: "n2", RaftAddr: "a:2", ClientAddr: "b:2"}}
+	for i, tc := range []struct {
+		args  []string
+		file  string
+		join  []string
+		peers []replica.Peer
+	}{
+		{file: "join: a:1,b:2\n", join: []string{"a:1", "b:2"}},
+		{file: "join: [a:1, b:2]\n", join: []string{"a:1", "b:2"}},
+		{file: "join:\nbootstrap: []\n"},
+		{file: "bootstrap: n1=a:1=b:1,n2=a:2=b:2\n", peers: peers},
+		{file: "bootstrap: [n1=a:1=b:1, n2=a:2=b:2]\n", peers: peers},
+		{args: []string{"--bootstrap", "n1=a:1=b:1,n2=a:2=b:2"}, file: "bootstrap: [n3=a:3=b:3]\n", peers: peers},
+		{args: []string{"--bootstrap", "n1=a:1=b:1", "--bootstrap", "n2=a:2=b:2"}, peers: peers},
+	} {
+		args := append([]string{"--config", writeFile(t, "n.yaml", "id: n1\ndata: /x\n"+tc.file)}, tc.args...)
+		cfg, err := parseNode(t, args...)
+		if err != nil {
+			t.Errorf("#%d: %v", i, err)
+			continue
+		}
+		if !slices.Equal(cfg.Join, tc.join) || !slices.Equal(cfg.Bootstrap, tc.peers) {
+			t.Errorf("#%d: got join %q bootstrap %+v, want %q %+v", i, cfg.Join, cfg.Bootstrap, tc.join, tc.peers)
+		}
+	}
+}
+
+// TestConfigKeysDocumented: the config-file table of docs/operations.md lists exactly the
+// keys the file accepts.
+func TestConfigKeysDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	start := strings.Index(text, "| key / flag |")
+	if start < 0 {
+		t.Fatal("docs/operations.md: no config key table")
+	}
+	var documented []string
+	for _, line := range strings.Split(text[start:], "\n")[2:] {
+		if !strings.HasPrefix(line, "| `") {
+			break
+		}
+		documented = append(documented, strings.Trim(strings.Split(line, "|")[1], " `"))
+	}
+	var keys []string
+	for _, f := range nodeFlags() {
+		if name := f.Names()[0]; name != "config" {
+			keys = append(keys, name)
+		}
+	}
+	slices.Sort(documented)
+	slices.Sort(keys)
+	if !slices.Equal(documented, keys) {
+		t.Errorf("docs/operations.md documents keys %q, the config file takes %q", documented, keys)
 	}
 }

@@ -17,8 +17,9 @@ const (
 )
 
 // nodeFlags are the flags of `lockstep node`. Every flag but --config is also a key of the
-// config file (config.go), under the same name. --id and --data are required, from the
-// command line or the file; NodeConfig.Validate checks them.
+// config file (config.go), under the same name, and no other key is; a StringSliceFlag
+// takes a list there. --id and --data are required, from the command line or the file;
+// NodeConfig.Validate checks them.
 func nodeFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "config", Usage: "read flag values from this YAML (.yaml, .yml) or TOML (.toml) file; flags given on the command line win"},
@@ -28,7 +29,7 @@ func nodeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "client", Usage: "client address", Value: defaultClientAddr},
 		&cli.StringFlag{Name: "admin", Usage: "HTTP admin address (/metrics, /status, /healthz, /readyz); empty disables", Value: defaultAdminAddr},
 		&cli.StringFlag{Name: "cluster-id", Usage: "cluster name clients and nodes must present", Value: "lockstep"},
-		&cli.StringFlag{Name: "bootstrap", Usage: "initial voters as ID=RAFTADDR=CLIENTADDR,... (new cluster only)"},
+		&cli.StringSliceFlag{Name: "bootstrap", Usage: "initial voters as ID=RAFTADDR=CLIENTADDR,... (new cluster only)"},
 		&cli.StringSliceFlag{Name: "join", Usage: "client addresses ADDR,... of a running cluster to join (empty data dir only)"},
 		&cli.IntFlag{Name: "partitions", Usage: "partition count, fixed when the cluster is created", Value: partition.DefaultPartitions},
 		&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "Raft snapshot after this many log entries (0 = never)", Value: 8192},
@@ -41,7 +42,8 @@ func nodeFlags() []cli.Flag {
 // not given on the command line from --config.
 func nodeConfigFromFlags(c *cli.Context) (replica.NodeConfig, error) {
 	if path := c.String("config"); path != "" {
-		if err := applyConfigFile(c, c.Command.Flags, path); err != nil {
+		// The declared flags, not c.Command.Flags: cli adds --help there.
+		if err := applyConfigFile(c, nodeFlags(), path); err != nil {
 			return replica.NodeConfig{}, err
 		}
 	}
@@ -49,7 +51,7 @@ func nodeConfigFromFlags(c *cli.Context) (replica.NodeConfig, error) {
 	if err != nil {
 		return replica.NodeConfig{}, err
 	}
-	peers, err := parsePeers(c.String("bootstrap"))
+	peers, err := parsePeers(c.StringSlice("bootstrap"))
 	if err != nil {
 		return replica.NodeConfig{}, err
 	}

@@ -54,13 +54,11 @@ func runNode(c *cli.Context) error {
 	return node.Close()
 }
 
-// parsePeers reads "id=raftaddr=clientaddr,..." into bootstrap peers.
-func parsePeers(s string) ([]replica.Peer, error) {
-	if s == "" {
-		return nil, nil
-	}
+// parsePeers reads the entries "id=raftaddr=clientaddr" of --bootstrap (already split at
+// commas by the flag) into bootstrap peers.
+func parsePeers(entries []string) ([]replica.Peer, error) {
 	var peers []replica.Peer
-	for _, part := range strings.Split(s, ",") {
+	for _, part := range entries {
 		f := strings.Split(strings.TrimSpace(part), "=")
 		if len(f) != 3 || f[0] == "" || f[1] == "" || f[2] == "" {
 			return nil, fmt.Errorf("bootstrap peer %q: want ID=RAFTADDR=CLIENTADDR", part)
