@@ -44,3 +44,23 @@ func BenchmarkCounterAdd(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkKVGet measures a call without arguments and with a struct result: the path of
+// the helpers that send builtin.NoArgs through the generic calls.
+func BenchmarkKVGet(b *testing.B) {
+	res := value(b, map[string]any{"v": []byte("value"), "f": true})
+	n := startNode(b, "n", func(fc *fakeConn, req wire.Request) {
+		fc.reply(wire.Response{ID: req.ID, Value: res})
+	})
+	c := dial(b, testConfig(b, n.addr))
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, _, err := c.KVGet(context.Background(), "key"); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -85,7 +86,7 @@ func TestNotLeaderRedirect(t *testing.T) {
 		t.Fatalf("invocations at the leader: got %d, want 1", len(inv))
 	}
 	r := inv[0]
-	var args counterAddArgs
+	var args builtin.CounterAddArgs
 	if err := msgpack.Unmarshal(r.Args, &args); err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +309,7 @@ func TestReadAnyAndStreamsUseAnyReplica(t *testing.T) {
 	b := startNode(t, "b", func(fc *fakeConn, req wire.Request) {
 		switch req.Op {
 		case wire.OpInvoke:
-			fc.reply(wire.Response{ID: req.ID, Value: value(t, kvGetResult{Value: []byte("v"), Found: true})})
+			fc.reply(wire.Response{ID: req.ID, Value: value(t, builtin.KVGetResult{Value: []byte("v"), Found: true})})
 		case wire.OpStreamRead:
 			fc.reply(wire.Response{ID: req.ID, Records: [][]byte{[]byte("r5"), []byte("r6")}, NextOffset: req.Offset + 2})
 		case wire.OpStatus:
@@ -318,7 +319,7 @@ func TestReadAnyAndStreamsUseAnyReplica(t *testing.T) {
 	c := dial(t, testConfig(t, b.addr, a.addr))
 	ctx := context.Background()
 	for i := range 3 { // round robin reaches a, which is not ready, then b
-		var res kvGetResult
+		var res builtin.KVGetResult
 		if err := c.Query(ctx, "kv.get", []byte("k"), nil, &res, ReadAny); err != nil || string(res.Value) != "v" || !res.Found {
 			t.Fatalf("#%d: Query: got %+v, %v", i, res, err)
 		}

@@ -2,7 +2,9 @@
 Package client is the Go client library of Lockstep. A Client talks to a cluster over the
 wire protocol (package internal/wire): it finds the leader, keeps a client session, runs
 procedures exactly once with retries, and reads output streams and node status from any
-replica. It depends on the wire protocol and msgpack only, never on the server's packages.
+replica. It depends on the wire protocol, msgpack and package procedures/builtin only,
+never on the server's packages: builtin is a leaf that holds the built-in procedures' names
+and argument and result types, shared with the servers so that they are defined once.
 
 # Duties
 
@@ -37,10 +39,27 @@ replica. It depends on the wire protocol and msgpack only, never on the server's
 	if err != nil { ... }
 	defer c.Close()
 	n, err := c.CounterAdd(ctx, "page-views", 1) // a built-in, typed
-	var res MyResult
-	err = c.Invoke(ctx, "my.proc", key, MyArgs{...}, &res) // any procedure
-	err = c.Query(ctx, "kv.get", key, nil, &got, client.ReadAny) // a local, possibly stale read
+	res, err := client.InvokeAs[MyResult](ctx, c, "my.proc", key, MyArgs{...}) // any procedure, typed
+	got, err := client.QueryAs[builtin.KVGetResult](ctx, c, builtin.KVGet, key, builtin.NoArgs{}, client.ReadAny) // a local, possibly stale read
 	recs, next, err := c.ReadStream(ctx, "events", partition, offset, 100)
+
+# Calls and keys
+
+Three layers reach a procedure, from the most to the least convenient:
+
+  - the typed helpers of the built-ins (KVPut, CounterAdd, BankTransfer, Vote, ...):
+    arguments as Go values, results as builtin types;
+  - the generic typed calls InvokeAs, InvokeMultiAs, QueryAs and QueryMultiAs, for any
+    procedure: arguments as a value of type A, the result returned as type R
+    (builtin.NoArgs sends no arguments);
+  - the untyped methods Invoke, InvokeMulti, Query and QueryMulti: arguments as any
+    msgpack-encodable value (nil for none), the result decoded into a pointer.
+
+The rule for partition keys: the typed helpers of the built-ins take keys (and counter,
+account and stream names) as string, since Go strings hold any bytes and literals need no
+conversion; the generic and untyped calls, which carry keys to the wire as they are, take
+[]byte (a multi-partition call a [][]byte, nil for every partition). Values and records
+are []byte everywhere.
 
 # Exactly once
 
@@ -73,7 +92,7 @@ The client keeps these rules:
 A Client is safe for concurrent use. Its methods honour their context's deadline and
 cancellation, and return ErrClosed after Close. Byte slices it returns (values, stream
 records) belong to the caller; the client keeps no reference to them. Procedures'
-argument and result types are encoded with msgpack; the typed helpers' types mirror the
-built-ins' exactly (package procedures), and must change with them.
+argument and result types are encoded with msgpack; the built-ins' are those of package
+builtin, the definitions the servers decode with.
 */
 package client

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/lockstepdb/lockstep/replica"
 )
 
@@ -58,4 +59,27 @@ func Example() {
 	// page views: 2
 	// page views: 3
 	// alice 70, bob 30
+}
+
+// ExampleInvokeAs calls procedures through the generic typed calls: a procedure of your
+// own with its own argument and result types, and a built-in read at ReadAny with the
+// types of package builtin.
+func ExampleInvokeAs() {
+	ctx := context.Background()
+	var c *client.Client // from client.Dial
+
+	type greetArgs struct {
+		Name string `msgpack:"n"`
+	}
+	greeting, err := client.InvokeAs[string](ctx, c, "app.greet", []byte("ada"), greetArgs{Name: "Ada"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(greeting)
+
+	got, err := client.QueryAs[builtin.KVGetResult](ctx, c, builtin.KVGet, []byte("greeting"), builtin.NoArgs{}, client.ReadAny)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%q found=%t\n", got.Value, got.Found)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -212,20 +213,20 @@ func TestWindowNeverExceeded(t *testing.T) {
 // TestInvokeMultiKeys checks the request of a multi-partition invocation.
 func TestInvokeMultiKeys(t *testing.T) {
 	node := startNode(t, "n", func(fc *fakeConn, req wire.Request) {
-		fc.reply(wire.Response{ID: req.ID, Value: value(t, BankTransferResult{FromBalance: 1, ToBalance: 2})})
+		fc.reply(wire.Response{ID: req.ID, Value: value(t, builtin.BankTransferResult{FromBalance: 1, ToBalance: 2})})
 	})
 	c := dial(t, testConfig(t, node.addr))
 	res, err := c.BankTransfer(context.Background(), "alice", "bob", 5)
-	if err != nil || res != (BankTransferResult{1, 2}) {
+	if err != nil || res != (builtin.BankTransferResult{FromBalance: 1, ToBalance: 2}) {
 		t.Fatalf("BankTransfer: got %+v, %v", res, err)
 	}
 	r := node.requests(wire.OpInvoke)[0]
-	var args bankTransferArgs
+	var args builtin.BankTransferArgs
 	if err := msgpack.Unmarshal(r.Args, &args); err != nil {
 		t.Fatal(err)
 	}
 	if r.HasKey || len(r.Keys) != 2 || string(r.Keys[0]) != "alice" || string(r.Keys[1]) != "bob" ||
-		args != (bankTransferArgs{From: "alice", To: "bob", Amount: 5}) {
+		args != (builtin.BankTransferArgs{From: "alice", To: "bob", Amount: 5}) {
 		t.Errorf("request: got %+v, args %+v", r, args)
 	}
 	if _, err := c.BankTotal(context.Background()); err != nil {

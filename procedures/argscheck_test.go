@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -21,7 +22,7 @@ func msgpackSamples(t testing.TB) [][]byte {
 		[]int{}, []int{1, 2, 3}, make([]int, 16), make([]int, 70000), map[string]any{},
 		map[string]any{"a": []any{1, map[string]any{"b": nil}}, "c": "d"}, make(map[int]int, 0),
 		time.Unix(1, 0), time.Unix(1<<40, 5), // ext -1 (fixext4, fixext8, ext8)
-		VoterInitArgs{Contestants: []string{"a", "b"}, MaxVotesPerPhone: 3}, KVCasArgs{Old: []byte("o")},
+		builtin.VoterInitArgs{Contestants: []string{"a", "b"}, MaxVotesPerPhone: 3}, builtin.KVCasArgs{Old: []byte("o")},
 	}
 	var out [][]byte
 	for _, v := range values {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
 var errTest = errors.New("test failure")
@@ -31,15 +32,15 @@ func registerFailing(r *Registry) {
 			panic(err)
 		}
 	}
-	MustRegister(r, "test.fail", func(tx *partition.Tx, _ NoArgs) (bool, error) {
+	MustRegister(r, "test.fail", func(tx *partition.Tx, _ builtin.NoArgs) (bool, error) {
 		touch(tx)
 		return false, errTest
 	})
-	MustRegister(r, "test.panic", func(tx *partition.Tx, _ NoArgs) (bool, error) {
+	MustRegister(r, "test.panic", func(tx *partition.Tx, _ builtin.NoArgs) (bool, error) {
 		touch(tx)
 		panic("after writing")
 	})
-	MustRegister(r, "test.multi_fail", func(tx *partition.Tx, _ NoArgs) (bool, error) {
+	MustRegister(r, "test.multi_fail", func(tx *partition.Tx, _ builtin.NoArgs) (bool, error) {
 		for _, p := range tx.Scope() {
 			v, err := tx.On(p)
 			if err != nil {
@@ -52,7 +53,7 @@ func registerFailing(r *Registry) {
 		}
 		return false, errTest
 	}, MultiPartition())
-	MustRegister(r, "test.ro_write", func(tx *partition.Tx, _ NoArgs) (bool, error) {
+	MustRegister(r, "test.ro_write", func(tx *partition.Tx, _ builtin.NoArgs) (bool, error) {
 		touch(tx)
 		return true, nil
 	}, ReadOnly())
@@ -87,7 +88,7 @@ func TestAtomicEffects(t *testing.T) {
 			}
 		}
 		// Results of later inputs are unaffected.
-		if got := mustInvoke[KVGetResult](t, te, "kv.get", "x", nil); string(got.Value) != "\x00" {
+		if got := mustInvoke[builtin.KVGetResult](t, te, "kv.get", "x", nil); string(got.Value) != "\x00" {
 			t.Errorf("kv.get x after failures: got %q, want %q", got.Value, "\x00")
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
 // BankAccountsTable is the table of the bank.* procedures: row key = account id, value =
@@ -29,50 +30,18 @@ var (
 	ErrBalanceOverflow = errors.New("balance overflow")
 )
 
-// BankOpenArgs are the arguments of bank.open.
-type BankOpenArgs struct {
-	// Balance is the opening balance, ≥ 0.
-	Balance int64 `msgpack:"b"`
-}
-
-// BankTransferArgs are the arguments of bank.transfer.
-type BankTransferArgs struct {
-	// From is the account debited.
-	From string `msgpack:"f"`
-	// To is the account credited; it must differ from From.
-	To string `msgpack:"t"`
-	// Amount is moved from From to To; it must be > 0.
-	Amount int64 `msgpack:"a"`
-}
-
-// BankTransferResult is the result of bank.transfer: both balances after the transfer.
-type BankTransferResult struct {
-	// FromBalance is the debited account's new balance.
-	FromBalance int64 `msgpack:"fb"`
-	// ToBalance is the credited account's new balance.
-	ToBalance int64 `msgpack:"tb"`
-}
-
-// BankTotal is the result of bank.total.
-type BankTotal struct {
-	// Total is the sum of the balances of every account in the scanned partitions.
-	Total int64 `msgpack:"t"`
-	// Accounts is the number of those accounts.
-	Accounts int64 `msgpack:"n"`
-}
-
 func registerBank(r *Registry) error {
 	return errors.Join(
-		Register(r, "bank.open", bankOpen,
+		Register(r, builtin.BankOpen, bankOpen,
 			Doc("key = account id; args BankOpenArgs{b}; opens the account with balance b ≥ 0; result int64: the balance")),
-		Register(r, "bank.transfer", bankTransfer, MultiPartition(),
+		Register(r, builtin.BankTransfer, bankTransfer, MultiPartition(),
 			Doc("multi-partition (scope: the partitions of both accounts, or all); args BankTransferArgs{f, t, a}; moves a > 0 from f to t; result BankTransferResult{fb, tb}")),
-		Register(r, "bank.total", bankTotal, MultiPartition(), ReadOnly(),
-			Doc("multi-partition (sums the partitions in scope); args none; result BankTotal{t, n}")),
+		Register(r, builtin.BankTotal, bankTotal, MultiPartition(), ReadOnly(),
+			Doc("multi-partition (sums the partitions in scope); args none; result BankTotalResult{t, n}")),
 	)
 }
 
-func bankOpen(tx *partition.Tx, a BankOpenArgs) (int64, error) {
+func bankOpen(tx *partition.Tx, a builtin.BankOpenArgs) (int64, error) {
 	key := tx.Key()
 	if err := checkKey(key); err != nil {
 		return 0, err
@@ -116,41 +85,41 @@ func loadAccount(tx *partition.Tx, id string) (account, error) {
 	return account{view: view, key: key, balance: bal}, nil
 }
 
-func bankTransfer(tx *partition.Tx, a BankTransferArgs) (BankTransferResult, error) {
+func bankTransfer(tx *partition.Tx, a builtin.BankTransferArgs) (builtin.BankTransferResult, error) {
 	if a.Amount <= 0 {
-		return BankTransferResult{}, fmt.Errorf("transfer amount %d: %w", a.Amount, ErrInvalidAmount)
+		return builtin.BankTransferResult{}, fmt.Errorf("transfer amount %d: %w", a.Amount, ErrInvalidAmount)
 	}
 	if a.From == a.To {
-		return BankTransferResult{}, fmt.Errorf("account %q: %w", a.From, ErrSameAccount)
+		return builtin.BankTransferResult{}, fmt.Errorf("account %q: %w", a.From, ErrSameAccount)
 	}
 	from, err := loadAccount(tx, a.From)
 	if err != nil {
-		return BankTransferResult{}, err
+		return builtin.BankTransferResult{}, err
 	}
 	to, err := loadAccount(tx, a.To)
 	if err != nil {
-		return BankTransferResult{}, err
+		return builtin.BankTransferResult{}, err
 	}
 	if from.balance < a.Amount {
-		return BankTransferResult{}, fmt.Errorf("account %q: balance %d, amount %d: %w",
+		return builtin.BankTransferResult{}, fmt.Errorf("account %q: balance %d, amount %d: %w",
 			a.From, from.balance, a.Amount, ErrInsufficientFunds)
 	}
 	toBal, ok := addInt64(to.balance, a.Amount)
 	if !ok {
-		return BankTransferResult{}, fmt.Errorf("account %q: %w", a.To, ErrBalanceOverflow)
+		return builtin.BankTransferResult{}, fmt.Errorf("account %q: %w", a.To, ErrBalanceOverflow)
 	}
 	fromBal := from.balance - a.Amount
 	if err := putInt64(from.view, BankAccountsTable, from.key, fromBal); err != nil {
-		return BankTransferResult{}, err
+		return builtin.BankTransferResult{}, err
 	}
 	if err := putInt64(to.view, BankAccountsTable, to.key, toBal); err != nil {
-		return BankTransferResult{}, err
+		return builtin.BankTransferResult{}, err
 	}
-	return BankTransferResult{FromBalance: fromBal, ToBalance: toBal}, nil
+	return builtin.BankTransferResult{FromBalance: fromBal, ToBalance: toBal}, nil
 }
 
-func bankTotal(tx *partition.Tx, _ NoArgs) (BankTotal, error) {
-	var res BankTotal
+func bankTotal(tx *partition.Tx, _ builtin.NoArgs) (builtin.BankTotalResult, error) {
+	var res builtin.BankTotalResult
 	err := eachInScope(tx, BankAccountsTable, partition.ScanOptions{}, func(_, v []byte) error {
 		n, err := decodeInt64(BankAccountsTable, v)
 		if err != nil {
@@ -164,7 +133,7 @@ func bankTotal(tx *partition.Tx, _ NoArgs) (BankTotal, error) {
 		return nil
 	})
 	if err != nil {
-		return BankTotal{}, err
+		return builtin.BankTotalResult{}, err
 	}
 	return res, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"pgregory.net/rapid"
 )
 
@@ -16,32 +17,32 @@ func TestBank(t *testing.T) {
 	a, b, c := keyOn("acct", 0, n), keyOn("acct", 2, n), keyOn("acct", 3, n)
 	a2 := keyOn("other", 0, n) // same partition as a
 	for _, k := range []string{a, b, c, a2} {
-		mustInvoke[int64](t, te, "bank.open", k, BankOpenArgs{Balance: 100})
+		mustInvoke[int64](t, te, "bank.open", k, builtin.BankOpenArgs{Balance: 100})
 	}
 	const maxInt = int64(1<<63 - 1)
 	runSteps(t, te, []step{
-		{proc: "bank.open", key: a, args: BankOpenArgs{Balance: 5}, wantErr: ErrAccountExists},
-		{proc: "bank.open", key: "neg", args: BankOpenArgs{Balance: -1}, wantErr: ErrInvalidAmount},
-		{proc: "bank.open", key: "", args: BankOpenArgs{}, wantErr: partition.ErrEmptyKey},
+		{proc: "bank.open", key: a, args: builtin.BankOpenArgs{Balance: 5}, wantErr: ErrAccountExists},
+		{proc: "bank.open", key: "neg", args: builtin.BankOpenArgs{Balance: -1}, wantErr: ErrInvalidAmount},
+		{proc: "bank.open", key: "", args: builtin.BankOpenArgs{}, wantErr: partition.ErrEmptyKey},
 		{proc: "bank.open", key: "zero", want: int64(0)},
-		{proc: "bank.open", key: "rich", args: BankOpenArgs{Balance: maxInt}, want: maxInt},
-		{proc: "bank.transfer", args: BankTransferArgs{From: a, To: b, Amount: 30}, want: BankTransferResult{70, 130}},
-		{proc: "bank.transfer", args: BankTransferArgs{From: b, To: a, Amount: 130}, want: BankTransferResult{0, 200}},
-		{proc: "bank.transfer", args: BankTransferArgs{From: a, To: a2, Amount: 1}, want: BankTransferResult{199, 101}},
-		{proc: "bank.transfer", args: BankTransferArgs{From: a, To: b, Amount: 0}, wantErr: ErrInvalidAmount},
-		{proc: "bank.transfer", args: BankTransferArgs{From: a, To: b, Amount: -5}, wantErr: ErrInvalidAmount},
-		{proc: "bank.transfer", args: BankTransferArgs{From: a, To: a, Amount: 5}, wantErr: ErrSameAccount},
-		{proc: "bank.transfer", args: BankTransferArgs{From: "nobody", To: a, Amount: 5}, wantErr: ErrUnknownAccount},
-		{proc: "bank.transfer", args: BankTransferArgs{From: a, To: "nobody", Amount: 5}, wantErr: ErrUnknownAccount},
-		{proc: "bank.transfer", args: BankTransferArgs{From: b, To: a, Amount: 1}, wantErr: ErrInsufficientFunds},
-		{proc: "bank.transfer", args: BankTransferArgs{From: a, To: "rich", Amount: 1}, wantErr: ErrBalanceOverflow},
-		{proc: "bank.transfer", args: BankTransferArgs{From: "", To: a, Amount: 1}, wantErr: partition.ErrEmptyKey},
-		{proc: "bank.transfer", args: BankTransferArgs{From: a, To: string(make([]byte, partition.MaxKeyBytes+1)), Amount: 1},
+		{proc: "bank.open", key: "rich", args: builtin.BankOpenArgs{Balance: maxInt}, want: maxInt},
+		{proc: "bank.transfer", args: builtin.BankTransferArgs{From: a, To: b, Amount: 30}, want: builtin.BankTransferResult{FromBalance: 70, ToBalance: 130}},
+		{proc: "bank.transfer", args: builtin.BankTransferArgs{From: b, To: a, Amount: 130}, want: builtin.BankTransferResult{FromBalance: 0, ToBalance: 200}},
+		{proc: "bank.transfer", args: builtin.BankTransferArgs{From: a, To: a2, Amount: 1}, want: builtin.BankTransferResult{FromBalance: 199, ToBalance: 101}},
+		{proc: "bank.transfer", args: builtin.BankTransferArgs{From: a, To: b, Amount: 0}, wantErr: ErrInvalidAmount},
+		{proc: "bank.transfer", args: builtin.BankTransferArgs{From: a, To: b, Amount: -5}, wantErr: ErrInvalidAmount},
+		{proc: "bank.transfer", args: builtin.BankTransferArgs{From: a, To: a, Amount: 5}, wantErr: ErrSameAccount},
+		{proc: "bank.transfer", args: builtin.BankTransferArgs{From: "nobody", To: a, Amount: 5}, wantErr: ErrUnknownAccount},
+		{proc: "bank.transfer", args: builtin.BankTransferArgs{From: a, To: "nobody", Amount: 5}, wantErr: ErrUnknownAccount},
+		{proc: "bank.transfer", args: builtin.BankTransferArgs{From: b, To: a, Amount: 1}, wantErr: ErrInsufficientFunds},
+		{proc: "bank.transfer", args: builtin.BankTransferArgs{From: a, To: "rich", Amount: 1}, wantErr: ErrBalanceOverflow},
+		{proc: "bank.transfer", args: builtin.BankTransferArgs{From: "", To: a, Amount: 1}, wantErr: partition.ErrEmptyKey},
+		{proc: "bank.transfer", args: builtin.BankTransferArgs{From: a, To: string(make([]byte, partition.MaxKeyBytes+1)), Amount: 1},
 			wantErr: partition.ErrKeyTooLarge},
-		{proc: "bank.transfer", args: BankTransferArgs{From: a, To: c, Amount: 199}, want: BankTransferResult{0, 299}},
+		{proc: "bank.transfer", args: builtin.BankTransferArgs{From: a, To: c, Amount: 199}, want: builtin.BankTransferResult{FromBalance: 0, ToBalance: 299}},
 	})
 	// 400 + MaxInt64 does not fit in the total.
-	if got, err := invoke[BankTotal](t, te, "bank.total", "", nil); !errors.Is(err, ErrBalanceOverflow) {
+	if got, err := invoke[builtin.BankTotalResult](t, te, "bank.total", "", nil); !errors.Is(err, ErrBalanceOverflow) {
 		t.Errorf("bank.total: got %+v, %v, want %v", got, err, ErrBalanceOverflow)
 	}
 }
@@ -52,26 +53,26 @@ func TestBankScope(t *testing.T) {
 	const n = 5
 	te := newTestEngine(t, n)
 	a, b := keyOn("acct", 1, n), keyOn("acct", 3, n)
-	mustInvoke[int64](t, te, "bank.open", a, BankOpenArgs{Balance: 50})
-	mustInvoke[int64](t, te, "bank.open", b, BankOpenArgs{Balance: 70})
+	mustInvoke[int64](t, te, "bank.open", a, builtin.BankOpenArgs{Balance: 50})
+	mustInvoke[int64](t, te, "bank.open", b, builtin.BankOpenArgs{Balance: 70})
 	tests := []struct {
 		scope   []int
 		from    string
 		to      string
-		want    BankTransferResult
+		want    builtin.BankTransferResult
 		wantErr error
 	}{
-		{scope: []int{1, 3}, from: a, to: b, want: BankTransferResult{40, 80}},
-		{scope: []int{1, 3}, from: b, to: a, want: BankTransferResult{70, 50}},
-		{scope: []int{0, 1, 2, 3, 4}, from: a, to: b, want: BankTransferResult{40, 80}},
+		{scope: []int{1, 3}, from: a, to: b, want: builtin.BankTransferResult{FromBalance: 40, ToBalance: 80}},
+		{scope: []int{1, 3}, from: b, to: a, want: builtin.BankTransferResult{FromBalance: 70, ToBalance: 50}},
+		{scope: []int{0, 1, 2, 3, 4}, from: a, to: b, want: builtin.BankTransferResult{FromBalance: 40, ToBalance: 80}},
 		{scope: []int{1}, from: a, to: b, wantErr: partition.ErrOutOfScope},
 		{scope: []int{3, 4}, from: a, to: b, wantErr: partition.ErrOutOfScope},
 		{scope: []int{0, 2}, from: a, to: b, wantErr: partition.ErrOutOfScope},
 	}
 	for i, tt := range tests {
 		before := te.snapshot(t)
-		got, err := invokeScope[BankTransferResult](t, te, "bank.transfer", "",
-			BankTransferArgs{From: tt.from, To: tt.to, Amount: 10}, tt.scope)
+		got, err := invokeScope[builtin.BankTransferResult](t, te, "bank.transfer", "",
+			builtin.BankTransferArgs{From: tt.from, To: tt.to, Amount: 10}, tt.scope)
 		if !errors.Is(err, tt.wantErr) || got != tt.want {
 			t.Errorf("#%d: got %+v, %v, want %+v, %v", i, got, err, tt.want, tt.wantErr)
 		}
@@ -81,14 +82,14 @@ func TestBankScope(t *testing.T) {
 	}
 	for i, tt := range []struct {
 		scope []int
-		want  BankTotal
+		want  builtin.BankTotalResult
 	}{
-		{[]int{0, 1, 2, 3, 4}, BankTotal{120, 2}},
-		{[]int{1}, BankTotal{40, 1}},
-		{[]int{3}, BankTotal{80, 1}},
-		{[]int{0, 2, 4}, BankTotal{0, 0}},
+		{[]int{0, 1, 2, 3, 4}, builtin.BankTotalResult{Total: 120, Accounts: 2}},
+		{[]int{1}, builtin.BankTotalResult{Total: 40, Accounts: 1}},
+		{[]int{3}, builtin.BankTotalResult{Total: 80, Accounts: 1}},
+		{[]int{0, 2, 4}, builtin.BankTotalResult{Total: 0, Accounts: 0}},
 	} {
-		if got, err := invokeScope[BankTotal](t, te, "bank.total", "", nil, tt.scope); err != nil || got != tt.want {
+		if got, err := invokeScope[builtin.BankTotalResult](t, te, "bank.total", "", nil, tt.scope); err != nil || got != tt.want {
 			t.Errorf("#%d total on %v: got %+v, %v, want %+v", i, tt.scope, got, err, tt.want)
 		}
 	}
@@ -107,7 +108,7 @@ func TestBankConservesMoney(t *testing.T) {
 		var opened int64
 		for _, id := range ids[1:5] { // a..d open from the start; e, f may be opened later
 			bal := rapid.Int64Range(0, 1000).Draw(rt, "initial "+id)
-			mustInvoke[int64](rt, te, "bank.open", id, BankOpenArgs{Balance: bal})
+			mustInvoke[int64](rt, te, "bank.open", id, builtin.BankOpenArgs{Balance: bal})
 			model[id] = bal
 			opened += bal
 		}
@@ -115,7 +116,7 @@ func TestBankConservesMoney(t *testing.T) {
 			"open": func(rt *rapid.T) {
 				id := rapid.SampledFrom(ids[1:]).Draw(rt, "id")
 				bal := rapid.OneOf(rapid.Int64Range(0, 1000), rapid.Int64Range(-10, -1)).Draw(rt, "balance")
-				_, err := invoke[int64](rt, te, "bank.open", id, BankOpenArgs{Balance: bal})
+				_, err := invoke[int64](rt, te, "bank.open", id, builtin.BankOpenArgs{Balance: bal})
 				var want error
 				if bal < 0 {
 					want = ErrInvalidAmount
@@ -131,7 +132,7 @@ func TestBankConservesMoney(t *testing.T) {
 				}
 			},
 			"transfer": func(rt *rapid.T) {
-				a := BankTransferArgs{
+				a := builtin.BankTransferArgs{
 					From:   rapid.SampledFrom(ids).Draw(rt, "from"),
 					To:     rapid.SampledFrom(ids).Draw(rt, "to"),
 					Amount: rapid.Int64Range(1, 1500).Draw(rt, "amount"),
@@ -154,7 +155,7 @@ func TestBankConservesMoney(t *testing.T) {
 					}
 				}
 				before := te.snapshot(rt)
-				got, err := invokeScope[BankTransferResult](rt, te, "bank.transfer", "", a, scope)
+				got, err := invokeScope[builtin.BankTransferResult](rt, te, "bank.transfer", "", a, scope)
 				want, wantErr := modelTransfer(model, a, scope, n)
 				if !errors.Is(err, wantErr) || (err == nil) != (wantErr == nil) || got != want {
 					rt.Fatalf("transfer %+v scope %v: got %+v, %v, want %+v, %v", a, scope, got, err, want, wantErr)
@@ -164,7 +165,7 @@ func TestBankConservesMoney(t *testing.T) {
 				}
 			},
 			"": func(rt *rapid.T) {
-				total := mustInvoke[BankTotal](rt, te, "bank.total", "", nil)
+				total := mustInvoke[builtin.BankTotalResult](rt, te, "bank.total", "", nil)
 				if total.Total != opened || total.Accounts != int64(len(model)) {
 					rt.Fatalf("bank.total: got %+v, want {%d %d}", total, opened, len(model))
 				}
@@ -182,32 +183,32 @@ func TestBankConservesMoney(t *testing.T) {
 }
 
 // modelTransfer applies a transfer to the model, returning the expected result or error.
-func modelTransfer(model map[string]int64, a BankTransferArgs, scope []int, n int) (BankTransferResult, error) {
+func modelTransfer(model map[string]int64, a builtin.BankTransferArgs, scope []int, n int) (builtin.BankTransferResult, error) {
 	if scope == nil {
 		scope = partition.AllPartitions(n)
 	}
 	switch {
 	case a.Amount <= 0:
-		return BankTransferResult{}, ErrInvalidAmount
+		return builtin.BankTransferResult{}, ErrInvalidAmount
 	case a.From == a.To:
-		return BankTransferResult{}, ErrSameAccount
+		return builtin.BankTransferResult{}, ErrSameAccount
 	}
 	for _, id := range []string{a.From, a.To} {
 		switch _, ok := model[id]; {
 		case id == "":
-			return BankTransferResult{}, partition.ErrEmptyKey
+			return builtin.BankTransferResult{}, partition.ErrEmptyKey
 		case !slices.Contains(scope, partition.PartitionOf([]byte(id), n)):
-			return BankTransferResult{}, partition.ErrOutOfScope
+			return builtin.BankTransferResult{}, partition.ErrOutOfScope
 		case !ok:
-			return BankTransferResult{}, ErrUnknownAccount
+			return builtin.BankTransferResult{}, ErrUnknownAccount
 		}
 	}
 	if model[a.From] < a.Amount {
-		return BankTransferResult{}, ErrInsufficientFunds
+		return builtin.BankTransferResult{}, ErrInsufficientFunds
 	}
 	model[a.From] -= a.Amount
 	model[a.To] += a.Amount
-	return BankTransferResult{FromBalance: model[a.From], ToBalance: model[a.To]}, nil
+	return builtin.BankTransferResult{FromBalance: model[a.From], ToBalance: model[a.To]}, nil
 }
 
 func uniqSorted(ps ...int) []int {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -107,7 +108,7 @@ func runInputs(b *testing.B, eng *partition.Engine, inputs []partition.Input) {
 // ≤ 2 allocs per input.
 func BenchmarkCounterAdd(b *testing.B) {
 	eng := benchEngine(b, 1)
-	args := encodeArgs(b, procedures.CounterAddArgs{Delta: 1})
+	args := encodeArgs(b, builtin.CounterAddArgs{Delta: 1})
 	inputs := make([]partition.Input, 4*benchBatch)
 	for i := range inputs {
 		inputs[i] = single(eng, "counter.add", fmt.Sprintf("counter-%d", i%1024), args)
@@ -118,7 +119,7 @@ func BenchmarkCounterAdd(b *testing.B) {
 // BenchmarkKVPut: kv.put of 100-byte values, overwriting 16,384 keys.
 func BenchmarkKVPut(b *testing.B) {
 	eng := benchEngine(b, 1)
-	args := encodeArgs(b, procedures.KVPutArgs{Value: make([]byte, 100)})
+	args := encodeArgs(b, builtin.KVPutArgs{Value: make([]byte, 100)})
 	inputs := make([]partition.Input, 64*benchBatch)
 	for i := range inputs {
 		inputs[i] = single(eng, "kv.put", fmt.Sprintf("key-%08d", i), args)
@@ -130,7 +131,7 @@ func BenchmarkKVPut(b *testing.B) {
 // allocs per input.
 func BenchmarkKVGetHit(b *testing.B) {
 	eng := benchEngine(b, 1)
-	args := encodeArgs(b, procedures.KVPutArgs{Value: make([]byte, 100)})
+	args := encodeArgs(b, builtin.KVPutArgs{Value: make([]byte, 100)})
 	puts := make([]partition.Input, 64*benchBatch)
 	gets := make([]partition.Input, len(puts))
 	for i := range puts {
@@ -149,7 +150,7 @@ func BenchmarkVoterVote(b *testing.B) {
 	setup := partition.Input{
 		Procedure: "voter.init",
 		Scope:     partition.AllPartitions(1),
-		Args: encodeArgs(b, procedures.VoterInitArgs{
+		Args: encodeArgs(b, builtin.VoterInitArgs{
 			Contestants:      []string{"Edwina Burnam", "Tabatha Gehling", "Kelly Clauss", "Jessie Alloway", "Alana Bregman", "Jessie Eichman"},
 			MaxVotesPerPhone: 1 << 40,
 		}),
@@ -157,7 +158,7 @@ func BenchmarkVoterVote(b *testing.B) {
 	mustExecute(b, eng, []partition.Input{setup})
 	var votes [6][]byte
 	for c := range votes {
-		votes[c] = encodeArgs(b, procedures.VoteArgs{Contestant: int32(c + 1)})
+		votes[c] = encodeArgs(b, builtin.VoteArgs{Contestant: int32(c + 1)})
 	}
 	inputs := make([]partition.Input, 64*benchBatch)
 	for i := range inputs {
@@ -173,7 +174,7 @@ func BenchmarkVoterVote(b *testing.B) {
 func BenchmarkBankTransferMultiPartition(b *testing.B) {
 	const parts = 4
 	eng := benchEngine(b, parts)
-	open := encodeArgs(b, procedures.BankOpenArgs{Balance: 1 << 50})
+	open := encodeArgs(b, builtin.BankOpenArgs{Balance: 1 << 50})
 	var accounts [parts][]string // by partition
 	var opens []partition.Input
 	for i := 0; i < 1024; i++ {
@@ -192,7 +193,7 @@ func BenchmarkBankTransferMultiPartition(b *testing.B) {
 		inputs[i] = partition.Input{
 			Procedure: "bank.transfer",
 			Scope:     []int{min(pf, pt), max(pf, pt)},
-			Args:      encodeArgs(b, procedures.BankTransferArgs{From: from, To: to, Amount: 1}),
+			Args:      encodeArgs(b, builtin.BankTransferArgs{From: from, To: to, Amount: 1}),
 			Time:      1_764_400_000_000_000_000,
 		}
 	}
@@ -203,7 +204,7 @@ func BenchmarkBankTransferMultiPartition(b *testing.B) {
 // partition with kv.put and reports the heap in use after a GC. Target ≤ 300 MiB.
 func BenchmarkMemory1MRows(b *testing.B) {
 	const rows = 1_000_000
-	args := encodeArgs(b, procedures.KVPutArgs{Value: make([]byte, 100)})
+	args := encodeArgs(b, builtin.KVPutArgs{Value: make([]byte, 100)})
 	keys := make([][]byte, benchBatch) // reused: the engine copies what it stores
 	for i := range keys {
 		keys[i] = make([]byte, 10)

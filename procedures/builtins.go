@@ -13,10 +13,6 @@ import (
 // writes a built-in's table with another encoding can cause it.
 var ErrCorruptValue = errors.New("stored value has the wrong encoding")
 
-// NoArgs is the argument type of procedures that take no arguments. Absent or empty
-// argument bytes, a msgpack nil and an empty map all decode to it.
-type NoArgs struct{}
-
 // RegisterBuiltins registers every built-in procedure (kv.*, counter.*, bank.*, voter.*,
 // stream.*) in r and declares the replicated tables they use. It fails if a name is
 // already registered, e.g. when called twice on one registry.

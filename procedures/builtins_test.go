@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
 // builtinNames is every built-in procedure; the fuzz target and these tests cover each.
@@ -100,33 +101,33 @@ func TestBuiltinsDeterministic(t *testing.T) {
 func randomLog(t testing.TB, te *testEngine, rng *rand.Rand, count int) []partition.Input {
 	t.Helper()
 	names := []string{"Ann", "Bob", "Cy", "Di"}
-	log := []partition.Input{te.input("voter.init", "", encode(t, VoterInitArgs{Contestants: names}), nil)}
+	log := []partition.Input{te.input("voter.init", "", encode(t, builtin.VoterInitArgs{Contestants: names}), nil)}
 	key := func(prefix string) string { return fmt.Sprintf("%s%d", prefix, rng.IntN(20)) }
 	for len(log) < count {
 		var proc, k string
 		var args any
 		switch rng.IntN(12) {
 		case 0:
-			proc, k, args = "kv.put", key("k"), KVPutArgs{Value: []byte(key("v"))}
+			proc, k, args = "kv.put", key("k"), builtin.KVPutArgs{Value: []byte(key("v"))}
 		case 1:
 			proc, k = "kv.get", key("k")
 		case 2:
 			proc, k = "kv.delete", key("k")
 		case 3:
-			proc, k, args = "kv.cas", key("k"), KVCasArgs{Old: []byte(key("v")), OldAbsent: rng.IntN(3) == 0, New: []byte(key("v"))}
+			proc, k, args = "kv.cas", key("k"), builtin.KVCasArgs{Old: []byte(key("v")), OldAbsent: rng.IntN(3) == 0, New: []byte(key("v"))}
 		case 4:
-			proc, k, args = "counter.add", key("c"), CounterAddArgs{Delta: rng.Int64N(200) - 100}
+			proc, k, args = "counter.add", key("c"), builtin.CounterAddArgs{Delta: rng.Int64N(200) - 100}
 		case 5:
-			proc, k, args = "bank.open", key("a"), BankOpenArgs{Balance: rng.Int64N(1000)}
+			proc, k, args = "bank.open", key("a"), builtin.BankOpenArgs{Balance: rng.Int64N(1000)}
 		case 6, 7:
-			proc, args = "bank.transfer", BankTransferArgs{From: key("a"), To: key("a"), Amount: rng.Int64N(300)}
+			proc, args = "bank.transfer", builtin.BankTransferArgs{From: key("a"), To: key("a"), Amount: rng.Int64N(300)}
 		case 8:
 			proc = []string{"bank.total", "voter.results", "voter.area_totals", "counter.get"}[rng.IntN(4)]
 			k = key("c")
 		case 9, 10:
-			proc, k, args = "voter.vote", fmt.Sprintf("%03d%07d", 200+rng.IntN(3), rng.IntN(50)), VoteArgs{Contestant: int32(rng.IntN(6))}
+			proc, k, args = "voter.vote", fmt.Sprintf("%03d%07d", 200+rng.IntN(3), rng.IntN(50)), builtin.VoteArgs{Contestant: int32(rng.IntN(6))}
 		case 11:
-			proc, k, args = "stream.append", key("s"), StreamAppendArgs{Stream: "out", Record: []byte(key("r"))}
+			proc, k, args = "stream.append", key("s"), builtin.StreamAppendArgs{Stream: "out", Record: []byte(key("r"))}
 		}
 		log = append(log, te.input(proc, k, encode(t, args), nil))
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
 // CounterTable is the table of the counter.* procedures: row key = counter name, value =
@@ -15,22 +16,16 @@ const CounterTable = "counter"
 // int64; the counter keeps its value.
 var ErrCounterOverflow = errors.New("counter overflow")
 
-// CounterAddArgs are the arguments of counter.add.
-type CounterAddArgs struct {
-	// Delta is added to the counter; it may be negative.
-	Delta int64 `msgpack:"d"`
-}
-
 func registerCounter(r *Registry) error {
 	return errors.Join(
-		Register(r, "counter.add", counterAdd,
+		Register(r, builtin.CounterAdd, counterAdd,
 			Doc("key = counter name; args CounterAddArgs{d}; adds d (overflow is an error); result int64: the new value")),
-		Register(r, "counter.get", counterGet, ReadOnly(),
+		Register(r, builtin.CounterGet, counterGet, ReadOnly(),
 			Doc("key = counter name; args none; result int64: the value, 0 if absent")),
 	)
 }
 
-func counterAdd(tx *partition.Tx, a CounterAddArgs) (int64, error) {
+func counterAdd(tx *partition.Tx, a builtin.CounterAddArgs) (int64, error) {
 	key := tx.Key()
 	if err := checkKey(key); err != nil {
 		return 0, err
@@ -49,7 +44,7 @@ func counterAdd(tx *partition.Tx, a CounterAddArgs) (int64, error) {
 	return n, nil
 }
 
-func counterGet(tx *partition.Tx, _ NoArgs) (int64, error) {
+func counterGet(tx *partition.Tx, _ builtin.NoArgs) (int64, error) {
 	key := tx.Key()
 	if err := checkKey(key); err != nil {
 		return 0, err

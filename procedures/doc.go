@@ -64,28 +64,16 @@ input that reaches every partition. The registry must be the same on every node
 
 # Built-in procedures
 
-Stored numbers are fixed-width big-endian, so scans visit them in order. Argument and
-result structs are exported here (with short msgpack field names) for clients to reuse.
+RegisterBuiltins registers kv.*, counter.*, bank.*, voter.* and stream.append. Their
+names and their argument and result types are defined once, in package builtin
+(procedures/builtin), which imports nothing from Lockstep so that the client library
+shares the same definitions; its documentation lists every built-in with its partition
+key, arguments and result. A procedure without arguments, built-in or not, takes
+builtin.NoArgs.
 
-	procedure                 partition key     args                 result
-	kv.put                    row key           KVPutArgs            bool (key was new)
-	kv.get             RO     row key           none                 KVGetResult
-	kv.delete                 row key           none                 bool (key existed)
-	kv.cas                    row key           KVCasArgs            KVCasResult
-	counter.add               counter name      CounterAddArgs       int64 (new value)
-	counter.get        RO     counter name      none                 int64 (0 if absent)
-	bank.open                 account id        BankOpenArgs         int64 (balance)
-	bank.transfer      MP     both accounts'    BankTransferArgs     BankTransferResult
-	bank.total         MP RO  scope             none                 BankTotal
-	voter.init         MP     all partitions    VoterInitArgs        int64 (contestants)
-	voter.vote                phone, 10 digits  VoteArgs             VoteResult
-	voter.results      MP RO  scope             none                 []ContestantTotal
-	voter.area_totals  MP RO  scope             VoterAreaTotalsArgs  []AreaTotal
-	stream.append             partition key     StreamAppendArgs     uint64 (offset)
-
-RO marks read-only procedures, MP multi-partition ones; "scope" means the procedure reads
-every partition of the input's scope (all partitions by default). Each family keeps its
-tables under its own prefix (KVTable, CounterTable, BankAccountsTable, Voter*Table) and
-its errors as sentinels next to its types (ErrInsufficientFunds, ErrCounterOverflow, …).
+Stored numbers are fixed-width big-endian, so scans visit them in order. Each family
+keeps its tables under its own prefix (KVTable, CounterTable, BankAccountsTable,
+Voter*Table) and its errors as sentinels here (ErrInsufficientFunds,
+ErrCounterOverflow, …).
 */
 package procedures

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -26,23 +27,23 @@ func FuzzBuiltinArgs(f *testing.F) {
 		key  string
 		args any
 	}{
-		{"bank.open", "a9", BankOpenArgs{Balance: 5}},
+		{"bank.open", "a9", builtin.BankOpenArgs{Balance: 5}},
 		{"bank.total", "", nil},
-		{"bank.transfer", "", BankTransferArgs{From: "a0", To: "a1", Amount: 5}},
-		{"bank.transfer", "", BankTransferArgs{From: "a0", To: "b0", Amount: 500}},
-		{"counter.add", "x", CounterAddArgs{Delta: -3}},
-		{"counter.add", "x", CounterAddArgs{Delta: 1<<63 - 1}},
+		{"bank.transfer", "", builtin.BankTransferArgs{From: "a0", To: "a1", Amount: 5}},
+		{"bank.transfer", "", builtin.BankTransferArgs{From: "a0", To: "b0", Amount: 500}},
+		{"counter.add", "x", builtin.CounterAddArgs{Delta: -3}},
+		{"counter.add", "x", builtin.CounterAddArgs{Delta: 1<<63 - 1}},
 		{"counter.get", "y", nil},
-		{"kv.cas", "x", KVCasArgs{Old: []byte{0}, New: []byte("n")}},
-		{"kv.cas", "q", KVCasArgs{OldAbsent: true, New: []byte("n")}},
-		{"kv.delete", "x", NoArgs{}},
+		{"kv.cas", "x", builtin.KVCasArgs{Old: []byte{0}, New: []byte("n")}},
+		{"kv.cas", "q", builtin.KVCasArgs{OldAbsent: true, New: []byte("n")}},
+		{"kv.delete", "x", builtin.NoArgs{}},
 		{"kv.get", "x", nil},
-		{"kv.put", "x", KVPutArgs{Value: []byte("v")}},
-		{"stream.append", "x", StreamAppendArgs{Stream: "s", Record: []byte("r")}},
-		{"voter.area_totals", "", VoterAreaTotalsArgs{AreaCode: "212"}},
-		{"voter.init", "", VoterInitArgs{Contestants: []string{"a", "b"}, MaxVotesPerPhone: 1}},
+		{"kv.put", "x", builtin.KVPutArgs{Value: []byte("v")}},
+		{"stream.append", "x", builtin.StreamAppendArgs{Stream: "s", Record: []byte("r")}},
+		{"voter.area_totals", "", builtin.VoterAreaTotalsArgs{AreaCode: "212"}},
+		{"voter.init", "", builtin.VoterInitArgs{Contestants: []string{"a", "b"}, MaxVotesPerPhone: 1}},
 		{"voter.results", "", nil},
-		{"voter.vote", "2125550001", VoteArgs{Contestant: 2}},
+		{"voter.vote", "2125550001", builtin.VoteArgs{Contestant: 2}},
 	}
 	for i, s := range seeds {
 		args := encode(f, s.args)

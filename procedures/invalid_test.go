@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
 // TestInvalidInputs checks DESIGN.md invariant 7: malformed or misdirected inputs get a
@@ -12,7 +13,7 @@ import (
 func TestInvalidInputs(t *testing.T) {
 	te := newTestEngine(t, 4)
 	seed(t, te)
-	good := encode(t, CounterAddArgs{Delta: 1})
+	good := encode(t, builtin.CounterAddArgs{Delta: 1})
 	tests := []struct {
 		proc    string
 		key     string
@@ -30,7 +31,7 @@ func TestInvalidInputs(t *testing.T) {
 		{proc: "counter.add", key: "k", args: encode(t, "str"), wantErr: ErrBadArguments},
 		{proc: "kv.put", key: "k", args: encode(t, map[string]any{"v": 12}), wantErr: ErrBadArguments},
 		{proc: "kv.get", key: "k", args: encode(t, map[string]any{"v": 1}), wantErr: ErrBadArguments},
-		{proc: "kv.get", key: "k", args: encode(t, NoArgs{}), wantErr: nil},
+		{proc: "kv.get", key: "k", args: encode(t, builtin.NoArgs{}), wantErr: nil},
 		{proc: "voter.init", args: encode(t, map[string]any{"c": []int{1}}), wantErr: ErrBadArguments},
 		{proc: "bank.transfer", args: encode(t, map[string]any{"a": 1.5}), wantErr: ErrBadArguments},
 		{proc: "voter.vote", key: "5551234567", args: encode(t, map[string]any{"c": "1"}), wantErr: ErrBadArguments},
@@ -45,10 +46,10 @@ func TestInvalidInputs(t *testing.T) {
 		{proc: "bank.total", key: "k", scope: []int{0, 9}, wantErr: partition.ErrBadScope},
 		{proc: "bank.total", key: "k", scope: []int{1, 0}, wantErr: partition.ErrBadScope},
 		// Failing procedures.
-		{proc: "kv.put", key: "", args: encode(t, KVPutArgs{}), wantErr: partition.ErrEmptyKey},
-		{proc: "voter.vote", key: "555123456x", args: encode(t, VoteArgs{Contestant: 1}), wantErr: ErrBadPhoneNumber},
-		{proc: "voter.init", args: encode(t, VoterInitArgs{Contestants: []string{"a"}}), wantErr: ErrVoterInitialised},
-		{proc: "bank.transfer", args: encode(t, BankTransferArgs{From: "a0", To: "b0", Amount: 1 << 40}), wantErr: ErrInsufficientFunds},
+		{proc: "kv.put", key: "", args: encode(t, builtin.KVPutArgs{}), wantErr: partition.ErrEmptyKey},
+		{proc: "voter.vote", key: "555123456x", args: encode(t, builtin.VoteArgs{Contestant: 1}), wantErr: ErrBadPhoneNumber},
+		{proc: "voter.init", args: encode(t, builtin.VoterInitArgs{Contestants: []string{"a"}}), wantErr: ErrVoterInitialised},
+		{proc: "bank.transfer", args: encode(t, builtin.BankTransferArgs{From: "a0", To: "b0", Amount: 1 << 40}), wantErr: ErrInsufficientFunds},
 	}
 	for i, tt := range tests {
 		before := te.snapshot(t)
@@ -62,7 +63,7 @@ func TestInvalidInputs(t *testing.T) {
 		}
 	}
 	// Wrong shape through the registry: a single-partition procedure run with a scope.
-	in := te.input("kv.put", "k", encode(t, KVPutArgs{}), nil)
+	in := te.input("kv.put", "k", encode(t, builtin.KVPutArgs{}), nil)
 	in.Scope = partition.AllPartitions(te.n)
 	if _, err := te.exec(in); !errors.Is(err, ErrWrongScope) {
 		t.Errorf("kv.put with a scope: got %v, want %v", err, ErrWrongScope)
@@ -73,7 +74,7 @@ func TestInvalidInputs(t *testing.T) {
 		t.Errorf("bank.total without a scope: got %v, want %v", err, ErrWrongScope)
 	}
 	// Still serving.
-	if got := mustInvoke[int64](t, te, "counter.add", "k", CounterAddArgs{Delta: 2}); got != 2 {
+	if got := mustInvoke[int64](t, te, "counter.add", "k", builtin.CounterAddArgs{Delta: 2}); got != 2 {
 		t.Errorf("after bad inputs: got %d, want 2", got)
 	}
 }
@@ -86,16 +87,16 @@ func seed(t tb, te *testEngine) {
 	var log []partition.Input
 	add := func(proc, key string, args any) { log = append(log, te.input(proc, key, encode(t, args), nil)) }
 	for i, k := range []string{"x", "y", "z"} {
-		add("kv.put", k, KVPutArgs{Value: []byte{byte(i)}})
-		add("counter.add", k, CounterAddArgs{Delta: int64(i)})
-		add("stream.append", k, StreamAppendArgs{Stream: "s", Record: []byte(k)})
+		add("kv.put", k, builtin.KVPutArgs{Value: []byte{byte(i)}})
+		add("counter.add", k, builtin.CounterAddArgs{Delta: int64(i)})
+		add("stream.append", k, builtin.StreamAppendArgs{Stream: "s", Record: []byte(k)})
 	}
 	for _, a := range []string{"a0", "a1", "a2", "a3", "b0"} {
-		add("bank.open", a, BankOpenArgs{Balance: 100})
+		add("bank.open", a, builtin.BankOpenArgs{Balance: 100})
 	}
-	add("voter.init", "", VoterInitArgs{Contestants: []string{"Ann", "Bob", "Cy"}})
+	add("voter.init", "", builtin.VoterInitArgs{Contestants: []string{"Ann", "Bob", "Cy"}})
 	for i, phone := range []string{"2125550001", "2125550002", "4155550003"} {
-		add("voter.vote", phone, VoteArgs{Contestant: int32(i%3 + 1)})
+		add("voter.vote", phone, builtin.VoteArgs{Contestant: int32(i%3 + 1)})
 	}
 	for i, r := range te.eng.Execute(log) {
 		if r.Err != nil {

@@ -5,61 +5,27 @@ import (
 	"errors"
 
 	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
 // KVTable is the table of the kv.* procedures: row key = the input's partition key, value
 // = the stored bytes.
 const KVTable = "kv"
 
-// KVPutArgs are the arguments of kv.put.
-type KVPutArgs struct {
-	// Value is stored under the input's partition key; nil stores an empty value.
-	Value []byte `msgpack:"v"`
-}
-
-// KVGetResult is the result of kv.get.
-type KVGetResult struct {
-	// Value is the stored value; nil when the key is absent.
-	Value []byte `msgpack:"v"`
-	// Found reports whether the key holds a value.
-	Found bool `msgpack:"f"`
-}
-
-// KVCasArgs are the arguments of kv.cas.
-type KVCasArgs struct {
-	// Old is the value the key must hold for the swap to happen (ignored with OldAbsent).
-	Old []byte `msgpack:"o"`
-	// OldAbsent makes the swap happen only if the key holds no value.
-	OldAbsent bool `msgpack:"oa"`
-	// New is the value stored when the condition holds.
-	New []byte `msgpack:"n"`
-}
-
-// KVCasResult is the result of kv.cas.
-type KVCasResult struct {
-	// Swapped reports whether New was stored.
-	Swapped bool `msgpack:"s"`
-	// Found reports whether the key holds a value after the call.
-	Found bool `msgpack:"f"`
-	// Current is the key's value after the call: New if Swapped, else the unchanged value
-	// (nil when absent).
-	Current []byte `msgpack:"c"`
-}
-
 func registerKV(r *Registry) error {
 	return errors.Join(
-		Register(r, "kv.put", kvPut,
+		Register(r, builtin.KVPut, kvPut,
 			Doc("key = row key; args KVPutArgs{v}; stores v; result bool: the key was new")),
-		Register(r, "kv.get", kvGet, ReadOnly(),
+		Register(r, builtin.KVGet, kvGet, ReadOnly(),
 			Doc("key = row key; args none; result KVGetResult{v, f}")),
-		Register(r, "kv.delete", kvDelete,
+		Register(r, builtin.KVDelete, kvDelete,
 			Doc("key = row key; args none; removes the row; result bool: it existed")),
-		Register(r, "kv.cas", kvCas,
+		Register(r, builtin.KVCas, kvCas,
 			Doc("key = row key; args KVCasArgs{o, oa, n}; stores n if the value is o (absent with oa); result KVCasResult{s, f, c}")),
 	)
 }
 
-func kvPut(tx *partition.Tx, a KVPutArgs) (bool, error) {
+func kvPut(tx *partition.Tx, a builtin.KVPutArgs) (bool, error) {
 	key := tx.Key()
 	if err := checkKey(key); err != nil {
 		return false, err
@@ -71,16 +37,16 @@ func kvPut(tx *partition.Tx, a KVPutArgs) (bool, error) {
 	return !existed, nil
 }
 
-func kvGet(tx *partition.Tx, _ NoArgs) (KVGetResult, error) {
+func kvGet(tx *partition.Tx, _ builtin.NoArgs) (builtin.KVGetResult, error) {
 	key := tx.Key()
 	if err := checkKey(key); err != nil {
-		return KVGetResult{}, err
+		return builtin.KVGetResult{}, err
 	}
 	v, ok := tx.Get(KVTable, key)
-	return KVGetResult{Value: v, Found: ok}, nil
+	return builtin.KVGetResult{Value: v, Found: ok}, nil
 }
 
-func kvDelete(tx *partition.Tx, _ NoArgs) (bool, error) {
+func kvDelete(tx *partition.Tx, _ builtin.NoArgs) (bool, error) {
 	key := tx.Key()
 	if err := checkKey(key); err != nil {
 		return false, err
@@ -92,10 +58,10 @@ func kvDelete(tx *partition.Tx, _ NoArgs) (bool, error) {
 	return true, tx.Delete(KVTable, key)
 }
 
-func kvCas(tx *partition.Tx, a KVCasArgs) (KVCasResult, error) {
+func kvCas(tx *partition.Tx, a builtin.KVCasArgs) (builtin.KVCasResult, error) {
 	key := tx.Key()
 	if err := checkKey(key); err != nil {
-		return KVCasResult{}, err
+		return builtin.KVCasResult{}, err
 	}
 	cur, found := tx.Get(KVTable, key)
 	var match bool
@@ -105,10 +71,10 @@ func kvCas(tx *partition.Tx, a KVCasArgs) (KVCasResult, error) {
 		match = found && bytes.Equal(cur, a.Old)
 	}
 	if !match {
-		return KVCasResult{Found: found, Current: cur}, nil
+		return builtin.KVCasResult{Found: found, Current: cur}, nil
 	}
 	if err := tx.Put(KVTable, key, a.New); err != nil {
-		return KVCasResult{}, err
+		return builtin.KVCasResult{}, err
 	}
-	return KVCasResult{Swapped: true, Found: true, Current: a.New}, nil
+	return builtin.KVCasResult{Swapped: true, Found: true, Current: a.New}, nil
 }

@@ -4,11 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/lockstepdb/lockstep/partition"
-	"github.com/vmihailenco/msgpack/v5"
-	"github.com/vmihailenco/msgpack/v5/msgpcode"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
 // Tables of the voter.* procedures, after VoltDB's Voter benchmark. The config and
@@ -33,7 +31,7 @@ const (
 )
 
 const (
-	// DefaultMaxVotesPerPhone is the vote limit per phone when VoterInitArgs leaves it 0.
+	// DefaultMaxVotesPerPhone is the vote limit per phone when builtin.VoterInitArgs leaves it 0.
 	DefaultMaxVotesPerPhone = 2
 	// MaxContestants is the largest number of contestants voter.init accepts.
 	MaxContestants = 1000
@@ -47,7 +45,7 @@ const (
 const voterConfigKey = "config"
 
 // Errors of the voter.* procedures. Each is returned wrapped; test with errors.Is. Vote
-// outcomes (invalid contestant, over the limit) are not errors but VoteResult values.
+// outcomes (invalid contestant, over the limit) are not errors but builtin.VoteResult values.
 var (
 	// ErrBadPhoneNumber is returned by voter.vote when its key is not 10 decimal digits.
 	ErrBadPhoneNumber = errors.New("phone number must be 10 decimal digits")
@@ -65,135 +63,17 @@ var (
 	ErrBadVoteLimit = errors.New("negative vote limit")
 )
 
-// VoterInitArgs are the arguments of voter.init.
-type VoterInitArgs struct {
-	// Contestants are the contestants' names; contestant i+1 is Contestants[i].
-	Contestants []string `msgpack:"c"`
-	// MaxVotesPerPhone is how many votes one phone may cast; 0 means
-	// DefaultMaxVotesPerPhone.
-	MaxVotesPerPhone int64 `msgpack:"m"`
-}
-
-// VoteArgs are the arguments of voter.vote.
-type VoteArgs struct {
-	// Contestant is the number of the contestant voted for, from 1.
-	Contestant int32 `msgpack:"c"`
-}
-
-// DecodeMsgpack decodes VoteArgs as the generic struct decoder would (a map with field
-// "c", an array of one element, or nil) but fails on a contestant number outside int32,
-// which the generic decoder silently truncates (DESIGN.md invariant 7), and on unknown
-// fields.
-func (a *VoteArgs) DecodeMsgpack(d *msgpack.Decoder) error {
-	*a = VoteArgs{}
-	c, err := d.PeekCode()
-	if err != nil {
-		return err
-	}
-	if msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32 {
-		n, err := d.DecodeArrayLen()
-		switch {
-		case err != nil || n == 0:
-			return err
-		case n != 1:
-			return fmt.Errorf("VoteArgs: array of %d elements, want 1", n)
-		}
-		return a.decodeContestant(d)
-	}
-	n, err := d.DecodeMapLen() // -1 for nil
-	if err != nil {
-		return err
-	}
-	for range n {
-		field, err := d.DecodeString()
-		if err != nil {
-			return err
-		}
-		if field != "c" {
-			return fmt.Errorf("VoteArgs: unknown field %q", field)
-		}
-		if err := a.decodeContestant(d); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (a *VoteArgs) decodeContestant(d *msgpack.Decoder) error {
-	n, err := d.DecodeInt64()
-	if err != nil {
-		return err
-	}
-	if n < math.MinInt32 || n > math.MaxInt32 {
-		return fmt.Errorf("VoteArgs: contestant %d does not fit in an int32", n)
-	}
-	a.Contestant = int32(n)
-	return nil
-}
-
-// VoteResult is the outcome of voter.vote. Rejected votes are outcomes, not errors.
-type VoteResult int
-
-// The outcomes of voter.vote, numbered as in VoltDB's Voter.
-const (
-	// VoteAccepted means the vote was counted.
-	VoteAccepted VoteResult = 0
-	// VoteInvalidContestant means no contestant has that number; nothing was counted.
-	VoteInvalidContestant VoteResult = 1
-	// VoteOverLimit means the phone has used all its votes; nothing was counted.
-	VoteOverLimit VoteResult = 2
-)
-
-// String returns the outcome's name.
-func (v VoteResult) String() string {
-	switch v {
-	case VoteAccepted:
-		return "accepted"
-	case VoteInvalidContestant:
-		return "invalid contestant"
-	case VoteOverLimit:
-		return "over limit"
-	}
-	return fmt.Sprintf("VoteResult(%d)", int(v))
-}
-
-// ContestantTotal is one row of the result of voter.results.
-type ContestantTotal struct {
-	// Contestant is the contestant's number.
-	Contestant int32 `msgpack:"c"`
-	// Name is the contestant's name.
-	Name string `msgpack:"n"`
-	// Votes is the number of accepted votes in the partitions read.
-	Votes int64 `msgpack:"v"`
-}
-
-// VoterAreaTotalsArgs are the arguments of voter.area_totals.
-type VoterAreaTotalsArgs struct {
-	// AreaCode restricts the result to one 3-digit area code; empty means all.
-	AreaCode string `msgpack:"a"`
-}
-
-// AreaTotal is one row of the result of voter.area_totals.
-type AreaTotal struct {
-	// AreaCode is the 3-digit area code.
-	AreaCode string `msgpack:"a"`
-	// Contestant is the contestant's number.
-	Contestant int32 `msgpack:"c"`
-	// Votes is the number of accepted votes for Contestant from AreaCode.
-	Votes int64 `msgpack:"v"`
-}
-
 func registerVoter(r *Registry) error {
 	r.DeclareReplicatedTable(VoterConfigTable)
 	r.DeclareReplicatedTable(VoterContestantsTable)
 	return errors.Join(
-		Register(r, "voter.init", voterInit, MultiPartition(),
+		Register(r, builtin.VoterInit, voterInit, MultiPartition(),
 			Doc("multi-partition (scope: all partitions); args VoterInitArgs{c, m}; creates contestants 1..len(c), m votes per phone (0: 2); result int64: the contestant count")),
-		Register(r, "voter.vote", voterVote,
+		Register(r, builtin.VoterVote, voterVote,
 			Doc("key = phone number, 10 digits; args VoteArgs{c}; result VoteResult: 0 accepted, 1 invalid contestant, 2 over limit")),
-		Register(r, "voter.results", voterResults, MultiPartition(), ReadOnly(),
+		Register(r, builtin.VoterResults, voterResults, MultiPartition(), ReadOnly(),
 			Doc("multi-partition (sums the partitions in scope); args none; result []ContestantTotal{c, n, v} by votes desc, contestant asc")),
-		Register(r, "voter.area_totals", voterAreaTotals, MultiPartition(), ReadOnly(),
+		Register(r, builtin.VoterAreaTotals, voterAreaTotals, MultiPartition(), ReadOnly(),
 			Doc("multi-partition (sums the partitions in scope); args VoterAreaTotalsArgs{a}; result []AreaTotal{a, c, v} by area code, contestant")),
 	)
 }
@@ -241,7 +121,7 @@ func (k *voteKeys) contestant() []byte {
 
 func (k *voteKeys) area() []byte { return k.buf[len(voterConfigKey)+4:] }
 
-func voterInit(tx *partition.Tx, a VoterInitArgs) (int64, error) {
+func voterInit(tx *partition.Tx, a builtin.VoterInitArgs) (int64, error) {
 	if _, ok, _ := loadVoterConfig(tx, []byte(voterConfigKey)); ok {
 		return 0, ErrVoterInitialised
 	}
@@ -283,7 +163,7 @@ func isDigits(b []byte) bool {
 	return true
 }
 
-func voterVote(tx *partition.Tx, a VoteArgs) (VoteResult, error) {
+func voterVote(tx *partition.Tx, a builtin.VoteArgs) (builtin.VoteResult, error) {
 	phone := tx.Key()
 	if len(phone) != PhoneDigits || !isDigits(phone) {
 		return 0, fmt.Errorf("key of %d bytes: %w", len(phone), ErrBadPhoneNumber)
@@ -298,14 +178,14 @@ func voterVote(tx *partition.Tx, a VoteArgs) (VoteResult, error) {
 		return 0, ErrVoterNotInitialised
 	}
 	if a.Contestant < 1 || int64(a.Contestant) > cfg.contestants {
-		return VoteInvalidContestant, nil
+		return builtin.VoteInvalidContestant, nil
 	}
 	votes, _, err := getInt64(tx, VoterPhoneVotesTable, phone)
 	if err != nil {
 		return 0, err
 	}
 	if votes >= cfg.maxVotes {
-		return VoteOverLimit, nil
+		return builtin.VoteOverLimit, nil
 	}
 	if err := putInt64(tx, VoterPhoneVotesTable, phone, votes+1); err != nil {
 		return 0, err
@@ -321,7 +201,7 @@ func voterVote(tx *partition.Tx, a VoteArgs) (VoteResult, error) {
 	if err := incrInt64(tx, VoterAreaVotesTable, ak); err != nil {
 		return 0, err
 	}
-	return VoteAccepted, nil
+	return builtin.VoteAccepted, nil
 }
 
 // incrInt64 adds one to an int64 row, creating it at 1.

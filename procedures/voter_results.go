@@ -9,19 +9,20 @@ import (
 	"slices"
 
 	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
 // The read-only, multi-partition procedures of the voter family: each sums the per-partition
 // counts of every partition in the input's scope.
 
-func voterResults(tx *partition.Tx, _ NoArgs) ([]ContestantTotal, error) {
+func voterResults(tx *partition.Tx, _ builtin.NoArgs) ([]builtin.ContestantTotal, error) {
 	cfg, ok, err := loadVoterConfig(tx, []byte(voterConfigKey))
 	if err != nil || !ok {
-		return []ContestantTotal{}, err
+		return []builtin.ContestantTotal{}, err
 	}
-	totals := make([]ContestantTotal, 0, cfg.contestants)
+	totals := make([]builtin.ContestantTotal, 0, cfg.contestants)
 	err = tx.Scan(VoterContestantsTable, partition.ScanOptions{}, func(k, v []byte) bool {
-		totals = append(totals, ContestantTotal{Contestant: int32(binary.BigEndian.Uint32(k)), Name: string(v)})
+		totals = append(totals, builtin.ContestantTotal{Contestant: int32(binary.BigEndian.Uint32(k)), Name: string(v)})
 		return true
 	})
 	if err != nil {
@@ -50,7 +51,7 @@ func voterResults(tx *partition.Tx, _ NoArgs) ([]ContestantTotal, error) {
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(totals, func(a, b ContestantTotal) int {
+	slices.SortFunc(totals, func(a, b builtin.ContestantTotal) int {
 		if a.Votes != b.Votes {
 			return cmp.Compare(b.Votes, a.Votes)
 		}
@@ -59,7 +60,7 @@ func voterResults(tx *partition.Tx, _ NoArgs) ([]ContestantTotal, error) {
 	return totals, nil
 }
 
-func voterAreaTotals(tx *partition.Tx, a VoterAreaTotalsArgs) ([]AreaTotal, error) {
+func voterAreaTotals(tx *partition.Tx, a builtin.VoterAreaTotalsArgs) ([]builtin.AreaTotal, error) {
 	var opts partition.ScanOptions
 	if a.AreaCode != "" {
 		if len(a.AreaCode) != AreaCodeDigits || !isDigits([]byte(a.AreaCode)) {
@@ -93,9 +94,9 @@ func voterAreaTotals(tx *partition.Tx, a VoterAreaTotalsArgs) ([]AreaTotal, erro
 	keys := slices.SortedFunc(maps.Keys(sums), func(a, b [AreaCodeDigits + 4]byte) int {
 		return bytes.Compare(a[:], b[:])
 	})
-	out := make([]AreaTotal, 0, len(keys))
+	out := make([]builtin.AreaTotal, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, AreaTotal{
+		out = append(out, builtin.AreaTotal{
 			AreaCode:   string(k[:AreaCodeDigits]),
 			Contestant: int32(binary.BigEndian.Uint32(k[AreaCodeDigits:])),
 			Votes:      sums[k],

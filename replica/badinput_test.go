@@ -183,7 +183,7 @@ func TestClientThatDoesNotReadLosesOnlyItsConnection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	good := c.dial(ctx)
-	if _, err := good.KVPut(ctx, []byte("big"), make([]byte, 64<<10)); err != nil {
+	if _, err := good.KVPut(ctx, "big", make([]byte, 64<<10)); err != nil {
 		t.Fatal(err)
 	}
 	// Each kv.get answer carries 64 KiB: 32 MiB of answers overflow the socket buffers

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
 // TestClusterRunsBuiltins: a 3-node cluster executes every built-in through the client and
@@ -24,22 +25,22 @@ func TestClusterRunsBuiltins(t *testing.T) {
 				t.Fatalf("%s: %v", what, err)
 			}
 		}
-		created, err := cl.KVPut(ctx, []byte("k"), []byte("v1"))
+		created, err := cl.KVPut(ctx, "k", []byte("v1"))
 		must("kv.put", err)
 		if !created {
 			t.Fatalf("kv.put: got created=false, want true")
 		}
-		v, found, err := cl.KVGet(ctx, []byte("k"))
+		v, found, err := cl.KVGet(ctx, "k")
 		must("kv.get", err)
 		if !found || string(v) != "v1" {
 			t.Fatalf("kv.get: got %q %t, want v1 true", v, found)
 		}
-		cas, err := cl.KVCas(ctx, []byte("k"), client.KVCasArgs{Old: []byte("v1"), New: []byte("v2")})
+		cas, err := cl.KVCas(ctx, "k", builtin.KVCasArgs{Old: []byte("v1"), New: []byte("v2")})
 		must("kv.cas", err)
 		if !cas.Swapped {
 			t.Fatalf("kv.cas: got %+v, want swapped", cas)
 		}
-		_, err = cl.KVDelete(ctx, []byte("k"))
+		_, err = cl.KVDelete(ctx, "k")
 		must("kv.delete", err)
 		for i := 1; i <= 10; i++ {
 			n, err := cl.CounterAdd(ctx, "hits", 3)
@@ -67,9 +68,9 @@ func TestClusterRunsBuiltins(t *testing.T) {
 		for i := 0; i < 3; i++ {
 			res, err := cl.Vote(ctx, 6175550100, 2)
 			must("voter.vote", err)
-			want := client.VoteAccepted
+			want := builtin.VoteAccepted
 			if i == 2 {
-				want = client.VoteOverLimit
+				want = builtin.VoteOverLimit
 			}
 			if res != want {
 				t.Fatalf("#%d: vote got %v, want %v", i, res, want)
@@ -80,7 +81,7 @@ func TestClusterRunsBuiltins(t *testing.T) {
 		if len(results) == 0 || results[0].Contestant != 2 || results[0].Votes != 2 {
 			t.Fatalf("voter.results: got %+v", results)
 		}
-		off, err := cl.StreamAppend(ctx, []byte("orders"), "events", []byte("r0"))
+		off, err := cl.StreamAppend(ctx, "orders", "events", []byte("r0"))
 		must("stream.append", err)
 		if err := cl.InvokeMulti(ctx, "no.such", nil, nil, nil); !errors.Is(err, client.ErrUnknownProcedure) {
 			t.Fatalf("unknown procedure: got %v", err)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/internal/wire"
-	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -52,7 +52,7 @@ func TestRetryReturnsOriginalResult(t *testing.T) {
 			t.Fatalf("open session: %v %d", err, resp.Session)
 		}
 		ses := resp.Session
-		args, _ := msgpack.Marshal(&procedures.CounterAddArgs{Delta: 5})
+		args, _ := msgpack.Marshal(&builtin.CounterAddArgs{Delta: 5})
 		for seq := uint64(1); seq <= 3; seq++ {
 			resp = rawCall(t, l.ClientAddr(), &wire.Request{Op: wire.OpInvoke, Session: ses, Seq: seq, Procedure: "counter.add", Key: []byte("c"), HasKey: true, Args: args})
 			if err := resp.Err(); err != nil {

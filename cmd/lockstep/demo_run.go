@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/latency"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/lockstepdb/lockstep/replica"
 	"github.com/urfave/cli/v2"
 )
@@ -106,7 +107,7 @@ func vote(ctx context.Context, cl *client.Client, seed uint64, t *demoTally, lat
 		lat.Record(d)
 		window.Record(d)
 		t.acked.Add(1)
-		if res == client.VoteAccepted {
+		if res == builtin.VoteAccepted {
 			t.accepted.Add(1)
 		}
 	}

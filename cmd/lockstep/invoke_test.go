@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -16,20 +16,20 @@ func TestDecodeArgs(t *testing.T) {
 		want any    // the decoded value, when no error
 		err  string // a part of the error, else ""
 	}{
-		{reflect.TypeFor[procedures.CounterAddArgs](), `{"Delta": 5}`, procedures.CounterAddArgs{Delta: 5}, ""},
-		{reflect.TypeFor[procedures.CounterAddArgs](), `{"delta": -5}`, procedures.CounterAddArgs{Delta: -5}, ""},
-		{reflect.TypeFor[procedures.CounterAddArgs](), `{"d": 7}`, procedures.CounterAddArgs{Delta: 7}, ""},
-		{reflect.TypeFor[procedures.VoterInitArgs](), `{"c": ["a", "b"], "m": 3}`, procedures.VoterInitArgs{Contestants: []string{"a", "b"}, MaxVotesPerPhone: 3}, ""},
-		{reflect.TypeFor[procedures.KVPutArgs](), `{"Value": "aGk="}`, procedures.KVPutArgs{Value: []byte("hi")}, ""},
-		{reflect.TypeFor[procedures.KVCasArgs](), `{"oa": true, "n": "aGk="}`, procedures.KVCasArgs{OldAbsent: true, New: []byte("hi")}, ""},
-		{reflect.TypeFor[procedures.NoArgs](), `{}`, procedures.NoArgs{}, ""},
-		{reflect.TypeFor[procedures.NoArgs](), `{"x": 1}`, nil, `unknown field "x"`},
-		{reflect.TypeFor[procedures.CounterAddArgs](), `{"Delta": "5"}`, nil, "cannot unmarshal string"},
-		{reflect.TypeFor[procedures.CounterAddArgs](), `{"Delta": 1.5}`, nil, "cannot unmarshal number 1.5"},
-		{reflect.TypeFor[procedures.CounterAddArgs](), `{"Delta": 1} {}`, nil, "not valid JSON"},
-		{reflect.TypeFor[procedures.CounterAddArgs](), `[1]`, nil, "cannot unmarshal array"},
-		{reflect.TypeFor[procedures.VoteArgs](), `{"Contestant": 4294967296}`, nil, "int32"},
-		{reflect.TypeFor[procedures.KVPutArgs](), `{"Value": "not base64!"}`, nil, "illegal base64"},
+		{reflect.TypeFor[builtin.CounterAddArgs](), `{"Delta": 5}`, builtin.CounterAddArgs{Delta: 5}, ""},
+		{reflect.TypeFor[builtin.CounterAddArgs](), `{"delta": -5}`, builtin.CounterAddArgs{Delta: -5}, ""},
+		{reflect.TypeFor[builtin.CounterAddArgs](), `{"d": 7}`, builtin.CounterAddArgs{Delta: 7}, ""},
+		{reflect.TypeFor[builtin.VoterInitArgs](), `{"c": ["a", "b"], "m": 3}`, builtin.VoterInitArgs{Contestants: []string{"a", "b"}, MaxVotesPerPhone: 3}, ""},
+		{reflect.TypeFor[builtin.KVPutArgs](), `{"Value": "aGk="}`, builtin.KVPutArgs{Value: []byte("hi")}, ""},
+		{reflect.TypeFor[builtin.KVCasArgs](), `{"oa": true, "n": "aGk="}`, builtin.KVCasArgs{OldAbsent: true, New: []byte("hi")}, ""},
+		{reflect.TypeFor[builtin.NoArgs](), `{}`, builtin.NoArgs{}, ""},
+		{reflect.TypeFor[builtin.NoArgs](), `{"x": 1}`, nil, `unknown field "x"`},
+		{reflect.TypeFor[builtin.CounterAddArgs](), `{"Delta": "5"}`, nil, "cannot unmarshal string"},
+		{reflect.TypeFor[builtin.CounterAddArgs](), `{"Delta": 1.5}`, nil, "cannot unmarshal number 1.5"},
+		{reflect.TypeFor[builtin.CounterAddArgs](), `{"Delta": 1} {}`, nil, "not valid JSON"},
+		{reflect.TypeFor[builtin.CounterAddArgs](), `[1]`, nil, "cannot unmarshal array"},
+		{reflect.TypeFor[builtin.VoteArgs](), `{"Contestant": 4294967296}`, nil, "int32"},
+		{reflect.TypeFor[builtin.KVPutArgs](), `{"Value": "not base64!"}`, nil, "illegal base64"},
 		{reflect.TypeFor[int64](), `42`, int64(42), ""},
 	} {
 		got, err := decodeArgs(tc.typ, tc.json)
@@ -53,7 +53,7 @@ func TestDecodeArgs(t *testing.T) {
 			t.Errorf("#%d: msgpack %x, want %x", i, gotWire, wantWire)
 		}
 	}
-	if got, err := decodeArgs(reflect.TypeFor[procedures.CounterAddArgs](), "  "); got != nil || err != nil {
+	if got, err := decodeArgs(reflect.TypeFor[builtin.CounterAddArgs](), "  "); got != nil || err != nil {
 		t.Errorf("no --args: got %v, %v; want nil, nil", got, err)
 	}
 }
@@ -63,11 +63,11 @@ func TestTypeShape(t *testing.T) {
 		typ  reflect.Type
 		want string
 	}{
-		{reflect.TypeFor[procedures.NoArgs](), "none"},
-		{reflect.TypeFor[procedures.CounterAddArgs](), "CounterAddArgs{Delta int64}"},
-		{reflect.TypeFor[procedures.KVPutArgs](), "KVPutArgs{Value []byte (base64)}"},
-		{reflect.TypeFor[[]procedures.ContestantTotal](), "[]ContestantTotal{Contestant int32, Name string, Votes int64}"},
-		{reflect.TypeFor[procedures.VoteResult](), "VoteResult (int)"},
+		{reflect.TypeFor[builtin.NoArgs](), "none"},
+		{reflect.TypeFor[builtin.CounterAddArgs](), "CounterAddArgs{Delta int64}"},
+		{reflect.TypeFor[builtin.KVPutArgs](), "KVPutArgs{Value []byte (base64)}"},
+		{reflect.TypeFor[[]builtin.ContestantTotal](), "[]ContestantTotal{Contestant int32, Name string, Votes int64}"},
+		{reflect.TypeFor[builtin.VoteResult](), "VoteResult (int)"},
 		{reflect.TypeFor[uint64](), "uint64"},
 	} {
 		if got := typeShape(tc.typ); got != tc.want {

@@ -80,8 +80,9 @@ func main() {
 	}
 	defer c.Close()
 	for _, line := range []string{"the quick brown fox", "jumps over the lazy dog", "The End"} {
-		var distinct int64
-		if err := c.Invoke(ctx, "words.count", []byte("doc-1"), WordCountArgs{Line: line}, &distinct); err != nil {
+		// The result type is named, the argument type inferred from WordCountArgs.
+		distinct, err := client.InvokeAs[int64](ctx, c, "words.count", []byte("doc-1"), WordCountArgs{Line: line})
+		if err != nil {
 			log.Fatal(err)
 		}
 		fmt.Printf("%-25q -> %d distinct words so far\n", line, distinct)

@@ -1,0 +1,23 @@
+package builtin
+
+// Names of the built-in procedures, as registered by procedures.RegisterBuiltins.
+const (
+	KVPut           = "kv.put"
+	KVGet           = "kv.get"
+	KVDelete        = "kv.delete"
+	KVCas           = "kv.cas"
+	CounterAdd      = "counter.add"
+	CounterGet      = "counter.get"
+	BankOpen        = "bank.open"
+	BankTransfer    = "bank.transfer"
+	BankTotal       = "bank.total"
+	VoterInit       = "voter.init"
+	VoterVote       = "voter.vote"
+	VoterResults    = "voter.results"
+	VoterAreaTotals = "voter.area_totals"
+	StreamAppend    = "stream.append"
+)
+
+// NoArgs is the argument type of procedures that take no arguments, built-in or not.
+// Absent or empty argument bytes, a msgpack nil and an empty map all decode to it.
+type NoArgs struct{}
