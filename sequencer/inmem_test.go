@@ -15,6 +15,7 @@ import (
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/lockstepdb/lockstep/replica"
 	"github.com/lockstepdb/lockstep/sequencer"
 )
@@ -204,7 +205,7 @@ type putOutcome struct {
 // submitPut proposes kv.put(key, value) on nd. The outcome arrives on out, unless Submit
 // refuses it; then submitPut returns Submit's error and nothing arrives.
 func submitPut(nd *memNode, key, value string, out chan<- putOutcome) error {
-	args, err := msgpack.Marshal(procedures.KVPutArgs{Value: []byte(value)})
+	args, err := msgpack.Marshal(builtin.KVPutArgs{Value: []byte(value)})
 	if err != nil {
 		return err
 	}
@@ -274,7 +275,7 @@ func get(t testing.TB, nd *memNode, key string) (string, bool) {
 	if res.Err != nil {
 		t.Fatalf("kv.get %s on %s: %v", key, nd.id, res.Err)
 	}
-	var r procedures.KVGetResult
+	var r builtin.KVGetResult
 	if err := msgpack.Unmarshal(res.Value, &r); err != nil {
 		t.Fatalf("kv.get %s on %s: %v", key, nd.id, err)
 	}
