@@ -66,8 +66,8 @@ type Status struct {
 	Ready bool `json:"ready"`
 	// UptimeMs is the time since the node started, in milliseconds.
 	UptimeMs int64 `json:"uptime_ms"`
-	// Batches and Inputs count the batches and inputs the node's sequencer has proposed
-	// (non-zero on leaders).
+	// Batches counts the log entries the node proposed as leader since it started, and
+	// Inputs the inputs in them.
 	Batches uint64 `json:"batches"`
 	Inputs  uint64 `json:"inputs"`
 	// QueueDepth is the number of inputs waiting to be batched.
