@@ -75,9 +75,12 @@ func (cs *ClusterStatus) Failed() []NodeStatus {
 
 // Members returns the cluster's members as the leader's log records them, ordered by id.
 // The leader answers (any node may point the way): its list is current, where a
-// follower may not yet have applied a recent join or removal. Asking is retried, following
-// leader hints, until a leader answers, ctx ends or Config.MaxRetries runs out; a cluster
-// without a leader therefore has no answer (ClusterStatus has one).
+// follower may not yet have applied a recent join or removal. One exception: right after
+// an election, until the new leader has committed an entry of its own term, its list may
+// miss a change its predecessor committed last, and its status does not tell that moment
+// apart. Asking is retried, following leader hints, until a leader answers, ctx ends or
+// Config.MaxRetries runs out; a cluster without a leader therefore has no answer
+// (ClusterStatus has one).
 func (c *Client) Members(ctx context.Context) ([]Member, error) {
 	if err := c.acquireFree(ctx); err != nil {
 		return nil, c.opErr(fmt.Errorf("client: members: %w", err))
@@ -217,8 +220,8 @@ func (c *Client) AddVoter(ctx context.Context, j JoinRequest) error {
 // Remove asks the leader to remove the member id from the Raft configuration and from
 // the members recorded in the log. The removed node stops taking part; its process keeps
 // running until its owner stops it. Removing the leader makes it step down once the
-// change commits. The client first checks, with the leader, that id is a member: an
-// unknown id gets ErrUnknownMember and changes nothing. What is retried: see
+// change commits. The client first checks, with the leader's list (see Members), that id
+// is a member: an unknown id gets ErrUnknownMember and changes nothing. What is retried: see
 // Administration in the package documentation.
 func (c *Client) Remove(ctx context.Context, id string) error {
 	what := "remove " + id
@@ -244,8 +247,8 @@ func (c *Client) Remove(ctx context.Context, id string) error {
 // empty id, to the most up-to-date voter, and returns once the leader has stepped down;
 // the new leader is elected soon after (Members, Status or ClusterStatus show it), and
 // the client follows it on its next request. If id leads already it returns nil at once.
-// The client first checks, with the leader, that id is a member: an unknown id gets
-// ErrUnknownMember and changes nothing. What is retried: see
+// The client first checks, with the leader's list (see Members), that id is a member: an
+// unknown id gets ErrUnknownMember and changes nothing. What is retried: see
 // Administration in the package documentation.
 func (c *Client) TransferLeadership(ctx context.Context, id string) error {
 	what := "transfer leadership"

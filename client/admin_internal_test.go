@@ -68,6 +68,17 @@ func TestAdminCallRetries(t *testing.T) {
 		t.Errorf("Members: %+v, %v", ms, err)
 	}
 
+	// A node id the leader does not list is refused without sending anything.
+	if err := c.Remove(ctx, "z"); !errors.Is(err, ErrUnknownMember) {
+		t.Errorf("Remove(z): %v, want ErrUnknownMember", err)
+	}
+	if err := c.TransferLeadership(ctx, "z"); !errors.Is(err, ErrUnknownMember) {
+		t.Errorf("TransferLeadership(z): %v, want ErrUnknownMember", err)
+	}
+	if got := len(b.requests(wire.OpRemove)) + len(b.requests(wire.OpTransferLeader)); got != 2 {
+		t.Errorf("the leader got %d removes and transfers, want the 2 removes of a", got)
+	}
+
 	// d drops the connection after receiving a transfer; e answers UnknownOutcome to a join.
 	d := newFakeNode(t, "d", func(fc *fakeConn, req wire.Request) {
 		switch req.Op {
