@@ -56,25 +56,11 @@ type poolEntry struct {
 // leader and opens a session, retrying within ctx and cfg.MaxRetries. The Client
 // reconnects by itself when connections break; ctx bounds only Dial.
 func Dial(ctx context.Context, cfg Config) (*Client, error) {
-	if err := cfg.Validate(); err != nil {
+	c, err := Open(cfg)
+	if err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
-	c := &Client{
-		cfg:  cfg,
-		log:  cfg.Logger,
-		pool: map[string]*poolEntry{},
-		free: make(chan struct{}, cfg.MaxInflight),
-	}
-	for _, a := range cfg.Addrs {
-		c.learn(a)
-	}
-	c.leader = c.candidates[0]
-	c.rotation = 1
-	c.sess.init(cfg.MaxInflight)
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.closing = c.ctx.Done()
-	_, err := c.session(ctx)
+	_, err = c.session(ctx)
 	if err != nil {
 		err = c.opErr(err)
 		c.Close()

@@ -313,7 +313,7 @@ func TestReadAnyAndStreamsUseAnyReplica(t *testing.T) {
 		case wire.OpStreamRead:
 			fc.reply(wire.Response{ID: req.ID, Records: [][]byte{[]byte("r5"), []byte("r6")}, NextOffset: req.Offset + 2})
 		case wire.OpStatus:
-			fc.reply(wire.Response{ID: req.ID, Value: value(t, Status{NodeID: "b", State: "Follower", Ready: true, Partitions: 4})})
+			fc.reply(wire.Response{ID: req.ID, Value: value(t, wire.Status{NodeID: "b", State: "Follower", Ready: true, Partitions: 4})})
 		}
 	})
 	c := dial(t, testConfig(t, b.addr, a.addr))

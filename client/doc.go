@@ -9,7 +9,8 @@ and argument and result types, shared with the servers so that they are defined 
 # Duties
 
  1. Connect. Dial connects to a seed address, follows the NotLeader hints to the leader
-    (or, without a hint, tries the next known node), and opens a session. One pipelined
+    (or, without a hint, tries the next known node), and opens a session. (Open returns
+    a Client that does all this on its first request instead.) One pipelined
     connection per node carries any number of requests at once; a reader goroutine hands
     each answer to the caller waiting on its ID. A broken connection is redialed by the
     next request that needs it.
@@ -60,6 +61,33 @@ account and stream names) as string, since Go strings hold any bytes and literal
 conversion; the generic and untyped calls, which carry keys to the wire as they are, take
 []byte (a multi-partition call a [][]byte, nil for every partition). Values and records
 are []byte everywhere.
+
+# Administration
+
+A Client also carries the admin API, the counterpart of etcd's Cluster and Maintenance
+interfaces: Status (one node), ClusterStatus (every node the seeds lead to, reachable or
+not), Members (the membership as the leader records it), AddVoter, Remove and
+TransferLeadership. None of it uses the client session. Open returns a Client without
+contacting any node, so that Status and ClusterStatus work against a cluster that has no
+leader; Dial would wait for one.
+
+	c, err := client.Open(client.Config{Addrs: seeds})
+	if err != nil { ... }
+	defer c.Close()
+	cs, err := c.ClusterStatus(ctx) // every node's Status, or its Err (ErrUnreachable, ...)
+	err = c.TransferLeadership(ctx, "n2")
+
+Status and ClusterStatus ask each node once: an unreachable node is reported, not hidden
+behind retries. Members, AddVoter, Remove and TransferLeadership go to the leader: the
+client follows NotLeader hints, and retries only attempts that provably did not run (a
+NotLeader, NotReady, Divergent, ShuttingDown or Overloaded answer, or a node it could not
+connect to), pausing as for invocations, until ctx ends or Config.MaxRetries runs out.
+Membership changes carry no session, so nothing deduplicates a second copy: an attempt
+whose outcome is in doubt (the connection broke after sending, no answer within
+RequestTimeout, an UnknownOutcome or Timeout answer) ends the call with an error matching
+ErrUnknownOutcome or ErrTimeout; read the membership back (Members) to learn what
+happened. Remove and TransferLeadership check first, with the leader, that the node is a
+member, and refuse an unknown id with ErrUnknownMember, changing nothing.
 
 # Exactly once
 

@@ -14,7 +14,8 @@ import (
 // The errors the client retries (those that say "retries" below) reach the caller of a
 // retrying method (Invoke, Query, ReadStream, ...) only as the last error named in the
 // text of ErrRetriesExhausted or of a context error, never as the returned error's
-// identity. Status makes one attempt and returns them as they are.
+// identity. Status makes one attempt and returns them as they are (ClusterStatus, in
+// each node's NodeStatus.Err).
 var (
 	// ErrNotLeader: the node was not the leader. The client follows the leader hint and
 	// retries.
@@ -36,8 +37,9 @@ var (
 	// ErrSessionExpired.
 	ErrUnknownSession = wire.ErrUnknownSession
 	// ErrUnknownOutcome: the request may or may not have been executed, and the client can
-	// no longer find out. The client returns it in exactly one case: the session expired
-	// after an attempt whose outcome was in doubt (see the package documentation).
+	// no longer find out. The client returns it in two cases: an invocation's session
+	// expired after an attempt whose outcome was in doubt, and a membership change's
+	// attempt was in doubt (see the package documentation).
 	ErrUnknownOutcome = wire.ErrUnknownOutcome
 	// ErrTimeout: the server's deadline for the request passed. The client retries.
 	ErrTimeout = wire.ErrTimeout
@@ -81,6 +83,14 @@ var (
 	// ErrConnLost is the cause reported when the connection to a node broke while requests
 	// were in flight. The client retries them; callers see it only inside other errors.
 	ErrConnLost = errors.New("connection lost")
+	// ErrUnreachable is the cause reported when the client could not connect to a node:
+	// the dial or the protocol handshake failed, so no request reached it. Status and
+	// ClusterStatus return it (for ClusterStatus, in the node's NodeStatus.Err); the
+	// retrying methods try another node.
+	ErrUnreachable = errUnreachable
+	// ErrUnknownMember is returned by Remove and TransferLeadership for a node id that is
+	// not among the cluster's members, as the leader records them. Nothing was changed.
+	ErrUnknownMember = errors.New("client: unknown member")
 )
 
 // Error is the error a node returned for a request: a catalogue Code, the server's

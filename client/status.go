@@ -8,13 +8,6 @@ import (
 	"github.com/lockstepdb/lockstep/internal/wire"
 )
 
-// Status is a node's status as it reports it: identity, Raft state and indexes, the
-// leader it knows, partition hashes, readiness and load.
-type Status = wire.Status
-
-// HashCheck is one replica's partition hashes at a hash-check log index (Status.HashChecks).
-type HashCheck = wire.HashCheck
-
 // Status asks the node at addr for its status; an empty addr asks the node the client
 // currently sends leader requests to. It makes one attempt (redialing once if the pooled
 // connection turns out to be dead), bounded by ctx and RequestTimeout: a status probe
@@ -31,11 +24,11 @@ func (c *Client) Status(ctx context.Context, addr string) (Status, error) {
 	if err != nil {
 		return Status{}, c.opErr(fmt.Errorf("client: status of %s: %w", addr, err))
 	}
-	var st Status
+	var st wire.Status
 	if err := c.decode(resp.Value, &st); err != nil {
 		return Status{}, fmt.Errorf("client: status of %s: %w: %w", addr, ErrMalformed, err)
 	}
-	return st, nil
+	return statusFromWire(&st), nil
 }
 
 // at sends req to addr once and returns the OK Response or an error. If the pooled

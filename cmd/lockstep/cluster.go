@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/urfave/cli/v2"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // leaderPollInterval is how often transfer-leader looks for the new leader.
@@ -91,21 +90,22 @@ func runClusterJoin(c *cli.Context) error {
 		return err
 	}
 	defer cancel()
-	addrs, cid := c.StringSlice("addr"), c.String("cluster-id")
+	cl, err := openClient(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
 	parts := c.Int("partitions")
 	if parts == 0 {
-		st, err := firstStatus(ctx, addrs, cid)
+		st, err := firstStatus(ctx, cl, c.StringSlice("addr"))
 		if err != nil {
 			return err
 		}
 		parts = st.Partitions
 	}
-	args, err := msgpack.Marshal(&wire.JoinArgs{ID: id, RaftAddr: c.String("raft"), ClientAddr: c.String("client"),
+	err = cl.AddVoter(ctx, client.JoinRequest{ID: id, RaftAddr: c.String("raft"), ClientAddr: c.String("client"),
 		Partitions: parts, Procedures: procedures.Builtins().Fingerprint()})
 	if err != nil {
-		return err
-	}
-	if _, err := callLeader(ctx, addrs, cid, &wire.Request{Op: wire.OpJoin, Args: args}); err != nil {
 		return fmt.Errorf("join %s: %w", id, err)
 	}
 	fmt.Fprintf(c.App.Writer, "%s joined as a voter (raft %s, client %s); it catches up from the leader\n", id, c.String("raft"), c.String("client"))
@@ -122,7 +122,12 @@ func runClusterRemove(c *cli.Context) error {
 		return err
 	}
 	defer cancel()
-	if _, err := callLeader(ctx, c.StringSlice("addr"), c.String("cluster-id"), &wire.Request{Op: wire.OpRemove, Key: []byte(id)}); err != nil {
+	cl, err := openClient(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if err := cl.Remove(ctx, id); err != nil {
 		return fmt.Errorf("remove %s: %w", id, err)
 	}
 	fmt.Fprintf(c.App.Writer, "removed %s from the cluster\n", id)
@@ -139,8 +144,13 @@ func runTransferLeader(c *cli.Context) error {
 		return err
 	}
 	defer cancel()
-	addrs, cid := c.StringSlice("addr"), c.String("cluster-id")
-	st, err := firstStatus(ctx, addrs, cid)
+	cl, err := openClient(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	addrs := c.StringSlice("addr")
+	st, err := firstStatus(ctx, cl, addrs)
 	if err != nil {
 		return err
 	}
@@ -149,10 +159,10 @@ func runTransferLeader(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "%s leads already\n", target)
 		return nil
 	}
-	if _, err := callLeader(ctx, addrs, cid, &wire.Request{Op: wire.OpTransferLeader, Key: []byte(target)}); err != nil {
+	if err := cl.TransferLeadership(ctx, target); err != nil {
 		return fmt.Errorf("transfer leadership: %w", err)
 	}
-	next, err := waitNewLeader(ctx, addrs, cid, old)
+	next, err := waitNewLeader(ctx, cl, addrs, old)
 	if err != nil {
 		return fmt.Errorf("leadership transfer from %s acknowledged, but no new leader seen: %w", old, err)
 	}
@@ -161,26 +171,26 @@ func runTransferLeader(c *cli.Context) error {
 }
 
 // firstStatus returns the status of the first node of addrs that answers.
-func firstStatus(ctx context.Context, addrs []string, clusterID string) (wire.Status, error) {
+func firstStatus(ctx context.Context, cl *client.Client, addrs []string) (client.Status, error) {
 	var errs []error
 	for _, a := range addrs {
-		st, err := nodeStatus(ctx, a, clusterID)
+		st, err := cl.Status(ctx, a)
 		if err == nil {
 			return st, nil
 		}
 		errs = append(errs, err)
 	}
-	return wire.Status{}, fmt.Errorf("no node answered: %w", errors.Join(errs...))
+	return client.Status{}, fmt.Errorf("no node answered: %w", errors.Join(errs...))
 }
 
 // waitNewLeader polls the nodes until one reports a leader other than old, and returns it.
-func waitNewLeader(ctx context.Context, addrs []string, clusterID, old string) (string, error) {
+func waitNewLeader(ctx context.Context, cl *client.Client, addrs []string, old string) (string, error) {
 	t := time.NewTicker(leaderPollInterval)
 	defer t.Stop()
 	var last error
 	for {
 		for _, a := range addrs {
-			st, err := nodeStatus(ctx, a, clusterID)
+			st, err := cl.Status(ctx, a)
 			if err != nil {
 				last = err
 				continue

@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/lockstepdb/lockstep/internal/wire"
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/lockstepdb/lockstep/replica"
+	"github.com/lockstepdb/lockstep/client"
 	"github.com/urfave/cli/v2"
 )
 
@@ -35,7 +33,7 @@ Examples:
 // nodeRow is one node of `lockstep cluster status --output json`: its status, its lag and,
 // for a node that did not answer, the error (and only its address).
 type nodeRow struct {
-	replica.StatusJSON
+	statusJSON
 	// Lag is how many log entries the node has applied fewer than the leader.
 	Lag uint64 `json:"lag"`
 	// Error says why the node did not answer; empty when it did.
@@ -60,7 +58,15 @@ func runClusterStatus(c *cli.Context) error {
 		return err
 	}
 	defer cancel()
-	cs, failed := gatherStatus(ctx, c.StringSlice("addr"), c.String("cluster-id"))
+	cl, err := openClient(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	cs, failed, err := gatherStatus(ctx, cl)
+	if err != nil {
+		return err
+	}
 	if format == outputJSON {
 		err = writeJSON(c.App.Writer, cs)
 	} else {
@@ -81,48 +87,24 @@ func runClusterStatus(c *cli.Context) error {
 	return nil
 }
 
-// gatherStatus asks every node of addrs, and every node their statuses name, for its
-// status, in rounds of parallel requests, and returns the rows and how many failed.
-func gatherStatus(ctx context.Context, addrs []string, clusterID string) (clusterStatusJSON, int) {
-	seen := map[string]bool{}
-	byID := map[string]bool{}
-	var rows, failed []nodeRow
-	for wave := addrs; len(wave) > 0; {
-		var todo []string
-		for _, a := range wave {
-			if a != "" && !seen[a] {
-				seen[a] = true
-				todo = append(todo, a)
-			}
-		}
-		results := make([]nodeRow, len(todo))
-		var wg sync.WaitGroup
-		for i, a := range todo {
-			wg.Go(func() {
-				st, err := nodeStatus(ctx, a, clusterID)
-				if err != nil {
-					results[i] = nodeRow{StatusJSON: replica.StatusJSON{Status: wire.Status{ClientAddr: a}}, Error: err.Error()}
-					return
-				}
-				results[i] = nodeRow{StatusJSON: replica.NewStatusJSON(st)}
-				results[i].HashChecks = nil // long; /status has them
-			})
-		}
-		wg.Wait()
-		wave = nil
-		for _, r := range results {
-			switch {
-			case r.Error != "":
-				failed = append(failed, r)
-			case !byID[r.NodeID]: // the same node under another address counts once
-				byID[r.NodeID] = true
-				rows = append(rows, r)
-				wave = append(wave, peerAddrs(r)...)
-			}
-		}
+// gatherStatus asks the cluster's nodes for their status (client.ClusterStatus: the seeds
+// and every node their statuses name) and returns the rows and how many failed.
+func gatherStatus(ctx context.Context, cl *client.Client) (clusterStatusJSON, int, error) {
+	st, err := cl.ClusterStatus(ctx)
+	if err != nil {
+		return clusterStatusJSON{}, 0, err
 	}
-	slices.SortFunc(rows, func(a, b nodeRow) int { return strings.Compare(a.NodeID, b.NodeID) })
-	cs := clusterStatusJSON{Leader: leaderOf(rows)}
+	var rows, failed []nodeRow
+	for _, n := range st.Nodes {
+		if n.Err != nil {
+			failed = append(failed, nodeRow{statusJSON: statusJSON{Status: client.Status{ClientAddr: n.Addr}}, Error: n.Err.Error()})
+			continue
+		}
+		r := nodeRow{statusJSON: newStatusJSON(n.Status)}
+		r.HashChecks = nil // long; /status has them
+		rows = append(rows, r)
+	}
+	cs := clusterStatusJSON{Leader: st.Leader}
 	// The reference is what the leader has applied, not its commit index: Raft's own
 	// entries (a new leader's no-op, configuration changes) never reach the state
 	// machine, so an idle replica's applied index stays below the commit index.
@@ -140,45 +122,7 @@ func gatherStatus(ctx context.Context, addrs []string, clusterID string) (cluste
 		}
 	}
 	cs.Nodes = append(rows, failed...)
-	return cs, len(failed)
-}
-
-// peerAddrs returns the client addresses of the other nodes a status names: the leader,
-// and, from the leader itself, every member recorded in the log. Only the leader's list
-// counts: a follower may not yet have applied a recent join or removal.
-func peerAddrs(r nodeRow) []string {
-	addrs := []string{r.LeaderClientAddr}
-	if r.State == "Leader" {
-		for _, n := range r.Nodes {
-			addrs = append(addrs, n.ClientAddr)
-		}
-	}
-	return addrs
-}
-
-// leaderOf returns the id of the leader among rows: the node that says it leads in the
-// highest term, else the leader most nodes name.
-func leaderOf(rows []nodeRow) string {
-	var leader string
-	var term uint64
-	for _, r := range rows {
-		if r.State == "Leader" && r.Term >= term {
-			leader, term = r.NodeID, r.Term
-		}
-	}
-	if leader != "" {
-		return leader
-	}
-	votes := map[string]int{}
-	for _, r := range rows {
-		if r.LeaderID != "" {
-			votes[r.LeaderID]++
-			if votes[r.LeaderID] > votes[leader] {
-				leader = r.LeaderID
-			}
-		}
-	}
-	return leader
+	return cs, len(failed), nil
 }
 
 func writeStatusTable(w io.Writer, cs clusterStatusJSON) error {

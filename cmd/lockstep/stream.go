@@ -84,7 +84,7 @@ func runStreamRead(c *cli.Context) error {
 		return err
 	}
 	defer cancel()
-	cl, err := dialClient(ctx, c)
+	cl, err := openClient(c)
 	if err != nil {
 		return err
 	}

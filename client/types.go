@@ -1,0 +1,138 @@
+package client
+
+import "github.com/lockstepdb/lockstep/internal/wire"
+
+// Role is a node's Raft role, as its status reports it.
+type Role string
+
+// Roles. A node reports the first four; RoleUnknown is the role of a member whose role
+// nobody reported.
+const (
+	// RoleLeader: the node leads; membership changes and writes go to it.
+	RoleLeader Role = "Leader"
+	// RoleFollower: the node follows a leader (or, in Members, is a voter other than the
+	// leader).
+	RoleFollower Role = "Follower"
+	// RoleCandidate: the node is standing for election; the cluster may have no leader.
+	RoleCandidate Role = "Candidate"
+	// RoleShutdown: the node's Raft has stopped.
+	RoleShutdown Role = "Shutdown"
+	// RoleUnknown: not known.
+	RoleUnknown Role = ""
+)
+
+// Status is a node's status as it reports it: identity, Raft state and indexes, the
+// leader it knows, partition hashes, readiness, load and the cluster's members as its log
+// records them. The JSON names are those of the node's HTTP /status and of
+// `lockstep cluster status --output json` (which print the hashes as hex).
+type Status struct {
+	// NodeID is the node's id.
+	NodeID string `json:"id"`
+	// ClusterID is the cluster the node belongs to; empty until the cluster is initialized.
+	ClusterID string `json:"cluster"`
+	// ClientAddr is the node's client address; RaftAddr its Raft transport's.
+	ClientAddr string `json:"client"`
+	RaftAddr   string `json:"raft"`
+	// State is the node's Raft role.
+	State Role `json:"state"`
+	// LeaderID is the id of the leader the node knows, empty if none; LeaderClientAddr
+	// is that leader's client address.
+	LeaderID         string `json:"leader"`
+	LeaderClientAddr string `json:"leader_client"`
+	// Term is the node's current Raft term.
+	Term uint64 `json:"term"`
+	// LastLogIndex is the last index in the node's Raft log; CommitIndex the last one it
+	// knows committed; AppliedIndex the last one its state machine applied.
+	LastLogIndex uint64 `json:"last_index"`
+	CommitIndex  uint64 `json:"commit_index"`
+	AppliedIndex uint64 `json:"applied_index"`
+	// Partitions is the partition count.
+	Partitions int `json:"partitions"`
+	// Hashes is each partition's state hash at AppliedIndex; replicas at the same applied
+	// index have equal hashes.
+	Hashes []uint64 `json:"hashes"`
+	// HashChecks are the hashes recorded at the leader's hash-check positions, which the
+	// replicas compare to detect divergence, oldest first.
+	HashChecks []HashCheck `json:"hash_checks,omitempty"`
+	// Sessions is the number of live client sessions.
+	Sessions int `json:"sessions"`
+	// Divergent says why the node stopped serving after its state diverged from its
+	// peers'; empty if it did not.
+	Divergent string `json:"divergent"`
+	// Incompatible says why the node cannot serve the cluster's log (another partition
+	// count or procedure set); empty if it can.
+	Incompatible string `json:"incompatible"`
+	// Ready reports whether the node serves requests.
+	Ready bool `json:"ready"`
+	// UptimeMs is the time since the node started, in milliseconds.
+	UptimeMs int64 `json:"uptime_ms"`
+	// Batches counts the log entries the node proposed as leader since it started, and
+	// Inputs the inputs in them.
+	Batches uint64 `json:"batches"`
+	Inputs  uint64 `json:"inputs"`
+	// QueueDepth is the number of inputs waiting to be batched.
+	QueueDepth int `json:"queue_depth"`
+	// Nodes are the cluster's members as recorded in the log the node has applied,
+	// ordered by id. Only the leader's list is current: a follower may not have applied a
+	// recent join or removal yet.
+	Nodes []NodeAddr `json:"nodes,omitempty"`
+}
+
+// NodeAddr is where a cluster member is reached.
+type NodeAddr struct {
+	// ID is the member's node id.
+	ID string `json:"id"`
+	// RaftAddr is its Raft transport's address; ClientAddr the address clients use.
+	RaftAddr   string `json:"raft"`
+	ClientAddr string `json:"client"`
+}
+
+// HashCheck is one replica's partition state hashes at a hash-check log index.
+type HashCheck struct {
+	// Index is the log index of the check.
+	Index uint64 `json:"index"`
+	// Hashes are the partitions' state hashes right after Index was applied.
+	Hashes []uint64 `json:"hashes"`
+}
+
+// statusFromWire converts the status a node sent. It is the one place that knows both
+// types: a field added to wire.Status needs a line here (TestStatusFromWireCoversEveryField
+// fails until it has one).
+func statusFromWire(w *wire.Status) Status {
+	st := Status{
+		NodeID:           w.NodeID,
+		ClusterID:        w.ClusterID,
+		ClientAddr:       w.ClientAddr,
+		RaftAddr:         w.RaftAddr,
+		State:            Role(w.State),
+		LeaderID:         w.LeaderID,
+		LeaderClientAddr: w.LeaderClientAddr,
+		Term:             w.Term,
+		LastLogIndex:     w.LastLogIndex,
+		CommitIndex:      w.CommitIndex,
+		AppliedIndex:     w.AppliedIndex,
+		Partitions:       w.Partitions,
+		Hashes:           w.Hashes,
+		Sessions:         w.Sessions,
+		Divergent:        w.Divergent,
+		Incompatible:     w.Incompatible,
+		Ready:            w.Ready,
+		UptimeMs:         w.UptimeMs,
+		Batches:          w.Batches,
+		Inputs:           w.Inputs,
+		QueueDepth:       w.QueueDepth,
+	}
+	if len(w.HashChecks) > 0 {
+		st.HashChecks = make([]HashCheck, len(w.HashChecks))
+		for i, h := range w.HashChecks {
+			st.HashChecks[i] = HashCheck{Index: h.Index, Hashes: h.Hashes}
+		}
+	}
+	if len(w.Nodes) > 0 {
+		st.Nodes = make([]NodeAddr, len(w.Nodes))
+		for i, n := range w.Nodes {
+			st.Nodes[i] = NodeAddr{ID: n.ID, RaftAddr: n.RaftAddr, ClientAddr: n.ClientAddr}
+		}
+	}
+	return st
+}
