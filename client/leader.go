@@ -215,11 +215,11 @@ func (c *Client) takeStatus(addr string, st *Status) bool {
 	return true
 }
 
-// watch is the watchdog: every SuspectAfter/4 it suspects the leader guess if the node
+// watch is the watchdog: every SuspectAfter/8 it suspects the leader guess if the node
 // has owed answers for SuspectAfter without sending anything, until the client closes.
 func (c *Client) watch() {
 	defer c.wg.Done()
-	t := time.NewTicker(max(c.cfg.SuspectAfter/4, time.Millisecond))
+	t := time.NewTicker(max(c.cfg.SuspectAfter/8, time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
