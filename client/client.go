@@ -42,13 +42,14 @@ type Client struct {
 	// the nodes suspected of being unresponsive, with the term they were believed to lead:
 	// hints naming them are not followed, only a probe brings them back. probing is set
 	// while a probe runs; probeWait, while it is in its first round, is closed at its end.
-	// deposed is closed, and replaced, when a probe moves the guess: attempts waiting at
-	// the old guess end.
-	term      uint64
-	distrust  map[string]uint64
-	probing   bool
-	probeWait chan struct{}
-	deposed   chan struct{}
+	// deposed is closed, and replaced, when a probe moves the guess, or names it in a
+	// newer term than leaderTerm: attempts waiting at a former guess end.
+	term       uint64
+	leaderTerm uint64 // the term in which a probe named the guess; 0 if it came otherwise
+	distrust   map[string]uint64
+	probing    bool
+	probeWait  chan struct{}
+	deposed    chan struct{}
 
 	sess sessions
 
@@ -261,7 +262,7 @@ func (c *Client) redirect(from, hint string) bool {
 	}
 	if c.leader == from && hint != from {
 		c.log.Debug("following leader hint", "from", from, "to", hint)
-		c.leader = hint
+		c.leader, c.leaderTerm = hint, 0
 	}
 	return true
 }
@@ -301,7 +302,7 @@ func (c *Client) rotateLocked(from string) {
 		next = c.candidates[pick]
 		c.rotation = pick + 1
 	}
-	c.leader = next
+	c.leader, c.leaderTerm = next, 0
 	c.log.Debug("trying another node", "from", from, "to", c.leader)
 }
 

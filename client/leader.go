@@ -29,9 +29,10 @@ import (
 //     a probe is started instead.
 //   - An answer naming leader L in term T is taken if T is not older than Client.term:
 //     the guess moves to L and L is trusted again. So the client returns to a suspect
-//     only if the others still name it leader in the current term (or a later one). If
-//     the guess moved, every attempt still waiting at the old guess ends (errDeposed) and
-//     is retried at L at once, with the same session and Seq.
+//     only if the others still name it leader in the current term (or a later one).
+//     Unless L is the guess and was named by a probe in T already (Client.leaderTerm),
+//     every attempt still waiting at a former guess ends (errDeposed) and is retried at
+//     L at once, with the same session and Seq.
 //   - A round in which nodes answered but none names a leader (an election is running)
 //     moves the guess off the suspect, releases the waiting requests, and is repeated
 //     every probePause, for at most RequestTimeout, until a leader is named. A round
@@ -202,14 +203,16 @@ func (c *Client) takeStatus(addr string, st *Status) bool {
 		return false
 	}
 	c.learn(l)
-	if l != c.leader {
-		// The newest answer names another leader: attempts still waiting at the old
-		// guess may never be answered.
+	if l != c.leader || st.Term > c.leaderTerm {
+		// The guess moves, or is confirmed in a newer term than the one it was named in
+		// (it got there by a hint or a rotation, or it was named in an older term):
+		// attempts still waiting at a former guess may never be answered.
 		c.log.Debug("a probe found the leader", "from", c.leader, "to", l, "term", st.Term, "by", addr)
 		c.leader = l
 		close(c.deposed)
 		c.deposed = make(chan struct{})
 	}
+	c.leaderTerm = st.Term
 	delete(c.distrust, l)
 	c.releaseProbeWaitLocked()
 	return true

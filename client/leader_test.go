@@ -12,11 +12,11 @@ import (
 
 // freezeCluster is two fake nodes: a, the leader of term 1 until frozen is set (then it
 // answers nothing at all, like a SIGSTOPped process), and b, a follower that names a in
-// term 1 until elected is set, and is then the leader of term 2. Invocations answer
-// their Seq.
+// term 1 until campaigning is set, then a candidate of term 2 that knows no leader, and
+// once elected is set the leader of term 2. Invocations answer their Seq.
 type freezeCluster struct {
-	a, b            *fakeNode
-	frozen, elected atomic.Bool
+	a, b                         *fakeNode
+	frozen, campaigning, elected atomic.Bool
 }
 
 func newFreezeCluster(t *testing.T) *freezeCluster {
@@ -42,6 +42,10 @@ func newFreezeCluster(t *testing.T) *freezeCluster {
 		switch {
 		case req.Op == wire.OpStatus && elected:
 			fc.reply(wire.Response{ID: req.ID, Value: status(fz.b.addr, wire.Status{State: "Leader", Term: 2, LeaderClientAddr: fz.b.addr})})
+		case req.Op == wire.OpStatus && fz.campaigning.Load():
+			fc.reply(wire.Response{ID: req.ID, Value: status(fz.b.addr, wire.Status{State: "Candidate", Term: 2})})
+		case req.Op == wire.OpInvoke && !elected && fz.campaigning.Load():
+			fc.reply(wire.Response{ID: req.ID, Code: wire.CodeNotLeader})
 		case req.Op == wire.OpStatus:
 			fc.reply(wire.Response{ID: req.ID, Value: status(fz.b.addr, wire.Status{State: "Follower", Term: 1, LeaderClientAddr: fz.a.addr})})
 		case req.Op == wire.OpInvoke && elected:
@@ -140,4 +144,40 @@ func TestFrozenLeaderWhileWaiting(t *testing.T) {
 		}
 	}
 	t.Logf("took %v, %d attempts", took, len(seqs))
+}
+
+// TestFrozenLeaderDuringElection: the others first name the frozen leader, then no leader
+// (an election runs), then a new one. The client leaves the frozen node when they stop
+// naming it, and the request waiting there is retried at the new leader as soon as a probe
+// names it, not when RequestTimeout passes.
+func TestFrozenLeaderDuringElection(t *testing.T) {
+	fz := newFreezeCluster(t)
+	cfg := testConfig(t, fz.a.addr, fz.b.addr)
+	cfg.SuspectAfter = 100 * time.Millisecond
+	c := dial(t, cfg)
+	if _, err := c.CounterAdd(context.Background(), "k", 1); err != nil {
+		t.Fatal(err)
+	}
+	fz.frozen.Store(true)
+	const campaign, election = 300 * time.Millisecond, 800 * time.Millisecond
+	t1 := time.AfterFunc(campaign, func() { fz.campaigning.Store(true) })
+	defer t1.Stop()
+	t2 := time.AfterFunc(election, func() { fz.elected.Store(true) })
+	defer t2.Stop()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	got, err := c.CounterAdd(ctx, "k", 1)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != 2 {
+		t.Errorf("seq: got %d, want 2", got)
+	}
+	if took > election+time.Second {
+		t.Errorf("took %v; the new leader was elected after %v (RequestTimeout %v)", took, election, c.cfg.RequestTimeout)
+	}
+	t.Logf("took %v", took)
 }
