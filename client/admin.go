@@ -287,8 +287,11 @@ func isMember(st *Status, id string) bool {
 func (c *Client) leaderStatus(ctx context.Context, what string) (Status, error) {
 	rs := retry{what: what}
 	for ; ; rs.attempt++ {
-		addr := c.leaderAddr()
-		resp, sent, err := c.attempt(ctx, addr, &wire.Request{Op: wire.OpStatus})
+		addr, deposed, err := c.target(ctx)
+		if err != nil {
+			return Status{}, fmt.Errorf("client: %s: %w", what, err)
+		}
+		resp, sent, err := c.attempt(ctx, addr, &wire.Request{Op: wire.OpStatus}, deposed)
 		if err == nil && resp.Code == wire.CodeOK {
 			var w wire.Status
 			if err := c.decode(resp.Value, &w); err != nil {
@@ -321,9 +324,12 @@ func (c *Client) leaderStatus(ctx context.Context, what string) (Status, error) 
 func (c *Client) adminCall(ctx context.Context, what string, req *wire.Request) (wire.Response, error) {
 	rs := retry{what: what}
 	for ; ; rs.attempt++ {
-		addr := c.leaderAddr()
+		addr, deposed, err := c.target(ctx)
+		if err != nil {
+			return wire.Response{}, fmt.Errorf("client: %s: %w", what, err)
+		}
 		r := *req
-		resp, sent, err := c.attempt(ctx, addr, &r)
+		resp, sent, err := c.attempt(ctx, addr, &r, deposed)
 		v, doubt := judge(addr, &resp, sent, err)
 		switch {
 		case doubt && err != nil:

@@ -37,6 +37,20 @@ type Client struct {
 	rotation   int                   // next candidate to try when the leader guess fails
 	anyNext    int                   // next candidate for a ReadAny request
 
+	// Leader tracking (leader.go). term is the highest Raft term a probe has seen, 0
+	// before the first; the guess never moves to a leader of an older one. distrust holds
+	// the nodes suspected of being unresponsive, with the term they were believed to lead:
+	// hints naming them are not followed, only a probe brings them back. probing is set
+	// while a probe runs; probeWait, while it is in its first round, is closed at its end.
+	// deposed is closed, and replaced, when a probe moves the guess, or names it in a
+	// newer term than leaderTerm: attempts waiting at a former guess end.
+	term       uint64
+	leaderTerm uint64 // the term in which a probe named the guess; 0 if it came otherwise
+	distrust   map[string]uint64
+	probing    bool
+	probeWait  chan struct{}
+	deposed    chan struct{}
+
 	sess sessions
 
 	// free bounds the session-less requests in flight: a slot is a token in the channel.
@@ -93,7 +107,7 @@ func (c *Client) Close() error {
 
 	if id := c.sess.closeAll(); id != 0 && leader != nil && leader.alive() {
 		req := &wire.Request{Op: wire.OpCloseSession, Session: id}
-		resp, _, err := leader.roundTrip(context.Background(), req, c.cfg.RequestTimeout, nil)
+		resp, _, err := leader.roundTrip(context.Background(), req, c.cfg.RequestTimeout, nil, nil)
 		if err == nil {
 			err = resp.Err()
 		}
@@ -215,14 +229,23 @@ func (c *Client) leaderAddr() string {
 }
 
 // redirect makes hint the leader guess, if the guess was still from, and remembers it.
-func (c *Client) redirect(from, hint string) {
+// It reports false, and starts a probe, if hint names a distrusted node: the node that
+// gave it may not know yet that its leader stopped answering, so a probe, which sees
+// terms, decides.
+func (c *Client) redirect(from, hint string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.learn(hint)
+	if _, bad := c.distrust[hint]; bad {
+		c.log.Debug("not following a hint to a suspected node", "from", from, "to", hint)
+		c.startProbeLocked()
+		return false
+	}
 	if c.leader == from && hint != from {
 		c.log.Debug("following leader hint", "from", from, "to", hint)
-		c.leader = hint
+		c.leader, c.leaderTerm = hint, 0
 	}
+	return true
 }
 
 // rotate moves the leader guess to the next candidate, if it was still from: from failed
@@ -230,18 +253,37 @@ func (c *Client) redirect(from, hint string) {
 func (c *Client) rotate(from string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.rotateLocked(from)
+}
+
+// rotateLocked moves the leader guess to the next candidate that is not distrusted (or, if
+// every other one is, to the next one), if it was still from. c.mu is held.
+func (c *Client) rotateLocked(from string) {
 	if c.leader != from {
 		return // another request moved it already
 	}
 	n := len(c.candidates)
-	for range n {
-		next := c.candidates[c.rotation%n]
-		c.rotation++
-		if next != from || n == 1 {
-			c.leader = next
+	pick := -1 // the candidate chosen, by index
+	for i := range n {
+		j := (c.rotation + i) % n
+		a := c.candidates[j]
+		if a == from {
+			continue
+		}
+		if _, bad := c.distrust[a]; !bad {
+			pick = j
 			break
 		}
+		if pick < 0 {
+			pick = j // the first distrusted one, if no other will do
+		}
 	}
+	next := from // the only candidate
+	if pick >= 0 {
+		next = c.candidates[pick]
+		c.rotation = pick + 1
+	}
+	c.leader, c.leaderTerm = next, 0
 	c.log.Debug("trying another node", "from", from, "to", c.leader)
 }
 

@@ -39,6 +39,7 @@ func TestConfigValidate(t *testing.T) {
 		{with(func(c *Config) { c.DialTimeout = -1 }), false},
 		{with(func(c *Config) { c.RequestTimeout = -time.Second }), false},
 		{with(func(c *Config) { c.RetryBackoff = -1 }), false},
+		{with(func(c *Config) { c.SuspectAfter = -1 }), false},
 		{with(func(c *Config) { c.MaxRetryBackoff = time.Millisecond }), false},
 		{with(func(c *Config) { c.MaxInflight = MaxSessionWindow + 1 }), false},
 		{with(func(c *Config) { c.MaxInflight = -1 }), false},

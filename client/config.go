@@ -26,7 +26,22 @@ type Config struct {
 	DialTimeout time.Duration
 	// RequestTimeout bounds one attempt of a request; when it passes the client retries
 	// (the caller's context bounds the whole request). Default 5s.
+	//
+	// It is not what bounds the wait for a paused or frozen leader: SuspectAfter is. An
+	// attempt is not cut shorter than RequestTimeout merely for being slow, since
+	// resending slow requests would add load to a leader that is slow because it is busy.
 	RequestTimeout time.Duration
+	// SuspectAfter is how long the leader may owe answers on its connection without
+	// sending anything before the client suspects it: it then asks the other nodes, with
+	// OpStatus, which leader they know and in which term. If they name a leader of a newer
+	// term, the attempts waiting at the old one end and are retried at the new one at
+	// once; if they still name the old leader in the current term, the attempts go on
+	// waiting, and the question is asked again while the silence lasts. An attempt that
+	// times out (on RequestTimeout or on the caller's deadline) while the node sent
+	// nothing, or that cannot connect, makes the client suspect the node at once. See the
+	// package documentation, "Leader". Keep it about the cluster's election time: a new
+	// leader is then found within about SuspectAfter of its election. Default 1s.
+	SuspectAfter time.Duration
 	// MaxRetries is how many times a request is retried after its first attempt when it
 	// fails with an error worth retrying (not the leader, not ready, connection lost,
 	// unknown outcome, attempt timeout, overloaded). Default 10; negative means no limit
@@ -51,6 +66,7 @@ func DefaultConfig() Config {
 	return Config{
 		DialTimeout:     2 * time.Second,
 		RequestTimeout:  5 * time.Second,
+		SuspectAfter:    time.Second,
 		MaxRetries:      10,
 		RetryBackoff:    20 * time.Millisecond,
 		MaxRetryBackoff: time.Second,
@@ -66,6 +82,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = d.RequestTimeout
+	}
+	if c.SuspectAfter == 0 {
+		c.SuspectAfter = d.SuspectAfter
 	}
 	if c.MaxRetries == 0 {
 		c.MaxRetries = d.MaxRetries
@@ -105,6 +124,8 @@ func (c Config) Validate() error {
 		return bad("DialTimeout %v is negative", c.DialTimeout)
 	case c.RequestTimeout < 0:
 		return bad("RequestTimeout %v is negative", c.RequestTimeout)
+	case c.SuspectAfter < 0:
+		return bad("SuspectAfter %v is negative", c.SuspectAfter)
 	case c.RetryBackoff < 0:
 		return bad("RetryBackoff %v is negative", c.RetryBackoff)
 	case c.MaxRetryBackoff < c.RetryBackoff:

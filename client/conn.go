@@ -39,9 +39,21 @@ type conn struct {
 	err     error              // why the conn died, nil while alive; guarded by mu
 	dead    atomic.Bool        // err != nil, readable without mu
 
+	// lastHeard is when the node last sent a frame on the connection (the handshake
+	// counts), and owingSince when pending last became non-empty; both in monoNow units.
+	// They tell a silent node (paused, frozen, cut off) from a slow request.
+	lastHeard  atomic.Int64
+	owingSince atomic.Int64 // written under mu
+
 	waiters sync.Pool     // of *waiter for this conn
 	done    chan struct{} // closed when the reader goroutine has returned
 }
+
+// monoBase is the origin of monoNow.
+var monoBase = time.Now()
+
+// monoNow returns the time on the monotonic clock, in nanoseconds since monoBase.
+func monoNow() int64 { return int64(time.Since(monoBase)) }
 
 // dialConn connects to addr and does the handshake within timeout (and ctx). It does not
 // start the reader: the caller calls start once it has decided to keep the conn.
@@ -77,6 +89,7 @@ func newConn(addr, node string, wc *wire.Conn, log *slog.Logger) *conn {
 		done:    make(chan struct{}),
 	}
 	c.waiters.New = func() any { return newWaiter(c) }
+	c.lastHeard.Store(monoNow())
 	return c
 }
 
@@ -99,6 +112,7 @@ func (c *conn) readLoop(wg *sync.WaitGroup) {
 			}
 			break
 		}
+		c.lastHeard.Store(monoNow())
 		if resp.ID == 0 {
 			// A connection-level error, sent just before the node closes the connection.
 			why = resp.Err()
@@ -134,13 +148,30 @@ func (c *conn) fail(err error) {
 // alive reports whether the conn can still carry requests.
 func (c *conn) alive() bool { return !c.dead.Load() }
 
+// heardSince reports whether the node has sent anything on the connection at or after t
+// (monoNow units).
+func (c *conn) heardSince(t int64) bool { return c.lastHeard.Load() >= t }
+
+// silence returns how long the node has owed answers on the connection without sending
+// anything: 0 if no request waits for an answer.
+func (c *conn) silence() time.Duration {
+	c.mu.Lock()
+	owing := len(c.pending) > 0
+	c.mu.Unlock()
+	if !owing {
+		return 0
+	}
+	return time.Duration(monoNow() - max(c.lastHeard.Load(), c.owingSince.Load()))
+}
+
 // roundTrip sends req (setting its ID) and waits for its Response, for at most timeout,
-// until ctx is done or closing is closed (nil: never). sent reports whether the request
-// was handed to the connection; if it was and err is not nil, the node may have received
-// it. An err wrapping ErrConnLost means the connection died; errTimedOut that timeout
-// passed; a context error that ctx ended; ErrClosed that closing was closed. A non-OK
+// until ctx is done, closing is closed or, once sent, deposed is closed (nil: never, for
+// both). sent reports whether the request was handed to the connection; if it was and err
+// is not nil, the node may have received it. An err wrapping ErrConnLost means the
+// connection died; errTimedOut that timeout passed; a context error that ctx ended;
+// ErrClosed that closing was closed; errDeposed that deposed was closed. A non-OK
 // Response is returned with a nil err.
-func (c *conn) roundTrip(ctx context.Context, req *wire.Request, timeout time.Duration, closing <-chan struct{}) (resp wire.Response, sent bool, err error) {
+func (c *conn) roundTrip(ctx context.Context, req *wire.Request, timeout time.Duration, closing, deposed <-chan struct{}) (resp wire.Response, sent bool, err error) {
 	if timeout <= 0 {
 		return resp, false, errTimedOut
 	}
@@ -159,6 +190,9 @@ func (c *conn) roundTrip(ctx context.Context, req *wire.Request, timeout time.Du
 	}
 	c.nextID++
 	w.id, w.closable, w.ctx = c.nextID, closing != nil, ctx
+	if len(c.pending) == 0 {
+		c.owingSince.Store(monoNow())
+	}
 	c.pending[w.id] = w
 	c.mu.Unlock()
 
@@ -201,6 +235,9 @@ func (c *conn) roundTrip(ctx context.Context, req *wire.Request, timeout time.Du
 	case <-closing:
 		c.forget(w)
 		err = ErrClosed
+	case <-deposed:
+		c.forget(w)
+		err = errDeposed
 	}
 	c.recycle(w, quiet)
 	return resp, true, err

@@ -108,7 +108,7 @@ func TestRoundTripBlockedSend(t *testing.T) {
 			tt.before()
 		}
 		start := time.Now()
-		_, sent, err := cn.roundTrip(tt.ctx, &wire.Request{Op: wire.OpPing}, tt.timeout, tt.closing)
+		_, sent, err := cn.roundTrip(tt.ctx, &wire.Request{Op: wire.OpPing}, tt.timeout, tt.closing, nil)
 		if !errors.Is(err, tt.want) || sent {
 			t.Errorf("#%d %s: got sent %v, %v, want false, %v", i, tt.name, sent, err, tt.want)
 		}
@@ -158,7 +158,7 @@ func TestRoundTripLateReplies(t *testing.T) {
 					ctx = context.Background()
 				}
 				timeout := time.Duration(500+rand.IntN(3000)) * time.Microsecond
-				resp, _, err := cn.roundTrip(ctx, &wire.Request{Op: wire.OpInvoke, Args: args}, timeout, nil)
+				resp, _, err := cn.roundTrip(ctx, &wire.Request{Op: wire.OpInvoke, Args: args}, timeout, nil, nil)
 				cancel()
 				switch {
 				case err == nil && !bytes.Equal(resp.Value, args):

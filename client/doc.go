@@ -27,12 +27,42 @@ and argument and result types, shared with the servers so that they are defined 
     answer within RequestTimeout, unknown outcome: the client retries, with the same
     (session, Seq), following leader hints at once and otherwise pausing (RetryBackoff,
     doubling, up to MaxRetryBackoff), until the caller's context ends or MaxRetries
-    retries have failed.
+    retries have failed. A leader that stops answering is suspected, and the others
+    asked who leads (see Leader).
  5. Answer. The first definite answer ends the request: the decoded result, or the
     server's *Error (a procedure error, bad arguments, unknown procedure, too large, ...),
     which matches this package's sentinels under errors.Is. An Internal answer is asked
     again once with the same Seq, in case the node lost a committed result; a second one
     is returned.
+
+# Leader
+
+The client sends session requests to its guess of the leader. Followers' NotLeader
+hints move the guess, but carry no term, and a follower goes on naming a paused (or
+frozen, or cut off) leader until its heartbeat times out. So the client also watches
+for silence: it suspects the leader guess when
+
+  - an attempt there timed out, on RequestTimeout or on the caller's deadline, and the
+    node has sent nothing on the connection since the attempt began (a node that
+    answers other requests is alive, and this request just slow);
+  - connecting to it failed; or
+  - it has owed answers for SuspectAfter (default 1s) without sending anything.
+
+It then asks the other nodes for their status (OpStatus), which names the leader they
+know and the Raft term. The client remembers the highest term it has seen and moves its
+guess only to a leader named in that term or a later one, never to an older term's.
+Until a probe has answered, requests bound for the suspect wait for it (within their
+contexts) rather than go straight back, and hints naming the suspect are not followed.
+If the others still name the suspect leader in the current term, the client returns to
+it; if they name another, the attempts still waiting at the suspect end and are sent
+again, with the same (session, Seq), to the new leader at once. If they name none (an
+election is running), the client tries other nodes and asks again every 50ms, for up to
+RequestTimeout. While the silence lasts, the question is repeated. A new leader is so
+found within about SuspectAfter of its election, whatever the callers' deadlines.
+
+RequestTimeout itself is not shortened to an election timeout: an attempt that is slow
+but whose node is answering is left to finish, since resending the requests of a busy
+leader would only add to its load.
 
 # Usage
 
@@ -103,7 +133,8 @@ The client keeps these rules:
     client opens a new session and sends the request there under a new Seq: safe,
     because it ran nowhere.
   - If an earlier attempt's outcome was in doubt (its connection broke after sending, it
-    timed out, or the server answered UnknownOutcome, Timeout or a first Internal), the
+    timed out or was abandoned for a new leader, or the server answered UnknownOutcome,
+    Timeout or a first Internal), the
     expired session has taken the answer with it. The client returns an error matching
     ErrUnknownOutcome: the request may or may not have run, and no retry can tell. This
     is the only case where the client itself reports that outcome; every other error

@@ -84,10 +84,13 @@ func (c *Client) invoke(ctx context.Context, proc string, req wire.Request, args
 	internalRetried := false // an Internal answer was retried already
 	rs := retry{what: proc}
 	for ; ; rs.attempt++ {
-		addr := c.leaderAddr()
+		addr, deposed, err := c.target(ctx)
+		if err != nil {
+			return c.opErr(fmt.Errorf("client: %s: %w", proc, err))
+		}
 		r := req
 		r.Session, r.Seq, r.AckThrough = sl.s.id, sl.seq, c.sess.ackThrough(sl.s)
-		resp, sent, err := c.attempt(ctx, addr, &r)
+		resp, sent, err := c.attempt(ctx, addr, &r, deposed)
 		v, doubt := judge(addr, &resp, sent, err)
 		if v == vDone && err == nil && resp.Code == wire.CodeInternal && !internalRetried {
 			// The node may have lost the result of a committed request (the FSM's answer
@@ -156,12 +159,18 @@ func (c *Client) query(ctx context.Context, proc string, req wire.Request, args,
 func (c *Client) call(ctx context.Context, what string, req *wire.Request, toLeader bool) (wire.Response, error) {
 	rs := retry{what: what}
 	for ; ; rs.attempt++ {
-		addr := c.leaderAddr()
-		if !toLeader {
+		var addr string
+		var deposed <-chan struct{}
+		if toLeader {
+			var err error
+			if addr, deposed, err = c.target(ctx); err != nil {
+				return wire.Response{}, fmt.Errorf("client: %s: %w", what, err)
+			}
+		} else {
 			addr = c.anyAddr()
 		}
 		r := *req
-		resp, sent, err := c.attempt(ctx, addr, &r)
+		resp, sent, err := c.attempt(ctx, addr, &r, deposed)
 		v, _ := judge(addr, &resp, sent, err)
 		if v == vDone || v == vExpired {
 			if err == nil {
@@ -210,12 +219,18 @@ func (c *Client) next(ctx context.Context, rs *retry, v verdict, addr string, re
 	rs.redirect = v == vRedirect
 	switch v {
 	case vRedirect:
-		c.redirect(addr, resp.Leader)
+		if !c.redirect(addr, resp.Leader) {
+			rs.redirect = false
+			c.rotate(addr)
+			break
+		}
 		if !wasRedirect {
 			return nil
 		}
 	case vElsewhere:
 		c.rotate(addr)
+	case vMoved:
+		return nil // a probe found the new leader: go there at once
 	}
 	if err := c.backoff(ctx, rs.pauses); err != nil {
 		return fmt.Errorf("client: %s: %w (last: %v)", rs.what, err, last)
@@ -228,18 +243,27 @@ func (c *Client) next(ctx context.Context, rs *retry, v verdict, addr string, re
 var errAttemptTimeout = errors.New("no answer within the request timeout")
 
 // attempt sends req to addr once and waits for the answer, within RequestTimeout, ctx
-// and until the client closes (ErrClosed). On the usual path, a live connection, it
-// derives no context: the connection's roundTrip enforces all three.
-func (c *Client) attempt(ctx context.Context, addr string, req *wire.Request) (resp wire.Response, sent bool, err error) {
+// and until the client closes (ErrClosed) or deposed is closed (errDeposed; nil: never).
+// On the usual path, a live connection, it derives no context: the connection's roundTrip
+// enforces them all. If connecting failed, or the attempt timed out (either deadline)
+// while the node sent nothing on the connection, it suspects the node (leader.go).
+func (c *Client) attempt(ctx context.Context, addr string, req *wire.Request, deposed <-chan struct{}) (resp wire.Response, sent bool, err error) {
 	timeout := c.cfg.RequestTimeout
+	began := monoNow()
 	cn, err := c.liveConn(addr)
 	if cn == nil && err == nil {
 		start := time.Now()
 		cn, err = c.dial(ctx, addr, timeout)
 		timeout -= time.Since(start)
+		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) {
+			c.suspect(addr)
+		}
 	}
 	if err == nil {
-		resp, sent, err = cn.roundTrip(ctx, req, timeout, c.closing)
+		resp, sent, err = cn.roundTrip(ctx, req, timeout, c.closing, deposed)
+		if timedOut(ctx, err) && !cn.heardSince(began) {
+			c.suspect(addr)
+		}
 	}
 	if errors.Is(err, errTimedOut) {
 		err = fmt.Errorf("%w: %s after %v: %w", errAttemptTimeout, addr, c.cfg.RequestTimeout, context.DeadlineExceeded)
@@ -279,6 +303,9 @@ const (
 	vAgain
 	// vExpired: the session is gone; the request did not run.
 	vExpired
+	// vMoved: a probe moved the leader guess elsewhere while the attempt
+	// waited at the old one: retry at once.
+	vMoved
 )
 
 // judge classifies the outcome of one attempt at addr. doubt reports whether the attempt
@@ -288,8 +315,14 @@ func judge(addr string, resp *wire.Response, sent bool, err error) (v verdict, d
 		switch {
 		case errors.Is(err, ErrClosed), errors.Is(err, wire.ErrTooLarge):
 			return vDone, sent
-		case errors.Is(err, errAttemptTimeout), errors.Is(err, errUnreachable), errors.Is(err, ErrConnLost):
-			return vElsewhere, sent // the node may be down, paused or cut off
+		case errors.Is(err, errDeposed):
+			return vMoved, sent
+		case errors.Is(err, errAttemptTimeout):
+			// The node may be paused or cut off, or the request slow. If the node was
+			// silent, attempt suspected it: the next attempt waits for the probe's verdict.
+			return vAgain, sent
+		case errors.Is(err, errUnreachable), errors.Is(err, ErrConnLost):
+			return vElsewhere, sent // the node may be down or cut off
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			return vAgain, sent // the caller's context ended: the retry logic gives up
 		}

@@ -18,6 +18,9 @@ func Open(cfg Config) (*Client, error) {
 		log:  cfg.Logger,
 		pool: map[string]*poolEntry{},
 		free: make(chan struct{}, cfg.MaxInflight),
+
+		distrust: map[string]uint64{},
+		deposed:  make(chan struct{}),
 	}
 	for _, a := range cfg.Addrs {
 		c.learn(a)
@@ -27,5 +30,7 @@ func Open(cfg Config) (*Client, error) {
 	c.sess.init(cfg.MaxInflight)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.closing = c.ctx.Done()
+	c.wg.Add(1)
+	go c.watch()
 	return c, nil
 }

@@ -36,7 +36,7 @@ func (c *Client) Status(ctx context.Context, addr string) (Status, error) {
 func (c *Client) at(ctx context.Context, addr string, req *wire.Request) (wire.Response, error) {
 	for try := 0; ; try++ {
 		r := *req
-		resp, sent, err := c.attempt(ctx, addr, &r)
+		resp, sent, err := c.attempt(ctx, addr, &r, nil)
 		if err != nil && !sent && try == 0 && errors.Is(err, ErrConnLost) {
 			continue
 		}
