@@ -212,4 +212,8 @@ func TestClientThatDoesNotReadLosesOnlyItsConnection(t *testing.T) {
 		}
 		return nil
 	})
+	// The responses it did not read were counted, not dropped in silence (issue 7).
+	if n := sendErrors(t, c.leader().Metrics(), sendQueueFull); n < 1 {
+		t.Fatalf("lockstep_client_send_errors_total{reason=queue_full} = %v, want at least 1", n)
+	}
 }
