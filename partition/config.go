@@ -25,15 +25,26 @@ type Config struct {
 	// Sequential runs every input on the goroutine that calls Execute instead of one
 	// worker goroutine per partition. Results and state are identical either way.
 	Sequential bool
+	// MaxResultBytes is the longest encoded result an input or a Query may return, in
+	// bytes, 1 to MaxResultBytesLimit. Default DefaultMaxResultBytes. An input whose result
+	// is longer fails with ErrResultTooLarge and its effects are undone. Results are part of
+	// replicated state (the session cache), so every replica of a cluster must use the
+	// same limit.
+	MaxResultBytes int
 }
 
 // DefaultConfig returns a Config with every field at its default.
-func DefaultConfig() Config { return Config{Partitions: DefaultPartitions} }
+func DefaultConfig() Config {
+	return Config{Partitions: DefaultPartitions, MaxResultBytes: DefaultMaxResultBytes}
+}
 
 // withDefaults fills zero fields with their defaults.
 func (c Config) withDefaults() Config {
 	if c.Partitions == 0 {
 		c.Partitions = DefaultPartitions
+	}
+	if c.MaxResultBytes == 0 {
+		c.MaxResultBytes = DefaultMaxResultBytes
 	}
 	return c
 }
@@ -43,6 +54,9 @@ func (c Config) Validate() error {
 	c = c.withDefaults()
 	if c.Partitions < 1 || c.Partitions > MaxPartitions {
 		return fmt.Errorf("%w: partitions %d not in 1..%d", ErrBadConfig, c.Partitions, MaxPartitions)
+	}
+	if c.MaxResultBytes < 1 || c.MaxResultBytes > MaxResultBytesLimit {
+		return fmt.Errorf("%w: max result bytes %d not in 1..%d", ErrBadConfig, c.MaxResultBytes, MaxResultBytesLimit)
 	}
 	seen := map[string]bool{}
 	for _, name := range c.ReplicatedTables {

@@ -220,11 +220,17 @@ func (e *Engine) checkScope(scope []int) error {
 }
 
 // execute runs the handler for in on the lane's prepared run, commits or undoes its
-// effects, and returns its result.
+// effects, and returns its result. A result longer than Config.MaxResultBytes undoes the
+// effects and becomes ErrResultTooLarge.
 func (l *lane) execute(in *Input) Result {
 	start := len(l.arena)
 	out, err := l.call(in)
 	l.run.done = true
+	if err == nil {
+		// A result too long to answer fails the input like a procedure error, on every
+		// replica alike: its size comes from the log alone (DESIGN.md invariants 2 and 7).
+		err = checkResult(len(out)-start, l.run.eng.cfg.MaxResultBytes)
+	}
 	if err != nil {
 		l.run.rollback()
 		l.arena = l.arena[:start]

@@ -14,6 +14,9 @@ var (
 	ErrKeyTooLarge = errors.New("partition: key too large")
 	// ErrValueTooLarge is returned when a value or stream record is longer than MaxValueBytes.
 	ErrValueTooLarge = errors.New("partition: value too large")
+	// ErrResultTooLarge is the result of an input whose encoded result is longer than
+	// Config.MaxResultBytes. The input's effects were undone, identically on every replica.
+	ErrResultTooLarge = errors.New("partition: result too large")
 	// ErrBadName is returned when a table or stream name is empty or longer than MaxNameBytes.
 	ErrBadName = errors.New("partition: bad table or stream name")
 	// ErrOutOfScope is returned when a Tx reaches a partition its input did not name.

@@ -57,7 +57,8 @@ func AllPartitions(n int) []int {
 type Handler interface {
 	// Run executes in's procedure against tx and appends its encoded result to out. An
 	// error, or a panic, makes the engine undo every effect of the input; the error becomes
-	// the input's result and must be the same on every replica.
+	// the input's result and must be the same on every replica. So does a result longer
+	// than Config.MaxResultBytes, which becomes ErrResultTooLarge.
 	Run(tx *Tx, in *Input, out []byte) ([]byte, error)
 }
 

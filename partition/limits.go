@@ -1,5 +1,7 @@
 package partition
 
+import "fmt"
+
 // Size limits on what a Tx stores. Inputs beyond them fail with a typed error and change
 // nothing. They bound memory per row and keep every replica's behaviour identical.
 const (
@@ -9,6 +11,13 @@ const (
 	MaxValueBytes = 1 << 20
 	// MaxNameBytes is the longest table or stream name, in bytes.
 	MaxNameBytes = 128
+	// DefaultMaxResultBytes is the default of Config.MaxResultBytes, the longest encoded
+	// result an input may return (1 MiB).
+	DefaultMaxResultBytes = 1 << 20
+	// MaxResultBytesLimit is the highest Config.MaxResultBytes accepted: the client
+	// protocol's 4 MiB frame less 64 KiB for the rest of a response (its id, code, message
+	// and session), so that every result an input may return also fits one response frame.
+	MaxResultBytesLimit = 4<<20 - 64<<10
 )
 
 func checkKey(key []byte) error {
@@ -31,6 +40,14 @@ func checkValue(v []byte) error {
 func checkName(name string) error {
 	if len(name) == 0 || len(name) > MaxNameBytes {
 		return ErrBadName
+	}
+	return nil
+}
+
+// checkResult reports whether an encoded result of n bytes is within limit.
+func checkResult(n, limit int) error {
+	if n > limit {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrResultTooLarge, n, limit)
 	}
 	return nil
 }

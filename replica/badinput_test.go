@@ -179,7 +179,9 @@ func TestBadInputHurtsOnlyItsSender(t *testing.T) {
 // never reads the responses fills its own send queue; the node closes that connection
 // instead of blocking the goroutine that answers every client (DESIGN.md invariant 7).
 func TestClientThatDoesNotReadLosesOnlyItsConnection(t *testing.T) {
-	c := startCluster(t, clusterOptions{nodes: 3})
+	// Patient Raft: under load a leader change would send the reader's requests NotLeader
+	// answers, and the checks below would look at a node that never served it.
+	c := startCluster(t, clusterOptions{nodes: 3, patientRaft: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	good := c.dial(ctx)
@@ -188,7 +190,8 @@ func TestClientThatDoesNotReadLosesOnlyItsConnection(t *testing.T) {
 	}
 	// Each kv.get answer carries 64 KiB: 32 MiB of answers overflow the socket buffers
 	// and then the node's queue for this connection.
-	nc := rawConn(t, c.leader().ClientAddr())
+	l := c.waitLeader()
+	nc := rawConn(t, l.ClientAddr())
 	var frames []byte
 	for id := uint64(1); id <= 512; id++ {
 		frames = wire.AppendFrame(frames, wire.AppendRequest(nil, &wire.Request{ID: id, Op: wire.OpInvoke,
@@ -205,11 +208,15 @@ func TestClientThatDoesNotReadLosesOnlyItsConnection(t *testing.T) {
 		}
 	}
 	testutil.WaitFor(t, 30*time.Second, func() error {
-		c.leader().mu.Lock()
-		defer c.leader().mu.Unlock()
-		if n := len(c.leader().conns); n > 2 { // the good client's connection, maybe a status one
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if n := len(l.conns); n > 2 { // the good client's connection, maybe a status one
 			return fmt.Errorf("%d client connections still open", n)
 		}
 		return nil
 	})
+	// The responses it did not read were counted, not dropped in silence (issue 7).
+	if n := sendErrors(t, l.Metrics(), sendQueueFull); n < 1 {
+		t.Fatalf("lockstep_client_send_errors_total{reason=queue_full} = %v, want at least 1", n)
+	}
 }

@@ -24,6 +24,9 @@ type clusterOptions struct {
 	// idleChecksOnly disables the sequencer's hash checks in batches, leaving only those
 	// the leader appends when the cluster goes quiet.
 	idleChecksOnly bool
+	// patientRaft raises Raft's timeouts (heartbeat and election 2s, leader lease 1s) for
+	// tests that must not see a leader change while the machine is loaded.
+	patientRaft bool
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -53,6 +56,11 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 	node.Sequencer.HashCheckInterval = 100 * time.Millisecond
 	if opts.idleChecksOnly {
 		node.Sequencer.HashCheckInterval = -1
+	}
+	if opts.patientRaft {
+		node.Sequencer.HeartbeatTimeout = 2 * time.Second
+		node.Sequencer.ElectionTimeout = 2 * time.Second
+		node.Sequencer.LeaderLeaseTimeout = time.Second
 	}
 	if opts.snapshots {
 		node.Sequencer.SnapshotThreshold = 64

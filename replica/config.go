@@ -23,6 +23,10 @@ type Config struct {
 	HashHistory int
 	// Sequential runs all partitions on the applying goroutine (see partition.Config).
 	Sequential bool
+	// MaxResultBytes is the longest encoded result an input may return, in bytes (see
+	// partition.Config.MaxResultBytes). Default partition.DefaultMaxResultBytes. Results are
+	// replicated state: every node of a cluster must use the same value.
+	MaxResultBytes int
 }
 
 // DefaultConfig returns a Config with every field at its default.

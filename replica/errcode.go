@@ -10,12 +10,13 @@ import (
 
 // codeOf classifies an error of the engine, the procedure layer or the FSM into the wire
 // catalogue. Size errors come first: a procedure that passes on the Tx's "key too large"
-// failed because of its input, not because of its own logic.
+// failed because of its input, not because of its own logic. A result over the engine's
+// MaxResultBytes is TooLarge too: the input ran, was undone, and a retry gets the same.
 func codeOf(err error) wire.Code {
 	switch {
 	case err == nil:
 		return wire.CodeOK
-	case errors.Is(err, partition.ErrValueTooLarge):
+	case errors.Is(err, partition.ErrValueTooLarge), errors.Is(err, partition.ErrResultTooLarge):
 		return wire.CodeTooLarge
 	case errors.Is(err, partition.ErrEmptyKey), errors.Is(err, partition.ErrKeyTooLarge),
 		errors.Is(err, partition.ErrBadName), errors.Is(err, procedures.ErrBadArguments):

@@ -92,6 +92,7 @@ func New(cfg Config, reg *procedures.Registry, log *slog.Logger) (*FSM, error) {
 		Partitions:       cfg.Partitions,
 		ReplicatedTables: reg.ReplicatedTables(),
 		Sequential:       cfg.Sequential,
+		MaxResultBytes:   cfg.MaxResultBytes,
 	}, reg.NewHandler)
 	if err != nil {
 		return nil, err

@@ -18,6 +18,8 @@ type Metrics struct {
 	entries      prometheus.Counter
 	entryInputs  prometheus.Histogram
 	applySeconds prometheus.Histogram
+
+	sendFailures *sendFailures // responses the server could not queue
 }
 
 func newMetrics(n *Node) *Metrics {
@@ -36,6 +38,7 @@ func newMetrics(n *Node) *Metrics {
 		Name: "lockstep_apply_seconds", Help: "Time to apply one group of committed log entries.",
 		Buckets: prometheus.ExponentialBuckets(10e-6, 2, 16),
 	})
+	m.sendFailures = newSendFailures(m.Registry)
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}

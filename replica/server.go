@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/internal/wire"
@@ -84,7 +85,9 @@ func (n *Node) serveConn(nc net.Conn) {
 			}
 			if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrMalformed) {
 				resp := wire.ErrorResponse(0, err)
-				c.SendResponse(n.ctx, &resp)
+				if err := c.SendResponse(n.ctx, &resp); err != nil {
+					cc.sendFailed(reasonOf(err), 0, err)
+				}
 				c.Shutdown(n.ctx)
 			}
 			return
@@ -118,21 +121,62 @@ func (cc *clientConn) acquire() bool {
 	}
 }
 
-// reply queues resp and frees the request's in-flight slot. It never blocks: it runs on
-// the sequencer's completion goroutine, which every client's writes share, so a client
-// that does not read its responses (its queue is full) loses its connection instead of
-// stalling the node (DESIGN.md invariant 7).
+// reply queues resp and frees the request's in-flight slot.
 func (cc *clientConn) reply(resp *wire.Response) {
-	if err := cc.c.SendResponse(noWait, resp); errors.Is(err, context.Canceled) {
-		cc.n.log.Warn("client does not read its responses: closing its connection", "remote", cc.c.RemoteAddr().String())
-		cc.c.Close()
-	}
+	cc.send(resp)
 	<-cc.sem
 }
 
+// send queues resp. It never blocks: it runs on the sequencer's completion goroutine,
+// which every client's answers share. A response that cannot be queued is never dropped
+// in silence: the failure is counted and logged (sendFailures), a client that does not
+// read its responses (its queue is full) loses its connection instead of stalling the node
+// (DESIGN.md invariant 7), and a response too large for a frame is replaced by a TooLarge
+// error for the same request, so the client gets a definite answer at once instead of
+// waiting for its timeout.
+func (cc *clientConn) send(resp *wire.Response) {
+	err := cc.c.SendResponse(noWait, resp)
+	if err == nil {
+		return
+	}
+	reason := reasonOf(err)
+	cc.sendFailed(reason, resp.ID, err)
+	switch reason {
+	case sendQueueFull:
+		cc.c.Close()
+	case sendTooLarge:
+		// A few dozen bytes: this send cannot be too large in turn.
+		cc.send(&wire.Response{ID: resp.ID, Code: wire.CodeTooLarge,
+			Message: fmt.Sprintf("the response does not fit one frame (%v)", err)})
+	}
+}
+
+// sendFailed counts and logs a response to request id that could not be queued.
+func (cc *clientConn) sendFailed(reason sendReason, id uint64, err error) {
+	cc.n.metrics.sendFailures.record(cc.n.log, reason, cc.c.RemoteAddr().String(), id, err)
+}
+
+// maxMessageBytes bounds the text of an error response. A procedure's error or panic
+// message is its own and of any length; cut, it cannot push an answer over a frame.
+const maxMessageBytes = 8 << 10
+
 func (cc *clientConn) fail(id uint64, err error) {
 	resp := wire.ErrorResponse(id, cc.n.toWire(err))
+	resp.Message = truncateMessage(resp.Message, maxMessageBytes)
 	cc.reply(&resp)
+}
+
+// truncateMessage returns msg cut to at most max bytes on a UTF-8 boundary, marked as cut.
+func truncateMessage(msg string, max int) string {
+	const mark = " …(truncated)"
+	if len(msg) <= max {
+		return msg
+	}
+	cut := max - len(mark)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + mark
 }
 
 // toWire translates the errors of the layers below into the wire catalogue.
@@ -331,6 +375,15 @@ func checkKey(k []byte) error {
 // maxStreamRead bounds the records one stream read returns.
 const maxStreamRead = 1024
 
+// maxStreamReadBytes bounds the encoded records of one stream read, so that its response
+// always fits one frame: a read returns the records that fit, and always the first (a
+// record is at most partition.MaxValueBytes), and NextOffset follows the last returned.
+const maxStreamReadBytes = 2 << 20
+
+// recordOverheadBytes is the most a record adds to a response besides its data: a
+// msgpack bin header.
+const recordOverheadBytes = 5
+
 // readStream serves a consumer from this replica's applied state: offsets are identical on
 // every replica, so a consumer may switch replicas without gaps or duplicates.
 func (cc *clientConn) readStream(req *wire.Request) {
@@ -350,11 +403,14 @@ func (cc *clientConn) readStream(req *wire.Request) {
 	}
 	recs, _ := parts[req.Partition].ReadStream(req.Stream, req.Offset, max)
 	resp := wire.Response{ID: req.ID, NextOffset: req.Offset}
+	size := 0
 	for _, r := range recs {
+		size += len(r.Data) + recordOverheadBytes
+		if size > maxStreamReadBytes && len(resp.Records) > 0 {
+			break
+		}
 		resp.Records = append(resp.Records, r.Data)
-	}
-	if len(recs) > 0 {
-		resp.NextOffset = recs[len(recs)-1].Offset + 1
+		resp.NextOffset = r.Offset + 1
 	}
 	cc.reply(&resp)
 }
