@@ -201,7 +201,7 @@ func TestStreamReadFitsAFrame(t *testing.T) {
 	const records, size = 6, 900 << 10 // 5.3 MiB in all, over the 4 MiB frame
 	key := []byte("orders")
 	for i := range records {
-		if _, err := cl.StreamAppend(ctx, key, "events", bytes.Repeat([]byte{byte('a' + i)}, size)); err != nil {
+		if _, err := cl.StreamAppend(ctx, string(key), "events", bytes.Repeat([]byte{byte('a' + i)}, size)); err != nil {
 			t.Fatalf("append %d: %v", i, err)
 		}
 	}
