@@ -225,8 +225,8 @@ func (n *Node) Sequencer() *sequencer.Sequencer { return n.seq }
 // Metrics returns the node's Prometheus collectors.
 func (n *Node) Metrics() *Metrics { return n.metrics }
 
-// Ready returns nil if the node serves clients, else why not.
-func (n *Node) Ready() error { return n.ready() }
+// Ready returns nil if the node is ready to take traffic, else why not: it is Readiness.
+func (n *Node) Ready() error { return n.Readiness() }
 
 // Status returns the node's current status.
 func (n *Node) Status() wire.Status { return n.statusFrom() }
@@ -254,23 +254,6 @@ func (n *Node) Close() error {
 	n.wg.Wait()
 	n.fsm.Close()
 	return err
-}
-
-// ready reports why the node cannot serve clients, or nil.
-func (n *Node) ready() error {
-	if n.fsm.Serving() { // the common case, without taking the FSM's lock
-		return nil
-	}
-	if err := n.fsm.Incompatible(); err != nil {
-		return err
-	}
-	if err := n.fsm.Divergent(); err != nil {
-		return err
-	}
-	if _, ok := n.fsm.Cluster(); !ok {
-		return fmt.Errorf("%w: cluster not initialised yet", wire.ErrNotReady)
-	}
-	return nil
 }
 
 // leaderClientAddr returns the current leader's client address, if known.
