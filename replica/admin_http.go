@@ -13,24 +13,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// The admin server's limits and the readiness rule.
+// The admin server's limits.
 const (
-	// ReadyMaxLag is how many committed log entries a node may have left to apply and
-	// still count as caught up for /readyz.
-	ReadyMaxLag = 1024
 	// adminHeaderTimeout bounds reading a request's headers, so idle clients cannot pin
 	// connections.
 	adminHeaderTimeout = 5 * time.Second
 	// adminShutdownTimeout bounds waiting for in-flight admin requests on Close.
 	adminShutdownTimeout = time.Second
 )
-
-// ErrNoLeader is the reason /readyz gives when the node knows of no leader.
-var ErrNoLeader = errors.New("no leader known")
-
-// ErrCatchingUp is the reason /readyz gives when the node has more than ReadyMaxLag
-// committed entries left to apply.
-var ErrCatchingUp = errors.New("catching up")
 
 // adminServer is the node's HTTP admin server. The Node owns it: StartNode starts its
 // goroutine (counted in Node.wg), Close stops it.
@@ -45,7 +35,7 @@ type adminServer struct {
 //	GET /metrics  Prometheus text format, from Metrics().Registry
 //	GET /status   the node's status as JSON (StatusJSON)
 //	GET /healthz  200 "ok" while the process serves HTTP
-//	GET /readyz   200 "ready" if Readiness() is nil, else 503 and the reason
+//	GET /readyz   200 "ready" if Readiness() is nil, else 503 and "not ready: " + the reason
 func (n *Node) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(n.metrics.Registry, promhttp.HandlerOpts{}))
@@ -66,23 +56,6 @@ func (n *Node) AdminHandler() http.Handler {
 		fmt.Fprintln(w, "ready")
 	})
 	return mux
-}
-
-// Readiness returns nil if the node is ready to take traffic, else why not: it must serve
-// clients (Ready), know a leader (ErrNoLeader), and have at most ReadyMaxLag committed
-// entries left to apply (ErrCatchingUp).
-func (n *Node) Readiness() error {
-	if err := n.Ready(); err != nil {
-		return err
-	}
-	if id, _ := n.seq.Leader(); id == "" {
-		return ErrNoLeader
-	}
-	commit, applied := n.seq.Stats().CommitIndex, n.fsm.Applied()
-	if commit > applied+ReadyMaxLag {
-		return fmt.Errorf("%w: applied %d of %d committed entries", ErrCatchingUp, applied, commit)
-	}
-	return nil
 }
 
 // AdminAddr returns the address the admin HTTP server listens on, or "" if the node runs

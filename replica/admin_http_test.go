@@ -168,7 +168,7 @@ func TestAdminReadyzAndClose(t *testing.T) {
 		t.Fatalf("/healthz: %d", code)
 	}
 	code, body := adminGet(t, hc, addr, "/readyz")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "not ready") {
+	if code != http.StatusServiceUnavailable || strings.TrimSpace(body) != "not ready: cluster not initialised yet" {
 		t.Fatalf("/readyz of a node in no cluster: %d %q, want 503 and the reason", code, body)
 	}
 	if n.Readiness() == nil {

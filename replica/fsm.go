@@ -39,6 +39,7 @@ type FSM struct {
 	hashes       []HashRecord // oldest first, at most cfg.HashHistory
 	incompatible error
 	divergent    error
+	onDivergent  func() // called once when divergent is set: see OnDivergent
 	applied      uint64
 	appliedCh    chan struct{} // closed and replaced whenever applied advances
 

@@ -65,15 +65,30 @@ func (f *FSM) CompareHashes(peers [][]HashRecord) error {
 	return nil
 }
 
-// MarkDivergent records that this replica's state is wrong; it stops serving clients.
+// MarkDivergent records that this replica's state is wrong; it stops serving clients, and
+// the function given to OnDivergent is called.
 func (f *FSM) MarkDivergent(err error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.divergent == nil {
+	first := f.divergent == nil
+	if first {
 		f.divergent = err
 		f.updateServingLocked()
 		f.log.Error("replica diverged: stops serving", "err", err)
 	}
+	notify := f.onDivergent
+	f.mu.Unlock()
+	if first && notify != nil {
+		notify()
+	}
+}
+
+// OnDivergent sets fn to be called, on the goroutine of MarkDivergent and without the
+// FSM's lock, when this replica first marks itself divergent; the node uses it to give up
+// leadership. fn must not block.
+func (f *FSM) OnDivergent(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.onDivergent = fn
 }
 
 // Divergent returns why this replica's state is known to be wrong, or nil.

@@ -52,7 +52,7 @@ func newMetrics(n *Node) *Metrics {
 		gauge("lockstep_sessions", "Open client sessions.", func() float64 { return float64(n.fsm.Sessions()) }),
 		gauge("lockstep_sequencer_queue_depth", "Inputs waiting for the sequencer's next batch.", func() float64 { return float64(n.seq.Stats().QueueDepth) }),
 		gauge("lockstep_divergent", "1 if this replica found its state differs from its peers'.", func() float64 { return b2f(n.fsm.Divergent() != nil) }),
-		gauge("lockstep_ready", "1 if this node serves clients.", func() float64 { return b2f(n.ready() == nil) }),
+		gauge("lockstep_ready", "1 if this node is ready to take traffic (as /readyz).", func() float64 { return b2f(n.Readiness() == nil) }),
 		gauge("lockstep_client_connections", "Open client connections.", func() float64 {
 			n.mu.Lock()
 			defer n.mu.Unlock()

@@ -122,7 +122,8 @@ type Node struct {
 	leaderReady   atomic.Bool // this node leads and has committed the cluster's identity
 	allPartitions []int       // the scope of a multi-partition input without keys
 	metrics       *Metrics
-	admin         *adminServer // nil without NodeConfig.AdminAddr
+	admin         *adminServer  // nil without NodeConfig.AdminAddr
+	abstainCh     chan struct{} // wakes abstainLoop (capacity 1): see wakeAbstain
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -162,7 +163,8 @@ func StartNode(cfg NodeConfig, reg *procedures.Registry) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, fsm: fsm, seq: seq, ln: ln, log: cfg.Logger.With("node", cfg.ID),
-		started: time.Now(), conns: map[*wire.Conn]struct{}{}, allPartitions: partition.AllPartitions(fsm.Partitions())}
+		started: time.Now(), conns: map[*wire.Conn]struct{}{}, allPartitions: partition.AllPartitions(fsm.Partitions()),
+		abstainCh: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.metrics = newMetrics(n)
 	fsm.metrics = n.metrics
@@ -186,10 +188,12 @@ func StartNode(cfg NodeConfig, reg *procedures.Registry) (*Node, error) {
 		n.wg.Add(1)
 		go n.joinLoop(cfg.Join)
 	}
-	n.wg.Add(3)
+	fsm.OnDivergent(n.wakeAbstain)
+	n.wg.Add(4)
 	go n.acceptLoop()
 	go n.leaderLoop()
 	go n.hashCompareLoop()
+	go n.abstainLoop()
 	return n, nil
 }
 
@@ -225,8 +229,8 @@ func (n *Node) Sequencer() *sequencer.Sequencer { return n.seq }
 // Metrics returns the node's Prometheus collectors.
 func (n *Node) Metrics() *Metrics { return n.metrics }
 
-// Ready returns nil if the node serves clients, else why not.
-func (n *Node) Ready() error { return n.ready() }
+// Ready returns nil if the node is ready to take traffic, else why not: it is Readiness.
+func (n *Node) Ready() error { return n.Readiness() }
 
 // Status returns the node's current status.
 func (n *Node) Status() wire.Status { return n.statusFrom() }
@@ -256,23 +260,6 @@ func (n *Node) Close() error {
 	return err
 }
 
-// ready reports why the node cannot serve clients, or nil.
-func (n *Node) ready() error {
-	if n.fsm.Serving() { // the common case, without taking the FSM's lock
-		return nil
-	}
-	if err := n.fsm.Incompatible(); err != nil {
-		return err
-	}
-	if err := n.fsm.Divergent(); err != nil {
-		return err
-	}
-	if _, ok := n.fsm.Cluster(); !ok {
-		return fmt.Errorf("%w: cluster not initialised yet", wire.ErrNotReady)
-	}
-	return nil
-}
-
 // leaderClientAddr returns the current leader's client address, if known.
 func (n *Node) leaderClientAddr() string {
 	id, _ := n.seq.Leader()
@@ -296,6 +283,10 @@ func (n *Node) leaderLoop() {
 			return
 		case isLeader := <-n.seq.LeaderChanges():
 			n.leaderReady.Store(false)
+			if isLeader && n.fsm.Divergent() != nil {
+				n.wakeAbstain() // a divergent replica does not lead: it hands off
+				continue
+			}
 			if isLeader {
 				if err := n.becomeLeader(); err != nil && n.ctx.Err() == nil {
 					n.log.Warn("leader setup failed", "err", err)

@@ -52,6 +52,10 @@ func (n *Node) statusFrom() wire.Status {
 	for _, id := range sortedNodeIDs(nodes) {
 		s.Nodes = append(s.Nodes, wire.NodeAddr{ID: id, RaftAddr: nodes[id].RaftAddr, ClientAddr: nodes[id].ClientAddr})
 	}
-	s.Ready = n.ready() == nil
+	if err := n.readiness(st); err != nil {
+		s.NotReadyReason = err.Error()
+	} else {
+		s.Ready = true
+	}
 	return s
 }

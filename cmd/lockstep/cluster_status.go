@@ -20,7 +20,16 @@ func clusterStatusCommand() *cli.Command {
 per node: id, role, term, last log index, applied index, lag (log entries the node
 has applied fewer than the leader), readiness, divergence, partition count,
 uptime, addresses; then each partition's state hash on every node. One reachable
-address is enough. Exits non-zero, after printing, if a node did not answer.
+address is enough.
+
+After printing, it checks the cluster's health and says on stderr what is wrong.
+Exit codes (when several hold, the first in this list):
+  0  healthy: a leader, every member answered, ready and not divergent
+  1  the command failed (bad flags, no output), as every lockstep command
+  2  no leader: no node that answered leads or knows a leader
+  3  a replica is divergent (its state differs from its peers')
+  4  a member did not answer (unreachable)
+  5  a member is not ready for another reason (catching up, incompatible, ...)
 
 Examples:
   lockstep cluster status --addr 127.0.0.1:8001,127.0.0.1:8002,127.0.0.1:8003
@@ -75,16 +84,68 @@ func runClusterStatus(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if failed > 0 {
-		var why []string
-		for _, r := range cs.Nodes {
-			if r.Error != "" {
-				why = append(why, r.Error)
-			}
+	return checkHealth(cs, failed)
+}
+
+// Exit codes of `lockstep cluster status` for an unhealthy cluster; 1 stays every
+// command's code for a failure of its own (bad flags, usage).
+const (
+	exitNoLeader    = 2
+	exitDivergent   = 3
+	exitUnreachable = 4
+	exitNotReady    = 5
+)
+
+// healthError is an unhealthy cluster: what is wrong, and the exit code (main uses it).
+type healthError struct {
+	code     int
+	problems []string
+}
+
+func (e *healthError) Error() string { return strings.Join(e.problems, "; ") }
+
+// exitStatus is the process's exit code for e.
+func (e *healthError) exitStatus() int { return e.code }
+
+// checkHealth returns nil for a healthy cluster, else a *healthError naming every problem
+// with the code of the worst: no leader, then divergent replicas, then members that did
+// not answer, then members not ready for another reason. "No leader" is judged only from
+// nodes that answered.
+func checkHealth(cs clusterStatusJSON, failed int) error {
+	e := &healthError{}
+	add := func(code int, format string, args ...any) {
+		if e.code == 0 || code < e.code {
+			e.code = code
 		}
-		return fmt.Errorf("%d of %d nodes did not answer: %s", failed, len(cs.Nodes), strings.Join(why, "; "))
+		e.problems = append(e.problems, fmt.Sprintf(format, args...))
 	}
-	return nil
+	if cs.Leader == "" && failed < len(cs.Nodes) {
+		add(exitNoLeader, "no leader")
+	}
+	var unreachable, divergent, notReady []string
+	for _, r := range cs.Nodes {
+		switch {
+		case r.Error != "":
+			unreachable = append(unreachable, r.Error)
+		case r.Divergent != "":
+			divergent = append(divergent, r.NodeID+": "+r.Divergent)
+		case !r.Ready:
+			notReady = append(notReady, r.NodeID+": "+r.NotReadyReason)
+		}
+	}
+	if len(divergent) > 0 {
+		add(exitDivergent, "%d divergent: %s", len(divergent), strings.Join(divergent, ", "))
+	}
+	if failed > 0 {
+		add(exitUnreachable, "%d of %d nodes did not answer: %s", failed, len(cs.Nodes), strings.Join(unreachable, "; "))
+	}
+	if len(notReady) > 0 {
+		add(exitNotReady, "%d not ready: %s", len(notReady), strings.Join(notReady, ", "))
+	}
+	if e.code == 0 {
+		return nil
+	}
+	return e
 }
 
 // gatherStatus asks the cluster's nodes for their status (client.ClusterStatus: the seeds

@@ -11,10 +11,12 @@
 //	lockstep demo             an embedded 3-node cluster under load, with failover
 //	lockstep completion bash  the shell completion script
 //
-// Every command exits 0 on success, and non-zero with a one-line error on stderr.
+// Every command exits 0 on success, and non-zero with a one-line error on stderr: 1, or
+// for `cluster status` a code that says what is unhealthy (see its help).
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -26,8 +28,17 @@ func main() {
 	app := newApp()
 	if err := app.Run(flagsFirst(app, os.Args)); err != nil {
 		fmt.Fprintln(os.Stderr, "lockstep:", oneLine(err.Error()))
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitCode is 1, or the code an error asks for (cluster status's health codes).
+func exitCode(err error) int {
+	var ec interface{ exitStatus() int }
+	if errors.As(err, &ec) {
+		return ec.exitStatus()
+	}
+	return 1
 }
 
 // newApp assembles the commands.

@@ -29,6 +29,8 @@ type Status struct {
 	Batches      uint64 `msgpack:"batches" json:"batches"`
 	Inputs       uint64 `msgpack:"inputs" json:"inputs"`
 	QueueDepth   int    `msgpack:"queue_depth" json:"queue_depth"`
+	// NotReadyReason says why Ready is false (replica.Node.Readiness); empty when it is true.
+	NotReadyReason string `msgpack:"not_ready_reason" json:"not_ready_reason"`
 	// Nodes are the cluster's members as recorded in the log, ordered by id.
 	Nodes []NodeAddr `msgpack:"nodes" json:"nodes,omitempty"`
 }

@@ -1,0 +1,120 @@
+package replica
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/sequencer"
+)
+
+// Readiness is decided in one place, Node.Readiness: /readyz, /status (ready and
+// not_ready_reason), the lockstep_ready metric and `lockstep cluster status` all report its
+// answer. The request path keeps a cheaper check of its own (Node.ready), the part of the
+// rule that is about this replica's state; see there.
+
+// ReadyMaxLag is how many committed log entries a node may have left to apply and still
+// count as caught up.
+const ReadyMaxLag = 1024
+
+// Reasons a node is not ready, besides ErrDivergent and ErrIncompatible. Each is returned
+// wrapped with detail; test with errors.Is. Their text is the reason alone, and each
+// matches wire.ErrNotReady, so a client refused for one gets CodeNotReady.
+var (
+	// ErrNotInitialised: the node has no log yet; it waits for a bootstrap or to be added
+	// to a cluster.
+	ErrNotInitialised error = &notReady{"cluster not initialised yet"}
+	// ErrCatchingUp: the node has committed (or, before it learns the commit index, logged)
+	// entries it has not applied yet: more than ReadyMaxLag, or any before the cluster's
+	// first entry. A new leader is catching up too until it has applied every entry
+	// committed before its term.
+	ErrCatchingUp error = &notReady{"replaying the log"}
+	// ErrNoLeader: the node neither leads nor has heard from a leader within its lease
+	// (twice the Raft heartbeat timeout).
+	ErrNoLeader error = &notReady{"no leader known"}
+)
+
+// notReady is a reason of readiness. It unwraps to wire.ErrNotReady, which gives the wire
+// code without repeating the words "not ready" in the text.
+type notReady struct{ reason string }
+
+func (e *notReady) Error() string { return e.reason }
+func (e *notReady) Unwrap() error { return wire.ErrNotReady }
+
+// Readiness returns nil if the node is ready to take traffic, else why not. A node is
+// ready when, in this order of reasons reported:
+//
+//  1. its state machine may serve: the cluster's partition count and procedures are this
+//     node's (ErrIncompatible), its state has not diverged (ErrDivergent), and it has
+//     applied the cluster's first entry (ErrNotInitialised, or ErrCatchingUp when it has
+//     a log it has not replayed yet);
+//  2. it knows a leader: it leads and has applied every entry committed before its term,
+//     or it has heard from the leader within its lease (ErrNoLeader, ErrCatchingUp);
+//  3. it is caught up: at most ReadyMaxLag committed entries left to apply (ErrCatchingUp).
+func (n *Node) Readiness() error { return n.readiness(n.seq.Stats()) }
+
+// readiness is Readiness for the sequencer state st, so that a caller that has st already
+// (statusFrom) reports the same state in its fields and in its readiness.
+func (n *Node) readiness(st sequencer.Stats) error {
+	applied := n.fsm.Applied()
+	if err := n.fsmReadiness(st.LastLogIndex, applied); err != nil {
+		return err
+	}
+	switch id, _ := n.seq.Leader(); {
+	case st.State == "Leader":
+		if !n.leaderReady.Load() {
+			return fmt.Errorf("%w: new leader: applying the entries committed before its term", ErrCatchingUp)
+		}
+	case id == "":
+		return ErrNoLeader
+	case time.Since(st.LastContact) > n.leaderLease():
+		return fmt.Errorf("%w: last heard from leader %s %v ago", ErrNoLeader, id,
+			time.Since(st.LastContact).Round(time.Millisecond))
+	}
+	if st.CommitIndex > applied+ReadyMaxLag {
+		return fmt.Errorf("%w: applied %d of %d committed entries", ErrCatchingUp, applied, st.CommitIndex)
+	}
+	return nil
+}
+
+// ready is the request path's check: nil when the state machine may serve (one atomic
+// load), else the reason of step 1 of Readiness. Requests are refused for these reasons
+// only: the rest of the rule needs no check per request, because a write on a node that
+// does not lead fails with NotLeader (and the client follows the leader hint), a new
+// leader refuses writes until it is ready (see submit), and a read at consistency Any or a
+// stream read may come from a replica that lags, leader or not.
+func (n *Node) ready() error {
+	if n.fsm.Serving() { // the common case, without taking a lock
+		return nil
+	}
+	return n.fsmReadiness(n.seq.Stats().LastLogIndex, n.fsm.Applied())
+}
+
+// fsmReadiness returns step 1 of Readiness: why the state machine may not serve, or nil.
+// lastIndex is the last index of this node's Raft log.
+func (n *Node) fsmReadiness(lastIndex, applied uint64) error {
+	if err := n.fsm.Incompatible(); err != nil {
+		return err
+	}
+	if err := n.fsm.Divergent(); err != nil {
+		return err
+	}
+	if _, ok := n.fsm.Cluster(); !ok {
+		if lastIndex > applied {
+			return fmt.Errorf("%w: applied %d of %d", ErrCatchingUp, applied, lastIndex)
+		}
+		return ErrNotInitialised
+	}
+	return nil
+}
+
+// leaderLease is how long after its last contact with the leader a follower still counts
+// the leader as known: twice the Raft heartbeat timeout, the longest a follower of a
+// healthy cluster waits before it starts an election.
+func (n *Node) leaderLease() time.Duration {
+	hb := n.cfg.Sequencer.HeartbeatTimeout
+	if hb == 0 {
+		hb = sequencer.DefaultHeartbeatTimeout
+	}
+	return 2 * hb
+}
