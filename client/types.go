@@ -62,8 +62,11 @@ type Status struct {
 	// Incompatible says why the node cannot serve the cluster's log (another partition
 	// count or procedure set); empty if it can.
 	Incompatible string `json:"incompatible"`
-	// Ready reports whether the node serves requests.
+	// Ready reports whether the node serves requests: it can serve, knows a leader and
+	// is caught up (one rule on the node, reported alike by /readyz and the metric).
 	Ready bool `json:"ready"`
+	// NotReadyReason says why Ready is false; empty when it is true.
+	NotReadyReason string `json:"not_ready_reason"`
 	// UptimeMs is the time since the node started, in milliseconds.
 	UptimeMs int64 `json:"uptime_ms"`
 	// Batches counts the log entries the node proposed as leader since it started, and
@@ -117,6 +120,7 @@ func statusFromWire(w *wire.Status) Status {
 		Divergent:        w.Divergent,
 		Incompatible:     w.Incompatible,
 		Ready:            w.Ready,
+		NotReadyReason:   w.NotReadyReason,
 		UptimeMs:         w.UptimeMs,
 		Batches:          w.Batches,
 		Inputs:           w.Inputs,

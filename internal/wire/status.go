@@ -25,12 +25,12 @@ type Status struct {
 	Divergent    string `msgpack:"divergent" json:"divergent"`
 	Incompatible string `msgpack:"incompatible" json:"incompatible"`
 	Ready        bool   `msgpack:"ready" json:"ready"`
-	UptimeMs     int64  `msgpack:"uptime_ms" json:"uptime_ms"`
-	Batches      uint64 `msgpack:"batches" json:"batches"`
-	Inputs       uint64 `msgpack:"inputs" json:"inputs"`
-	QueueDepth   int    `msgpack:"queue_depth" json:"queue_depth"`
 	// NotReadyReason says why Ready is false (replica.Node.Readiness); empty when it is true.
 	NotReadyReason string `msgpack:"not_ready_reason" json:"not_ready_reason"`
+	UptimeMs       int64  `msgpack:"uptime_ms" json:"uptime_ms"`
+	Batches        uint64 `msgpack:"batches" json:"batches"`
+	Inputs         uint64 `msgpack:"inputs" json:"inputs"`
+	QueueDepth     int    `msgpack:"queue_depth" json:"queue_depth"`
 	// Nodes are the cluster's members as recorded in the log, ordered by id.
 	Nodes []NodeAddr `msgpack:"nodes" json:"nodes,omitempty"`
 }
