@@ -88,7 +88,8 @@ func (s *sessions) lookup(id uint64) (*session, error) {
 
 // expire removes sessions idle for longer than the TTL. It looks at batch time only
 // (RAFT-NOTES: expiry by local clocks diverges replicas) and runs at most once a second of
-// batch time, so its cost does not grow with the request rate.
+// batch time, so its cost does not grow with the request rate. The FSM calls it once per
+// log entry, with the entry's clamped batch time, so sweepAt too depends on the log alone.
 func (s *sessions) expire(now int64) {
 	if now < s.sweepAt {
 		return
