@@ -17,6 +17,17 @@ type Config struct {
 	// SessionWindow is how many unacknowledged results one session may have cached; a
 	// request further ahead fails with ErrSessionWindow. Default 4096.
 	SessionWindow uint64
+	// MaxCachedResultBytes bounds, in bytes, the results one session keeps cached above
+	// its AckThrough (a result counts its value and error message). A new request of a
+	// session whose cache holds this much or more is refused with ErrSessionCacheFull (wire
+	// code Overloaded) before it runs; a retry carrying a later AckThrough frees the cache
+	// and gets in. The check counts the results of the session's requests in earlier log
+	// entries (and earlier in the same entry, before a hash check): a position in the log,
+	// so every replica decides alike, and the cache may pass the bound by the results of
+	// one entry's requests. A client that waits for each result holds about none; the Go
+	// client, pipelining at its default MaxInflight of 1024, reaches the default bound only
+	// if its results average over 16 KiB. Default 16 MiB.
+	MaxCachedResultBytes int
 	// MaxSessions bounds the number of open sessions. Default 100000.
 	MaxSessions int
 	// HashHistory is how many hash-check records the FSM keeps for comparison. Default 64.
@@ -32,11 +43,12 @@ type Config struct {
 // DefaultConfig returns a Config with every field at its default.
 func DefaultConfig() Config {
 	return Config{
-		Partitions:    partition.DefaultPartitions,
-		SessionTTL:    2 * time.Minute,
-		SessionWindow: 4096,
-		MaxSessions:   100000,
-		HashHistory:   64,
+		Partitions:           partition.DefaultPartitions,
+		SessionTTL:           2 * time.Minute,
+		SessionWindow:        4096,
+		MaxCachedResultBytes: 16 << 20,
+		MaxSessions:          100000,
+		HashHistory:          64,
 	}
 }
 
@@ -50,6 +62,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SessionWindow == 0 {
 		c.SessionWindow = d.SessionWindow
+	}
+	if c.MaxCachedResultBytes == 0 {
+		c.MaxCachedResultBytes = d.MaxCachedResultBytes
 	}
 	if c.MaxSessions == 0 {
 		c.MaxSessions = d.MaxSessions
@@ -68,6 +83,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: partitions %d not in 1..%d", partition.ErrBadConfig, c.Partitions, partition.MaxPartitions)
 	case c.SessionTTL < time.Second:
 		return fmt.Errorf("%w: session TTL %v below 1s", partition.ErrBadConfig, c.SessionTTL)
+	case c.MaxCachedResultBytes < 0:
+		return fmt.Errorf("%w: MaxCachedResultBytes %d is negative", partition.ErrBadConfig, c.MaxCachedResultBytes)
 	case c.MaxSessions < 1 || c.HashHistory < 1:
 		return fmt.Errorf("%w: MaxSessions and HashHistory must be positive", partition.ErrBadConfig)
 	}

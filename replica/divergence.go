@@ -41,7 +41,7 @@ func (n *Node) hashCompareLoop() {
 			}
 			recs := make([]HashRecord, len(st.HashChecks))
 			for i, h := range st.HashChecks {
-				recs[i] = HashRecord{Index: h.Index, Hashes: h.Hashes}
+				recs[i] = HashRecord{Index: h.Index, Hashes: h.Hashes, Meta: h.Meta}
 			}
 			peers = append(peers, recs)
 		}

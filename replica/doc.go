@@ -6,14 +6,22 @@
 //
 //  1. decode the batch (internal/batch) and clamp its time so it never goes backwards;
 //  2. expire idle sessions by batch time (never by the local clock);
-//  3. for each invoke, look up its session: a retried (session, seq) is answered from the
-//     session's result cache and not run again (DESIGN.md invariant 3); a request to an
-//     expired session fails without running;
+//  3. for each invoke, look up its session and free the results it acknowledges: a
+//     retried (session, seq) is answered from the session's result cache and not run
+//     again (DESIGN.md invariant 3); a request to an expired session, one already
+//     acknowledged, or one past the session's window or result-byte bound fails without
+//     running;
 //  4. run the remaining inputs through the partition engine, serially per partition;
-//  5. cache each result under its session until the client acknowledges it, and hand the
-//     results back through raft's ApplyFuture to the node that proposed the entry;
-//  6. at a hash-check item, record the partition hashes, which nodes compare with their
-//     peers' to detect a divergent replica (invariant 6).
+//  5. cache each result under its session unless the client acknowledged it meanwhile,
+//     and hand the results back through raft's ApplyFuture to the node that proposed the
+//     entry;
+//  6. at a hash-check item, record the partition hashes and the meta hash of the session
+//     table, cluster and node info, which nodes compare with their peers' to detect a
+//     divergent replica (invariant 6).
+//
+// Raft hands the FSM committed entries in groups of any size, different on every
+// replica; the FSM runs a group's inputs in as few engine calls as it can, yet every
+// result and the whole session table depend on the log alone, never on the grouping.
 //
 // A Node serves clients over the wire protocol. Writes and linearizable reads go through
 // the log on the leader; a follower answers NotLeader with the leader's client address

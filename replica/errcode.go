@@ -33,7 +33,7 @@ func codeOf(err error) wire.Code {
 		return wire.CodeSessionExpired
 	case errors.Is(err, ErrUnknownSession):
 		return wire.CodeUnknownSession
-	case errors.Is(err, ErrSessionWindow), errors.Is(err, ErrTooManySessions):
+	case errors.Is(err, ErrSessionWindow), errors.Is(err, ErrSessionCacheFull), errors.Is(err, ErrTooManySessions):
 		return wire.CodeOverloaded
 	case errors.Is(err, ErrDivergent):
 		return wire.CodeDivergent

@@ -14,6 +14,10 @@ var (
 	// ErrSessionWindow is returned when a request's sequence number is further ahead of
 	// the session's acknowledged results than the result cache holds; it was not executed.
 	ErrSessionWindow = errors.New("session window full: acknowledge results first")
+	// ErrSessionCacheFull is returned for a new request of a session whose cached,
+	// unacknowledged results already hold Config.MaxCachedResultBytes or more; it was not
+	// executed. Acknowledging results (a later AckThrough) makes room.
+	ErrSessionCacheFull = errors.New("session result cache full: acknowledge results first")
 	// ErrStaleRequest is returned for a sequence number the client already acknowledged:
 	// its result was freed, so the request is neither run nor answered again.
 	ErrStaleRequest = errors.New("request already acknowledged")

@@ -47,11 +47,17 @@ type FSM struct {
 	serving      atomic.Bool // cluster known, compatible, not divergent: see Serving
 
 	// Scratch reused between applies.
-	entries []batch.Entry
-	inputs  []partition.Input
-	pend    []pending
-	dupes   []dupe
-	inFlush map[[2]uint64]int // (session, seq) → index in inputs, for retries inside one flush
+	metaBuf  []byte
+	metaIDs  []uint64
+	metaSeqs []uint64
+	entries  []batch.Entry
+	inputs   []partition.Input
+	pend     []pending
+	dupes    []dupe
+	inFlush  map[[2]uint64]int // (session, seq) → index in inputs, for retries inside one flush
+	// flushGen numbers the flushes, from 1; a session whose queuedIn equals it has inputs
+	// queued in the current flush.
+	flushGen uint64
 
 	handlers sync.Pool // procedure handlers for Query
 
@@ -74,10 +80,13 @@ type dupe struct {
 	orig int // index in inputs
 }
 
-// HashRecord is a replica's per-partition state hashes at a hash-check log position.
+// HashRecord is a replica's state hashes at a hash-check log position: one per partition,
+// and Meta for the replicated state besides the partitions (see FSM.metaHash). A Meta of 0
+// means unknown (a record from a version that did not compute it) and matches any.
 type HashRecord struct {
 	Index  uint64   `msgpack:"i"`
 	Hashes []uint64 `msgpack:"h"`
+	Meta   uint64   `msgpack:"m"`
 }
 
 // New returns an FSM with empty state that runs reg's procedures. Close releases it.
@@ -104,6 +113,7 @@ func New(cfg Config, reg *procedures.Registry, log *slog.Logger) (*FSM, error) {
 		nodes:     map[string]batch.NodeInfo{},
 		appliedCh: make(chan struct{}),
 		inFlush:   map[[2]uint64]int{},
+		flushGen:  1,
 	}
 	f.handlers.New = func() any { return reg.NewHandler() }
 	return f, nil
@@ -157,6 +167,11 @@ func (f *FSM) applyEntry(index uint64, e *batch.Entry, res *batch.Results) {
 	now := max(e.Time, f.lastTime)
 	f.lastTime = now
 	f.sess.expire(now)
+	if f.queuedSessionIn(e) {
+		// The result-cache bound is checked against the results of earlier entries: run
+		// them first, so that the check sees the same cache however entries are grouped.
+		f.flush()
+	}
 	f.mu.Lock()
 	incompatible := f.incompatible
 	f.mu.Unlock()
@@ -222,7 +237,13 @@ func (f *FSM) invoke(index uint64, now int64, it *batch.Item, res *batch.Results
 			res.Items[j].Err = fmt.Errorf("%w: seq %d, acknowledged %d", ErrSessionWindow, it.Seq, ss.AckThrough)
 			return
 		}
+		if ss.cachedBytes >= f.cfg.MaxCachedResultBytes {
+			res.Items[j].Err = fmt.Errorf("%w: session %d holds %d bytes of results above seq %d (limit %d)",
+				ErrSessionCacheFull, it.Session, ss.cachedBytes, ss.AckThrough, f.cfg.MaxCachedResultBytes)
+			return
+		}
 		f.inFlush[[2]uint64{it.Session, it.Seq}] = len(f.inputs)
+		ss.queuedIn = f.flushGen
 	}
 	f.inputs = append(f.inputs, partition.Input{
 		Procedure: it.Procedure,
@@ -236,11 +257,34 @@ func (f *FSM) invoke(index uint64, now int64, it *batch.Item, res *batch.Results
 	f.pend = append(f.pend, pending{res: res, j: j, ss: ss, seq: it.Seq})
 }
 
-// flush executes the queued inputs and delivers their results.
+// queuedSessionIn reports whether an invoke of e belongs to a session that has inputs
+// queued in the current flush, from earlier entries.
+func (f *FSM) queuedSessionIn(e *batch.Entry) bool {
+	if len(f.inputs) == 0 {
+		return false
+	}
+	for j := range e.Items {
+		it := &e.Items[j]
+		if it.Kind != batch.KindInvoke || it.Session == 0 {
+			continue
+		}
+		if ss := f.sess.byID[it.Session]; ss != nil && ss.queuedIn == f.flushGen {
+			return true
+		}
+	}
+	return false
+}
+
+// flush executes the queued inputs and delivers their results. Where flushes fall does not
+// change any result or the session table: partitions run inputs in log order, and a result
+// goes into its session's cache only if the session has not acknowledged it meanwhile.
+// Flushes happen at the end of ApplyBatch, at hash checks (which need the partitions up
+// to date), and before an entry whose sessions have queued inputs (see applyEntry).
 func (f *FSM) flush() {
 	if len(f.inputs) == 0 {
 		return
 	}
+	f.flushGen++
 	results := f.eng.Execute(f.inputs)
 	// One allocation holds every result value of the flush: the values outlive the
 	// engine's arena (the session cache and the waiting clients keep them).
@@ -261,7 +305,7 @@ func (f *FSM) flush() {
 		p.res.Items[p.j] = batch.Result{Value: v, Err: r.Err}
 		f.stats.add(f.procedureName(f.inputs[k].Procedure), r.Err)
 		if p.ss != nil {
-			p.ss.Results[p.seq] = cacheOf(v, r.Err)
+			p.ss.cache(p.seq, cacheOf(v, r.Err))
 		}
 	}
 	for _, d := range f.dupes {

@@ -9,11 +9,21 @@ import (
 
 // session is one client session: the exactly-once state of DESIGN.md section 5. Every
 // field changes only by applying log items, so it is identical on every replica.
+//
+// Invariant: every key of Results is above AckThrough (cache refuses the others and ack
+// deletes them), so Results holds at most SessionWindow entries and cachedBytes is the sum
+// of their sizes.
 type session struct {
 	ID         uint64                  `msgpack:"id"`
 	LastActive int64                   `msgpack:"last"` // batch time of its last request
 	AckThrough uint64                  `msgpack:"ack"`  // the client holds every result up to here
 	Results    map[uint64]cachedResult `msgpack:"res"`  // by sequence number, above AckThrough
+
+	// cachedBytes is the sum of the sizes of Results; derived, so not in snapshots.
+	cachedBytes int
+	// queuedIn is the FSM flush generation in which the session last queued an input for
+	// execution; see FSM.flushGen. Not replicated state.
+	queuedIn uint64
 }
 
 // cachedResult is a result kept so that a retried request gets the original answer.
@@ -30,6 +40,9 @@ func cacheOf(value []byte, err error) cachedResult {
 	we := WireError(err).(*wire.Error)
 	return cachedResult{Code: we.Code, Message: we.Message}
 }
+
+// size is what the result counts against Config.MaxCachedResultBytes.
+func (c cachedResult) size() int { return len(c.Value) + len(c.Message) }
 
 func (c cachedResult) result() (value []byte, err error) {
 	if c.Code != wire.CodeOK {
@@ -75,7 +88,8 @@ func (s *sessions) lookup(id uint64) (*session, error) {
 
 // expire removes sessions idle for longer than the TTL. It looks at batch time only
 // (RAFT-NOTES: expiry by local clocks diverges replicas) and runs at most once a second of
-// batch time, so its cost does not grow with the request rate.
+// batch time, so its cost does not grow with the request rate. The FSM calls it once per
+// log entry, with the entry's clamped batch time, so sweepAt too depends on the log alone.
 func (s *sessions) expire(now int64) {
 	if now < s.sweepAt {
 		return
@@ -89,23 +103,61 @@ func (s *sessions) expire(now int64) {
 	}
 }
 
-// ack frees the results the client has received.
+// ack frees the results the client has received: every cached seq up to through. It
+// costs O(min(through - AckThrough, len(Results))), so a jump of AckThrough far ahead does
+// not loop over the seqs it skips.
 func (ss *session) ack(through uint64) {
 	if through <= ss.AckThrough {
 		return
 	}
-	if through-ss.AckThrough < uint64(len(ss.Results)) {
+	if through-ss.AckThrough <= uint64(len(ss.Results)) {
 		for seq := ss.AckThrough + 1; seq <= through; seq++ {
-			delete(ss.Results, seq)
+			ss.uncache(seq)
 		}
 	} else {
 		for seq := range ss.Results {
 			if seq <= through {
-				delete(ss.Results, seq)
+				ss.uncache(seq)
 			}
 		}
 	}
 	ss.AckThrough = through
+}
+
+// cache keeps the result of seq for retries, unless the client already acknowledged seq:
+// a result computed in the same flush as the request acknowledging it is never readable,
+// and keeping it would make the table depend on how entries were grouped into flushes.
+func (ss *session) cache(seq uint64, c cachedResult) {
+	if seq <= ss.AckThrough {
+		return
+	}
+	ss.uncache(seq) // a seq runs once, but keep cachedBytes exact whatever happens
+	ss.Results[seq] = c
+	ss.cachedBytes += c.size()
+}
+
+func (ss *session) uncache(seq uint64) {
+	if c, ok := ss.Results[seq]; ok {
+		ss.cachedBytes -= c.size()
+		delete(ss.Results, seq)
+	}
+}
+
+// restored re-establishes the invariants of a session read from a snapshot: results at or
+// below AckThrough (which older versions could leave behind) are dropped, as a replay of
+// the log would, and cachedBytes is recomputed.
+func (ss *session) restored() {
+	if ss.Results == nil {
+		ss.Results = map[uint64]cachedResult{}
+	}
+	ss.cachedBytes = 0
+	for seq, c := range ss.Results {
+		if seq <= ss.AckThrough {
+			delete(ss.Results, seq)
+			continue
+		}
+		ss.cachedBytes += c.size()
+	}
 }
 
 // ids returns the live session ids in ascending order (for snapshots and status).

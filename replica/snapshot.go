@@ -99,9 +99,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.sess = newSessions(f.cfg)
 	f.sess.nextID, f.sess.sweepAt = m.NextID, m.SweepAt
 	for _, s := range m.Sessions {
-		if s.Results == nil {
-			s.Results = map[uint64]cachedResult{}
-		}
+		s.restored()
 		f.sess.byID[s.ID] = s
 	}
 	f.sessionCount.Store(int64(len(m.Sessions)))

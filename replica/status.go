@@ -46,7 +46,7 @@ func (n *Node) statusFrom() wire.Status {
 		s.ClusterID = info.ClusterID
 	}
 	for _, r := range n.fsm.HashRecords() {
-		s.HashChecks = append(s.HashChecks, wire.HashCheck{Index: r.Index, Hashes: r.Hashes})
+		s.HashChecks = append(s.HashChecks, wire.HashCheck{Index: r.Index, Hashes: r.Hashes, Meta: r.Meta})
 	}
 	nodes := n.fsm.Nodes()
 	for _, id := range sortedNodeIDs(nodes) {

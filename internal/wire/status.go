@@ -42,8 +42,11 @@ type NodeAddr struct {
 	ClientAddr string `msgpack:"client" json:"client"`
 }
 
-// HashCheck is one replica's partition hashes at a hash-check log index.
+// HashCheck is one replica's state hashes at a hash-check log index: one per partition,
+// and Meta, the hash of the replicated state besides the partitions (sessions, cluster and
+// node info). A Meta of 0, as from a node that does not send it, means unknown.
 type HashCheck struct {
 	Index  uint64   `msgpack:"i" json:"index"`
 	Hashes []uint64 `msgpack:"h" json:"hashes"`
+	Meta   uint64   `msgpack:"m" json:"meta,omitempty"`
 }
