@@ -96,6 +96,9 @@ type HashCheck struct {
 	Index uint64 `json:"index"`
 	// Hashes are the partitions' state hashes right after Index was applied.
 	Hashes []uint64 `json:"hashes"`
+	// Meta is the hash of the replicated state besides the partitions (session table,
+	// cluster and node info) at Index; 0 means the node did not report it.
+	Meta uint64 `json:"meta,omitempty"`
 }
 
 // statusFromWire converts the status a node sent. It is the one place that knows both
@@ -129,7 +132,7 @@ func statusFromWire(w *wire.Status) Status {
 	if len(w.HashChecks) > 0 {
 		st.HashChecks = make([]HashCheck, len(w.HashChecks))
 		for i, h := range w.HashChecks {
-			st.HashChecks[i] = HashCheck{Index: h.Index, Hashes: h.Hashes}
+			st.HashChecks[i] = HashCheck{Index: h.Index, Hashes: h.Hashes, Meta: h.Meta}
 		}
 	}
 	if len(w.Nodes) > 0 {

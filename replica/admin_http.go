@@ -120,15 +120,26 @@ type HashCheckJSON struct {
 	Index uint64 `json:"index"`
 	// Hashes are the partitions' state hashes at Index, as hex.
 	Hashes []string `json:"hashes"`
+	// Meta is the hash of the state besides the partitions at Index, as hex; empty if
+	// not reported.
+	Meta string `json:"meta,omitempty"`
 }
 
 // NewStatusJSON converts a wire status to its JSON form.
 func NewStatusJSON(st wire.Status) StatusJSON {
 	s := StatusJSON{Status: st, Hashes: HexHashes(st.Hashes)}
 	for _, h := range st.HashChecks {
-		s.HashChecks = append(s.HashChecks, HashCheckJSON{Index: h.Index, Hashes: HexHashes(h.Hashes)})
+		s.HashChecks = append(s.HashChecks, HashCheckJSON{Index: h.Index, Hashes: HexHashes(h.Hashes), Meta: HexMeta(h.Meta)})
 	}
 	return s
+}
+
+// HexMeta formats a meta hash as a 16-digit hex string; 0 (not reported) as "".
+func HexMeta(h uint64) string {
+	if h == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%016x", h)
 }
 
 // HexHashes formats state hashes as 16-digit hex strings.

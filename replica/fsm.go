@@ -252,7 +252,7 @@ func (f *FSM) invoke(index uint64, now int64, it *batch.Item, res *batch.Results
 		Scope:     it.Scope,
 		Args:      it.Args,
 		Time:      now,
-		Seq:       index<<16 | uint64(j),
+		Seq:       batch.InputSeq(index, j),
 	})
 	f.pend = append(f.pend, pending{res: res, j: j, ss: ss, seq: it.Seq})
 }

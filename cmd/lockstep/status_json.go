@@ -24,13 +24,16 @@ type hashCheckJSON struct {
 	Index uint64 `json:"index"`
 	// Hashes are the partitions' state hashes at Index, as hex.
 	Hashes []string `json:"hashes"`
+	// Meta is the hash of the state besides the partitions at Index, as hex; empty if
+	// not reported.
+	Meta string `json:"meta,omitempty"`
 }
 
 // newStatusJSON converts a node's status to its JSON form.
 func newStatusJSON(st client.Status) statusJSON {
 	s := statusJSON{Status: st, Hashes: replica.HexHashes(st.Hashes)}
 	for _, h := range st.HashChecks {
-		s.HashChecks = append(s.HashChecks, hashCheckJSON{Index: h.Index, Hashes: replica.HexHashes(h.Hashes)})
+		s.HashChecks = append(s.HashChecks, hashCheckJSON{Index: h.Index, Hashes: replica.HexHashes(h.Hashes), Meta: replica.HexMeta(h.Meta)})
 	}
 	return s
 }
