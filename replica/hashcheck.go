@@ -11,7 +11,20 @@ import (
 // recordHashes keeps this replica's partition hashes and meta hash at a hash-check
 // position (DESIGN.md invariant 6). The records are compared with other replicas' by the
 // node. It runs on the apply goroutine.
+//
+// Records are keyed by log index, so an entry gets at most one: the first check in it. An
+// entry can carry several (the sequencer's periodic check and a leader's idle check may
+// share a batch), with inputs between them; recording each would give peers several
+// different records under one index, which reads as disagreement. Every replica sees the
+// same entry, so every replica keeps the same first record, and a record never changes
+// once made (a peer may fetch it while the rest of the entry applies).
 func (f *FSM) recordHashes(index uint64) {
+	f.mu.Lock()
+	recorded := len(f.hashes) > 0 && f.hashes[len(f.hashes)-1].Index == index
+	f.mu.Unlock()
+	if recorded {
+		return
+	}
 	rec := HashRecord{Index: index, Hashes: f.eng.Hashes(), Meta: f.metaHash()}
 	f.mu.Lock()
 	defer f.mu.Unlock()

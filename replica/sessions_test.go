@@ -257,3 +257,31 @@ func BenchmarkMetaHash(b *testing.B) {
 		f.metaHash()
 	}
 }
+
+// TestOneHashRecordPerEntry: an entry with two hash checks and inputs between them gives
+// one record, the first check's, on every replica; two records under one index with
+// different hashes made peers count disagreements that were not there (DESIGN.md
+// invariant 6: divergence is detected, and only divergence).
+func TestOneHashRecordPerEntry(t *testing.T) {
+	cfg := sessionTestConfig()
+	f := newTestFSM(t, cfg)
+	defer f.Close()
+	e := &batch.Entry{Time: 1e9, Items: []batch.Item{
+		stepItem(cfg.Partitions, "a", 0, 0, 0, 0, false),
+		{Kind: batch.KindHashCheck},
+		stepItem(cfg.Partitions, "a", 0, 0, 0, 0, false),
+		{Kind: batch.KindHashCheck},
+	}}
+	f.ApplyBatch([]*raft.Log{commandLog(7, e)})
+	recs := f.HashRecords()
+	if len(recs) != 1 || recs[0].Index != 7 {
+		t.Fatalf("got records %+v, want one at index 7", recs)
+	}
+	// A peer that applied the same entry vouches for this replica.
+	g := newTestFSM(t, cfg)
+	defer g.Close()
+	g.ApplyBatch([]*raft.Log{commandLog(7, e)})
+	if err := f.CompareHashes([][]HashRecord{g.HashRecords(), g.HashRecords()}); err != nil {
+		t.Fatalf("equal replicas: %v", err)
+	}
+}
