@@ -120,6 +120,7 @@ type Node struct {
 	started time.Time
 
 	leaderReady   atomic.Bool // this node leads and has committed the cluster's identity
+	admission     admission   // a joining node's admission: not ready until acknowledged
 	allPartitions []int       // the scope of a multi-partition input without keys
 	metrics       *Metrics
 	admin         *adminServer // nil without NodeConfig.AdminAddr
@@ -183,8 +184,7 @@ func StartNode(cfg NodeConfig, reg *procedures.Registry) (*Node, error) {
 		}
 	}
 	if len(cfg.Join) > 0 && len(cfg.Bootstrap) == 0 && seq.Stats().LastLogIndex == 0 {
-		n.wg.Add(1)
-		go n.joinLoop(cfg.Join)
+		n.startJoin(cfg.Join)
 	}
 	n.wg.Add(3)
 	go n.acceptLoop()
@@ -258,6 +258,9 @@ func (n *Node) Close() error {
 
 // ready reports why the node cannot serve clients, or nil.
 func (n *Node) ready() error {
+	if err := n.joinPending(); err != nil {
+		return err
+	}
 	if n.fsm.Serving() { // the common case, without taking the FSM's lock
 		return nil
 	}
