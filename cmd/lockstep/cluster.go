@@ -105,7 +105,7 @@ func runClusterJoin(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := callLeader(ctx, addrs, cid, &wire.Request{Op: wire.OpJoin, Args: args}); err != nil {
+	if _, err := callLeaderIdempotent(ctx, addrs, cid, &wire.Request{Op: wire.OpJoin, Args: args}); err != nil {
 		return fmt.Errorf("join %s: %w", id, err)
 	}
 	fmt.Fprintf(c.App.Writer, "%s joined as a voter (raft %s, client %s); it catches up from the leader\n", id, c.String("raft"), c.String("client"))
@@ -122,7 +122,7 @@ func runClusterRemove(c *cli.Context) error {
 		return err
 	}
 	defer cancel()
-	if _, err := callLeader(ctx, c.StringSlice("addr"), c.String("cluster-id"), &wire.Request{Op: wire.OpRemove, Key: []byte(id)}); err != nil {
+	if _, err := callLeaderIdempotent(ctx, c.StringSlice("addr"), c.String("cluster-id"), &wire.Request{Op: wire.OpRemove, Key: []byte(id)}); err != nil {
 		return fmt.Errorf("remove %s: %w", id, err)
 	}
 	fmt.Fprintf(c.App.Writer, "removed %s from the cluster\n", id)
@@ -158,6 +158,27 @@ func runTransferLeader(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "leadership moved from %s to %s\n", old, next)
 	return nil
+}
+
+// callLeaderIdempotent sends req, a membership change that may run twice with the effect
+// of once (adding a voter that is one, or removing one that is gone, changes nothing), to
+// the leader like callLeader, and sends it again while the answer is that its outcome is
+// unknown: the leader lost its leadership or timed out with the change in flight, and the
+// next leader may or may not have committed it (RAFT-NOTES.md, hashicorp/raft PR 561).
+// Such an answer is not a failure of the change, so the command does not report one; it
+// gives up only when ctx ends.
+func callLeaderIdempotent(ctx context.Context, addrs []string, clusterID string, req *wire.Request) (wire.Response, error) {
+	for {
+		resp, err := callLeader(ctx, addrs, clusterID, req)
+		if !errors.Is(err, wire.ErrUnknownOutcome) && !errors.Is(err, wire.ErrTimeout) {
+			return resp, err
+		}
+		select {
+		case <-ctx.Done():
+			return resp, deadlineError(ctx, err)
+		case <-time.After(leaderRetryPause):
+		}
+	}
 }
 
 // firstStatus returns the status of the first node of addrs that answers.
