@@ -44,7 +44,8 @@ type NodeConfig struct {
 	// Ignored when the data directory already holds a cluster.
 	Bootstrap []Peer
 	// Join lists client addresses of an existing cluster's nodes; a node with an empty
-	// data directory asks the cluster to add it as a voter.
+	// data directory asks the cluster to add it as a voter, and is not ready until the
+	// leader has acknowledged the join (ErrJoining).
 	Join []string
 	// Replica configures the state machine (partition count, sessions).
 	Replica Config
