@@ -213,7 +213,7 @@ func (c *Client) AddVoter(ctx context.Context, j JoinRequest) error {
 		return c.opErr(fmt.Errorf("client: %s: %w", what, err))
 	}
 	defer c.releaseFree()
-	_, err = c.adminCall(ctx, what, &wire.Request{Op: wire.OpJoin, Args: args})
+	_, err = c.adminCall(ctx, what, &wire.Request{Op: wire.OpJoin, Args: args}, true)
 	return c.opErr(err)
 }
 
@@ -239,7 +239,7 @@ func (c *Client) Remove(ctx context.Context, id string) error {
 	if !isMember(&st, id) {
 		return fmt.Errorf("client: %s: %w: %q is not among %s's members", what, ErrUnknownMember, id, st.NodeID)
 	}
-	_, err = c.adminCall(ctx, what, &wire.Request{Op: wire.OpRemove, Key: []byte(id)})
+	_, err = c.adminCall(ctx, what, &wire.Request{Op: wire.OpRemove, Key: []byte(id)}, true)
 	return c.opErr(err)
 }
 
@@ -271,7 +271,7 @@ func (c *Client) TransferLeadership(ctx context.Context, id string) error {
 			return fmt.Errorf("client: %s: %w: %q is not among %s's members", what, ErrUnknownMember, id, st.NodeID)
 		}
 	}
-	_, err := c.adminCall(ctx, what, &wire.Request{Op: wire.OpTransferLeader, Key: []byte(id)})
+	_, err := c.adminCall(ctx, what, &wire.Request{Op: wire.OpTransferLeader, Key: []byte(id)}, false)
 	return c.opErr(err)
 }
 
@@ -319,9 +319,13 @@ func (c *Client) leaderStatus(ctx context.Context, what string) (Status, error) 
 
 // adminCall sends req, a membership change, to the leader: it follows leader hints and
 // retries, as call does, but only while the attempts provably did not run (see
-// Administration in the package documentation). It returns the OK Response or the error that ended it. The
-// caller holds a session-less slot.
-func (c *Client) adminCall(ctx context.Context, what string, req *wire.Request) (wire.Response, error) {
+// Administration in the package documentation) — unless idempotent: a change that has the
+// effect of once when it runs twice (adding a voter that is one, removing a node that is
+// gone) is also sent again after an attempt whose outcome is in doubt, since the next
+// leader may or may not have committed it (RAFT-NOTES: an Apply that fails with
+// leadership lost may still commit). It returns the OK Response or the error that ended
+// it. The caller holds a session-less slot.
+func (c *Client) adminCall(ctx context.Context, what string, req *wire.Request, idempotent bool) (wire.Response, error) {
 	rs := retry{what: what}
 	for ; ; rs.attempt++ {
 		addr, deposed, err := c.target(ctx)
@@ -331,6 +335,9 @@ func (c *Client) adminCall(ctx context.Context, what string, req *wire.Request) 
 		r := *req
 		resp, sent, err := c.attempt(ctx, addr, &r, deposed)
 		v, doubt := judge(addr, &resp, sent, err)
+		if doubt && idempotent {
+			doubt, v = false, vAgain
+		}
 		switch {
 		case doubt && err != nil:
 			return wire.Response{}, fmt.Errorf("client: %s at %s: %w: %w", what, addr, ErrUnknownOutcome, err)

@@ -112,11 +112,14 @@ behind retries. Members, AddVoter, Remove and TransferLeadership go to the leade
 client follows NotLeader hints, and retries only attempts that provably did not run (a
 NotLeader, NotReady, Divergent, ShuttingDown or Overloaded answer, or a node it could not
 connect to), pausing as for invocations, until ctx ends or Config.MaxRetries runs out.
-Membership changes carry no session, so nothing deduplicates a second copy: an attempt
-whose outcome is in doubt (the connection broke after sending, no answer within
-RequestTimeout, an UnknownOutcome or Timeout answer) ends the call with an error matching
-ErrUnknownOutcome or ErrTimeout; read the membership back (Members) to learn what
-happened. Remove and TransferLeadership check first, with the leader, that the node is a
+Membership changes carry no session, so nothing deduplicates a second copy. AddVoter and
+Remove need none: run twice, they have the effect of once, so an attempt whose outcome is
+in doubt (the connection broke after sending, no answer within RequestTimeout, an
+UnknownOutcome or Timeout answer: the leader may have lost its leadership with the change
+in flight, and the next one may or may not commit it) is sent again until a definite
+answer. TransferLeadership, which would move leadership twice, ends on such an attempt
+with an error matching ErrUnknownOutcome or ErrTimeout; ask Status or Members to learn
+what happened. Remove and TransferLeadership check first, with the leader, that the node is a
 member, and refuse an unknown id with ErrUnknownMember, changing nothing.
 
 # Exactly once

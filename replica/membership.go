@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockstepdb/lockstep/internal/batch"
@@ -19,6 +20,58 @@ const membershipTimeout = 30 * time.Second
 // ErrJoinRefused is returned to a node that may not join: its partition count or
 // procedure set differs from the cluster's.
 var ErrJoinRefused = errors.New("join refused")
+
+// ErrJoining is why a node started with NodeConfig.Join is not ready while the cluster has
+// not yet acknowledged its join (or refused it). It matches wire.ErrNotReady, like the
+// other reasons of Readiness.
+var ErrJoining error = &notReady{"joining the cluster"}
+
+// admission is what a node started with NodeConfig.Join knows of its own join. Such a
+// node receives the log, and could serve, as soon as the leader has added it to the Raft
+// configuration; but until the leader acknowledges the join, its addresses may not be
+// recorded yet and its join loop may ask again. It counts as ready only after the
+// acknowledgement, so that whoever waits for it to be ready (an operator, a test) sees a
+// member the leader lists, and a removal can no longer race with its own join.
+type admission struct {
+	// pending holds why the node is not admitted yet: nil once the join is acknowledged,
+	// or for a node that never asked to join.
+	pending atomic.Pointer[error]
+}
+
+// set records why the node is not admitted; nil means admitted.
+func (a *admission) set(err error) {
+	if err == nil {
+		a.pending.Store(nil)
+		return
+	}
+	a.pending.Store(&err)
+}
+
+// err returns why the node is not admitted yet, or nil.
+func (a *admission) err() error {
+	if p := a.pending.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// joinPending returns why this node, started with NodeConfig.Join, is not admitted yet,
+// or nil. A node that has become a ready leader is admitted: it is a voter, and
+// becomeLeader recorded its addresses.
+func (n *Node) joinPending() error {
+	if err := n.admission.err(); err != nil && !n.leaderReady.Load() {
+		return err
+	}
+	return nil
+}
+
+// startJoin starts the join loop that asks the cluster at seeds to admit this node; until
+// it succeeds, the node is not ready.
+func (n *Node) startJoin(seeds []string) {
+	n.admission.set(ErrJoining)
+	n.wg.Add(1)
+	go n.joinLoop(seeds)
+}
 
 // admin runs a membership request on the leader in its own goroutine: the changes wait for
 // Raft, and the connection's read loop must go on meanwhile.
@@ -90,7 +143,8 @@ func (n *Node) removeNode(ctx context.Context, id string) error {
 }
 
 // joinLoop asks the cluster reachable at seeds to add this node, following leader hints,
-// until it is a member or the node closes.
+// until the leader acknowledges the join (the node is a voter and its addresses are
+// applied on the leader), the cluster refuses it, or the node closes. Started by startJoin.
 func (n *Node) joinLoop(seeds []string) {
 	defer n.wg.Done()
 	args, _ := msgpack.Marshal(&wire.JoinArgs{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), ClientAddr: n.ClientAddr(),
@@ -100,10 +154,13 @@ func (n *Node) joinLoop(seeds []string) {
 			err := n.askJoin(addr, args)
 			if err == nil {
 				n.log.Info("joined the cluster", "via", addr)
+				n.admission.set(nil)
 				return
 			}
 			if errors.Is(err, wire.ErrBadArguments) {
 				n.log.Error("cluster refused this node", "err", err)
+				// The refusal's text, not its code: clients of this node get NotReady.
+				n.admission.set(fmt.Errorf("%w: %v", ErrJoining, err))
 				return
 			}
 			n.log.Debug("join attempt failed", "seed", addr, "err", err)

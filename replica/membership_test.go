@@ -2,11 +2,15 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/lockstepdb/lockstep/internal/testutil"
+	"net"
 	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/lockstepdb/lockstep/internal/testutil"
 
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/vmihailenco/msgpack/v5"
@@ -89,5 +93,137 @@ func TestJoinRefusedForDifferentProcedures(t *testing.T) {
 	}
 	if v := c.voters(); len(v) != 3 {
 		t.Fatalf("voters %v, want the original 3", v)
+	}
+}
+
+// holdingSeed is a join seed that holds the first join request it gets: the test adds the
+// node to the Raft configuration itself (the first half of a join), then lets the seed
+// forward the request to the leader and pass its answer back.
+type holdingSeed struct {
+	addr     string
+	requests chan wire.Request // the held request
+	forward  chan string       // the address to forward it to
+	stop     func()            // closes the seed and waits for it; idempotent
+}
+
+func startHoldingSeed(t *testing.T) *holdingSeed {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &holdingSeed{addr: ln.Addr().String(), requests: make(chan wire.Request, 1), forward: make(chan string, 1)}
+	var wg sync.WaitGroup
+	s.stop = sync.OnceFunc(func() {
+		cancel()
+		ln.Close()
+		wg.Wait()
+	})
+	t.Cleanup(s.stop)
+	wg.Go(func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		if _, err := wire.ServerHandshake(ctx, nc, "", "seed"); err != nil {
+			return
+		}
+		c, err := wire.NewConn(nc, wire.ConnConfig{})
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		var req wire.Request
+		if err := c.RecvRequest(&req); err != nil {
+			return
+		}
+		s.requests <- req
+		var to string
+		select {
+		case to = <-s.forward:
+		case <-ctx.Done():
+			return
+		}
+		resp, err := roundTrip(ctx, to, "", &req)
+		if err != nil {
+			resp = wire.ErrorResponse(req.ID, err)
+		}
+		if c.SendResponse(ctx, &resp) == nil {
+			c.Shutdown(ctx) // deliver the answer before closing
+		}
+	})
+	return s
+}
+
+// TestJoiningNodeReadyOnlyWhenAdmitted: a node started with Join receives the log, and
+// knows the cluster and its leader, as soon as the leader has added it to the Raft
+// configuration; but it is not ready until the leader acknowledges the join. Once it is
+// ready, the cluster lists it, and its join loop has ended: a removal that follows cannot
+// be undone by the node's own join (the join/remove race of TestCLI).
+func TestJoiningNodeReadyOnlyWhenAdmitted(t *testing.T) {
+	c := startCluster(t, clusterOptions{nodes: 3})
+	leader := c.waitLeader()
+	seed := startHoldingSeed(t)
+	cfg := c.cfgs[0]
+	cfg.ID, cfg.DataDir, cfg.AdminAddr = "n4", t.TempDir(), ""
+	cfg.RaftAddr, cfg.ClientAddr, cfg.Bootstrap, cfg.Join = "127.0.0.1:0", "127.0.0.1:0", nil, []string{seed.addr}
+	n, err := StartNode(cfg, c.reg(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		seed.stop() // a held join request would keep the node's Close waiting
+		n.Close()
+	})
+
+	var req wire.Request
+	select {
+	case req = <-seed.requests:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the node sent no join request")
+	}
+	var j wire.JoinArgs
+	if err := msgpack.Unmarshal(req.Args, &j); err != nil || j.ID != "n4" {
+		t.Fatalf("join request %+v (%v)", j, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := leader.seq.AddVoter(ctx, j.ID, j.RaftAddr); err != nil {
+		t.Fatal(err)
+	}
+	// The node applies the log: it knows the cluster and a leader...
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if _, ok := n.fsm.Cluster(); !ok {
+			return errors.New("cluster identity not applied yet")
+		}
+		if id, _ := n.seq.Leader(); id == "" {
+			return errors.New("no leader known yet")
+		}
+		return nil
+	})
+	// ...but its join is not acknowledged: it must not say it is ready.
+	if err := n.Ready(); !errors.Is(err, ErrJoining) || !errors.Is(err, wire.ErrNotReady) {
+		t.Fatalf("Ready before the join is acknowledged: got %v, want %v wrapped with %v", err, ErrJoining, wire.ErrNotReady)
+	}
+	if err := n.Readiness(); err == nil {
+		t.Fatal("Readiness before the join is acknowledged: got nil, want an error")
+	}
+	if st := n.Status(); st.Ready {
+		t.Fatal("status says ready before the join is acknowledged")
+	}
+
+	seed.forward <- c.waitLeader().ClientAddr()
+	testutil.WaitFor(t, 30*time.Second, n.Ready)
+	// Ready: the leader that acknowledged the join has applied the node's addresses.
+	listed := false
+	for _, m := range c.Nodes {
+		if m != nil && m.fsm.Nodes()["n4"].ClientAddr == n.ClientAddr() {
+			listed = true
+		}
+	}
+	if !listed {
+		t.Fatal("n4 is ready, but no member lists its addresses")
 	}
 }

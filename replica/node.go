@@ -44,7 +44,8 @@ type NodeConfig struct {
 	// Ignored when the data directory already holds a cluster.
 	Bootstrap []Peer
 	// Join lists client addresses of an existing cluster's nodes; a node with an empty
-	// data directory asks the cluster to add it as a voter.
+	// data directory asks the cluster to add it as a voter, and is not ready until the
+	// leader has acknowledged the join (ErrJoining).
 	Join []string
 	// Replica configures the state machine (partition count, sessions).
 	Replica Config
@@ -120,6 +121,7 @@ type Node struct {
 	started time.Time
 
 	leaderReady   atomic.Bool // this node leads and has committed the cluster's identity
+	admission     admission   // a joining node's admission: not ready until acknowledged
 	allPartitions []int       // the scope of a multi-partition input without keys
 	metrics       *Metrics
 	admin         *adminServer  // nil without NodeConfig.AdminAddr
@@ -185,8 +187,7 @@ func StartNode(cfg NodeConfig, reg *procedures.Registry) (*Node, error) {
 		}
 	}
 	if len(cfg.Join) > 0 && len(cfg.Bootstrap) == 0 && seq.Stats().LastLogIndex == 0 {
-		n.wg.Add(1)
-		go n.joinLoop(cfg.Join)
+		n.startJoin(cfg.Join)
 	}
 	fsm.OnDivergent(n.wakeAbstain)
 	n.wg.Add(4)

@@ -44,7 +44,8 @@ func (e *notReady) Unwrap() error { return wire.ErrNotReady }
 // Readiness returns nil if the node is ready to take traffic, else why not. A node is
 // ready when, in this order of reasons reported:
 //
-//  1. its state machine may serve: the cluster's partition count and procedures are this
+//  1. its state machine may serve: a node started with NodeConfig.Join has been admitted
+//     (ErrJoining), the cluster's partition count and procedures are this
 //     node's (ErrIncompatible), its state has not diverged (ErrDivergent), and it has
 //     applied the cluster's first entry (ErrNotInitialised, or ErrCatchingUp when it has
 //     a log it has not replayed yet);
@@ -84,7 +85,7 @@ func (n *Node) readiness(st sequencer.Stats) error {
 // leader refuses writes until it is ready (see submit), and a read at consistency Any or a
 // stream read may come from a replica that lags, leader or not.
 func (n *Node) ready() error {
-	if n.fsm.Serving() { // the common case, without taking a lock
+	if n.fsm.Serving() && n.admission.err() == nil { // the common case: two atomic loads
 		return nil
 	}
 	return n.fsmReadiness(n.seq.Stats().LastLogIndex, n.fsm.Applied())
@@ -93,6 +94,9 @@ func (n *Node) ready() error {
 // fsmReadiness returns step 1 of Readiness: why the state machine may not serve, or nil.
 // lastIndex is the last index of this node's Raft log.
 func (n *Node) fsmReadiness(lastIndex, applied uint64) error {
+	if err := n.joinPending(); err != nil {
+		return err
+	}
 	if err := n.fsm.Incompatible(); err != nil {
 		return err
 	}

@@ -2,21 +2,27 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/lockstepdb/lockstep/internal/testutil"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/replica"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // TestCLI runs the real binary against a cluster of three real node processes: every
@@ -64,6 +70,22 @@ func TestCLI(t *testing.T) {
 			got := byName[want.Name]
 			if got.Partitioning != want.Partitioning || got.ReadOnly != want.ReadOnly || (want.Result != "" && got.Result != want.Result) || got.Doc == "" {
 				t.Errorf("#%d: got %+v, want %+v", i, got, want)
+			}
+		}
+	})
+
+	t.Run("MembershipUnknownOutcome", func(t *testing.T) {
+		// A leader that loses its leadership with a membership change in flight answers
+		// UnknownOutcome; join and remove may run twice, so the command asks again rather
+		// than report a change that may well have been made as failed.
+		for i, args := range [][]string{
+			{"cluster", "remove", "n9"},
+			{"cluster", "join", "--id", "n9", "--raft", "127.0.0.1:1", "--client", "127.0.0.1:2", "--partitions", "4"},
+		} {
+			node := startFlakyLeader(t, wire.CodeUnknownOutcome)
+			r := run(t, bin, append(args, "--addr", node.addr)...)
+			if r.code != 0 || node.requests() != 2 {
+				t.Errorf("#%d: %v: got %v after %d requests, want exit 0 after 2", i, args, r, node.requests())
 			}
 		}
 	})
@@ -253,14 +275,16 @@ func TestCLI(t *testing.T) {
 		if err := waitReady(p); err != nil {
 			t.Fatal(err)
 		}
-		cs := clusterStatus(t, bin, addrs+","+p.client)
-		if len(cs.Nodes) != 4 {
-			t.Fatalf("status after join: %d nodes, want 4: %+v", len(cs.Nodes), cs)
+		// `cluster join` returns once the leader has applied the node's addresses: status
+		// finds n4 from the leader's member list alone.
+		if cs := clusterStatus(t, bin, addrs); len(cs.Nodes) != 4 || statusOf(cs, "n4").Error != "" {
+			t.Fatalf("status after join: got %+v, want 4 nodes, n4 among them", cs)
 		}
 		if r := mustRun(t, bin, "cluster", "remove", "n4", "--addr", addrs); !strings.Contains(r.stdout, "removed n4") {
 			t.Fatalf("remove: %v", r)
 		}
 		p.kill()
+		checkMembers(t, bin, addrs, "n1", "n2", "n3")
 	})
 
 	t.Run("JoinByFlagAndRemove", func(t *testing.T) {
@@ -268,14 +292,19 @@ func TestCLI(t *testing.T) {
 		p := spawnNode(t, bin, "n5", "--id", "n5", "--data", filepath.Join(t.TempDir(), "n5"), "--raft", a[0],
 			"--client", a[1], "--admin", a[2], "--partitions", "4", "--join", addrs, "--log-level", "warn")
 		p.raft, p.client, p.admin = a[0], a[1], a[2]
+		// A node started with --join is ready only once the leader has acknowledged its
+		// join: the leader lists it, and its join loop is over, so the removal below
+		// cannot race with it (a join applied or retried after the removal would leave
+		// a dead member behind).
 		if err := waitReady(p); err != nil {
 			t.Fatal(err)
 		}
-		if cs := clusterStatus(t, bin, addrs+","+p.client); len(cs.Nodes) != 4 || statusOf(cs, "n5").Error != "" {
-			t.Fatalf("status after --join: %+v", cs)
+		if cs := clusterStatus(t, bin, addrs); len(cs.Nodes) != 4 || statusOf(cs, "n5").Error != "" {
+			t.Fatalf("status after --join: got %+v, want 4 nodes, n5 among them", cs)
 		}
 		mustRun(t, bin, "cluster", "remove", "n5", "--addr", addrs)
 		p.kill()
+		checkMembers(t, bin, addrs, "n1", "n2", "n3")
 	})
 
 	t.Run("TransferLeader", func(t *testing.T) {
@@ -322,6 +351,93 @@ func clusterStatus(t *testing.T, bin, addrs string) clusterStatusJSON {
 		t.Fatalf("cluster status json: %v: %v", err, r)
 	}
 	return cs
+}
+
+// checkMembers checks that `cluster status` finds exactly the nodes ids, every one
+// answering: `cluster remove` returns once the leader has applied the removal.
+func checkMembers(t *testing.T, bin, addrs string, ids ...string) {
+	t.Helper()
+	cs := clusterStatus(t, bin, addrs)
+	var got []string
+	for _, n := range cs.Nodes {
+		got = append(got, n.NodeID)
+	}
+	if !slices.Equal(got, ids) {
+		t.Fatalf("members after removal: got %v, want %v", got, ids)
+	}
+}
+
+// flakyLeader is a fake leader: it answers status requests, its first membership request
+// with an error code, and every later one with success.
+type flakyLeader struct {
+	addr string
+	mu   sync.Mutex
+	n    int
+}
+
+func (f *flakyLeader) requests() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
+}
+
+// startFlakyLeader serves the wire protocol on a loopback port until the test ends.
+func startFlakyLeader(t *testing.T, first wire.Code) *flakyLeader {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &flakyLeader{addr: ln.Addr().String()}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		cancel()
+		ln.Close()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer nc.Close()
+				if _, err := wire.ServerHandshake(ctx, nc, "", "fake"); err != nil {
+					return
+				}
+				c, err := wire.NewConn(nc, wire.ConnConfig{})
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				for {
+					var req wire.Request
+					if err := c.RecvRequest(&req); err != nil {
+						return
+					}
+					resp := wire.Response{ID: req.ID}
+					if req.Op == wire.OpStatus {
+						// A leader whose members include n9, so that remove n9 is sent.
+						st := wire.Status{NodeID: "fake", State: "Leader", Nodes: []wire.NodeAddr{{ID: "fake"}, {ID: "n9"}}}
+						resp.Value, _ = msgpack.Marshal(&st)
+					} else {
+						f.mu.Lock()
+						f.n++
+						if f.n == 1 {
+							resp.Code, resp.Message = first, "leadership lost with the change in flight"
+						}
+						f.mu.Unlock()
+					}
+					if c.SendResponse(ctx, &resp) != nil {
+						return
+					}
+				}
+			})
+		}
+	})
+	return f
 }
 
 // statusOf returns the row of node id.
