@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
-	"github.com/lockstepdb/lockstep/replica"
+	"github.com/lockstepdb/lockstep/node"
 )
 
 // benchDuration is how long each cluster benchmark drives load: LOCKSTEP_BENCH_SECONDS, 10
@@ -30,8 +30,8 @@ func benchCluster(b *testing.B, nodes, clients, inflight int, op Op, setup func(
 	}
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := replica.StartLocalCluster(ctx, replica.LocalClusterOptions{Nodes: nodes, Dir: b.TempDir(),
-		Node: replica.NodeConfig{Logger: quiet}})
+	c, err := node.StartLocalCluster(ctx, node.LocalClusterOptions{Nodes: nodes, Dir: b.TempDir(),
+		Node: node.Config{Logger: quiet}})
 	if err != nil {
 		b.Fatal(err)
 	}

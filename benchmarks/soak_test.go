@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstepdb/lockstep/replica"
+	"github.com/lockstepdb/lockstep/node"
 )
 
 // BenchmarkSoakHeap drives a 3-node cluster with 512 requests in flight for
@@ -28,9 +28,9 @@ func BenchmarkSoakHeap(b *testing.B) {
 	}
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	node := replica.NodeConfig{Logger: quiet}
-	node.Sequencer.SnapshotThreshold = 8192 // as `lockstep node` runs by default
-	c, err := replica.StartLocalCluster(ctx, replica.LocalClusterOptions{Nodes: 3, Dir: b.TempDir(), Node: node})
+	cfg := node.Config{Logger: quiet}
+	cfg.Sequencer.SnapshotThreshold = 8192 // as `lockstep node` runs by default
+	c, err := node.StartLocalCluster(ctx, node.LocalClusterOptions{Nodes: 3, Dir: b.TempDir(), Node: cfg})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/node"
 	"github.com/lockstepdb/lockstep/procedures"
-	"github.com/lockstepdb/lockstep/replica"
 )
 
 // TestAdmin runs the admin API against a real 3-node cluster: members, bad input,
@@ -27,7 +27,7 @@ func TestAdmin(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	lc, err := replica.StartLocalCluster(ctx, replica.LocalClusterOptions{Nodes: 3, Node: replica.NodeConfig{Logger: quiet}})
+	lc, err := node.StartLocalCluster(ctx, node.LocalClusterOptions{Nodes: 3, Node: node.Config{Logger: quiet}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestAdmin(t *testing.T) {
 	})
 
 	t.Run("JoinAndRemove", func(t *testing.T) {
-		n4, err := replica.StartNode(replica.NodeConfig{ID: "n4", DataDir: t.TempDir(), Logger: quiet}, procedures.Builtins())
+		n4, err := node.Start(node.Config{ID: "n4", DataDir: t.TempDir(), Logger: quiet}, procedures.Builtins())
 		if err != nil {
 			t.Fatal(err)
 		}

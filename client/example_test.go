@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/node"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
-	"github.com/lockstepdb/lockstep/replica"
 )
 
 // Example connects to a 3-node cluster, increments a counter exactly once per call, and
@@ -20,8 +20,8 @@ import (
 func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cluster, err := replica.StartLocalCluster(ctx, replica.LocalClusterOptions{
-		Nodes: 3, Node: replica.NodeConfig{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+	cluster, err := node.StartLocalCluster(ctx, node.LocalClusterOptions{
+		Nodes: 3, Node: node.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
 	})
 	if err != nil {
 		log.Fatal(err)

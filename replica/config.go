@@ -32,6 +32,8 @@ type Config struct {
 	MaxSessions int
 	// HashHistory is how many hash-check records the FSM keeps for comparison. Default 64.
 	HashHistory int
+	// Observer receives the counts of every apply, for metrics. Default nil: none.
+	Observer ApplyObserver
 	// Sequential runs all partitions on the applying goroutine (see partition.Config).
 	Sequential bool
 	// MaxResultBytes is the longest encoded result an input may return, in bytes (see

@@ -61,8 +61,7 @@ type FSM struct {
 
 	handlers sync.Pool // procedure handlers for Query
 
-	metrics *Metrics // nil until the node sets it
-	stats   applyStats
+	stats ApplyStats // this apply's counts, handed to cfg.Observer
 }
 
 // pending ties an engine input back to the item that asked for it.
@@ -153,13 +152,13 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		}
 		res := &batch.Results{Index: l.Index, Items: make([]batch.Result, len(e.Items))}
 		out[i] = res
-		f.stats.items = append(f.stats.items, len(e.Items))
+		f.stats.EntryItems = append(f.stats.EntryItems, len(e.Items))
 		f.applyEntry(l.Index, e, res)
 	}
 	f.flush()
 	f.sessionCount.Store(int64(len(f.sess.byID)))
 	f.advance(last)
-	f.stats.publish(f.metrics, time.Since(start))
+	f.stats.publish(f.cfg.Observer, time.Since(start))
 	return out
 }
 

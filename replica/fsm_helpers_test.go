@@ -56,6 +56,19 @@ type fataler interface {
 	Fatalf(format string, args ...any)
 }
 
+// testLogger sends logs at Warn and above to t.Log.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
 func newTestFSM(t fataler, cfg Config) *FSM {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
@@ -106,7 +119,7 @@ func outcomesOf(out []interface{}) [][]itemOutcome {
 		for i, r := range res.Items {
 			items[i] = itemOutcome{Value: string(r.Value), Session: r.Session}
 			if r.Err != nil {
-				items[i].Err = WireError(r.Err).Error()
+				items[i].Err = CodeOf(r.Err).String() + ": " + r.Err.Error()
 			}
 		}
 		all = append(all, items)

@@ -3,8 +3,6 @@ package replica
 import (
 	"fmt"
 	"sort"
-
-	"github.com/lockstepdb/lockstep/internal/wire"
 )
 
 // session is one client session: the exactly-once state of DESIGN.md section 5. Every
@@ -28,25 +26,24 @@ type session struct {
 
 // cachedResult is a result kept so that a retried request gets the original answer.
 type cachedResult struct {
-	Value   []byte    `msgpack:"v"`
-	Code    wire.Code `msgpack:"c"`
-	Message string    `msgpack:"m"`
+	Value   []byte `msgpack:"v"`
+	Code    Code   `msgpack:"c"`
+	Message string `msgpack:"m"`
 }
 
 func cacheOf(value []byte, err error) cachedResult {
 	if err == nil {
 		return cachedResult{Value: value}
 	}
-	we := WireError(err).(*wire.Error)
-	return cachedResult{Code: we.Code, Message: we.Message}
+	return cachedResult{Code: CodeOf(err), Message: err.Error()}
 }
 
 // size is what the result counts against Config.MaxCachedResultBytes.
 func (c cachedResult) size() int { return len(c.Value) + len(c.Message) }
 
 func (c cachedResult) result() (value []byte, err error) {
-	if c.Code != wire.CodeOK {
-		return nil, &wire.Error{Code: c.Code, Message: c.Message}
+	if c.Code != CodeOK {
+		return nil, &Error{Code: c.Code, Message: c.Message}
 	}
 	return c.Value, nil
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/lockstepdb/lockstep/internal/batch"
-	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -127,8 +126,8 @@ func TestSessionCacheBound(t *testing.T) {
 				t.Fatalf("split %v #%d: got %v, want success", split, i, r.Err)
 			case w.err != nil && !errors.Is(r.Err, w.err):
 				t.Fatalf("split %v #%d: got %v, want %v", split, i, r.Err, w.err)
-			case w.err != nil && !errors.Is(WireError(r.Err), wire.ErrOverloaded):
-				t.Fatalf("split %v #%d: wire error %v, want Overloaded", split, i, WireError(r.Err))
+			case w.err != nil && CodeOf(r.Err) != CodeOverloaded:
+				t.Fatalf("split %v #%d: outcome %v (%v), want Overloaded", split, i, CodeOf(r.Err), r.Err)
 			}
 		}
 		// The refused seq 4 did not run: the retry that got in was key a's second run.
@@ -247,7 +246,7 @@ func BenchmarkMetaHash(b *testing.B) {
 	for id := uint64(1); id <= 10000; id++ {
 		ss := &session{ID: id, LastActive: 1e12, AckThrough: 10, Results: map[uint64]cachedResult{}}
 		ss.cache(11, cachedResult{Value: []byte("0123456789abcdef")})
-		ss.cache(12, cachedResult{Code: wire.CodeProcedureError, Message: "t.step: failed"})
+		ss.cache(12, cachedResult{Code: CodeProcedureError, Message: "t.step: failed"})
 		f.sess.byID[id] = ss
 	}
 	f.sess.nextID = 10001

@@ -20,8 +20,8 @@ import (
 
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/node"
 	"github.com/lockstepdb/lockstep/partition"
-	"github.com/lockstepdb/lockstep/replica"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -239,7 +239,7 @@ func TestCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var st replica.StatusJSON
+		var st node.StatusJSON
 		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.NodeID != "n2" || st.ClientAddr != c.nodes[1].client {
 			t.Fatalf("/status: %+v (%v)", st, err)
 		}

@@ -8,15 +8,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockstepdb/lockstep/replica"
+	"github.com/lockstepdb/lockstep/node"
 	"github.com/urfave/cli/v2"
 )
 
 // parseNode runs `lockstep node args...` with an action that only builds the config.
-func parseNode(t *testing.T, args ...string) (replica.NodeConfig, error) {
+func parseNode(t *testing.T, args ...string) (node.Config, error) {
 	t.Helper()
 	app := newApp()
-	var cfg replica.NodeConfig
+	var cfg node.Config
 	var cfgErr error
 	for _, c := range app.Commands {
 		if c.Name == "node" {
@@ -99,7 +99,7 @@ func TestConfigFileBootstrapList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Bootstrap) != 2 || cfg.Bootstrap[1] != (replica.Peer{ID: "n2", RaftAddr: "127.0.0.1:7002", ClientAddr: "127.0.0.1:8002"}) {
+	if len(cfg.Bootstrap) != 2 || cfg.Bootstrap[1] != (node.Peer{ID: "n2", RaftAddr: "127.0.0.1:7002", ClientAddr: "127.0.0.1:8002"}) {
 		t.Fatalf("bootstrap: got %+v", cfg.Bootstrap)
 	}
 	// The defaults of keys the file leaves out stay.
@@ -149,12 +149,12 @@ func TestConfigFileErrors(t *testing.T) {
 // TestConfigFileLists: list flags take a list, one comma-separated string, or null (no
 // entries); the command line's comma-separated --bootstrap is the same list.
 func TestConfigFileLists(t *testing.T) {
-	peers := []replica.Peer{{ID: "n1", RaftAddr: "a:1", ClientAddr: "b:1"}, {ID: "n2", RaftAddr: "a:2", ClientAddr: "b:2"}}
+	peers := []node.Peer{{ID: "n1", RaftAddr: "a:1", ClientAddr: "b:1"}, {ID: "n2", RaftAddr: "a:2", ClientAddr: "b:2"}}
 	for i, tc := range []struct {
 		args  []string
 		file  string
 		join  []string
-		peers []replica.Peer
+		peers []node.Peer
 	}{
 		{file: "join: a:1,b:2\n", join: []string{"a:1", "b:2"}},
 		{file: "join: [a:1, b:2]\n", join: []string{"a:1", "b:2"}},

@@ -14,8 +14,8 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/latency"
+	"github.com/lockstepdb/lockstep/node"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
-	"github.com/lockstepdb/lockstep/replica"
 	"github.com/urfave/cli/v2"
 )
 
@@ -38,10 +38,9 @@ func runDemo(c *cli.Context) error {
 	fmt.Fprintf(out, "starting a %d-node cluster (Raft over loopback, fsynced logs in a temp dir)...\n", nodes)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	startCtx, startCancel := context.WithTimeout(ctx, 30*time.Second)
-	cluster, err := replica.StartLocalCluster(startCtx, replica.LocalClusterOptions{
-		Nodes: nodes,
-		Node:  replica.NodeConfig{Replica: replica.Config{Partitions: c.Int("partitions")}, Logger: quiet},
-	})
+	cfg := node.Config{Logger: quiet}
+	cfg.Replica.Partitions = c.Int("partitions")
+	cluster, err := node.StartLocalCluster(startCtx, node.LocalClusterOptions{Nodes: nodes, Node: cfg})
 	startCancel()
 	if err != nil {
 		return err
@@ -113,7 +112,7 @@ func vote(ctx context.Context, cl *client.Client, seed uint64, t *demoTally, lat
 	}
 }
 
-func killHalfway(ctx context.Context, out io.Writer, cluster *replica.LocalCluster, d time.Duration) int {
+func killHalfway(ctx context.Context, out io.Writer, cluster *node.LocalCluster, d time.Duration) int {
 	select {
 	case <-ctx.Done():
 		return -1
@@ -154,7 +153,7 @@ func progress(ctx context.Context, out io.Writer, t *demoTally, window *latency.
 
 // demoReport checks exactly-once and prints the summary table; it returns an error (and so
 // a non-zero exit) if any vote was lost or doubled or the replicas differ.
-func demoReport(ctx context.Context, out io.Writer, cluster *replica.LocalCluster, cl *client.Client, t *demoTally, lat *latency.Recorder, d time.Duration) error {
+func demoReport(ctx context.Context, out io.Writer, cluster *node.LocalCluster, cl *client.Client, t *demoTally, lat *latency.Recorder, d time.Duration) error {
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	results, err := cl.VoterResults(cctx)

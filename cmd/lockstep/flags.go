@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockstepdb/lockstep/partition"
-	"github.com/lockstepdb/lockstep/replica"
+	"github.com/lockstepdb/lockstep/node"
 	"github.com/urfave/cli/v2"
 )
 
@@ -31,7 +30,7 @@ func nodeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "cluster-id", Usage: "cluster name clients and nodes must present", Value: "lockstep"},
 		&cli.StringSliceFlag{Name: "bootstrap", Usage: "initial voters as ID=RAFTADDR=CLIENTADDR,... (new cluster only)"},
 		&cli.StringSliceFlag{Name: "join", Usage: "client addresses ADDR,... of a running cluster to join (empty data dir only)"},
-		&cli.IntFlag{Name: "partitions", Usage: "partition count, fixed when the cluster is created", Value: partition.DefaultPartitions},
+		&cli.IntFlag{Name: "partitions", Usage: "partition count, fixed when the cluster is created", Value: node.DefaultPartitions},
 		&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "Raft snapshot after this many log entries (0 = never)", Value: 8192},
 		&cli.StringFlag{Name: "log-format", Usage: "text or json", Value: "text"},
 		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
@@ -40,25 +39,25 @@ func nodeFlags() []cli.Flag {
 
 // nodeConfigFromFlags builds the node's config from its flags, after filling the flags
 // not given on the command line from --config.
-func nodeConfigFromFlags(c *cli.Context) (replica.NodeConfig, error) {
+func nodeConfigFromFlags(c *cli.Context) (node.Config, error) {
 	if path := c.String("config"); path != "" {
 		// The declared flags, not c.Command.Flags: cli adds --help there.
 		if err := applyConfigFile(c, nodeFlags(), path); err != nil {
-			return replica.NodeConfig{}, err
+			return node.Config{}, err
 		}
 	}
 	log, err := newLogger(c.String("log-format"), c.String("log-level"))
 	if err != nil {
-		return replica.NodeConfig{}, err
+		return node.Config{}, err
 	}
 	peers, err := parsePeers(c.StringSlice("bootstrap"))
 	if err != nil {
-		return replica.NodeConfig{}, err
+		return node.Config{}, err
 	}
 	if len(peers) > 0 && len(c.StringSlice("join")) > 0 {
-		return replica.NodeConfig{}, fmt.Errorf("--bootstrap creates a new cluster and --join enters an existing one: give one of them")
+		return node.Config{}, fmt.Errorf("--bootstrap creates a new cluster and --join enters an existing one: give one of them")
 	}
-	cfg := replica.NodeConfig{
+	cfg := node.Config{
 		ID:         c.String("id"),
 		DataDir:    c.String("data"),
 		RaftAddr:   c.String("raft"),
@@ -67,9 +66,9 @@ func nodeConfigFromFlags(c *cli.Context) (replica.NodeConfig, error) {
 		ClusterID:  c.String("cluster-id"),
 		Bootstrap:  peers,
 		Join:       c.StringSlice("join"),
-		Replica:    replica.Config{Partitions: c.Int("partitions")},
 		Logger:     log,
 	}
+	cfg.Replica.Partitions = c.Int("partitions")
 	cfg.Sequencer.SnapshotThreshold = c.Uint64("snapshot-threshold")
 	return cfg, cfg.Validate()
 }

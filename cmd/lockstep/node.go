@@ -8,8 +8,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lockstepdb/lockstep/node"
 	"github.com/lockstepdb/lockstep/procedures"
-	"github.com/lockstepdb/lockstep/replica"
 	"github.com/urfave/cli/v2"
 )
 
@@ -44,26 +44,26 @@ func runNode(c *cli.Context) error {
 	sig := make(chan os.Signal, 1) // a signal during start-up waits here
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
-	node, err := replica.StartNode(cfg, procedures.Builtins())
+	n, err := node.Start(cfg, procedures.Builtins())
 	if err != nil {
 		return err
 	}
-	cfg.Logger.Info("node started", "id", cfg.ID, "client", node.ClientAddr(), "raft", node.RaftAddr(), "admin", node.AdminAddr())
+	cfg.Logger.Info("node started", "id", cfg.ID, "client", n.ClientAddr(), "raft", n.RaftAddr(), "admin", n.AdminAddr())
 	s := <-sig
 	cfg.Logger.Info("shutting down", "signal", s.String())
-	return node.Close()
+	return n.Close()
 }
 
 // parsePeers reads the entries "id=raftaddr=clientaddr" of --bootstrap (already split at
 // commas by the flag) into bootstrap peers.
-func parsePeers(entries []string) ([]replica.Peer, error) {
-	var peers []replica.Peer
+func parsePeers(entries []string) ([]node.Peer, error) {
+	var peers []node.Peer
 	for _, part := range entries {
 		f := strings.Split(strings.TrimSpace(part), "=")
 		if len(f) != 3 || f[0] == "" || f[1] == "" || f[2] == "" {
 			return nil, fmt.Errorf("bootstrap peer %q: want ID=RAFTADDR=CLIENTADDR", part)
 		}
-		peers = append(peers, replica.Peer{ID: f[0], RaftAddr: f[1], ClientAddr: f[2]})
+		peers = append(peers, node.Peer{ID: f[0], RaftAddr: f[1], ClientAddr: f[2]})
 	}
 	return peers, nil
 }

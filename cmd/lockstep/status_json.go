@@ -2,13 +2,13 @@ package main
 
 import (
 	"github.com/lockstepdb/lockstep/client"
-	"github.com/lockstepdb/lockstep/replica"
+	"github.com/lockstepdb/lockstep/node"
 )
 
 // statusJSON is a node's status as `lockstep cluster status --output json` prints it: the
 // client's Status under its JSON names, with state hashes as 16-digit hex strings (a JSON
 // number cannot hold every uint64 exactly). Its keys are those of the node's HTTP /status
-// (replica.StatusJSON); TestStatusJSONKeys holds them equal.
+// (node.StatusJSON); TestStatusJSONKeys holds them equal.
 type statusJSON struct {
 	client.Status
 	// Hashes is each partition's current state hash, as hex; it replaces Status.Hashes.
@@ -31,9 +31,9 @@ type hashCheckJSON struct {
 
 // newStatusJSON converts a node's status to its JSON form.
 func newStatusJSON(st client.Status) statusJSON {
-	s := statusJSON{Status: st, Hashes: replica.HexHashes(st.Hashes)}
+	s := statusJSON{Status: st, Hashes: node.HexHashes(st.Hashes)}
 	for _, h := range st.HashChecks {
-		s.HashChecks = append(s.HashChecks, hashCheckJSON{Index: h.Index, Hashes: replica.HexHashes(h.Hashes), Meta: replica.HexMeta(h.Meta)})
+		s.HashChecks = append(s.HashChecks, hashCheckJSON{Index: h.Index, Hashes: node.HexHashes(h.Hashes), Meta: node.HexMeta(h.Meta)})
 	}
 	return s
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/wire"
-	"github.com/lockstepdb/lockstep/replica"
+	"github.com/lockstepdb/lockstep/node"
 )
 
 // fill sets every field v reaches to a non-zero value that depends only on its position
@@ -39,7 +39,7 @@ func fill(v reflect.Value, n *int) {
 }
 
 // TestStatusJSONKeys checks that the CLI's JSON form of a client.Status is, key for key
-// and in the same order, the node's /status JSON (replica.StatusJSON) of the same wire
+// and in the same order, the node's /status JSON (node.StatusJSON) of the same wire
 // status: `cluster status --output json` prints what it printed when it used the latter.
 func TestStatusJSONKeys(t *testing.T) {
 	var w wire.Status
@@ -47,7 +47,7 @@ func TestStatusJSONKeys(t *testing.T) {
 	n, m := 0, 0
 	fill(reflect.ValueOf(&w).Elem(), &n)
 	fill(reflect.ValueOf(&c).Elem(), &m)
-	want, err := json.Marshal(replica.NewStatusJSON(w))
+	want, err := json.Marshal(node.NewStatusJSON(w))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestStatusJSONKeys(t *testing.T) {
 		t.Fatalf("cluster status JSON\n got %s\nwant %s", got, want)
 	}
 	// A node that did not answer: only its address.
-	want, _ = json.Marshal(replica.StatusJSON{Status: wire.Status{ClientAddr: "a:1"}})
+	want, _ = json.Marshal(node.StatusJSON{Status: wire.Status{ClientAddr: "a:1"}})
 	got, _ = json.Marshal(statusJSON{Status: client.Status{ClientAddr: "a:1"}})
 	if string(got) != string(want) {
 		t.Fatalf("unreachable row JSON\n got %s\nwant %s", got, want)

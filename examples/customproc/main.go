@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/node"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
-	"github.com/lockstepdb/lockstep/replica"
 )
 
 // WordCountArgs are the arguments of "words.count": a line of text.
@@ -65,9 +65,9 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cluster, err := replica.StartLocalCluster(ctx, replica.LocalClusterOptions{
+	cluster, err := node.StartLocalCluster(ctx, node.LocalClusterOptions{
 		Nodes:    3,
-		Node:     replica.NodeConfig{Logger: quiet},
+		Node:     node.Config{Logger: quiet},
 		Registry: func(int) *procedures.Registry { return registry() },
 	})
 	if err != nil {

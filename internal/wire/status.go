@@ -25,7 +25,7 @@ type Status struct {
 	Divergent    string `msgpack:"divergent" json:"divergent"`
 	Incompatible string `msgpack:"incompatible" json:"incompatible"`
 	Ready        bool   `msgpack:"ready" json:"ready"`
-	// NotReadyReason says why Ready is false (replica.Node.Readiness); empty when it is true.
+	// NotReadyReason says why Ready is false (node.Node.Readiness); empty when it is true.
 	NotReadyReason string `msgpack:"not_ready_reason" json:"not_ready_reason"`
 	UptimeMs       int64  `msgpack:"uptime_ms" json:"uptime_ms"`
 	Batches        uint64 `msgpack:"batches" json:"batches"`

@@ -1,4 +1,4 @@
-package replica
+package node
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/replica"
 )
 
 // testCluster is a LocalCluster that reports to t and is closed when the test ends.
@@ -48,8 +49,8 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 	if opts.partitions == 0 {
 		opts.partitions = 4
 	}
-	node := NodeConfig{
-		Replica:             Config{Partitions: opts.partitions},
+	node := Config{
+		Replica:             replica.Config{Partitions: opts.partitions},
 		Logger:              testLogger(t),
 		HashCompareInterval: 200 * time.Millisecond,
 	}

@@ -1,4 +1,4 @@
-package replica
+package node
 
 import (
 	"context"
@@ -7,8 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lockstepdb/lockstep/internal/wire"
 )
 
 // sendReason is why a response could not be queued for its client; its String is the

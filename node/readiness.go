@@ -1,4 +1,4 @@
-package replica
+package node
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 // count as caught up.
 const ReadyMaxLag = 1024
 
-// Reasons a node is not ready, besides ErrDivergent and ErrIncompatible. Each is returned
+// Reasons a node is not ready, besides replica.ErrDivergent and replica.ErrIncompatible. Each is returned
 // wrapped with detail; test with errors.Is. Their text is the reason alone, and each
 // matches wire.ErrNotReady, so a client refused for one gets CodeNotReady.
 var (
@@ -44,9 +44,9 @@ func (e *notReady) Unwrap() error { return wire.ErrNotReady }
 // Readiness returns nil if the node is ready to take traffic, else why not. A node is
 // ready when, in this order of reasons reported:
 //
-//  1. its state machine may serve: a node started with NodeConfig.Join has been admitted
+//  1. its state machine may serve: a node started with Config.Join has been admitted
 //     (ErrJoining), the cluster's partition count and procedures are this
-//     node's (ErrIncompatible), its state has not diverged (ErrDivergent), and it has
+//     node's (replica.ErrIncompatible), its state has not diverged (replica.ErrDivergent), and it has
 //     applied the cluster's first entry (ErrNotInitialised, or ErrCatchingUp when it has
 //     a log it has not replayed yet);
 //  2. it knows a leader: it leads and has applied every entry committed before its term,

@@ -1,4 +1,4 @@
-package replica
+package node
 
 import (
 	"context"
@@ -8,10 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/sequencer"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // membershipTimeout bounds one membership change on the leader.
@@ -21,12 +22,12 @@ const membershipTimeout = 30 * time.Second
 // procedure set differs from the cluster's.
 var ErrJoinRefused = errors.New("join refused")
 
-// ErrJoining is why a node started with NodeConfig.Join is not ready while the cluster has
+// ErrJoining is why a node started with Config.Join is not ready while the cluster has
 // not yet acknowledged its join (or refused it). It matches wire.ErrNotReady, like the
 // other reasons of Readiness.
 var ErrJoining error = &notReady{"joining the cluster"}
 
-// admission is what a node started with NodeConfig.Join knows of its own join. Such a
+// admission is what a node started with Config.Join knows of its own join. Such a
 // node receives the log, and could serve, as soon as the leader has added it to the Raft
 // configuration; but until the leader acknowledges the join, its addresses may not be
 // recorded yet and its join loop may ask again. It counts as ready only after the
@@ -55,7 +56,7 @@ func (a *admission) err() error {
 	return nil
 }
 
-// joinPending returns why this node, started with NodeConfig.Join, is not admitted yet,
+// joinPending returns why this node, started with Config.Join, is not admitted yet,
 // or nil. A node that has become a ready leader is admitted: it is a voter, and
 // becomeLeader recorded its addresses.
 func (n *Node) joinPending() error {

@@ -1,10 +1,9 @@
-package replica
+package node
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/lockstepdb/lockstep/internal/testutil"
 	"io"
 	"net"
 	"net/http"
@@ -14,11 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/replica"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/procedures"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // adminGet fetches path from a node's admin server and returns the status code and body.
@@ -86,8 +89,8 @@ func inputsTotal(t *testing.T, hc *http.Client, addr string) (total, counterOK f
 func TestAdminEndpoints(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: 3, Dir: t.TempDir(), Node: NodeConfig{
-		Replica: Config{Partitions: 4}, Logger: testLogger(t), AdminAddr: "127.0.0.1:0",
+	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: 3, Dir: t.TempDir(), Node: Config{
+		Replica: replica.Config{Partitions: 4}, Logger: testLogger(t), AdminAddr: "127.0.0.1:0",
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +160,7 @@ func TestAdminEndpoints(t *testing.T) {
 // TestAdminReadyzAndClose checks that a node outside any cluster is healthy but not ready,
 // says why, and that Close stops the admin server.
 func TestAdminReadyzAndClose(t *testing.T) {
-	n, err := StartNode(NodeConfig{ID: "lone", DataDir: t.TempDir(), AdminAddr: "127.0.0.1:0", Logger: testLogger(t)}, procedures.Builtins())
+	n, err := Start(Config{ID: "lone", DataDir: t.TempDir(), AdminAddr: "127.0.0.1:0", Logger: testLogger(t)}, procedures.Builtins())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +196,7 @@ func TestAdminListenFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	n, err := StartNode(NodeConfig{ID: "x", DataDir: t.TempDir(), AdminAddr: ln.Addr().String(), Logger: testLogger(t)}, procedures.Builtins())
+	n, err := Start(Config{ID: "x", DataDir: t.TempDir(), AdminAddr: ln.Addr().String(), Logger: testLogger(t)}, procedures.Builtins())
 	if err == nil {
 		n.Close()
 		t.Fatalf("StartNode on a taken admin address %s succeeded", ln.Addr())

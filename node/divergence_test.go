@@ -1,12 +1,13 @@
-package replica
+package node
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockstepdb/lockstep/internal/testutil"
 	"testing"
 	"time"
+
+	"github.com/lockstepdb/lockstep/internal/testutil"
 
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/partition"
@@ -56,7 +57,7 @@ func TestDivergentReplicaStopsServing(t *testing.T) {
 		}
 		resp = rawCall(t, bad.ClientAddr(), &wire.Request{Op: wire.OpStreamRead, Stream: "s"})
 		if !errors.Is(resp.Err(), wire.ErrDivergent) {
-			t.Fatalf("divergent node answered %v, want ErrDivergent", resp.Err())
+			t.Fatalf("divergent node answered %v, want replica.ErrDivergent", resp.Err())
 		}
 		// The healthy majority keeps serving.
 		putKV(t, c.dial(context.Background()), "after", "v")

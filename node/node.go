@@ -1,4 +1,4 @@
-package replica
+package node
 
 import (
 	"context"
@@ -10,13 +10,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/replica"
 	"github.com/lockstepdb/lockstep/sequencer"
-	"github.com/vmihailenco/msgpack/v5"
 )
+
+// DefaultPartitions is the partition count of a new cluster when none is given.
+const DefaultPartitions = partition.DefaultPartitions
 
 // Peer is a member of a cluster being bootstrapped.
 type Peer struct {
@@ -26,8 +31,8 @@ type Peer struct {
 	RaftAddr, ClientAddr string
 }
 
-// NodeConfig configures a Node.
-type NodeConfig struct {
+// Config configures a Node.
+type Config struct {
 	// ID is the node's unique id within its cluster. Required.
 	ID string
 	// DataDir holds the Raft log, stable store and snapshots. Required.
@@ -48,7 +53,7 @@ type NodeConfig struct {
 	// leader has acknowledged the join (ErrJoining).
 	Join []string
 	// Replica configures the state machine (partition count, sessions).
-	Replica Config
+	Replica replica.Config
 	// Sequencer tunes batching and Raft; its NodeID, RaftAddr and DataDir are set from
 	// the fields above.
 	Sequencer sequencer.Config
@@ -65,7 +70,7 @@ type NodeConfig struct {
 	AdminAddr string
 }
 
-func (c NodeConfig) withDefaults() NodeConfig {
+func (c Config) withDefaults() Config {
 	if c.RaftAddr == "" {
 		c.RaftAddr = "127.0.0.1:0"
 	}
@@ -84,15 +89,14 @@ func (c NodeConfig) withDefaults() NodeConfig {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	c.Replica = c.Replica.withDefaults()
 	return c
 }
 
-// ErrNodeConfig is returned by StartNode for an invalid NodeConfig.
+// ErrNodeConfig is returned by StartNode for an invalid Config.
 var ErrNodeConfig = errors.New("replica: bad node config")
 
 // Validate reports the first invalid field.
-func (c NodeConfig) Validate() error {
+func (c Config) Validate() error {
 	c = c.withDefaults()
 	switch {
 	case c.ID == "":
@@ -113,8 +117,8 @@ func (c NodeConfig) Validate() error {
 // Node is one Lockstep server: the Raft sequencer, the replica state machine and the
 // client listener. A Go program may run one with its own procedures next to the built-ins.
 type Node struct {
-	cfg     NodeConfig
-	fsm     *FSM
+	cfg     Config
+	fsm     *replica.FSM
 	seq     *sequencer.Sequencer
 	ln      net.Listener
 	log     *slog.Logger
@@ -124,7 +128,7 @@ type Node struct {
 	admission     admission   // a joining node's admission: not ready until acknowledged
 	allPartitions []int       // the scope of a multi-partition input without keys
 	metrics       *Metrics
-	admin         *adminServer  // nil without NodeConfig.AdminAddr
+	admin         *adminServer  // nil without Config.AdminAddr
 	abstainCh     chan struct{} // wakes abstainLoop (capacity 1): see wakeAbstain
 
 	ctx    context.Context
@@ -136,20 +140,31 @@ type Node struct {
 	closed bool
 }
 
-// StartNode opens the node's storage, starts Raft and the client listener, and
-// bootstraps a new cluster when cfg.Bootstrap is set and the data directory is empty.
-// reg is the node's procedure set; every node of a cluster needs the same one.
-func StartNode(cfg NodeConfig, reg *procedures.Registry) (*Node, error) {
+// Start opens the node's storage, starts Raft and the client listener, and bootstraps a
+// new cluster when cfg.Bootstrap is set and the data directory is empty. reg is the node's
+// procedure set; every node of a cluster needs the same one.
+func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	fsm, err := New(cfg.Replica, reg, cfg.Logger)
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), started: time.Now(),
+		conns: map[*wire.Conn]struct{}{}, abstainCh: make(chan struct{}, 1)}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	// Everything the FSM reports to is in place before Raft can apply a single entry (a
+	// restarting node replays its log as soon as the sequencer opens).
+	n.metrics = newMetrics(n)
+	rcfg := cfg.Replica
+	rcfg.Observer = n.metrics
+	fsm, err := replica.New(rcfg, reg, cfg.Logger)
 	if err != nil {
+		n.cancel()
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.ClientAddr)
-	if err != nil {
+	fsm.OnDivergent(n.wakeAbstain)
+	n.fsm, n.allPartitions = fsm, partition.AllPartitions(fsm.Partitions())
+	if n.ln, err = net.Listen("tcp", cfg.ClientAddr); err != nil {
+		n.cancel()
 		fsm.Close()
 		return nil, fmt.Errorf("client listener: %w", err)
 	}
@@ -158,18 +173,13 @@ func StartNode(cfg NodeConfig, reg *procedures.Registry) (*Node, error) {
 	if scfg.Logger == nil {
 		scfg.Logger = cfg.Logger
 	}
-	seq, err := sequencer.Open(scfg, fsm)
-	if err != nil {
-		ln.Close()
+	if n.seq, err = sequencer.Open(scfg, fsm); err != nil {
+		n.cancel()
+		n.ln.Close()
 		fsm.Close()
 		return nil, err
 	}
-	n := &Node{cfg: cfg, fsm: fsm, seq: seq, ln: ln, log: cfg.Logger.With("node", cfg.ID),
-		started: time.Now(), conns: map[*wire.Conn]struct{}{}, allPartitions: partition.AllPartitions(fsm.Partitions()),
-		abstainCh: make(chan struct{}, 1)}
-	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.metrics = newMetrics(n)
-	fsm.metrics = n.metrics
+	seq := n.seq
 	if cfg.AdminAddr != "" {
 		if err := n.startAdmin(cfg.AdminAddr); err != nil {
 			n.Close()
@@ -189,7 +199,6 @@ func StartNode(cfg NodeConfig, reg *procedures.Registry) (*Node, error) {
 	if len(cfg.Join) > 0 && len(cfg.Bootstrap) == 0 && seq.Stats().LastLogIndex == 0 {
 		n.startJoin(cfg.Join)
 	}
-	fsm.OnDivergent(n.wakeAbstain)
 	n.wg.Add(4)
 	go n.acceptLoop()
 	go n.leaderLoop()
@@ -199,7 +208,7 @@ func StartNode(cfg NodeConfig, reg *procedures.Registry) (*Node, error) {
 }
 
 // Bootstrap creates a new cluster whose initial voters are peers, this node among them. It
-// is for nodes started without NodeConfig.Bootstrap because their addresses were chosen by
+// is for nodes started without Config.Bootstrap because their addresses were chosen by
 // the OS; call it on one node once every peer is listening.
 func (n *Node) Bootstrap(peers []Peer) error {
 	servers := make([]sequencer.Server, len(peers))
@@ -222,7 +231,7 @@ func (n *Node) ClientAddr() string { return n.ln.Addr().String() }
 func (n *Node) RaftAddr() string { return n.seq.Addr() }
 
 // FSM returns the node's state machine.
-func (n *Node) FSM() *FSM { return n.fsm }
+func (n *Node) FSM() *replica.FSM { return n.fsm }
 
 // Sequencer returns the node's Raft sequencer.
 func (n *Node) Sequencer() *sequencer.Sequencer { return n.seq }

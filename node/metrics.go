@@ -1,11 +1,10 @@
-package replica
+package node
 
 import (
-	"time"
-
-	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/lockstepdb/lockstep/replica"
 )
 
 // Metrics are a node's Prometheus collectors, in a registry of the node's own (no global
@@ -69,37 +68,16 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// applyStats aggregates one apply's counts, so the hot path touches a small map instead
-// of a labelled Prometheus counter per input.
-type applyStats struct {
-	byOutcome map[outcomeKey]float64
-	items     []int // items per applied entry
-}
-
-type outcomeKey struct {
-	procedure string // the registry's own string, never one aliasing the log
-	code      wire.Code
-}
-
-func (s *applyStats) add(procedure string, err error) {
-	if s.byOutcome == nil {
-		s.byOutcome = map[outcomeKey]float64{}
+// ObserveApply implements replica.ApplyObserver: it moves one apply's counts into the
+// collectors. The FSM aggregates per apply, so the hot path touches a small map instead of
+// a labelled Prometheus counter per input.
+func (m *Metrics) ObserveApply(s *replica.ApplyStats) {
+	for k, v := range s.Outcomes {
+		m.inputs.WithLabelValues(k.Procedure, k.Code.String()).Add(float64(v))
 	}
-	s.byOutcome[outcomeKey{procedure, codeOf(err)}]++
-}
-
-// publish moves the aggregated counts into m and resets s.
-func (s *applyStats) publish(m *Metrics, took time.Duration) {
-	defer func() { clear(s.byOutcome); s.items = s.items[:0] }()
-	if m == nil {
-		return
-	}
-	for k, v := range s.byOutcome {
-		m.inputs.WithLabelValues(k.procedure, k.code.String()).Add(v)
-	}
-	m.entries.Add(float64(len(s.items)))
-	for _, n := range s.items {
+	m.entries.Add(float64(len(s.EntryItems)))
+	for _, n := range s.EntryItems {
 		m.entryInputs.Observe(float64(n))
 	}
-	m.applySeconds.Observe(took.Seconds())
+	m.applySeconds.Observe(s.Took.Seconds())
 }

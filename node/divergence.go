@@ -1,14 +1,16 @@
-package replica
+package node
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/replica"
 	"github.com/lockstepdb/lockstep/sequencer"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // hashCompareLoop compares this replica's hash checks with its peers' every
@@ -28,7 +30,7 @@ func (n *Node) hashCompareLoop() {
 			continue
 		}
 		n.markIfIdle()
-		var peers [][]HashRecord
+		var peers [][]replica.HashRecord
 		for id, info := range n.fsm.Nodes() {
 			if id == n.cfg.ID || info.ClientAddr == "" {
 				continue
@@ -39,9 +41,9 @@ func (n *Node) hashCompareLoop() {
 			if err != nil || st.Divergent != "" {
 				continue // an unreachable or known-bad peer neither accuses nor vouches
 			}
-			recs := make([]HashRecord, len(st.HashChecks))
+			recs := make([]replica.HashRecord, len(st.HashChecks))
 			for i, h := range st.HashChecks {
-				recs[i] = HashRecord{Index: h.Index, Hashes: h.Hashes, Meta: h.Meta}
+				recs[i] = replica.HashRecord{Index: h.Index, Hashes: h.Hashes, Meta: h.Meta}
 			}
 			peers = append(peers, recs)
 		}

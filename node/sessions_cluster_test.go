@@ -1,4 +1,4 @@
-package replica
+package node
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/replica"
 )
 
 // TestSessionTablesAgreeAfterFollowerRestart reproduces issue 7: a follower that restarts
@@ -69,7 +70,7 @@ func TestSessionTablesAgreeAfterFollowerRestart(t *testing.T) {
 		}
 		// The nodes' own comparison agrees.
 		for i, n := range c.Nodes {
-			var peers [][]HashRecord
+			var peers [][]replica.HashRecord
 			for _, p := range c.Nodes {
 				if p != n {
 					peers = append(peers, p.fsm.HashRecords())
@@ -103,8 +104,8 @@ func sharedHashChecks(c *testCluster) []uint64 {
 	return shared
 }
 
-func recordsByIndex(n *Node) map[uint64]HashRecord {
-	out := map[uint64]HashRecord{}
+func recordsByIndex(n *Node) map[uint64]replica.HashRecord {
+	out := map[uint64]replica.HashRecord{}
 	for _, r := range n.fsm.HashRecords() {
 		out[r.Index] = r
 	}

@@ -1,4 +1,4 @@
-package replica
+package node
 
 import (
 	"context"
@@ -9,11 +9,12 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/sequencer"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // MaxArgsBytes is the largest encoded argument value a request may carry.
@@ -177,32 +178,6 @@ func truncateMessage(msg string, max int) string {
 		cut--
 	}
 	return msg[:cut] + mark
-}
-
-// toWire translates the errors of the layers below into the wire catalogue.
-func (n *Node) toWire(err error) error {
-	switch {
-	case errors.Is(err, sequencer.ErrNotLeader):
-		return &wire.Error{Code: wire.CodeNotLeader, Message: err.Error(), Leader: n.leaderClientAddr()}
-	case errors.Is(err, sequencer.ErrLeadershipLost), errors.Is(err, sequencer.ErrTimeout),
-		errors.Is(err, sequencer.ErrBadResponse):
-		// The entry may still commit: the client retries with the same session and
-		// sequence number (RAFT-NOTES, hashicorp/raft PR 561).
-		return &wire.Error{Code: wire.CodeUnknownOutcome, Message: err.Error()}
-	case errors.Is(err, sequencer.ErrTooLarge):
-		return &wire.Error{Code: wire.CodeTooLarge, Message: err.Error()}
-	case errors.Is(err, sequencer.ErrBadProposal):
-		return &wire.Error{Code: wire.CodeBadArguments, Message: err.Error()}
-	case errors.Is(err, sequencer.ErrOverloaded):
-		return &wire.Error{Code: wire.CodeOverloaded, Message: err.Error()}
-	case errors.Is(err, sequencer.ErrShutdown):
-		return &wire.Error{Code: wire.CodeShuttingDown, Message: err.Error()}
-	case errors.Is(err, ErrIncompatible):
-		return &wire.Error{Code: wire.CodeNotReady, Message: err.Error()}
-	case errors.Is(err, context.DeadlineExceeded):
-		return &wire.Error{Code: wire.CodeTimeout, Message: err.Error()}
-	}
-	return WireError(err)
 }
 
 func (cc *clientConn) handle(req *wire.Request) {

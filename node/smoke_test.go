@@ -1,4 +1,4 @@
-package replica
+package node
 
 import (
 	"context"
@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // rawCall sends one request over a fresh connection and returns the response.

@@ -1,13 +1,14 @@
-package replica
+package node
 
 import (
 	"context"
 	"fmt"
-	"github.com/lockstepdb/lockstep/internal/testutil"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lockstepdb/lockstep/internal/testutil"
 )
 
 // TestKillLeaderUnderLoad: concurrent clients add to counters while the leader is stopped

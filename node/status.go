@@ -1,6 +1,8 @@
-package replica
+package node
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/lockstepdb/lockstep/internal/wire"
@@ -49,7 +51,7 @@ func (n *Node) statusFrom() wire.Status {
 		s.HashChecks = append(s.HashChecks, wire.HashCheck{Index: r.Index, Hashes: r.Hashes, Meta: r.Meta})
 	}
 	nodes := n.fsm.Nodes()
-	for _, id := range sortedNodeIDs(nodes) {
+	for _, id := range slices.Sorted(maps.Keys(nodes)) {
 		s.Nodes = append(s.Nodes, wire.NodeAddr{ID: id, RaftAddr: nodes[id].RaftAddr, ClientAddr: nodes[id].ClientAddr})
 	}
 	if err := n.readiness(st); err != nil {

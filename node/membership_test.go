@@ -1,4 +1,4 @@
-package replica
+package node
 
 import (
 	"context"
@@ -12,8 +12,9 @@ import (
 
 	"github.com/lockstepdb/lockstep/internal/testutil"
 
-	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/lockstepdb/lockstep/internal/wire"
 )
 
 func (c *testCluster) voters() []string {
@@ -169,7 +170,7 @@ func TestJoiningNodeReadyOnlyWhenAdmitted(t *testing.T) {
 	cfg := c.cfgs[0]
 	cfg.ID, cfg.DataDir, cfg.AdminAddr = "n4", t.TempDir(), ""
 	cfg.RaftAddr, cfg.ClientAddr, cfg.Bootstrap, cfg.Join = "127.0.0.1:0", "127.0.0.1:0", nil, []string{seed.addr}
-	n, err := StartNode(cfg, c.reg(0))
+	n, err := Start(cfg, c.reg(0))
 	if err != nil {
 		t.Fatal(err)
 	}

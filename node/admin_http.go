@@ -1,4 +1,4 @@
-package replica
+package node
 
 import (
 	"context"
@@ -9,8 +9,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/lockstepdb/lockstep/internal/wire"
 )
 
 // The admin server's limits.
@@ -30,7 +31,7 @@ type adminServer struct {
 }
 
 // AdminHandler returns the node's HTTP admin endpoints, the handler the server at
-// NodeConfig.AdminAddr serves; a program may also mount it on a server of its own.
+// Config.AdminAddr serves; a program may also mount it on a server of its own.
 //
 //	GET /metrics  Prometheus text format, from Metrics().Registry
 //	GET /status   the node's status as JSON (StatusJSON)

@@ -1,4 +1,4 @@
-package replica
+package node
 
 import (
 	"bytes"
@@ -9,11 +9,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // bigArgs asks a test.big procedure for a result of Size bytes.

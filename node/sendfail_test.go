@@ -1,12 +1,13 @@
-package replica
+package node
 
 import (
 	"net"
 	"testing"
 	"time"
 
-	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lockstepdb/lockstep/internal/wire"
 )
 
 // sendErrors returns lockstep_client_send_errors_total{reason} of m.

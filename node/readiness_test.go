@@ -1,4 +1,4 @@
-package replica
+package node
 
 import (
 	"context"
@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstepdb/lockstep/internal/testutil"
-	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/replica"
 )
 
 // healthSignals are a node's readiness as each of its admin endpoints reports it.
@@ -76,8 +78,8 @@ func (h healthSignals) notReadyWith(want string) error {
 func TestReadinessAgreesWithoutLeader(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: 3, Dir: t.TempDir(), Node: NodeConfig{
-		Replica: Config{Partitions: 4}, Logger: testLogger(t), AdminAddr: "127.0.0.1:0",
+	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: 3, Dir: t.TempDir(), Node: Config{
+		Replica: replica.Config{Partitions: 4}, Logger: testLogger(t), AdminAddr: "127.0.0.1:0",
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -109,8 +111,8 @@ func TestReadinessAgreesWithoutLeader(t *testing.T) {
 func TestReadinessReplaying(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: 3, Dir: t.TempDir(), Node: NodeConfig{
-		Replica: Config{Partitions: 4}, Logger: testLogger(t), AdminAddr: "127.0.0.1:0",
+	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: 3, Dir: t.TempDir(), Node: Config{
+		Replica: replica.Config{Partitions: 4}, Logger: testLogger(t), AdminAddr: "127.0.0.1:0",
 	}})
 	if err != nil {
 		t.Fatal(err)

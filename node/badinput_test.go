@@ -1,16 +1,17 @@
-package replica
+package node
 
 import (
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/lockstepdb/lockstep/internal/testutil"
 	"io"
 	"net"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockstepdb/lockstep/internal/testutil"
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/wire"

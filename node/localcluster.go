@@ -1,4 +1,4 @@
-package replica
+package node
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 type LocalCluster struct {
 	// Nodes holds the running nodes by index; nil where a node is stopped.
 	Nodes []*Node
-	cfgs  []NodeConfig
+	cfgs  []Config
 	reg   func(i int) *procedures.Registry
 	dir   string
 	owned bool // dir is a temp dir the cluster removes on Close
@@ -32,7 +32,7 @@ type LocalClusterOptions struct {
 	Dir string
 	// Node is the template of every node's config; ID, DataDir, addresses and Bootstrap
 	// are set per node.
-	Node NodeConfig
+	Node Config
 	// Registry returns node i's procedures. Default: procedures.Builtins for every node.
 	Registry func(i int) *procedures.Registry
 }
@@ -60,7 +60,7 @@ func StartLocalCluster(ctx context.Context, opts LocalClusterOptions) (*LocalClu
 		cfg.ID = fmt.Sprintf("n%d", i+1)
 		cfg.DataDir = filepath.Join(c.dir, cfg.ID)
 		cfg.RaftAddr, cfg.ClientAddr, cfg.Bootstrap = "127.0.0.1:0", "127.0.0.1:0", nil
-		n, err := StartNode(cfg, opts.Registry(i))
+		n, err := Start(cfg, opts.Registry(i))
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("start %s: %w", cfg.ID, err)
@@ -134,7 +134,7 @@ func (c *LocalCluster) Restart(i int) error {
 	if c.Nodes[i] != nil {
 		return fmt.Errorf("node %s is running", c.cfgs[i].ID)
 	}
-	n, err := StartNode(c.cfgs[i], c.reg(i))
+	n, err := Start(c.cfgs[i], c.reg(i))
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func (c *LocalCluster) AddNode(reg *procedures.Registry) (int, error) {
 	if reg == nil {
 		reg = c.reg(i)
 	}
-	n, err := StartNode(cfg, reg)
+	n, err := Start(cfg, reg)
 	if err != nil {
 		return -1, err
 	}
