@@ -2,20 +2,16 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/lockstepdb/lockstep/internal/batch"
-	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/replica"
 	"github.com/lockstepdb/lockstep/sequencer"
 )
 
 // hashCompareLoop compares this replica's hash checks with its peers' every
 // HashCompareInterval (DESIGN.md invariant 6). Peers are found through the node addresses
-// recorded in the log.
+// recorded in the log and asked through the client library, on connections it keeps.
 func (n *Node) hashCompareLoop() {
 	defer n.wg.Done()
 	t := time.NewTicker(n.cfg.HashCompareInterval)
@@ -36,7 +32,7 @@ func (n *Node) hashCompareLoop() {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(n.ctx, n.cfg.HashCompareInterval)
-			st, err := fetchStatus(ctx, info.ClientAddr, n.cfg.ClusterID)
+			st, err := n.peers.Status(ctx, info.ClientAddr)
 			cancel()
 			if err != nil || st.Divergent != "" {
 				continue // an unreachable or known-bad peer neither accuses nor vouches
@@ -63,20 +59,4 @@ func (n *Node) markIfIdle() {
 		return // nothing applied since the last check
 	}
 	n.seq.Submit(&sequencer.Proposal{Item: batch.Item{Kind: batch.KindHashCheck}, Done: func(batch.Result, uint64, error) {}})
-}
-
-// fetchStatus asks the node at addr for its status over the client protocol.
-func fetchStatus(ctx context.Context, addr, clusterID string) (wire.Status, error) {
-	var st wire.Status
-	resp, err := roundTrip(ctx, addr, clusterID, &wire.Request{ID: 1, Op: wire.OpStatus})
-	if err != nil {
-		return st, err
-	}
-	if err := resp.Err(); err != nil {
-		return st, err
-	}
-	if err := msgpack.Unmarshal(resp.Value, &st); err != nil {
-		return st, fmt.Errorf("status from %s: %w", addr, err)
-	}
-	return st, nil
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync/atomic"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/sequencer"
@@ -143,81 +143,43 @@ func (n *Node) removeNode(ctx context.Context, id string) error {
 	return err
 }
 
-// joinLoop asks the cluster reachable at seeds to add this node, following leader hints,
-// until the leader acknowledges the join (the node is a voter and its addresses are
-// applied on the leader), the cluster refuses it, or the node closes. Started by startJoin.
+// joinLoop asks the cluster reachable at seeds to add this node, through the client
+// library's admin API (it finds the leader and follows its hints), until the leader
+// acknowledges the join (the node is a voter and its addresses are applied on the
+// leader), the cluster refuses it, or the node closes. Started by startJoin.
 func (n *Node) joinLoop(seeds []string) {
 	defer n.wg.Done()
-	args, _ := msgpack.Marshal(&wire.JoinArgs{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), ClientAddr: n.ClientAddr(),
-		Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint()})
+	cl, err := client.Open(client.Config{Addrs: seeds, ClusterID: n.cfg.ClusterID, Logger: n.log,
+		RequestTimeout: membershipTimeout, MaxRetries: -1})
+	if err != nil {
+		n.log.Error("cannot join: bad seeds", "seeds", seeds, "err", err)
+		n.admission.set(fmt.Errorf("%w: %v", ErrJoining, err))
+		return
+	}
+	defer cl.Close()
+	join := client.JoinRequest{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), ClientAddr: n.ClientAddr(),
+		Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint()}
 	for attempt := 0; ; attempt++ {
-		for _, addr := range seeds {
-			err := n.askJoin(addr, args)
-			if err == nil {
-				n.log.Info("joined the cluster", "via", addr)
-				n.admission.set(nil)
-				return
-			}
-			if errors.Is(err, wire.ErrBadArguments) {
-				n.log.Error("cluster refused this node", "err", err)
-				// The refusal's text, not its code: clients of this node get NotReady.
-				n.admission.set(fmt.Errorf("%w: %v", ErrJoining, err))
-				return
-			}
-			n.log.Debug("join attempt failed", "seed", addr, "err", err)
+		err := cl.AddVoter(n.ctx, join)
+		switch {
+		case err == nil:
+			n.log.Info("joined the cluster", "seeds", seeds)
+			n.admission.set(nil)
+			return
+		case errors.Is(err, client.ErrBadArguments), errors.Is(err, client.ErrClusterMismatch),
+			errors.Is(err, client.ErrProtocolVersion):
+			n.log.Error("cluster refused this node", "err", err)
+			// The refusal's text, not its code: clients of this node get NotReady.
+			n.admission.set(fmt.Errorf("%w: %v", ErrJoining, err))
+			return
+		case n.ctx.Err() != nil:
+			return
 		}
+		n.log.Debug("join attempt failed", "seeds", seeds, "err", err)
 		select {
 		case <-n.ctx.Done():
 			return
 		case <-time.After(min(time.Duration(attempt+1)*200*time.Millisecond, 2*time.Second)):
 		}
 	}
-}
-
-// askJoin sends one join request to addr, or to the leader it names.
-func (n *Node) askJoin(addr string, args []byte) error {
-	for hop := 0; hop < 3; hop++ {
-		ctx, cancel := context.WithTimeout(n.ctx, membershipTimeout)
-		resp, err := roundTrip(ctx, addr, n.cfg.ClusterID, &wire.Request{ID: 1, Op: wire.OpJoin, Args: args})
-		cancel()
-		if err != nil {
-			return err
-		}
-		var we *wire.Error
-		if err := resp.Err(); errors.As(err, &we) && we.Code == wire.CodeNotLeader && we.Leader != "" {
-			addr = we.Leader
-			continue
-		} else {
-			return err
-		}
-	}
-	return errors.New("no leader found")
-}
-
-// roundTrip sends one request to addr on a fresh connection and returns its response.
-func roundTrip(ctx context.Context, addr, clusterID string, req *wire.Request) (wire.Response, error) {
-	var resp wire.Response
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return resp, err
-	}
-	if _, err := wire.ClientHandshake(ctx, nc, clusterID); err != nil {
-		nc.Close()
-		return resp, err
-	}
-	c, err := wire.NewConn(nc, wire.ConnConfig{})
-	if err != nil {
-		nc.Close()
-		return resp, err
-	}
-	defer c.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		nc.SetReadDeadline(dl)
-	}
-	if err := c.SendRequest(ctx, req); err != nil {
-		return resp, err
-	}
-	err = c.RecvResponse(&resp)
-	return resp, err
 }

@@ -228,3 +228,31 @@ func TestJoiningNodeReadyOnlyWhenAdmitted(t *testing.T) {
 		t.Fatal("n4 is ready, but no member lists its addresses")
 	}
 }
+
+// roundTrip sends one request to addr on a fresh connection and returns its response.
+func roundTrip(ctx context.Context, addr, clusterID string, req *wire.Request) (wire.Response, error) {
+	var resp wire.Response
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return resp, err
+	}
+	if _, err := wire.ClientHandshake(ctx, nc, clusterID); err != nil {
+		nc.Close()
+		return resp, err
+	}
+	c, err := wire.NewConn(nc, wire.ConnConfig{})
+	if err != nil {
+		nc.Close()
+		return resp, err
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		nc.SetReadDeadline(dl)
+	}
+	if err := c.SendRequest(ctx, req); err != nil {
+		return resp, err
+	}
+	err = c.RecvResponse(&resp)
+	return resp, err
+}

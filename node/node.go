@@ -12,6 +12,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/partition"
@@ -128,8 +129,9 @@ type Node struct {
 	admission     admission   // a joining node's admission: not ready until acknowledged
 	allPartitions []int       // the scope of a multi-partition input without keys
 	metrics       *Metrics
-	admin         *adminServer  // nil without Config.AdminAddr
-	abstainCh     chan struct{} // wakes abstainLoop (capacity 1): see wakeAbstain
+	peers         *client.Client // this node's calls to its peers (hash checks), on kept connections
+	admin         *adminServer   // nil without Config.AdminAddr
+	abstainCh     chan struct{}  // wakes abstainLoop (capacity 1): see wakeAbstain
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -168,6 +170,14 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		fsm.Close()
 		return nil, fmt.Errorf("client listener: %w", err)
 	}
+	// The client seeds nothing: the hash-compare loop names each peer's address.
+	if n.peers, err = client.Open(client.Config{Addrs: []string{n.ln.Addr().String()}, ClusterID: cfg.ClusterID,
+		Logger: n.log}); err != nil {
+		n.cancel()
+		n.ln.Close()
+		fsm.Close()
+		return nil, err
+	}
 	scfg := cfg.Sequencer
 	scfg.NodeID, scfg.RaftAddr, scfg.DataDir = cfg.ID, cfg.RaftAddr, cfg.DataDir
 	if scfg.Logger == nil {
@@ -175,6 +185,7 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	}
 	if n.seq, err = sequencer.Open(scfg, fsm); err != nil {
 		n.cancel()
+		n.peers.Close()
 		n.ln.Close()
 		fsm.Close()
 		return nil, err
@@ -266,6 +277,7 @@ func (n *Node) Close() error {
 	}
 	n.mu.Unlock()
 	n.wg.Wait()
+	n.peers.Close()
 	n.fsm.Close()
 	return err
 }
