@@ -51,7 +51,7 @@ func (n *Node) hashCompareLoop() {
 // one: the sequencer adds checks to batches it forms anyway, but a quiet cluster would
 // otherwise leave its last changes unchecked.
 func (n *Node) markIfIdle() {
-	if !n.leaderReady.Load() {
+	if !n.leading() {
 		return
 	}
 	recs := n.fsm.HashRecords()

@@ -97,7 +97,7 @@ func (c *LocalCluster) ClientAddrs() []string {
 // Leader returns the index of the node that leads and takes requests, or -1.
 func (c *LocalCluster) Leader() int {
 	for i, n := range c.Nodes {
-		if n != nil && n.seq.IsLeader() && n.leaderReady.Load() {
+		if n != nil && n.leading() {
 			return i
 		}
 	}

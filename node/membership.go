@@ -60,7 +60,7 @@ func (a *admission) err() error {
 // or nil. A node that has become a ready leader is admitted: it is a voter, and
 // becomeLeader recorded its addresses.
 func (n *Node) joinPending() error {
-	if err := n.admission.err(); err != nil && !n.leaderReady.Load() {
+	if err := n.admission.err(); err != nil && !n.leading() {
 		return err
 	}
 	return nil
@@ -83,7 +83,7 @@ func (cc *clientConn) admin(req *wire.Request) {
 		cc.fail(id, err)
 		return
 	}
-	if !n.seq.IsLeader() || !n.leaderReady.Load() {
+	if !n.leading() {
 		cc.fail(id, sequencer.ErrNotLeader)
 		return
 	}

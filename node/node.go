@@ -125,9 +125,11 @@ type Node struct {
 	log     *slog.Logger
 	started time.Time
 
-	leaderReady   atomic.Bool // this node leads and has committed the cluster's identity
-	admission     admission   // a joining node's admission: not ready until acknowledged
-	allPartitions []int       // the scope of a multi-partition input without keys
+	proposer      proposer      // seq, as the client-protocol server uses it
+	state         stateMachine  // fsm, likewise
+	readyTerm     atomic.Uint64 // the term in which becomeLeader finished; 0: none (see leading)
+	admission     admission     // a joining node's admission: not ready until acknowledged
+	allPartitions []int         // the scope of a multi-partition input without keys
 	metrics       *Metrics
 	peers         *client.Client // this node's calls to its peers (hash checks), on kept connections
 	admin         *adminServer   // nil without Config.AdminAddr
@@ -191,6 +193,7 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		return nil, err
 	}
 	seq := n.seq
+	n.proposer, n.state = seq, fsm
 	if cfg.AdminAddr != "" {
 		if err := n.startAdmin(cfg.AdminAddr); err != nil {
 			n.Close()
@@ -304,7 +307,7 @@ func (n *Node) leaderLoop() {
 		case <-n.ctx.Done():
 			return
 		case isLeader := <-n.seq.LeaderChanges():
-			n.leaderReady.Store(false)
+			n.readyTerm.Store(0)
 			if isLeader && n.fsm.Divergent() != nil {
 				n.wakeAbstain() // a divergent replica does not lead: it hands off
 				continue
@@ -318,7 +321,20 @@ func (n *Node) leaderLoop() {
 	}
 }
 
+// leading reports whether this node leads and has done, in its current term, what a new
+// leader owes the cluster (becomeLeader). Tying it to the term matters: leadership can be
+// lost and regained while becomeLeader runs, and the setup of an older term says nothing
+// of the new one (its Barrier did not cover the entries committed in between).
+func (n *Node) leading() bool {
+	t := n.readyTerm.Load()
+	return t != 0 && n.seq.IsLeader() && n.seq.Term() == t
+}
+
+// becomeLeader commits an entry of this leader's term (Barrier: its applied state then
+// holds every committed entry), records the cluster's identity on a new cluster and the
+// node addresses, and then marks the term ready (see leading).
 func (n *Node) becomeLeader() error {
+	term := n.seq.Term()
 	ctx, cancel := context.WithTimeout(n.ctx, 30*time.Second)
 	defer cancel()
 	if err := n.seq.Barrier(ctx); err != nil {
@@ -348,8 +364,8 @@ func (n *Node) becomeLeader() error {
 			return err
 		}
 	}
-	n.leaderReady.Store(true)
-	n.log.Info("leading", "client", n.ClientAddr())
+	n.readyTerm.Store(term)
+	n.log.Info("leading", "client", n.ClientAddr(), "term", term)
 	return nil
 }
 

@@ -63,7 +63,7 @@ func (n *Node) readiness(st sequencer.Stats) error {
 	}
 	switch id, _ := n.seq.Leader(); {
 	case st.State == "Leader":
-		if !n.leaderReady.Load() {
+		if !n.leading() {
 			return fmt.Errorf("%w: new leader: applying the entries committed before its term", ErrCatchingUp)
 		}
 	case id == "":

@@ -215,17 +215,17 @@ func (cc *clientConn) submit(id uint64, it batch.Item) {
 		cc.fail(id, err)
 		return
 	}
-	if !n.seq.IsLeader() {
+	if !n.proposer.IsLeader() {
 		cc.fail(id, sequencer.ErrNotLeader)
 		return
 	}
-	if !n.leaderReady.Load() {
+	if !n.leading() {
 		cc.fail(id, fmt.Errorf("%w: new leader is catching up", wire.ErrNotReady))
 		return
 	}
 	call := getCall()
 	call.cc, call.id, call.p.Item = cc, id, it
-	if err := n.seq.Submit(&call.p); err != nil {
+	if err := n.proposer.Submit(&call.p); err != nil {
 		call.release()
 		cc.fail(id, err)
 	}
@@ -273,7 +273,7 @@ func (c *pendingCall) release() {
 // consistency Any. Nothing invalid enters the log.
 func (cc *clientConn) invoke(req *wire.Request) {
 	n := cc.n
-	info, ok := n.fsm.Registry().Lookup(req.Procedure)
+	info, ok := n.state.Registry().Lookup(req.Procedure)
 	if !ok {
 		cc.fail(req.ID, fmt.Errorf("%w: %q", wire.ErrUnknownProcedure, req.Procedure))
 		return
@@ -284,7 +284,7 @@ func (cc *clientConn) invoke(req *wire.Request) {
 	}
 	it := batch.Item{Kind: batch.KindInvoke, Session: req.Session, Seq: req.Seq, AckThrough: req.AckThrough,
 		Procedure: info.Name, Args: req.Args}
-	P := n.fsm.Partitions()
+	P := n.state.Partitions()
 	if info.Multi {
 		it.Partition = -1
 		it.Scope = n.allPartitions // shared and never modified
@@ -322,7 +322,7 @@ func (cc *clientConn) invoke(req *wire.Request) {
 			return
 		}
 		in := partition.Input{Procedure: it.Procedure, Key: it.Key, Partition: int(it.Partition), Scope: it.Scope, Args: it.Args}
-		res := n.fsm.Query(&in)
+		res := n.state.Query(&in)
 		if res.Err != nil {
 			cc.fail(req.ID, res.Err)
 			return
@@ -367,7 +367,7 @@ func (cc *clientConn) readStream(req *wire.Request) {
 		cc.fail(req.ID, err)
 		return
 	}
-	parts := n.fsm.Engine().Partitions()
+	parts := n.state.Engine().Partitions()
 	if req.Partition < 0 || int(req.Partition) >= len(parts) {
 		cc.fail(req.ID, fmt.Errorf("%w: stream partition %d of %d", wire.ErrBadScope, req.Partition, len(parts)))
 		return

@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -41,7 +40,6 @@ type FSM struct {
 	divergent    error
 	onDivergent  func() // called once when divergent is set: see OnDivergent
 	applied      uint64
-	appliedCh    chan struct{} // closed and replaced whenever applied advances
 
 	sessionCount atomic.Int64
 	serving      atomic.Bool // cluster known, compatible, not divergent: see Serving
@@ -108,11 +106,10 @@ func New(cfg Config, reg *procedures.Registry, log *slog.Logger) (*FSM, error) {
 	}
 	f := &FSM{
 		cfg: cfg, reg: reg, eng: eng, log: log,
-		sess:      newSessions(cfg),
-		nodes:     map[string]batch.NodeInfo{},
-		appliedCh: make(chan struct{}),
-		inFlush:   map[[2]uint64]int{},
-		flushGen:  1,
+		sess:     newSessions(cfg),
+		nodes:    map[string]batch.NodeInfo{},
+		inFlush:  map[[2]uint64]int{},
+		flushGen: 1,
 	}
 	f.handlers.New = func() any { return reg.NewHandler() }
 	return f, nil
@@ -324,8 +321,6 @@ func (f *FSM) advance(index uint64) {
 		return
 	}
 	f.applied = index
-	close(f.appliedCh)
-	f.appliedCh = make(chan struct{})
 }
 
 // Applied returns the log index of the last entry applied.
@@ -333,23 +328,6 @@ func (f *FSM) Applied() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.applied
-}
-
-// WaitApplied waits until the entry at index has been applied, or ctx ends.
-func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
-	for {
-		f.mu.Lock()
-		applied, ch := f.applied, f.appliedCh
-		f.mu.Unlock()
-		if applied >= index {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 }
 
 func (f *FSM) initCluster(payload []byte) error {

@@ -122,18 +122,6 @@ func (f *FSM) HashRecords() []HashRecord {
 	return slices.Clone(f.hashes)
 }
 
-// HashAt returns the hashes recorded at index, if still kept.
-func (f *FSM) HashAt(index uint64) ([]uint64, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, r := range f.hashes {
-		if r.Index == index {
-			return r.Hashes, true
-		}
-	}
-	return nil, false
-}
-
 // CompareHashes checks this replica's records against peers' records: for every position
 // they share, if this replica's hashes (its partition hashes, or its meta hash of the
 // state besides the partitions) differ from a strict majority of all replicas that

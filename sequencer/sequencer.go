@@ -241,6 +241,9 @@ func (s *Sequencer) Addr() string { return string(s.parts.trans.LocalAddr()) }
 // knowing it yet; use VerifyLeader before serving a linearizable read.
 func (s *Sequencer) IsLeader() bool { return s.raft.State() == raft.Leader }
 
+// Term returns the current Raft term (an atomic load: cheap enough for every request).
+func (s *Sequencer) Term() uint64 { return s.raft.CurrentTerm() }
+
 // Leader returns the id and address of the leader as this node knows it, or "" for both
 // when it knows none.
 func (s *Sequencer) Leader() (id, addr string) {
