@@ -1,6 +1,9 @@
-// Package replica is one Lockstep replica: the Raft state machine that applies the
-// sequencer's batches to the partition engine with exactly-once client sessions, and the
-// Node that assembles sequencer, state machine and client listener into a server.
+// Package replica is Lockstep's replicated state machine: the Raft FSM that applies the
+// sequencer's batches to the partition engine with exactly-once client sessions. It knows
+// nothing of the network or of Raft's transport: package node assembles it with the
+// sequencer and the client listener into a server. It imports partition, procedures and
+// internal/batch only; its outcome codes (Code, Error) are its own, and node maps them to
+// the wire.
 //
 // For every committed log entry the FSM does, on every replica, in log order:
 //
@@ -23,21 +26,17 @@
 // replica; the FSM runs a group's inputs in as few engine calls as it can, yet every
 // result and the whole session table depend on the log alone, never on the grouping.
 //
-// A Node serves clients over the wire protocol. Writes and linearizable reads go through
-// the log on the leader; a follower answers NotLeader with the leader's client address
-// (it never forwards), and the client goes there. Reads at consistency Any run locally on
-// any ready replica. A node refuses to serve when its partition count or procedure set
-// differs from the cluster's, or when it has diverged.
+// Usage (the node does this; tests drive an FSM with log entries directly):
 //
-// Usage:
-//
-//	node, err := replica.StartNode(replica.NodeConfig{ID: "n1", DataDir: dir,
-//		RaftAddr: "127.0.0.1:7001", ClientAddr: "127.0.0.1:8001", Bootstrap: peers},
-//		procedures.Builtins())
+//	fsm, err := replica.New(replica.Config{Partitions: 4, Observer: metrics}, procedures.Builtins(), log)
 //	...
-//	defer node.Close()
+//	seq, err := sequencer.Open(scfg, fsm) // Raft calls ApplyBatch, Snapshot, Restore
+//	...
+//	fsm.Applied(); fsm.Query(&in); fsm.HashRecords(); fsm.CompareHashes(peers)
 //
-// Contract: every node of a cluster runs the same procedure registry and partition count;
+// Contract: Raft calls ApplyBatch, Apply, Snapshot and Restore from one goroutine; the
+// other methods are safe for concurrent use. Every node of a cluster runs the same
+// procedure registry, partition count and result limits;
 // the state machine's state lives in memory and is rebuilt on restart by replaying the
 // durable log after the last compaction snapshot (RAFT-NOTES: never persist it apart from
 // the applied index).

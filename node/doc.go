@@ -1,0 +1,45 @@
+// Package node is one running Lockstep node: the assembly of the Raft sequencer
+// (package sequencer), the replicated state machine (package replica) and the servers
+// that face the world. A Go program runs a node as a library with its own procedures next
+// to the built-ins (examples/customproc); `lockstep node` is the same assembly behind
+// flags.
+//
+// A node, once started:
+//
+//  1. opens its Raft log and snapshots and replays them into a fresh state machine (state
+//     lives in memory and is rebuilt from the log: no checkpoints);
+//  2. serves the client protocol (server.go): it validates each request, computes the
+//     partition of its key, and hands writes and linearizable reads to the sequencer when
+//     it leads — a follower answers NotLeader with the leader's client address, it never
+//     forwards — and serves reads at consistency Any and stream reads from its own
+//     applied state;
+//  3. when it becomes leader, commits an entry of its term, records the cluster's
+//     identity on a new cluster and the members' addresses, and only then takes writes
+//     (leading);
+//  4. runs membership changes on the leader (join as a voter after checking the
+//     newcomer's partition count and procedure set; remove; leadership transfer), and
+//     joins a cluster itself through the client library when started with Join;
+//  5. compares its hash-check records with its peers' every HashCompareInterval, through
+//     the client library on kept connections, and stops serving — and leading — when a
+//     majority disagrees with it (DESIGN.md invariant 6);
+//  6. decides readiness by one rule (Readiness) that /readyz, /status, the lockstep_ready
+//     metric and `lockstep cluster status` all report, and exports Prometheus metrics;
+//  7. translates every lower layer's error into the wire catalogue in one place
+//     (errors.go).
+//
+// Usage:
+//
+//	n, err := node.Start(node.Config{ID: "n1", DataDir: dir,
+//		RaftAddr: "127.0.0.1:7001", ClientAddr: "127.0.0.1:8001", Bootstrap: peers},
+//		procedures.Builtins())
+//	if err != nil { ... }
+//	defer n.Close()
+//
+// LocalCluster starts several real nodes in one process (Raft over loopback TCP, fsynced
+// logs in a temp dir) for the demo, benchmarks and tests.
+//
+// Contract: every node of a cluster runs the same procedure registry and partition count
+// (a node refuses a cluster whose differ); Close stops every goroutine the node started
+// and closes its storage; the client-protocol server depends on the sequencer and the
+// replica only through the proposer and stateMachine contracts (consumed.go).
+package node
