@@ -55,10 +55,14 @@ func TestRefusedPromptly(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := client.DefaultConfig() // MaxRetries 10: a retried refusal takes seconds
 			cfg.Addrs, cfg.ClusterID = []string{tt.addr}, tt.id
-			check := func(what string, f func() error) {
+			// Each check has a context of its own, so that a refusal retried (the bug) fails
+			// the check after a few seconds rather than the whole test at its end.
+			check := func(what string, f func(ctx context.Context) error) {
 				t.Helper()
+				ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
 				start := time.Now()
-				err := f()
+				err := f(ctx)
 				took := time.Since(start)
 				for _, want := range tt.want {
 					if !errors.Is(err, want) {
@@ -76,7 +80,7 @@ func TestRefusedPromptly(t *testing.T) {
 					t.Errorf("%s: took %v, want at most %v", what, took, promptly)
 				}
 			}
-			check("Dial", func() error {
+			check("Dial", func(ctx context.Context) error {
 				c, err := client.Dial(ctx, cfg)
 				if err == nil {
 					c.Close()
@@ -88,8 +92,8 @@ func TestRefusedPromptly(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			check("Status", func() error { _, err := c.Status(ctx, ""); return err })
-			check("ClusterStatus", func() error {
+			check("Status", func(ctx context.Context) error { _, err := c.Status(ctx, ""); return err })
+			check("ClusterStatus", func(ctx context.Context) error {
 				cs, err := c.ClusterStatus(ctx)
 				if err != nil {
 					t.Fatalf("ClusterStatus: %v", err)
@@ -99,15 +103,15 @@ func TestRefusedPromptly(t *testing.T) {
 				}
 				return cs.Nodes[0].Err
 			})
-			check("Invoke", func() error { _, err := c.CounterAdd(ctx, "k", 1); return err })
-			check("Query", func() error {
+			check("Invoke", func(ctx context.Context) error { _, err := c.CounterAdd(ctx, "k", 1); return err })
+			check("Query", func(ctx context.Context) error {
 				_, err := client.QueryAs[builtin.KVGetResult](ctx, c, builtin.KVGet, []byte("k"), builtin.NoArgs{}, client.ReadAny)
 				return err
 			})
-			check("ReadStream", func() error { _, _, err := c.ReadStream(ctx, "s", 0, 0, 1); return err })
-			check("Members", func() error { _, err := c.Members(ctx); return err })
-			check("TransferLeadership", func() error { return c.TransferLeadership(ctx, "") })
-			check("AddVoter", func() error {
+			check("ReadStream", func(ctx context.Context) error { _, _, err := c.ReadStream(ctx, "s", 0, 0, 1); return err })
+			check("Members", func(ctx context.Context) error { _, err := c.Members(ctx); return err })
+			check("TransferLeadership", func(ctx context.Context) error { return c.TransferLeadership(ctx, "") })
+			check("AddVoter", func(ctx context.Context) error {
 				return c.AddVoter(ctx, client.JoinRequest{ID: "x", RaftAddr: "127.0.0.1:1", ClientAddr: "127.0.0.1:2"})
 			})
 		})
