@@ -15,43 +15,43 @@ type Code uint16
 // The codes, with the numbers the protocol gives them.
 const (
 	// CodeOK: the request succeeded. No error carries it.
-	CodeOK = Code(wire.CodeOK)
+	CodeOK Code = Code(wire.CodeOK)
 	// CodeNotLeader: the node is not the leader; Error.Leader names the leader if known.
-	CodeNotLeader = Code(wire.CodeNotLeader)
+	CodeNotLeader Code = Code(wire.CodeNotLeader)
 	// CodeUnknownProcedure: no procedure of that name is registered.
-	CodeUnknownProcedure = Code(wire.CodeUnknownProcedure)
+	CodeUnknownProcedure Code = Code(wire.CodeUnknownProcedure)
 	// CodeBadArguments: the arguments or the partition key were rejected.
-	CodeBadArguments = Code(wire.CodeBadArguments)
+	CodeBadArguments Code = Code(wire.CodeBadArguments)
 	// CodeProcedureError: the procedure ran and returned an error; it had no effect.
-	CodeProcedureError = Code(wire.CodeProcedureError)
+	CodeProcedureError Code = Code(wire.CodeProcedureError)
 	// CodeOverloaded: a bounded queue on the node was full; the request was not accepted.
-	CodeOverloaded = Code(wire.CodeOverloaded)
+	CodeOverloaded Code = Code(wire.CodeOverloaded)
 	// CodeSessionExpired: the session expired; the request did not run.
-	CodeSessionExpired = Code(wire.CodeSessionExpired)
+	CodeSessionExpired Code = Code(wire.CodeSessionExpired)
 	// CodeDivergent: the node's state diverged from its peers' and it stopped serving.
-	CodeDivergent = Code(wire.CodeDivergent)
+	CodeDivergent Code = Code(wire.CodeDivergent)
 	// CodeTimeout: the node's deadline for the request passed.
-	CodeTimeout = Code(wire.CodeTimeout)
+	CodeTimeout Code = Code(wire.CodeTimeout)
 	// CodeMalformed: a message could not be decoded.
-	CodeMalformed = Code(wire.CodeMalformed)
+	CodeMalformed Code = Code(wire.CodeMalformed)
 	// CodeProtocolVersion: the node speaks another protocol version.
-	CodeProtocolVersion = Code(wire.CodeProtocolVersion)
+	CodeProtocolVersion Code = Code(wire.CodeProtocolVersion)
 	// CodeClusterMismatch: the node belongs to another cluster.
-	CodeClusterMismatch = Code(wire.CodeClusterMismatch)
+	CodeClusterMismatch Code = Code(wire.CodeClusterMismatch)
 	// CodeUnknownOutcome: the request may or may not have run.
-	CodeUnknownOutcome = Code(wire.CodeUnknownOutcome)
+	CodeUnknownOutcome Code = Code(wire.CodeUnknownOutcome)
 	// CodeInternal: an unexpected failure on the node.
-	CodeInternal = Code(wire.CodeInternal)
+	CodeInternal Code = Code(wire.CodeInternal)
 	// CodeTooLarge: a key, the arguments, a result or a frame exceeded a size limit.
-	CodeTooLarge = Code(wire.CodeTooLarge)
+	CodeTooLarge Code = Code(wire.CodeTooLarge)
 	// CodeShuttingDown: the node is stopping and accepts no new requests.
-	CodeShuttingDown = Code(wire.CodeShuttingDown)
+	CodeShuttingDown Code = Code(wire.CodeShuttingDown)
 	// CodeNotReady: the node cannot serve yet (starting, catching up, incompatible).
-	CodeNotReady = Code(wire.CodeNotReady)
+	CodeNotReady Code = Code(wire.CodeNotReady)
 	// CodeBadScope: the key set or stream partition is invalid.
-	CodeBadScope = Code(wire.CodeBadScope)
+	CodeBadScope Code = Code(wire.CodeBadScope)
 	// CodeUnknownSession: the session was never opened or was closed already.
-	CodeUnknownSession = Code(wire.CodeUnknownSession)
+	CodeUnknownSession Code = Code(wire.CodeUnknownSession)
 )
 
 // String returns the code's stable name ("NotLeader", "ProcedureError", ...), or

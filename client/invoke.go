@@ -16,11 +16,11 @@ type Consistency uint8
 const (
 	// ReadLinearizable reads through the log at the leader, in the client's session: the
 	// result reflects every write acknowledged before the query began. The default.
-	ReadLinearizable = Consistency(wire.ConsistencyLinearizable)
+	ReadLinearizable Consistency = Consistency(wire.ConsistencyLinearizable)
 	// ReadAny reads the local state of whichever ready replica the client asks, with no
 	// session: faster and spread over the cluster, but possibly stale. Only for read-only
 	// procedures.
-	ReadAny = Consistency(wire.ConsistencyAny)
+	ReadAny Consistency = Consistency(wire.ConsistencyAny)
 )
 
 // Invoke runs the single-partition procedure proc with partition key key and arguments
