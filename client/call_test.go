@@ -109,7 +109,7 @@ func TestTypedCalls(t *testing.T) {
 		if !bytes.Equal(r.Args, tt.args) {
 			t.Errorf("#%d: args %x, want %x", i, r.Args, tt.args)
 		}
-		if (r.Session != 0) != tt.wantSess || (r.Consistency == uint8(ReadAny)) != tt.readAny {
+		if (r.Session != 0) != tt.wantSess || (r.Consistency == wire.ConsistencyAny) != tt.readAny {
 			t.Errorf("#%d: session %d, consistency %d, want session %t, ReadAny %t", i, r.Session, r.Consistency, tt.wantSess, tt.readAny)
 		}
 	}

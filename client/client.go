@@ -67,14 +67,18 @@ type poolEntry struct {
 }
 
 // Dial returns a Client for the cluster of cfg.Addrs: it connects to a seed, finds the
-// leader and opens a session, retrying within ctx and cfg.MaxRetries. The Client
-// reconnects by itself when connections break; ctx bounds only Dial.
+// leader and opens a session. It waits for a leader as long as ctx allows, whatever
+// cfg.MaxRetries says (which bounds the retries of requests): a cluster that is starting
+// or electing, or whose nodes cannot be reached yet, makes Dial wait, not fail, so give
+// ctx a deadline. It fails at once for an invalid cfg (ErrBadConfig), a node of another
+// cluster (ErrClusterMismatch) or another protocol (ErrProtocolVersion, ErrSpeaksHTTP).
+// The Client reconnects by itself when connections break; ctx bounds only Dial.
 func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	c, err := Open(cfg)
 	if err != nil {
 		return nil, err
 	}
-	_, err = c.session(ctx)
+	_, err = c.session(ctx, true)
 	if err != nil {
 		err = c.opErr(err)
 		c.Close()
@@ -140,13 +144,15 @@ func (c *Client) conns() []*conn {
 // isClosing reports whether Close has been called.
 func (c *Client) isClosing() bool { return isClosed(c.closing) }
 
-// opErr returns an error wrapping ErrClosed if the client has closed (the operation that
-// failed with err ended for that reason, or at the same time), else err.
+// opErr returns the error an operation that failed with err returns to its caller: one
+// wrapping ErrClosed if the client has closed (the operation ended for that reason, or at
+// the same time), else err with its wire errors translated (publicErr). Every exported
+// method returns its errors through it.
 func (c *Client) opErr(err error) error {
 	if err != nil && c.isClosing() && !errors.Is(err, ErrClosed) {
 		return fmt.Errorf("%w (%v)", ErrClosed, err)
 	}
-	return err
+	return publicErr(err)
 }
 
 // liveConn returns the live connection to addr, nil if there is none (connTo dials it),

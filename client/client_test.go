@@ -177,7 +177,7 @@ func TestRetryRules(t *testing.T) {
 				t.Errorf("#%d: got %d, %v, want 42, %v", i, got, err, tt.wantErr)
 			}
 			var we *Error
-			if tt.wantErr == ErrProcedure && (!errors.As(err, &we) || we.Code != wire.CodeProcedureError) {
+			if tt.wantErr == ErrProcedure && (!errors.As(err, &we) || we.Code != CodeProcedureError) {
 				t.Errorf("#%d: got %#v, want a *Error with code ProcedureError", i, err)
 			}
 			var gotSent []sent
@@ -290,15 +290,25 @@ func TestCloseEndsSessionAndCalls(t *testing.T) {
 	}
 }
 
+// TestDialUnreachable checks that Dial, with nothing listening at the seed, goes on
+// trying until its context ends, MaxRetries notwithstanding, and then names the address
+// in the context's error.
 func TestDialUnreachable(t *testing.T) {
 	n := newFakeNode(t, "n", func(*fakeConn, wire.Request) {})
 	addr := n.addr
 	n.close() // nothing listens there now
 	cfg := testConfig(t, addr)
 	cfg.MaxRetries = 2
-	_, err := Dial(context.Background(), cfg)
-	if !errors.Is(err, ErrRetriesExhausted) || !strings.Contains(err.Error(), addr) {
-		t.Errorf("got %v, want ErrRetriesExhausted naming %s", err, addr)
+	const wait = 300 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	start := time.Now()
+	_, err := Dial(ctx, cfg)
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrRetriesExhausted) || !strings.Contains(err.Error(), addr) {
+		t.Errorf("got %v, want the context's deadline naming %s", err, addr)
+	}
+	if d := time.Since(start); d < wait {
+		t.Errorf("Dial gave up after %v, before its context's %v", d, wait)
 	}
 }
 
@@ -326,7 +336,7 @@ func TestReadAnyAndStreamsUseAnyReplica(t *testing.T) {
 		}
 	}
 	for _, r := range b.requests(wire.OpInvoke) {
-		if r.Session != 0 || r.Seq != 0 || r.Consistency != uint8(ReadAny) {
+		if r.Session != 0 || r.Seq != 0 || r.Consistency != wire.ConsistencyAny {
 			t.Errorf("ReadAny query: got %+v, want no session and consistency Any", r)
 		}
 	}

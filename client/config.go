@@ -45,7 +45,8 @@ type Config struct {
 	// MaxRetries is how many times a request is retried after its first attempt when it
 	// fails with an error worth retrying (not the leader, not ready, connection lost,
 	// unknown outcome, attempt timeout, overloaded). Default 10; negative means no limit
-	// but the caller's context.
+	// but the caller's context. Dial is not bound by it: it waits for a leader until its
+	// context ends.
 	MaxRetries int
 	// RetryBackoff is the pause before the first retry that is not a leader redirect; it
 	// doubles with each further retry, with jitter, up to MaxRetryBackoff. Default 20ms.

@@ -9,8 +9,10 @@ and argument and result types, shared with the servers so that they are defined 
 # Duties
 
  1. Connect. Dial connects to a seed address, follows the NotLeader hints to the leader
-    (or, without a hint, tries the next known node), and opens a session. (Open returns
-    a Client that does all this on its first request instead.) One pipelined
+    (or, without a hint, tries the next known node), and opens a session. It waits for
+    a leader as long as its context allows, whatever Config.MaxRetries says: a cluster
+    that is starting or electing makes Dial wait, not fail. (Open returns a Client that
+    does all this on its first request instead.) One pipelined
     connection per node carries any number of requests at once; a reader goroutine hands
     each answer to the caller waiting on its ID. A broken connection is redialed by the
     next request that needs it.
@@ -33,7 +35,39 @@ and argument and result types, shared with the servers so that they are defined 
     server's *Error (a procedure error, bad arguments, unknown procedure, too large, ...),
     which matches this package's sentinels under errors.Is. An Internal answer is asked
     again once with the same Seq, in case the node lost a committed result; a second one
-    is returned.
+    is returned. A node that refuses the client itself (another cluster than
+    Config.ClusterID, another protocol, an HTTP server such as a node's admin address)
+    is a definite answer too: every method returns it at once (see Errors).
+
+# Errors
+
+A node's error answer reaches the caller as an *Error: its Code (CodeNotLeader,
+CodeProcedureError, ...), the node's Message and, for CodeNotLeader, the Leader it names.
+Every code has a sentinel that the *Error matches under errors.Is:
+
+	_, err := c.BankTransfer(ctx, "alice", "bob", 100)
+	var e *client.Error
+	switch {
+	case errors.Is(err, client.ErrProcedure) && errors.As(err, &e):
+		log.Printf("refused: %s", e.Message) // the procedure's own error text
+	case errors.Is(err, client.ErrUnknownOutcome):
+		// read the balances back to learn whether it ran
+	case err != nil:
+		// the context ended, retries ran out (ErrRetriesExhausted), ...
+	}
+
+The sentinels, Error and Code are this package's own; the wire protocol's errors are
+translated where an error leaves the client, so errors.Is and errors.As with this
+package's names are all a caller needs. Errors the client finds itself in the same class
+match the same sentinels: a key too large to send matches ErrTooLarge, an answer it
+cannot decode ErrMalformed, a node whose Hello names another cluster ErrClusterMismatch.
+
+Refusals are not retried. ErrClusterMismatch (the node is of another cluster than
+Config.ClusterID) and ErrProtocolVersion (another protocol version, or no Lockstep
+protocol at all: ErrSpeaksHTTP, returned for an HTTP server such as a node's admin
+address) come from the handshake; every node of the cluster would answer alike, so Dial,
+Invoke, Status and the admin calls return them at once, wrapped with ErrUnreachable,
+rather than try other nodes until the retries or the context run out.
 
 # Leader
 

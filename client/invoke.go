@@ -12,15 +12,15 @@ import (
 // Consistency is the consistency level of a read-only query.
 type Consistency uint8
 
-// Consistency levels. The values are those of the wire protocol.
+// Consistency levels: the wire protocol's, which the servers use too.
 const (
 	// ReadLinearizable reads through the log at the leader, in the client's session: the
 	// result reflects every write acknowledged before the query began. The default.
-	ReadLinearizable Consistency = 0
+	ReadLinearizable Consistency = Consistency(wire.ConsistencyLinearizable)
 	// ReadAny reads the local state of whichever ready replica the client asks, with no
 	// session: faster and spread over the cluster, but possibly stale. Only for read-only
 	// procedures.
-	ReadAny Consistency = 1
+	ReadAny Consistency = Consistency(wire.ConsistencyAny)
 )
 
 // Invoke runs the single-partition procedure proc with partition key key and arguments
@@ -142,7 +142,7 @@ func (c *Client) query(ctx context.Context, proc string, req wire.Request, args,
 		return err
 	}
 	defer c.putArgs(ab)
-	req.Consistency = uint8(cons)
+	req.Consistency = wire.Consistency(cons)
 	if err := c.acquireFree(ctx); err != nil {
 		return c.opErr(fmt.Errorf("client: %s: %w", proc, err))
 	}
@@ -157,7 +157,12 @@ func (c *Client) query(ctx context.Context, proc string, req wire.Request, args,
 // call runs a session-less request with retries, at the leader if toLeader, else at any
 // replica (round robin). It returns the OK Response or the error that ended it.
 func (c *Client) call(ctx context.Context, what string, req *wire.Request, toLeader bool) (wire.Response, error) {
-	rs := retry{what: what}
+	return c.callRetry(ctx, retry{what: what}, req, toLeader)
+}
+
+// callRetry is call with the retry state rs to start from (rs.what names the request).
+func (c *Client) callRetry(ctx context.Context, rs retry, req *wire.Request, toLeader bool) (wire.Response, error) {
+	what := rs.what
 	for ; ; rs.attempt++ {
 		var addr string
 		var deposed <-chan struct{}
@@ -193,6 +198,7 @@ type retry struct {
 	attempt  int    // the attempt that just failed, from 0
 	pauses   int    // the pauses so far
 	redirect bool   // the previous attempt was redirected
+	untilCtx bool   // retry until ctx ends, whatever Config.MaxRetries says (Dial)
 }
 
 // next prepares the retry after a failed attempt: it gives up if ctx ended, the client
@@ -211,7 +217,7 @@ func (c *Client) next(ctx context.Context, rs *retry, v verdict, addr string, re
 	if c.isClosing() {
 		return fmt.Errorf("client: %s: %w (last: %v)", rs.what, ErrClosed, last)
 	}
-	if !c.retriesLeft(rs.attempt) {
+	if !rs.untilCtx && !c.retriesLeft(rs.attempt) {
 		return fmt.Errorf("client: %s: %w after %d attempts (last: %v)", rs.what, ErrRetriesExhausted, rs.attempt+1, last)
 	}
 	c.log.Debug("retrying", "what", rs.what, "addr", addr, "attempt", rs.attempt+1, "err", last)
@@ -255,7 +261,7 @@ func (c *Client) attempt(ctx context.Context, addr string, req *wire.Request, de
 		start := time.Now()
 		cn, err = c.dial(ctx, addr, timeout)
 		timeout -= time.Since(start)
-		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) {
+		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) && !refused(err) {
 			c.suspect(addr)
 		}
 	}
@@ -289,6 +295,14 @@ func (c *Client) dial(ctx context.Context, addr string, timeout time.Duration) (
 	return cn, err
 }
 
+// refused reports whether err is a node's refusal to talk to this client at all: it is
+// of another cluster, or speaks another protocol (or HTTP). The handshake finds it, and
+// no retry, on that node or another of the seeds, would fare better: the configuration
+// is wrong.
+func refused(err error) bool {
+	return errors.Is(err, wire.ErrClusterMismatch) || errors.Is(err, wire.ErrProtocolVersion)
+}
+
 // verdict is what one attempt's outcome means for the request.
 type verdict uint8
 
@@ -313,7 +327,7 @@ const (
 func judge(addr string, resp *wire.Response, sent bool, err error) (v verdict, doubt bool) {
 	if err != nil {
 		switch {
-		case errors.Is(err, ErrClosed), errors.Is(err, wire.ErrTooLarge):
+		case errors.Is(err, ErrClosed), errors.Is(err, wire.ErrTooLarge), refused(err):
 			return vDone, sent
 		case errors.Is(err, errDeposed):
 			return vMoved, sent

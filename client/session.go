@@ -55,8 +55,9 @@ func (ss *sessions) newSession(id uint64) *session {
 
 // session returns the live session, opening one if there is none. Concurrent callers
 // share one open; if it fails, each caller tries again under its own context. It waits
-// within ctx until the client closes.
-func (c *Client) session(ctx context.Context) (*session, error) {
+// within ctx until the client closes. An open it starts retries until ctx ends if
+// untilCtx (Dial), else within Config.MaxRetries.
+func (c *Client) session(ctx context.Context, untilCtx bool) (*session, error) {
 	ss := &c.sess
 	for {
 		ss.mu.Lock()
@@ -84,7 +85,7 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 		ss.opening = wait
 		ss.mu.Unlock()
 
-		id, err := c.openSession(ctx)
+		id, err := c.openSession(ctx, untilCtx)
 
 		ss.mu.Lock()
 		ss.opening = nil
@@ -106,10 +107,11 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 	}
 }
 
-// openSession opens a session through the leader. OpenSession is not idempotent: a retry
-// after an unknown outcome may leave an unused session behind, which the cluster expires.
-func (c *Client) openSession(ctx context.Context) (uint64, error) {
-	resp, err := c.call(ctx, "open session", &wire.Request{Op: wire.OpOpenSession}, true)
+// openSession opens a session through the leader, retrying until ctx ends if untilCtx,
+// else within Config.MaxRetries. OpenSession is not idempotent: a retry after an unknown
+// outcome may leave an unused session behind, which the cluster expires.
+func (c *Client) openSession(ctx context.Context, untilCtx bool) (uint64, error) {
+	resp, err := c.callRetry(ctx, retry{what: "open session", untilCtx: untilCtx}, &wire.Request{Op: wire.OpOpenSession}, true)
 	if err != nil {
 		return 0, err
 	}
@@ -125,7 +127,7 @@ func (c *Client) openSession(ctx context.Context) (uint64, error) {
 func (c *Client) acquire(ctx context.Context) (slot, error) {
 	ss := &c.sess
 	for {
-		s, err := c.session(ctx)
+		s, err := c.session(ctx, false)
 		if err != nil {
 			return slot{}, err
 		}

@@ -33,6 +33,10 @@ type Status struct {
 	// ClientAddr is the node's client address; RaftAddr its Raft transport's.
 	ClientAddr string `json:"client"`
 	RaftAddr   string `json:"raft"`
+	// Version is the version of the node's binary: its module version, or "(devel)" with
+	// the VCS revision and time it was built from (as `lockstep --version` prints it);
+	// empty if the node did not report one.
+	Version string `json:"version"`
 	// State is the node's Raft role.
 	State Role `json:"state"`
 	// LeaderID is the id of the leader the node knows, empty if none; LeaderClientAddr
@@ -110,6 +114,7 @@ func statusFromWire(w *wire.Status) Status {
 		ClusterID:        w.ClusterID,
 		ClientAddr:       w.ClientAddr,
 		RaftAddr:         w.RaftAddr,
+		Version:          w.Version,
 		State:            Role(w.State),
 		LeaderID:         w.LeaderID,
 		LeaderClientAddr: w.LeaderClientAddr,

@@ -312,7 +312,7 @@ func (cc *clientConn) invoke(req *wire.Request) {
 		it.Key = req.Key
 		it.Partition = int32(partition.PartitionOf(req.Key, P))
 	}
-	if req.Consistency == Any {
+	if req.Consistency == wire.ConsistencyAny {
 		if !info.ReadOnly {
 			cc.fail(req.ID, fmt.Errorf("%w: consistency Any is for read-only procedures; %s writes", wire.ErrBadArguments, info.Name))
 			return
@@ -330,7 +330,7 @@ func (cc *clientConn) invoke(req *wire.Request) {
 		cc.reply(&wire.Response{ID: req.ID, Value: res.Value})
 		return
 	}
-	if req.Consistency != Linearizable {
+	if req.Consistency != wire.ConsistencyLinearizable {
 		cc.fail(req.ID, fmt.Errorf("%w: unknown consistency level %d", wire.ErrBadArguments, req.Consistency))
 		return
 	}

@@ -5,15 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lockstepdb/lockstep/internal/buildinfo"
 	"github.com/lockstepdb/lockstep/internal/wire"
-)
-
-// Consistency levels a request may ask for (wire.Request.Consistency).
-const (
-	// Linearizable reads and writes go through the log: the default.
-	Linearizable uint8 = 0
-	// Any reads the contacted replica's current state, which may lag the leader.
-	Any uint8 = 1
 )
 
 // statusFrom assembles the node's status as the wire reports it.
@@ -23,6 +16,7 @@ func (n *Node) statusFrom() wire.Status {
 		NodeID:       n.cfg.ID,
 		ClientAddr:   n.ClientAddr(),
 		RaftAddr:     n.seq.Addr(),
+		Version:      buildinfo.Version(),
 		State:        st.State,
 		Term:         st.Term,
 		LastLogIndex: st.LastLogIndex,

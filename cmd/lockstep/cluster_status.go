@@ -19,7 +19,7 @@ func clusterStatusCommand() *cli.Command {
 		Description: `Asks the nodes at --addr for their status, and every member they name, and prints one row
 per node: id, role, term, last log index, applied index, lag (log entries the node
 has applied fewer than the leader), readiness, divergence, partition count,
-uptime, addresses; then each partition's state hash on every node. One reachable
+uptime, addresses, version; then each partition's state hash on every node. One reachable
 address is enough.
 
 After printing, it checks the cluster's health and says on stderr what is wrong.
@@ -188,17 +188,21 @@ func gatherStatus(ctx context.Context, cl *client.Client) (clusterStatusJSON, in
 
 func writeStatusTable(w io.Writer, cs clusterStatusJSON) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tROLE\tTERM\tLAST-INDEX\tAPPLIED\tLAG\tREADY\tDIVERGENT\tPARTITIONS\tUPTIME\tCLIENT\tRAFT")
+	fmt.Fprintln(tw, "ID\tROLE\tTERM\tLAST-INDEX\tAPPLIED\tLAG\tREADY\tDIVERGENT\tPARTITIONS\tUPTIME\tCLIENT\tRAFT\tVERSION")
 	var answered []nodeRow
 	for _, r := range cs.Nodes {
 		if r.Error != "" {
-			fmt.Fprintf(tw, "?\tunreachable\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t-\n", r.ClientAddr)
+			fmt.Fprintf(tw, "?\tunreachable\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t-\t-\n", r.ClientAddr)
 			continue
 		}
 		answered = append(answered, r)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", r.NodeID, r.State, r.Term, r.LastLogIndex,
+		version := r.Version
+		if version == "" {
+			version = "-" // a node that does not report it
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.NodeID, r.State, r.Term, r.LastLogIndex,
 			r.AppliedIndex, r.Lag, yesNo(r.Ready), yesNo(r.Divergent != ""), r.Partitions,
-			(time.Duration(r.UptimeMs) * time.Millisecond).Round(time.Second), r.ClientAddr, r.RaftAddr)
+			(time.Duration(r.UptimeMs) * time.Millisecond).Round(time.Second), r.ClientAddr, r.RaftAddr, version)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

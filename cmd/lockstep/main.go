@@ -10,6 +10,7 @@
 //	lockstep stream read S    print an output stream's records
 //	lockstep demo             an embedded 3-node cluster under load, with failover
 //	lockstep completion bash  the shell completion script
+//	lockstep --version        the binary's version, as nodes report it in their status
 //
 // Every command exits 0 on success, and non-zero with a one-line error on stderr: 1, or
 // for `cluster status` a code that says what is unhealthy (see its help).
@@ -21,6 +22,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/lockstepdb/lockstep/internal/buildinfo"
 	"github.com/urfave/cli/v2"
 )
 
@@ -46,6 +48,7 @@ func newApp() *cli.App {
 	return &cli.App{
 		Name:                 "lockstep",
 		Usage:                "a replicated, deterministic-execution stream database",
+		Version:              buildinfo.Version(), // --version; nodes report the same in their status
 		EnableBashCompletion: true,
 		Commands: []*cli.Command{
 			nodeCommand(),

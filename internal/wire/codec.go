@@ -26,7 +26,16 @@ func b2i(b bool) int {
 
 // AppendHello appends the encoding of h to dst and returns the extended buffer.
 func AppendHello(dst []byte, h *Hello) []byte {
-	dst = appendMapHeader(dst, b2i(h.Version != 0)+b2i(h.ClusterID != "")+b2i(h.NodeID != ""))
+	return appendHello(dst, h, false)
+}
+
+// helloEOLKey is the key of the line end a client's Hello carries (see ClientHandshake);
+// no server reads it.
+const helloEOLKey = "eol"
+
+// appendHello is AppendHello; with eol it adds the key helloEOLKey with the value "\r\n".
+func appendHello(dst []byte, h *Hello, eol bool) []byte {
+	dst = appendMapHeader(dst, b2i(h.Version != 0)+b2i(h.ClusterID != "")+b2i(h.NodeID != "")+b2i(eol))
 	if h.Version != 0 {
 		dst = appendUint(appendStr(dst, "v"), uint64(h.Version))
 	}
@@ -35,6 +44,9 @@ func AppendHello(dst []byte, h *Hello) []byte {
 	}
 	if h.NodeID != "" {
 		dst = appendStr(appendStr(dst, "nid"), h.NodeID)
+	}
+	if eol {
+		dst = appendStr(appendStr(dst, helloEOLKey), "\r\n")
 	}
 	return dst
 }

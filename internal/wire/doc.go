@@ -22,7 +22,9 @@ A length of 0 is invalid (ErrEmptyFrame). A length over the receiver's limit
 
 The first frame each way is a Hello:
 
- 1. the client sends Hello{Version: ProtocolVersion, ClusterID: the cluster it expects};
+ 1. the client sends Hello{Version: ProtocolVersion, ClusterID: the cluster it expects},
+    and a line end ("\r\n") under a key servers skip, so that an HTTP server reached by
+    mistake answers at once (ClientHandshake recognizes "HTTP/": ErrSpeaksHTTP);
  2. the server checks the version, then the cluster id (when both are non-empty);
  3. on success it answers Hello{Version, ClusterID, NodeID}; on failure it answers an
     error Response with ID 0 and code CodeProtocolVersion, CodeClusterMismatch or

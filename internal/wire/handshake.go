@@ -2,7 +2,9 @@ package wire
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"time"
 )
@@ -13,10 +15,17 @@ const DefaultHandshakeTimeout = 10 * time.Second
 // maxHelloBytes is the frame limit during the handshake: Hellos and errors are small.
 const maxHelloBytes = 64 << 10
 
+// ErrSpeaksHTTP is returned by ClientHandshake when the server answered in HTTP (its
+// answer began with "HTTP/"): the address is an HTTP server, such as a node's admin
+// address, not a node's client address. It wraps ErrProtocolVersion.
+var ErrSpeaksHTTP = fmt.Errorf("the address speaks HTTP, not the Lockstep protocol: is it a node's admin (HTTP) address? Use the node's client address: %w",
+	ErrProtocolVersion)
+
 // ClientHandshake sends the client's Hello on nc and reads the server's answer. It
 // returns the server's Hello, or an error: an *Error from the server (matching
 // ErrProtocolVersion or ErrClusterMismatch), an error wrapping ErrProtocolVersion or
-// ErrClusterMismatch if the server's Hello does not fit, or an I/O error. An empty
+// ErrClusterMismatch if the server's Hello does not fit, ErrSpeaksHTTP if the server
+// answered in HTTP, or an I/O error. An empty
 // clusterID accepts any cluster. The handshake ends when ctx is done, or after
 // DefaultHandshakeTimeout if ctx has no deadline. On success nc has no deadline and no
 // bytes beyond the handshake were read, so nc can be passed to NewConn; on error the
@@ -24,12 +33,22 @@ const maxHelloBytes = 64 << 10
 func ClientHandshake(ctx context.Context, nc net.Conn, clusterID string) (HelloReply, error) {
 	var reply HelloReply
 	err := withDeadline(ctx, nc, func() error {
+		// The Hello carries a line end ("\r\n", under a key servers skip): an HTTP server
+		// reached by mistake then holds a complete, malformed request line and answers
+		// with an error at once, which is recognized below, instead of waiting for the rest
+		// of a request until this handshake times out.
 		hello := Hello{Version: ProtocolVersion, ClusterID: clusterID}
-		if err := writeFrameNow(nc, AppendHello(nil, &hello)); err != nil {
+		if err := writeFrameNow(nc, appendHello(nil, &hello, true)); err != nil {
 			return err
 		}
-		body, err := NewFrameReader(nc, maxHelloBytes).ReadFrame()
+		fr := NewFrameReader(nc, maxHelloBytes)
+		body, err := fr.ReadFrame()
 		if err != nil {
+			if errors.Is(err, ErrFrameTooLarge) && string(fr.hdr[:]) == "HTTP" && nextByteIs(nc, '/') {
+				// An HTTP server's error response ("HTTP/1.1 400 Bad Request"), its
+				// first four bytes read as a frame length.
+				return fmt.Errorf("wire: handshake: %w", ErrSpeaksHTTP)
+			}
 			return fmt.Errorf("wire: handshake: read server hello: %w", err)
 		}
 		// The server answers with a Hello or with an error Response. Their keys are
@@ -98,6 +117,13 @@ func ServerHandshake(ctx context.Context, nc net.Conn, clusterID, nodeID string)
 		return Hello{}, err
 	}
 	return hello, nil
+}
+
+// nextByteIs reports whether the next byte read from r is b.
+func nextByteIs(r io.Reader, b byte) bool {
+	var next [1]byte
+	_, err := io.ReadFull(r, next[:])
+	return err == nil && next[0] == b
 }
 
 // writeFrameNow writes one frame with a single unbuffered write.

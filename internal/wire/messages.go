@@ -122,9 +122,9 @@ type Request struct {
 	Keys [][]byte `msgpack:"keys,omitempty"`
 	// Args is the msgpack encoding of the procedure's argument value (OpInvoke).
 	Args []byte `msgpack:"args,omitempty"`
-	// Consistency is the read consistency level; 0 is the default, linearizable. Other
-	// levels are defined by the server (OpInvoke, OpStreamRead).
-	Consistency uint8 `msgpack:"cons,omitempty"`
+	// Consistency is the read consistency level; 0 is the default,
+	// ConsistencyLinearizable (OpInvoke, OpStreamRead).
+	Consistency Consistency `msgpack:"cons,omitempty"`
 	// Stream is the output stream's name (OpStreamRead).
 	Stream string `msgpack:"strm,omitempty"`
 	// Partition is the stream partition to read (OpStreamRead).

@@ -3,10 +3,13 @@ package wire
 // Status is a node's status, the msgpack-encoded Value of an OpStatus response. Its JSON
 // names, used by the HTTP admin and the CLI, are the same as its msgpack names.
 type Status struct {
-	NodeID           string `msgpack:"id" json:"id"`
-	ClusterID        string `msgpack:"cluster" json:"cluster"`
-	ClientAddr       string `msgpack:"client" json:"client"`
-	RaftAddr         string `msgpack:"raft" json:"raft"`
+	NodeID     string `msgpack:"id" json:"id"`
+	ClusterID  string `msgpack:"cluster" json:"cluster"`
+	ClientAddr string `msgpack:"client" json:"client"`
+	RaftAddr   string `msgpack:"raft" json:"raft"`
+	// Version is the node binary's version (internal/buildinfo.Version); empty from a
+	// node that does not report it.
+	Version          string `msgpack:"version" json:"version"`
 	State            string `msgpack:"state" json:"state"` // Leader, Follower, Candidate, Shutdown
 	LeaderID         string `msgpack:"leader" json:"leader"`
 	LeaderClientAddr string `msgpack:"leader_client" json:"leader_client"`
