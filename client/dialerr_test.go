@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/node"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
-	"github.com/lockstepdb/lockstep/replica"
 )
 
 // promptly bounds how long a definite refusal (another cluster, another protocol) may
@@ -29,8 +29,8 @@ func TestRefusedPromptly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	lc, err := replica.StartLocalCluster(ctx, replica.LocalClusterOptions{Nodes: 1,
-		Node: replica.NodeConfig{Logger: quiet, ClusterID: "right", AdminAddr: "127.0.0.1:0"}})
+	lc, err := node.StartLocalCluster(ctx, node.LocalClusterOptions{Nodes: 1,
+		Node: node.Config{Logger: quiet, ClusterID: "right", AdminAddr: "127.0.0.1:0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestDialWaitsForElection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	lc, err := replica.StartLocalCluster(ctx, replica.LocalClusterOptions{Nodes: 3, Node: replica.NodeConfig{Logger: quiet}})
+	lc, err := node.StartLocalCluster(ctx, node.LocalClusterOptions{Nodes: 3, Node: node.Config{Logger: quiet}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestDialBoundedByContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	lc, err := replica.StartLocalCluster(ctx, replica.LocalClusterOptions{Nodes: 3, Node: replica.NodeConfig{Logger: quiet}})
+	lc, err := node.StartLocalCluster(ctx, node.LocalClusterOptions{Nodes: 3, Node: node.Config{Logger: quiet}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,10 @@ import (
 	"github.com/lockstepdb/lockstep/internal/wire"
 )
 
+// Version returns this build's version as nodes report it in their status: the module
+// version, or "(devel)" with the VCS revision and time when the build recorded them.
+func Version() string { return buildinfo.Version() }
+
 // statusFrom assembles the node's status as the wire reports it.
 func (n *Node) statusFrom() wire.Status {
 	st := n.seq.Stats()
@@ -16,7 +20,7 @@ func (n *Node) statusFrom() wire.Status {
 		NodeID:       n.cfg.ID,
 		ClientAddr:   n.ClientAddr(),
 		RaftAddr:     n.seq.Addr(),
-		Version:      buildinfo.Version(),
+		Version:      Version(),
 		State:        st.State,
 		Term:         st.Term,
 		LastLogIndex: st.LastLogIndex,

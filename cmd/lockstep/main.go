@@ -22,7 +22,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/lockstepdb/lockstep/internal/buildinfo"
+	"github.com/lockstepdb/lockstep/node"
 	"github.com/urfave/cli/v2"
 )
 
@@ -48,7 +48,7 @@ func newApp() *cli.App {
 	return &cli.App{
 		Name:                 "lockstep",
 		Usage:                "a replicated, deterministic-execution stream database",
-		Version:              buildinfo.Version(), // --version; nodes report the same in their status
+		Version:              node.Version(), // --version; nodes report the same in their status
 		EnableBashCompletion: true,
 		Commands: []*cli.Command{
 			nodeCommand(),
