@@ -50,11 +50,15 @@ func (o Object) MarshalJSON() ([]byte, error) {
 // objects with their keys as text; bytes as []byte (base64); everything else as msgpack's
 // generic decoding gives it. A value that does not fit t is decoded generically, not
 // refused: t describes, the bytes are what the server sent. It fails (ErrMalformed) only
-// on data that is not one msgpack value.
+// on data that is not one msgpack value, or whose length headers claim more than it holds
+// (CheckMsgpack).
 func DecodeJSON(t *Type, data []byte) (any, error) {
+	if err := CheckMsgpack(data); err != nil {
+		return nil, fmt.Errorf("%w %v", ErrMalformed, err)
+	}
 	rd := bytes.NewReader(data)
 	dec := msgpack.NewDecoder(rd)
-	dec.SetMapDecoder(func(d *msgpack.Decoder) (any, error) { return d.DecodeUntypedMap() })
+	dec.SetMapDecoder(decodeMap)
 	v, err := dec.DecodeInterface()
 	if err != nil {
 		return nil, fmt.Errorf("%w msgpack: %v", ErrMalformed, err)
@@ -64,6 +68,32 @@ func DecodeJSON(t *Type, data []byte) (any, error) {
 	}
 	d := decoder{}
 	return d.value(t, v), nil
+}
+
+// decodeMap decodes a msgpack map of any keys, as msgpack's DecodeUntypedMap does, but a
+// key that Go cannot hash (a list, a map, bytes) is kept as its text instead of panicking.
+func decodeMap(d *msgpack.Decoder) (any, error) {
+	n, err := d.DecodeMapLen()
+	if err != nil || n < 0 {
+		return nil, err
+	}
+	m := make(map[any]any, min(n, 1024))
+	for range n {
+		k, err := d.DecodeInterface()
+		if err != nil {
+			return nil, err
+		}
+		v, err := d.DecodeInterface()
+		if err != nil {
+			return nil, err
+		}
+		switch k.(type) {
+		case []any, map[any]any, []byte:
+			k = keyText(k)
+		}
+		m[k] = v
+	}
+	return m, nil
 }
 
 // decoder is the state of one DecodeJSON.
