@@ -193,6 +193,8 @@ func (cc *clientConn) handle(req *wire.Request) {
 			return
 		}
 		cc.reply(&wire.Response{ID: req.ID, Value: v})
+	case wire.OpProcedures:
+		cc.procedures(req)
 	case wire.OpStreamRead:
 		cc.readStream(req)
 	case wire.OpOpenSession:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/procedures/schema"
 	"github.com/urfave/cli/v2"
 )
 
@@ -25,6 +27,11 @@ it): fields by their Go names, as in {"Delta": 5}, or by their wire names, as in
 with no arguments needs no --args. A single-partition procedure needs --key; a
 multi-partition one runs on every partition, or on those of --keys.
 --consistency any runs a read-only procedure on one replica's current state.
+
+A procedure this binary does not have (a custom one of a program that embeds Lockstep)
+is looked up in the cluster's catalogue ("lockstep procedures --addr" lists it): its
+--args are encoded by the argument schema the nodes describe, by the same rules, and its
+result is printed as JSON decoded by the result schema.
 
 Examples:
   lockstep invoke counter.add --key visits --args '{"Delta": 1}'
@@ -44,12 +51,21 @@ Examples:
 	}
 }
 
-// invocation is what `lockstep invoke` was asked to run, checked against the registry.
+// errUnknownProcedure: neither this binary nor the cluster has a procedure of that name.
+var errUnknownProcedure = errors.New("unknown procedure")
+
+// invocation is what `lockstep invoke` was asked to run, checked against the procedure's
+// description.
 type invocation struct {
-	info procedures.Info
-	key  []byte
-	keys [][]byte
-	args any // a pointer to a value of info.Args, or nil for none
+	proc client.Procedure
+	// typed is the binary's own registration of the procedure; nil for a procedure only
+	// the cluster knows, whose arguments and result go through its schemas.
+	typed *procedures.Info
+	key   []byte
+	keys  [][]byte
+	// args is a pointer to a value of typed.Args, or, without typed, the msgpack encoding
+	// (msgpack.RawMessage) the schema built; nil for none.
+	args any
 	cons client.Consistency
 }
 
@@ -58,9 +74,19 @@ func runInvoke(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	inv, err := parseInvocation(c)
-	if err != nil {
-		return err
+	if c.NArg() != 1 {
+		return errors.New("invoke needs exactly one PROCEDURE name; \"lockstep procedures\" lists them")
+	}
+	name := c.Args().First()
+	var inv invocation
+	info, known := procedures.Builtins().Lookup(name)
+	if known {
+		// Everything is checked before anything is sent.
+		inv.typed = &info
+		inv.proc = client.Procedure{Name: info.Name, ReadOnly: info.ReadOnly, Multi: info.Multi}
+		if err := inv.parse(c); err != nil {
+			return err
+		}
 	}
 	ctx, cancel, err := commandContext(c)
 	if err != nil {
@@ -72,16 +98,20 @@ func runInvoke(c *cli.Context) error {
 		return err
 	}
 	defer cl.Close()
-	name := inv.info.Name
-	result := reflect.New(inv.info.Result)
-	switch {
-	case inv.info.Multi:
-		err = cl.QueryMulti(ctx, name, inv.keys, inv.args, result.Interface(), inv.cons)
-	default:
-		err = cl.Query(ctx, name, inv.key, inv.args, result.Interface(), inv.cons)
+	if !known {
+		if inv.proc, err = clusterProcedure(ctx, c, cl, name); err != nil {
+			return err
+		}
+		if err := inv.parse(c); err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+	if inv.typed == nil {
+		return inv.runDynamic(ctx, c, cl, format)
+	}
+	result := reflect.New(info.Result)
+	if err := inv.call(ctx, cl, result.Interface()); err != nil {
+		return err
 	}
 	if format == outputJSON {
 		return writeJSON(c.App.Writer, result.Interface())
@@ -89,53 +119,79 @@ func runInvoke(c *cli.Context) error {
 	return writeValueTable(c.App.Writer, result)
 }
 
-// parseInvocation checks the procedure name, the key flags, the consistency level and the
-// JSON arguments against the local registry, before anything is sent.
-func parseInvocation(c *cli.Context) (invocation, error) {
-	var inv invocation
-	if c.NArg() != 1 {
-		return inv, errors.New("invoke needs exactly one PROCEDURE name; \"lockstep procedures\" lists them")
+// call runs the invocation with cl and decodes its result into result.
+func (inv *invocation) call(ctx context.Context, cl *client.Client, result any) error {
+	var err error
+	name := inv.proc.Name
+	if inv.proc.Multi {
+		err = cl.QueryMulti(ctx, name, inv.keys, inv.args, result, inv.cons)
+	} else {
+		err = cl.Query(ctx, name, inv.key, inv.args, result, inv.cons)
 	}
-	name := c.Args().First()
-	info, ok := procedures.Builtins().Lookup(name)
-	if !ok {
-		return inv, fmt.Errorf("unknown procedure %q; \"lockstep procedures\" lists them", name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	inv.info = info
+	return nil
+}
+
+// clusterProcedure looks name up in the catalogue of the cluster cl talks to.
+func clusterProcedure(ctx context.Context, c *cli.Context, cl *client.Client, name string) (client.Procedure, error) {
+	addrs := strings.Join(c.StringSlice("addr"), ",")
+	list, err := cl.ProceduresCatalog(ctx)
+	if err != nil {
+		return client.Procedure{}, fmt.Errorf("%q is not a built-in, and the procedures of the cluster at %s: %w", name, addrs, err)
+	}
+	for _, p := range list {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return client.Procedure{}, fmt.Errorf("%w %q: not a built-in, and the cluster at %s does not run it; \"lockstep procedures --addr %s\" lists the cluster's",
+		errUnknownProcedure, name, addrs, addrs)
+}
+
+// parse checks the key flags, the consistency level and the JSON arguments against the
+// procedure.
+func (inv *invocation) parse(c *cli.Context) error {
+	name := inv.proc.Name
 	switch cons := c.String("consistency"); cons {
 	case "linearizable":
 		inv.cons = client.ReadLinearizable
 	case "any":
-		if !info.ReadOnly {
-			return inv, fmt.Errorf("%s writes, so it runs linearizable only; --consistency any is for read-only procedures", name)
+		if !inv.proc.ReadOnly {
+			return fmt.Errorf("%s writes, so it runs linearizable only; --consistency any is for read-only procedures", name)
 		}
 		inv.cons = client.ReadAny
 	default:
-		return inv, fmt.Errorf("--consistency %q: want linearizable or any", cons)
+		return fmt.Errorf("--consistency %q: want linearizable or any", cons)
 	}
 	key, keys := c.String("key"), c.StringSlice("keys")
-	if info.Multi {
+	if inv.proc.Multi {
 		if c.IsSet("key") {
-			return inv, fmt.Errorf("%s is multi-partition: it takes --keys, not --key", name)
+			return fmt.Errorf("%s is multi-partition: it takes --keys, not --key", name)
 		}
 		for _, k := range keys {
 			inv.keys = append(inv.keys, []byte(k))
 		}
 	} else {
 		if len(keys) > 0 {
-			return inv, fmt.Errorf("%s is single-partition: it takes --key, not --keys", name)
+			return fmt.Errorf("%s is single-partition: it takes --key, not --keys", name)
 		}
 		if key == "" {
-			return inv, fmt.Errorf("%s is single-partition: give its partition key with --key", name)
+			return fmt.Errorf("%s is single-partition: give its partition key with --key", name)
 		}
 		inv.key = []byte(key)
 	}
-	args, err := decodeArgs(info.Args, c.String("args"))
-	if err != nil {
-		return inv, fmt.Errorf("%s: %w", name, err)
+	var err error
+	if inv.typed != nil {
+		inv.args, err = decodeArgs(inv.typed.Args, c.String("args"))
+	} else {
+		inv.args, err = encodeArgs(&inv.proc.Args, c.String("args"))
 	}
-	inv.args = args
-	return inv, nil
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
 }
 
 // decodeArgs decodes the JSON text into a new value of type t, refusing unknown fields,
@@ -155,7 +211,8 @@ func decodeArgs(t reflect.Type, text string) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v.Interface()); err != nil {
-		return nil, fmt.Errorf("--args does not fit the arguments %s: %v", typeShape(t), err)
+		shape := schema.Of(t)
+		return nil, fmt.Errorf("--args does not fit the arguments %s: %v", typeShape(&shape), err)
 	}
 	return v.Interface(), nil
 }

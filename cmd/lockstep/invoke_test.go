@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
+	"github.com/lockstepdb/lockstep/procedures/schema"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -67,11 +70,47 @@ func TestTypeShape(t *testing.T) {
 		{reflect.TypeFor[builtin.CounterAddArgs](), "CounterAddArgs{Delta int64}"},
 		{reflect.TypeFor[builtin.KVPutArgs](), "KVPutArgs{Value []byte (base64)}"},
 		{reflect.TypeFor[[]builtin.ContestantTotal](), "[]ContestantTotal{Contestant int32, Name string, Votes int64}"},
-		{reflect.TypeFor[builtin.VoteResult](), "VoteResult (int)"},
+		{reflect.TypeFor[builtin.VoteResult](), "VoteResult (int64)"},
+		{reflect.TypeFor[builtin.VoteArgs](), "VoteArgs{Contestant int32}"},
+		{reflect.TypeFor[builtin.VoterInitArgs](), "VoterInitArgs{Contestants []string, MaxVotesPerPhone int64}"},
 		{reflect.TypeFor[uint64](), "uint64"},
+		{reflect.TypeFor[map[string]*int32](), "map[string]*int32"},
+		{reflect.TypeFor[[3]byte](), "[3]byte"},
 	} {
-		if got := typeShape(tc.typ); got != tc.want {
+		shape := schema.Of(tc.typ)
+		if got := typeShape(&shape); got != tc.want {
 			t.Errorf("#%d: got %q, want %q", i, got, tc.want)
+		}
+	}
+}
+
+// TestSchemaPathMatchesTypedPath checks, for every built-in, that the schema path of a
+// procedure the binary does not know agrees with the typed path of one it knows: the
+// --args skeleton is the JSON of the zero value, and JSON arguments encode to msgpack that
+// decodes to the same value.
+func TestSchemaPathMatchesTypedPath(t *testing.T) {
+	for i, info := range procedures.Builtins().List() {
+		shape := schema.Of(info.Args)
+		got, _ := json.Marshal(zeroJSON(&shape))
+		want, _ := json.Marshal(reflect.Zero(info.Args).Interface())
+		if string(got) != string(want) {
+			t.Errorf("#%d %s: skeleton %s, want %s", i, info.Name, got, want)
+		}
+		// The skeleton itself, sent both ways, gives the same argument value.
+		typed, err := decodeArgs(info.Args, string(want))
+		if err != nil {
+			t.Fatalf("#%d %s: %v", i, info.Name, err)
+		}
+		raw, err := encodeArgs(&shape, string(want))
+		if err != nil {
+			t.Fatalf("#%d %s: %v", i, info.Name, err)
+		}
+		v := reflect.New(info.Args)
+		if err := msgpack.Unmarshal(raw.(msgpack.RawMessage), v.Interface()); err != nil {
+			t.Fatalf("#%d %s: %v", i, info.Name, err)
+		}
+		if !reflect.DeepEqual(v.Interface(), typed) {
+			t.Errorf("#%d %s: schema path %+v, typed path %+v", i, info.Name, v.Elem(), reflect.ValueOf(typed).Elem())
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
+	"github.com/lockstepdb/lockstep/procedures/schema"
 	"github.com/urfave/cli/v2"
 )
 
@@ -146,4 +147,80 @@ func deref(v reflect.Value) reflect.Value {
 		v = v.Elem()
 	}
 	return v
+}
+
+// writeDynamicTable prints a result decoded by its schema (schema.DecodeJSON) as
+// writeValueTable prints a typed one: an object as FIELD VALUE rows, a list of objects as
+// one row per element under a header of keys, a map as sorted KEY VALUE rows, anything
+// else as its value alone.
+func writeDynamicTable(w io.Writer, v any) error {
+	tw := newTable(w)
+	switch x := v.(type) {
+	case schema.Object:
+		for _, m := range x {
+			fmt.Fprintf(tw, "%s\t%s\n", m.Key, dynamicCell(m.Value))
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			fmt.Fprintf(tw, "%s\t%s\n", k, dynamicCell(x[k]))
+		}
+	case []any:
+		head, ok := x, len(x) > 0
+		for _, e := range head {
+			_, isObj := e.(schema.Object)
+			ok = ok && isObj
+		}
+		if !ok {
+			fmt.Fprintln(tw, dynamicCell(v))
+			break
+		}
+		var keys []string
+		for _, m := range x[0].(schema.Object) {
+			keys = append(keys, m.Key)
+		}
+		upper := make([]string, len(keys))
+		for i, k := range keys {
+			upper[i] = strings.ToUpper(k)
+		}
+		fmt.Fprintln(tw, strings.Join(upper, "\t"))
+		for _, e := range x {
+			cells := make([]string, len(keys))
+			for i, k := range keys {
+				cells[i] = "-"
+				for _, m := range e.(schema.Object) {
+					if m.Key == k {
+						cells[i] = dynamicCell(m.Value)
+					}
+				}
+			}
+			fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		}
+	default:
+		fmt.Fprintln(tw, dynamicCell(v))
+	}
+	return tw.Flush()
+}
+
+// dynamicCell renders one decoded value for a table, as cell does a typed one.
+func dynamicCell(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "-"
+	case []byte:
+		return bytesText(x)
+	case string:
+		return x
+	case schema.Object, []any, map[string]any:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return fmt.Sprint(x)
+		}
+		return string(b)
+	}
+	return fmt.Sprint(v)
 }

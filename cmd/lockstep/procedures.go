@@ -3,9 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"strings"
 
+	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/urfave/cli/v2"
 )
@@ -13,16 +13,21 @@ import (
 func proceduresCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "procedures",
-		Usage: "list the registered procedures: arguments, result, partitioning, read-only flag",
-		Description: `Lists the procedures that "lockstep node" runs (the built-ins), with the JSON shape
-of their arguments as "lockstep invoke --args" takes them, their result type, whether
-they run on one partition (with --key) or several (a barrier, optionally scoped by
---keys), and whether they are read-only. Needs no running node.
+		Usage: "list the procedures: arguments, result, partitioning, read-only flag",
+		Description: `Lists procedures with the JSON shape of their arguments as "lockstep invoke --args"
+takes them, their result type, whether they run on one partition (with --key) or several
+(a barrier, optionally scoped by --keys), and whether they are read-only.
+
+Without --addr it lists the procedures this binary's "lockstep node" runs (the
+built-ins) and needs no running node. With --addr it lists those the cluster runs, as a
+node describes them: custom procedures of a program that embeds Lockstep included,
+which "lockstep invoke" can call too.
 
 Example:
   lockstep procedures
-  lockstep procedures --output json`,
-		Flags:  []cli.Flag{outputFlag(outputTable)},
+  lockstep procedures --output json
+  lockstep procedures --addr 127.0.0.1:7401`,
+		Flags:  withClientFlags(outputFlag(outputTable)),
 		Action: runProcedures,
 	}
 }
@@ -50,15 +55,21 @@ func runProcedures(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	list := builtinCatalog()
+	if c.IsSet("addr") {
+		if list, err = clusterCatalog(c); err != nil {
+			return err
+		}
+	}
 	var rows []procedureJSON
-	for _, info := range procedures.Builtins().List() {
-		example, err := json.Marshal(reflect.Zero(info.Args).Interface())
+	for _, p := range list {
+		example, err := json.Marshal(zeroJSON(&p.Args))
 		if err != nil {
 			example = []byte("null")
 		}
 		rows = append(rows, procedureJSON{
-			Name: info.Name, Args: typeShape(info.Args), ArgsExample: example, Result: typeShape(info.Result),
-			Partitioning: partitioning(info), ReadOnly: info.ReadOnly, Doc: info.Doc,
+			Name: p.Name, Args: typeShape(&p.Args), ArgsExample: example, Result: typeShape(&p.Result),
+			Partitioning: partitioning(p.Multi), ReadOnly: p.ReadOnly, Doc: p.Doc,
 		})
 	}
 	out := c.App.Writer
@@ -77,52 +88,40 @@ func runProcedures(c *cli.Context) error {
 	return tw.Flush()
 }
 
+// builtinCatalog describes the procedures of this binary's nodes, as a node would.
+func builtinCatalog() []client.Procedure {
+	cat := procedures.Builtins().Catalog()
+	out := make([]client.Procedure, len(cat))
+	for i, p := range cat {
+		out[i] = client.Procedure{Name: p.Name, Doc: p.Doc, ReadOnly: p.ReadOnly, Multi: p.Multi, Args: p.Args, Result: p.Result}
+	}
+	return out
+}
+
+// clusterCatalog asks the cluster at --addr for its procedures.
+func clusterCatalog(c *cli.Context) ([]client.Procedure, error) {
+	ctx, cancel, err := commandContext(c)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	cl, err := openClient(c)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	list, err := cl.ProceduresCatalog(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("procedures of the cluster at %s: %w", strings.Join(c.StringSlice("addr"), ","), err)
+	}
+	return list, nil
+}
+
 // partitioning names how a procedure is scheduled: on the partition of its key, or as a
 // multi-partition barrier.
-func partitioning(info procedures.Info) string {
-	if info.Multi {
+func partitioning(multi bool) string {
+	if multi {
 		return "multi"
 	}
 	return "single"
-}
-
-// typeShape describes a procedure's argument or result type as its JSON form is built:
-// "none" for an empty struct, "Name{Field type, ...}" for a struct, "[]Elem{...}" for a
-// slice of structs, "Name (int)" for a named basic type.
-func typeShape(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Pointer:
-		return typeShape(t.Elem())
-	case reflect.Struct:
-		var fields []string
-		for i := range t.NumField() {
-			if f := t.Field(i); f.IsExported() {
-				fields = append(fields, f.Name+" "+fieldType(f.Type))
-			}
-		}
-		if len(fields) == 0 {
-			return "none"
-		}
-		return t.Name() + "{" + strings.Join(fields, ", ") + "}"
-	case reflect.Slice:
-		if isBytes(t) {
-			return "[]byte"
-		}
-		return "[]" + typeShape(t.Elem())
-	}
-	if t.Name() != "" && t.Name() != t.Kind().String() {
-		return t.Name() + " (" + t.Kind().String() + ")"
-	}
-	return t.String()
-}
-
-// fieldType names a struct field's type briefly: []byte fields are base64 strings in JSON.
-func fieldType(t reflect.Type) string {
-	if isBytes(t) {
-		return "[]byte (base64)"
-	}
-	if t.Kind() == reflect.Struct || (t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct) {
-		return typeShape(t)
-	}
-	return t.String()
 }

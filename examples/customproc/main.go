@@ -5,16 +5,28 @@
 // differs is refused when it joins, and refuses to apply a cluster's log if started on it.
 //
 //	go run ./examples/customproc
+//
+// With -serve it keeps its three nodes running until SIGINT or SIGTERM, after printing
+// their client addresses ("addrs A,B,C"), so that the lockstep CLI can call the custom
+// procedure it does not know, through the nodes' procedure catalogue:
+//
+//	go run ./examples/customproc -serve
+//	lockstep procedures --addr A
+//	lockstep invoke words.count --key doc-1 --args '{"Line": "to be or not to be"}' --addr A
 package main
 
 import (
 	"context"
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"io"
 	"log"
 	"log/slog"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
@@ -62,11 +74,17 @@ func registry() *procedures.Registry {
 }
 
 func main() {
+	serve := flag.Bool("serve", false, "keep the nodes running until SIGINT or SIGTERM and print their client addresses")
+	dir := flag.String("dir", "", "the nodes' data directories go here (default: a temp dir, removed at exit)")
+	flag.Parse()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cluster, err := node.StartLocalCluster(ctx, node.LocalClusterOptions{
 		Nodes:    3,
+		Dir:      *dir,
 		Node:     node.Config{Logger: quiet},
 		Registry: func(int) *procedures.Registry { return registry() },
 	})
@@ -74,6 +92,11 @@ func main() {
 		log.Fatal(err)
 	}
 	defer cluster.Close()
+	if *serve {
+		fmt.Printf("addrs %s\n", strings.Join(cluster.ClientAddrs(), ","))
+		<-sig
+		return
+	}
 	c, err := client.Dial(ctx, client.Config{Addrs: cluster.ClientAddrs()})
 	if err != nil {
 		log.Fatal(err)

@@ -18,7 +18,8 @@ const module = "github.com/lockstepdb/lockstep/"
 var allowed = map[string][]string{
 	"partition":          {},
 	"procedures/builtin": {},
-	"procedures":         {"partition", "procedures/builtin"},
+	"procedures/schema":  {},
+	"procedures":         {"partition", "procedures/builtin", "procedures/schema"},
 	"internal/batch":     {},
 	"internal/wire":      {},
 	"internal/latency":   {},
@@ -27,10 +28,10 @@ var allowed = map[string][]string{
 	"internal/buildinfo": {},
 	"sequencer":          {"internal/batch"},
 	"replica":            {"partition", "procedures", "procedures/builtin", "internal/batch"},
-	"client":             {"internal/wire", "procedures/builtin"},
+	"client":             {"internal/wire", "procedures/builtin", "procedures/schema"},
 	"node": {"partition", "procedures", "procedures/builtin", "internal/batch", "internal/wire",
 		"sequencer", "replica", "client", "internal/buildinfo"},
-	"cmd/lockstep":        {"client", "node", "procedures", "procedures/builtin", "internal/latency"},
+	"cmd/lockstep":        {"client", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency"},
 	"benchmarks":          {"client", "internal/latency"},
 	"examples/customproc": {"client", "node", "partition", "procedures", "procedures/builtin"},
 }

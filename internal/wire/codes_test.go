@@ -174,7 +174,9 @@ func TestOpString(t *testing.T) {
 		want string
 	}{
 		{OpInvoke, "Invoke"}, {OpOpenSession, "OpenSession"}, {OpCloseSession, "CloseSession"},
-		{OpStatus, "Status"}, {OpStreamRead, "StreamRead"}, {OpPing, "Ping"}, {Op(0), "Op(0)"},
+		{OpStatus, "Status"}, {OpStreamRead, "StreamRead"}, {OpPing, "Ping"}, {OpJoin, "Join"},
+		{OpRemove, "Remove"}, {OpTransferLeader, "TransferLeader"}, {OpProcedures, "Procedures"},
+		{Op(0), "Op(0)"}, {Op(11), "Op(11)"},
 	}
 	for i, tt := range tests {
 		if got := tt.op.String(); got != tt.want {
@@ -184,7 +186,8 @@ func TestOpString(t *testing.T) {
 	pinned := []struct {
 		op  Op
 		num uint8
-	}{{OpInvoke, 1}, {OpOpenSession, 2}, {OpCloseSession, 3}, {OpStatus, 4}, {OpStreamRead, 5}, {OpPing, 6}}
+	}{{OpInvoke, 1}, {OpOpenSession, 2}, {OpCloseSession, 3}, {OpStatus, 4}, {OpStreamRead, 5}, {OpPing, 6},
+		{OpJoin, 7}, {OpRemove, 8}, {OpTransferLeader, 9}, {OpProcedures, 10}}
 	for i, p := range pinned {
 		if uint8(p.op) != p.num {
 			t.Errorf("#%d: got %d, want %d", i, uint8(p.op), p.num)

@@ -53,6 +53,11 @@ const (
 	// OpTransferLeader asks the leader to hand leadership to the voter whose id is Key, or
 	// to any up-to-date voter when Key is empty.
 	OpTransferLeader Op = 9
+	// OpProcedures asks for the node's procedure catalogue. Uses no other field; any node
+	// answers, from its registry, without the log. The Response carries the catalogue in
+	// Value: a msgpack array of procedure entries (the encoding of []schema.Procedure,
+	// package procedures/schema; docs/protocol.md lists the keys).
+	OpProcedures Op = 10
 )
 
 // JoinArgs describes a node asking to join a cluster (OpJoin).
@@ -89,6 +94,8 @@ func (o Op) String() string {
 		return "Remove"
 	case OpTransferLeader:
 		return "TransferLeader"
+	case OpProcedures:
+		return "Procedures"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }
@@ -146,8 +153,8 @@ type Response struct {
 	Code Code `msgpack:"code,omitempty"`
 	// Message describes a non-OK outcome, for people; never match on it.
 	Message string `msgpack:"msg,omitempty"`
-	// Value is the result: the msgpack encoding of the procedure's result (OpInvoke) or
-	// of the node status (OpStatus).
+	// Value is the result: the msgpack encoding of the procedure's result (OpInvoke), of
+	// the node status (OpStatus) or of the procedure catalogue (OpProcedures).
 	Value []byte `msgpack:"val,omitempty"`
 	// Leader is the client address of the leader, set with CodeNotLeader when known.
 	Leader string `msgpack:"ldr,omitempty"`

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/procedures/schema"
+	"github.com/urfave/cli/v2"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// A procedure this binary does not have (a custom one of a program that embeds Lockstep)
+// is called through the schemas of the cluster's catalogue: the JSON arguments are
+// encoded by the argument schema, the result is decoded by the result schema.
+
+// encodeArgs encodes the JSON text by the argument schema t; empty text gives nil (no
+// arguments: the procedure gets its type's zero value).
+func encodeArgs(t *schema.Type, text string) (any, error) {
+	if strings.TrimSpace(text) == "" {
+		return nil, nil
+	}
+	b, err := schema.EncodeJSON(t, []byte(text))
+	if err != nil {
+		return nil, fmt.Errorf("--args: %w", err)
+	}
+	return msgpack.RawMessage(b), nil
+}
+
+// runDynamic runs an invocation whose procedure only the cluster knows and prints its
+// result, decoded by the result schema.
+func (inv *invocation) runDynamic(ctx context.Context, c *cli.Context, cl *client.Client, format string) error {
+	var raw msgpack.RawMessage
+	if err := inv.call(ctx, cl, &raw); err != nil {
+		return err
+	}
+	var v any
+	if len(raw) > 0 {
+		var err error
+		if v, err = schema.DecodeJSON(&inv.proc.Result, raw); err != nil {
+			return fmt.Errorf("%s: result: %w", inv.proc.Name, err)
+		}
+	}
+	if format == outputJSON {
+		return writeJSON(c.App.Writer, v)
+	}
+	return writeDynamicTable(c.App.Writer, v)
+}
