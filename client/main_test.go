@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"go.uber.org/goleak"
 )
 
@@ -11,16 +12,5 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// testWriter sends log lines to the test's log.
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(p))
-	return len(p), nil
-}
-
 // testLogger returns a logger that writes to t.Log at debug level.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
+func testLogger(t testing.TB) *slog.Logger { return testutil.Logger(t, slog.LevelDebug) }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/lockstepdb/lockstep/replica"
 )
@@ -30,17 +31,8 @@ type clusterOptions struct {
 	patientRaft bool
 }
 
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(p))
-	return len(p), nil
-}
+// testLogger sends the nodes' warnings and errors to t.Log.
+func testLogger(t *testing.T) *slog.Logger { return testutil.Logger(t, slog.LevelWarn) }
 
 // startCluster bootstraps a new cluster of real nodes in temp dirs and waits for a ready
 // leader.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/lockstepdb/lockstep/internal/batch"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/vmihailenco/msgpack/v5"
@@ -57,17 +58,7 @@ type fataler interface {
 }
 
 // testLogger sends logs at Warn and above to t.Log.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(p))
-	return len(p), nil
-}
+func testLogger(t *testing.T) *slog.Logger { return testutil.Logger(t, slog.LevelWarn) }
 
 func newTestFSM(t fataler, cfg Config) *FSM {
 	t.Helper()

@@ -4,12 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/lockstepdb/lockstep/internal/testutil"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lockstepdb/lockstep/internal/testutil"
 
 	"go.uber.org/goleak"
 
@@ -22,34 +22,9 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// logWriter sends log lines to t.Log until the test ends (late lines from goroutines that
-// outlive it are dropped rather than panic).
-type logWriter struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (w *logWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
 // testLogger returns a logger into t.Log. Register it before anything that logs, so its
 // cleanup runs last.
-func testLogger(t testing.TB, level slog.Level) *slog.Logger {
-	w := &logWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
-}
+func testLogger(t testing.TB, level slog.Level) *slog.Logger { return testutil.Logger(t, level) }
 
 // node is one test server: a Sequencer and its FSM.
 type node struct {

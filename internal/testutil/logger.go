@@ -1,0 +1,38 @@
+package testutil
+
+import (
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Logger returns a logger that writes lines at level and above to t.Log until the test
+// ends; later lines, from goroutines that outlive the test, are dropped rather than
+// panic. Logs from components under test go to t.Log this way (STYLE.md).
+func Logger(t testing.TB, level slog.Level) *slog.Logger {
+	w := &logWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// logWriter sends log lines to t.Log until done.
+type logWriter struct {
+	mu   sync.Mutex
+	t    testing.TB
+	done bool
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Helper()
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
