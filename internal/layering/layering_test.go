@@ -19,6 +19,7 @@ var allowed = map[string][]string{
 	"partition":          {},
 	"procedures/builtin": {},
 	"procedures":         {"partition", "procedures/builtin"},
+	"procedures/window":  {"partition"},
 	"internal/batch":     {},
 	"internal/wire":      {},
 	"internal/latency":   {},

@@ -1,0 +1,2 @@
+// Package window is placeholder documentation, replaced below.
+package window
