@@ -1,7 +1,6 @@
 package window
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/lockstepdb/lockstep/partition"
@@ -16,16 +15,17 @@ type windowState[S any] struct {
 	Value    S
 }
 
-// encodeState encodes st with msgpack, map keys sorted so that equal states give equal
+// encodeState encodes st with msgpack in canonical form, so that equal states give equal
 // bytes on every replica (the bytes are hashed, DESIGN.md invariant 1).
 func encodeState[S any](st *windowState[S]) ([]byte, error) {
-	var b bytes.Buffer
-	enc := msgpack.NewEncoder(&b)
-	enc.SetSortMapKeys(true)
-	if err := enc.Encode(st); err != nil {
+	b, err := msgpack.Marshal(st)
+	if err == nil {
+		b, err = canonical(b)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("window state: %w", err)
 	}
-	return b.Bytes(), nil
+	return b, nil
 }
 
 // load reads the state of the window of key starting at start.
