@@ -29,7 +29,8 @@ type Config[R, S any] struct {
 	// Add returns state with the record added. It may modify and return state. Required.
 	Add func(state S, rec R) S
 	// Merge returns the state of the union of two session windows, a starting earlier
-	// than b. It may modify and return a. Required for Session, unused otherwise.
+	// than b; Init() must be its identity. It may modify and return a, not b. Required
+	// for Session, unused otherwise.
 	Merge func(a, b S) S
 
 	// Emit receives every window result, in the Tx of the step that produced it. An error

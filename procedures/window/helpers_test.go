@@ -92,7 +92,7 @@ type testHandler struct {
 	events []event
 }
 
-func newTestHandler(t testing.TB, c opConfig) *testHandler {
+func newTestHandler(t tb, c opConfig) *testHandler {
 	h := &testHandler{}
 	op, err := New(Config[int64, agg]{
 		Name: "w", Assigner: c.Assigner,
@@ -165,13 +165,13 @@ func (h *testHandler) Run(tx *partition.Tx, in *partition.Input, out []byte) ([]
 
 // harness is an engine running the test procedures on one partition of two.
 type harness struct {
-	t    testing.TB
+	t    tb
 	eng  *partition.Engine
 	part int
 	seq  uint64
 }
 
-func newHarness(t testing.TB, c opConfig, part int, sequential bool) *harness {
+func newHarness(t tb, c opConfig, part int, sequential bool) *harness {
 	t.Helper()
 	eng, err := partition.NewEngine(partition.Config{Partitions: 2, Sequential: sequential},
 		func() partition.Handler { return newTestHandler(t, c) })
@@ -239,3 +239,10 @@ func (h *harness) dump() string {
 
 // rows returns the number of rows of table on the harness's partition.
 func (h *harness) rows(table string) int { return h.eng.Partitions()[h.part].Rows(table) }
+
+// tb is the part of testing.TB the helpers use; *testing.T and *rapid.T have it.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}

@@ -80,9 +80,13 @@ func (a *Aggregate[R, S]) placeSession(tx *partition.Tx, key []byte, t int64, re
 		if err := a.drop(tx, key, s.start, &s.st); err != nil {
 			return false, err
 		}
-		if i == 0 {
+		if i == 0 && s.start == merged.Start {
 			next.Value = s.st.Value
 		} else {
+			if i == 0 {
+				// Not s's value itself: a retraction emits it, and Merge may modify its a.
+				next.Value = a.cfg.Init()
+			}
 			next.Value = a.cfg.Merge(next.Value, s.st.Value)
 		}
 		if s.start == merged.Start {
