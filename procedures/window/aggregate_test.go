@@ -181,3 +181,15 @@ func TestStateEncodingDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionExtendedBackwards: a record that starts a fired session earlier retracts it
+// (with its own value, untouched by the merge) and the merged session fires anew.
+func TestSessionExtendedBackwards(t *testing.T) {
+	h := newHarness(t, opConfig{Assigner: Session{Gap: 10}, AllowedLateness: 100}, 0, false)
+	p := func(now int64, r rec) []event { return h.must(h.input("win.process", now, []rec{r})) }
+	checkEvents(t, "t=20", p(1, rec{"a", 20, 1}))
+	checkEvents(t, "t=40", p(2, rec{"a", 40, 1}), win("a", 20, 30, 0, false, 1))
+	retracted := win("a", 20, 30, 1, true, 1)
+	retracted.Retracted = true
+	checkEvents(t, "t=15", p(3, rec{"a", 15, 2}), retracted, win("a", 15, 30, 0, false, 1, 2))
+}
