@@ -161,7 +161,9 @@ func (a *Aggregate[R, S]) Watermark() *Watermark { return a.wm }
 // Process runs the operator for one record with grouping key key (nil or empty is a key
 // too) and event time t (use BatchTime(tx) for processing-time windows). An error —
 // from the Tx, from Emit or Late, or ErrTimeRange — must fail the caller's Tx, which then
-// undoes every change of the step.
+// undoes every change of the step. Keys up to (partition.MaxKeyBytes − 18) / 2 bytes
+// always fit in the operator's row keys; a longer one may fail with the Tx's
+// partition.ErrKeyTooLarge.
 func (a *Aggregate[R, S]) Process(tx *partition.Tx, key []byte, t int64, rec R) error {
 	wm, err := a.wm.Observe(tx, t)
 	if err != nil {

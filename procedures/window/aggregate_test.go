@@ -193,3 +193,14 @@ func TestSessionExtendedBackwards(t *testing.T) {
 	retracted.Retracted = true
 	checkEvents(t, "t=15", p(3, rec{"a", 15, 2}), retracted, win("a", 15, 30, 0, false, 1, 2))
 }
+
+// TestEventTimeRange: an event time outside MinTime..MaxTime fails the input, typed.
+func TestEventTimeRange(t *testing.T) {
+	h := newHarness(t, opConfig{Assigner: Tumbling{10}}, 0, true)
+	for _, ts := range []int64{MaxTime + 1, MinTime - 1} {
+		if _, err := h.execute(h.input("win.process", 1, []rec{{"a", ts, 1}})); !errors.Is(err, ErrTimeRange) {
+			t.Errorf("event time %d: error %v, want ErrTimeRange", ts, err)
+		}
+	}
+	h.must(h.input("win.process", 1, []rec{{"a", MaxTime, 1}, {"a", MinTime, 1}}))
+}
