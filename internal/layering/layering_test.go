@@ -20,6 +20,7 @@ var allowed = map[string][]string{
 	"procedures/builtin": {},
 	"procedures/schema":  {},
 	"procedures":         {"partition", "procedures/builtin", "procedures/schema"},
+	"procedures/window":  {"partition"},
 	"internal/batch":     {},
 	"internal/wire":      {},
 	"internal/latency":   {},

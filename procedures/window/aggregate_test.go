@@ -1,0 +1,206 @@
+package window
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/lockstepdb/lockstep/partition"
+)
+
+// checkEvents compares outputs by their String form, which shows every field.
+func checkEvents(t *testing.T, step string, got []event, want ...event) {
+	t.Helper()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%s:\n got  %v\n want %v", step, got, want)
+	}
+}
+
+func win(key string, start, end int64, rev int, final bool, vs ...int64) event {
+	var a agg
+	for _, v := range vs {
+		a = addAgg(a, v)
+	}
+	return event{Key: key, Start: start, End: end, Value: a, Revision: rev, Final: final}
+}
+
+// TestTumblingFiresRevisesCloses walks one window through its life: fired when the
+// watermark passes its end, revised by a record within the allowed lateness, closed with
+// a Final result and dropped when the watermark passes end + lateness; a later record
+// for it is late.
+func TestTumblingFiresRevisesCloses(t *testing.T) {
+	h := newHarness(t, opConfig{Assigner: Tumbling{10}, AllowedLateness: 20}, 1, false)
+	p := func(now int64, r rec) []event { return h.must(h.input("win.process", now, []rec{r})) }
+
+	checkEvents(t, "t=1", p(100, rec{"a", 1, 1}))
+	checkEvents(t, "t=12", p(101, rec{"a", 12, 2}), win("a", 0, 10, 0, false, 1))
+	checkEvents(t, "t=5 revises", p(102, rec{"a", 5, 3}), win("a", 0, 10, 1, false, 1, 3))
+	checkEvents(t, "t=31", p(103, rec{"a", 31, 1}),
+		win("a", 10, 20, 0, false, 2),  // fires first: the fire queue runs before the close queue
+		win("a", 0, 10, 2, true, 1, 3)) // 10 + 20 ≤ 31: closed, Final
+	checkEvents(t, "t=8 late", p(104, rec{"a", 8, 7}),
+		event{Late: true, Key: "a", Start: 8, V: 7, Watermark: 31})
+	tb := h.eng.Partitions()[1]
+	if got := tb.Rows("w.win"); got != 2 { // [10,20) fired and open; [30,40)
+		t.Errorf("state rows %d, want 2", got)
+	}
+	if got := tb.Rows("w.fire"); got != 1 {
+		t.Errorf("fire queue rows %d, want 1", got)
+	}
+	if got := tb.Rows("w.close"); got != 2 {
+		t.Errorf("close queue rows %d, want 2", got)
+	}
+}
+
+// TestHoppingPartlyLate: a record is late only when every window it falls in is closed;
+// otherwise it joins the open ones.
+func TestHoppingPartlyLate(t *testing.T) {
+	h := newHarness(t, opConfig{Assigner: Hopping{Size: 10, Slide: 5}}, 0, true)
+	p := func(now int64, r rec) []event { return h.must(h.input("win.process", now, []rec{r})) }
+	checkEvents(t, "t=12", p(1, rec{"k", 12, 1}))
+	checkEvents(t, "t=9: [0,10) is closed, [5,15) open", p(2, rec{"k", 9, 5}))
+	checkEvents(t, "t=26", p(4, rec{"k", 26, 1}),
+		win("k", 5, 15, 0, true, 1, 5), win("k", 10, 20, 0, true, 1))
+	checkEvents(t, "t=14 late", p(5, rec{"k", 14, 1}), event{Late: true, Key: "k", Start: 14, V: 1, Watermark: 26})
+}
+
+// TestIdleAdvanceFires: with no new records, batch time moves the watermark once the
+// partition has been idle for the idle timeout, and windows fire.
+func TestIdleAdvanceFires(t *testing.T) {
+	h := newHarness(t, opConfig{Assigner: Tumbling{10}, IdleTimeout: 50, IdleDelay: 45}, 0, false)
+	checkEvents(t, "record", h.must(h.input("win.process", 1000, []rec{{"a", 1001, 4}, {"b", 1003, 1}})))
+	checkEvents(t, "idle 49ms", h.must(h.input("win.advance", 1049, nil)))
+	checkEvents(t, "idle 50ms: watermark 1005", h.must(h.input("win.advance", 1050, nil)))
+	checkEvents(t, "idle 55ms: watermark 1010", h.must(h.input("win.advance", 1015, nil), h.input("win.advance", 1055, nil)),
+		win("a", 1000, 1010, 0, true, 4), win("b", 1000, 1010, 0, true, 1))
+	for _, tab := range []string{"w.win", "w.fire", "w.close"} {
+		if n := h.rows(tab); n != 0 {
+			t.Errorf("%s: %d rows left, want 0 (state bounded)", tab, n)
+		}
+	}
+}
+
+// TestProcessingTimeWindows: with the batch time as event time, windows fire as batch
+// time passes, by records or by Advance, and nothing is ever late.
+func TestProcessingTimeWindows(t *testing.T) {
+	h := newHarness(t, opConfig{Assigner: Tumbling{10}, IdleTimeout: 1}, 0, false)
+	checkEvents(t, "1000", h.must(h.input("win.processNow", 1000, []rec{{"a", 0, 1}})))
+	checkEvents(t, "1005", h.must(h.input("win.processNow", 1005, []rec{{"a", 0, 2}})))
+	checkEvents(t, "advance 1009", h.must(h.input("win.advance", 1009, nil)))
+	checkEvents(t, "advance 1010", h.must(h.input("win.advance", 1010, nil)), win("a", 1000, 1010, 0, true, 1, 2))
+	checkEvents(t, "1012", h.must(h.input("win.processNow", 1012, []rec{{"a", 0, 3}})))
+	checkEvents(t, "1020", h.must(h.input("win.processNow", 1020, []rec{{"a", 0, 4}})), win("a", 1010, 1020, 0, true, 3))
+}
+
+// TestSessionBridge: a late record that bridges two fired sessions merges them; the
+// session it starts in keeps its identity and emits a revision, the other is retracted.
+func TestSessionBridge(t *testing.T) {
+	h := newHarness(t, opConfig{Assigner: Session{Gap: 10}, AllowedLateness: 100}, 0, false)
+	p := func(now int64, r rec) []event { return h.must(h.input("win.process", now, []rec{r})) }
+	checkEvents(t, "t=0", p(1, rec{"a", 0, 1}))
+	checkEvents(t, "t=30", p(2, rec{"a", 30, 1}), win("a", 0, 10, 0, false, 1))
+	checkEvents(t, "t=50", p(3, rec{"a", 50, 1}), win("a", 30, 40, 0, false, 1))
+	checkEvents(t, "t=15: a new session, already behind the watermark", p(4, rec{"a", 15, 1}),
+		win("a", 15, 25, 0, false, 1))
+	retracted := win("a", 30, 40, 1, true, 1)
+	retracted.Retracted = true
+	checkEvents(t, "t=22 bridges [15,25) and [30,40)", p(5, rec{"a", 22, 1}),
+		retracted, win("a", 15, 40, 1, false, 1, 1, 1))
+	checkEvents(t, "t=3 extends [0,10) to [0,13), short of [15,40)", p(6, rec{"a", 3, 1}),
+		win("a", 0, 13, 1, false, 1, 1))
+	if n := h.rows("w.win"); n != 3 {
+		t.Errorf("sessions stored %d, want 3", n)
+	}
+	checkEvents(t, "t=200 fires [50,60) and closes everything but its own session", p(7, rec{"a", 200, 1}),
+		win("a", 50, 60, 0, true, 1), win("a", 0, 13, 2, true, 1, 1), win("a", 15, 40, 2, true, 1, 1, 1))
+}
+
+// TestFailureLeavesNoTrace: an Emit or Late error fails the input, and the Tx undoes the
+// whole step: watermark, window state and queues (DESIGN.md invariant 2).
+func TestFailureLeavesNoTrace(t *testing.T) {
+	h := newHarness(t, opConfig{Assigner: Tumbling{10}, AllowedLateness: 5, FailKey: "x"}, 1, false)
+	h.must(h.input("win.process", 1, []rec{{"x", 3, 1}, {"a", 4, 1}}))
+	before := h.dump()
+	if _, err := h.execute(h.input("win.process", 2, []rec{{"a", 30, 1}})); err == nil {
+		t.Fatal("closing the window of x: no error from its Emit")
+	}
+	if after := h.dump(); after != before {
+		t.Fatalf("a failed input changed the state:\n%s\nwant\n%s", after, before)
+	}
+	if _, err := h.execute(h.input("win.process", 3, []rec{{"a", 5, 1}, {"a", 12, 1}})); err == nil {
+		t.Fatal("firing the window of x: no error from its Emit")
+	}
+	if after := h.dump(); after != before {
+		t.Fatalf("a failed input changed the state:\n%s\nwant\n%s", after, before)
+	}
+}
+
+func TestNewValidate(t *testing.T) {
+	ok := Config[int64, agg]{
+		Name: "w", Assigner: Tumbling{10}, Init: func() agg { return agg{} }, Add: addAgg,
+		Emit: func(*partition.Tx, Result[agg]) error { return nil },
+	}
+	if _, err := New(ok); err != nil {
+		t.Fatalf("New(valid): %v", err)
+	}
+	bad := []func(*Config[int64, agg]){
+		func(c *Config[int64, agg]) { c.Name = "" },
+		func(c *Config[int64, agg]) { c.Name = string(bytes.Repeat([]byte("n"), partition.MaxNameBytes)) },
+		func(c *Config[int64, agg]) { c.Assigner = nil },
+		func(c *Config[int64, agg]) { c.Assigner = Hopping{10, 20} },
+		func(c *Config[int64, agg]) { c.Assigner = Session{5} }, // no Merge
+		func(c *Config[int64, agg]) { c.AllowedLateness = -1 },
+		func(c *Config[int64, agg]) { c.OutOfOrderness = MaxSpan + 1 },
+		func(c *Config[int64, agg]) { c.Init = nil },
+		func(c *Config[int64, agg]) { c.Emit = nil },
+	}
+	for i, f := range bad {
+		c := ok
+		f(&c)
+		if _, err := New(c); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("#%d: New = %v, want ErrBadConfig", i, err)
+		}
+	}
+}
+
+// TestStateEncodingDeterministic: a state holding a map encodes to the same bytes every
+// time, whatever Go's map iteration order (the bytes are hashed, invariant 1).
+func TestStateEncodingDeterministic(t *testing.T) {
+	st := windowState[agg]{End: 10, Value: agg{Buckets: map[string]int64{}}}
+	for i := range 50 {
+		st.Value.Buckets[fmt.Sprint("k", i)] = int64(i)
+	}
+	first, err := encodeState(&st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if b, _ := encodeState(&st); !bytes.Equal(b, first) {
+			t.Fatalf("#%d: encoding differs", i)
+		}
+	}
+}
+
+// TestSessionExtendedBackwards: a record that starts a fired session earlier retracts it
+// (with its own value, untouched by the merge) and the merged session fires anew.
+func TestSessionExtendedBackwards(t *testing.T) {
+	h := newHarness(t, opConfig{Assigner: Session{Gap: 10}, AllowedLateness: 100}, 0, false)
+	p := func(now int64, r rec) []event { return h.must(h.input("win.process", now, []rec{r})) }
+	checkEvents(t, "t=20", p(1, rec{"a", 20, 1}))
+	checkEvents(t, "t=40", p(2, rec{"a", 40, 1}), win("a", 20, 30, 0, false, 1))
+	retracted := win("a", 20, 30, 1, true, 1)
+	retracted.Retracted = true
+	checkEvents(t, "t=15", p(3, rec{"a", 15, 2}), retracted, win("a", 15, 30, 0, false, 1, 2))
+}
+
+// TestEventTimeRange: an event time outside MinTime..MaxTime fails the input, typed.
+func TestEventTimeRange(t *testing.T) {
+	h := newHarness(t, opConfig{Assigner: Tumbling{10}}, 0, true)
+	for _, ts := range []int64{MaxTime + 1, MinTime - 1} {
+		if _, err := h.execute(h.input("win.process", 1, []rec{{"a", ts, 1}})); !errors.Is(err, ErrTimeRange) {
+			t.Errorf("event time %d: error %v, want ErrTimeRange", ts, err)
+		}
+	}
+	h.must(h.input("win.process", 1, []rec{{"a", MaxTime, 1}, {"a", MinTime, 1}}))
+}

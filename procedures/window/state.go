@@ -1,0 +1,91 @@
+package window
+
+import (
+	"fmt"
+
+	"github.com/lockstepdb/lockstep/partition"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// windowState is the stored state of one window, under key‖start in the State table.
+type windowState[S any] struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	End      int64    // the window's end; for Session it grows as the session merges
+	Emitted  int      // results emitted so far: 0 until the window fires
+	Value    S
+}
+
+// encodeState encodes st with msgpack in canonical form, so that equal states give equal
+// bytes on every replica (the bytes are hashed, DESIGN.md invariant 1).
+func encodeState[S any](st *windowState[S]) ([]byte, error) {
+	b, err := msgpack.Marshal(st)
+	if err == nil {
+		b, err = canonical(b)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("window state: %w", err)
+	}
+	return b, nil
+}
+
+// load reads the state of the window of key starting at start.
+func (a *Aggregate[R, S]) load(tx *partition.Tx, key []byte, start int64) (windowState[S], bool, error) {
+	var st windowState[S]
+	b, ok := tx.Get(a.tables.State, stateKey(key, start))
+	if !ok {
+		return st, false, nil
+	}
+	if err := decodeState(b, &st); err != nil {
+		return st, false, fmt.Errorf("%s %q@%d: %w", a.tables.State, key, start, err)
+	}
+	return st, true, nil
+}
+
+// decodeState decodes a window's state; the result shares no memory with b.
+func decodeState[S any](b []byte, st *windowState[S]) error {
+	if err := msgpack.Unmarshal(b, st); err != nil {
+		return fmt.Errorf("%w: window state: %w", ErrCorrupt, err)
+	}
+	return nil
+}
+
+// save writes the state of the window of key starting at start.
+func (a *Aggregate[R, S]) save(tx *partition.Tx, key []byte, start int64, st *windowState[S]) error {
+	b, err := encodeState(st)
+	if err != nil {
+		return err
+	}
+	return tx.Put(a.tables.State, stateKey(key, start), b)
+}
+
+// create writes a new window's state and its rows in the fire and close queues.
+func (a *Aggregate[R, S]) create(tx *partition.Tx, key []byte, start int64, st *windowState[S]) error {
+	if err := a.save(tx, key, start, st); err != nil {
+		return err
+	}
+	if st.Emitted == 0 {
+		if err := tx.Put(a.tables.Fire, queueKey(st.End, key, start), nil); err != nil {
+			return err
+		}
+	}
+	return tx.Put(a.tables.Close, queueKey(st.End+a.cfg.AllowedLateness, key, start), nil)
+}
+
+// drop deletes a window's state and its queue rows.
+func (a *Aggregate[R, S]) drop(tx *partition.Tx, key []byte, start int64, st *windowState[S]) error {
+	if err := tx.Delete(a.tables.State, stateKey(key, start)); err != nil {
+		return err
+	}
+	if err := tx.Delete(a.tables.Fire, queueKey(st.End, key, start)); err != nil {
+		return err
+	}
+	return tx.Delete(a.tables.Close, queueKey(st.End+a.cfg.AllowedLateness, key, start))
+}
+
+// emit hands one result of the window to Emit.
+func (a *Aggregate[R, S]) emit(tx *partition.Tx, key []byte, start int64, st *windowState[S], final, retracted bool) error {
+	return a.cfg.Emit(tx, Result[S]{
+		Key: key, Start: start, End: st.End, Value: st.Value,
+		Revision: st.Emitted, Final: final, Retracted: retracted,
+	})
+}
