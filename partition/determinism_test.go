@@ -142,7 +142,7 @@ func scriptHandler() Handler {
 				})
 			case opAppend:
 				var off uint64
-				off, opErr = v.Append(stream, []byte(o.Value))
+				off, opErr = testAppend(v, stream, []byte(o.Value))
 				out = fmt.Appendf(out, "@%d", off)
 			case opStreamLen:
 				out = fmt.Appendf(out, "%d", v.StreamLen(stream))
