@@ -64,11 +64,11 @@ func TestStreamOffsets(t *testing.T) {
 		{1, 1, all[1:2], 2},
 		{1, 100, all[1:], 3},
 		{2, 1, all[2:], 3},
-		{3, 1, nil, 3},                 // at the end
-		{4, 1, nil, 4},                 // past the end
-		{1 << 62, 1, nil, 1 << 62},     // far past the end
-		{0, 0, nil, 0},                 // max 0 reads nothing
-		{0, -1, nil, 0},                // as does a negative max
+		{3, 1, nil, 3},             // at the end
+		{4, 1, nil, 4},             // past the end
+		{1 << 62, 1, nil, 1 << 62}, // far past the end
+		{0, 0, nil, 0},             // max 0 reads nothing
+		{0, -1, nil, 0},            // as does a negative max
 		{1, 1 << 62, all[1:], 3},
 	}
 	for i, tt := range tests {
