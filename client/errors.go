@@ -67,6 +67,14 @@ var (
 	ErrClusterMismatch = wire.ErrClusterMismatch
 	// ErrProtocolVersion: the node speaks another protocol version.
 	ErrProtocolVersion = wire.ErrProtocolVersion
+	// ErrUnknownStream: the stream does not exist (never created, or deleted). Definite:
+	// an append that gets it appended nothing.
+	ErrUnknownStream = wire.ErrUnknownStream
+	// ErrStreamExists: CreateStream named a stream that exists. Definite: nothing changed.
+	ErrStreamExists = wire.ErrStreamExists
+	// ErrOffsetTrimmed: ReadStream asked for an offset below the first one the stream's
+	// retention kept; the error is an *OffsetTrimmedError naming that first offset.
+	ErrOffsetTrimmed = wire.ErrOffsetTrimmed
 )
 
 // Errors of the client itself.
