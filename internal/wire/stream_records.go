@@ -9,6 +9,8 @@ import (
 // an array of four elements: offset (uint), key (bin), value (bin), event time in Unix
 // milliseconds (int).
 type StreamRecord struct {
+	_msgpack struct{} `msgpack:",as_array"` //nolint:unused // encoded as an array by reflection-based libraries too
+
 	// Offset is the record's offset in its stream partition.
 	Offset uint64
 	// Key is the record's key.
@@ -34,11 +36,19 @@ func appendStreamRecords(b []byte, recs []StreamRecord) []byte {
 		r := &recs[i]
 		b = appendArrayHeader(b, 4)
 		b = appendUint(b, r.Offset)
-		b = appendBin(b, r.Key)
-		b = appendBin(b, r.Value)
+		b = appendBinOrNil(b, r.Key)
+		b = appendBinOrNil(b, r.Value)
 		b = appendInt(b, r.EventTime)
 	}
 	return b
+}
+
+// appendBinOrNil writes an empty slice as nil, which decodes as nil in any library.
+func appendBinOrNil(b []byte, p []byte) []byte {
+	if len(p) == 0 {
+		return append(b, mpNil)
+	}
+	return appendBin(b, p)
 }
 
 // readInt64 reads any integer in the int64 range.
