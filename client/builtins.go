@@ -7,8 +7,8 @@ import (
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
-// Typed helpers for the built-in procedures (kv.*, counter.*, bank.*, voter.*,
-// stream.append). Their names and argument and result types are those of package
+// Typed helpers for the built-in procedures (kv.*, counter.*, bank.*, voter.*; the
+// stream.* helpers are in streams.go). Their names and argument and result types are those of package
 // builtin, the one definition the servers use too. Keys are strings here (see the
 // package documentation for the rule). Reads go through the log (ReadLinearizable); use
 // QueryAs or QueryMultiAs with ReadAny for local reads.
@@ -99,11 +99,4 @@ func (c *Client) VoterResults(ctx context.Context) ([]builtin.ContestantTotal, e
 // 3-digit area code or, if areaCode is empty, for all.
 func (c *Client) VoterAreaTotals(ctx context.Context, areaCode string) ([]builtin.AreaTotal, error) {
 	return InvokeMultiAs[[]builtin.AreaTotal](ctx, c, builtin.VoterAreaTotals, nil, builtin.VoterAreaTotalsArgs{AreaCode: areaCode})
-}
-
-// StreamAppend appends record to output stream stream in the partition key hashes to and
-// returns the record's offset in that partition, the same on every replica. A consumer
-// reads every partition of the stream (Status.Partitions says how many) with ReadStream.
-func (c *Client) StreamAppend(ctx context.Context, key, stream string, record []byte) (offset uint64, err error) {
-	return InvokeAs[uint64](ctx, c, builtin.StreamAppend, []byte(key), builtin.StreamAppendArgs{Stream: stream, Record: record})
 }

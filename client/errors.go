@@ -52,6 +52,12 @@ const (
 	CodeBadScope Code = Code(wire.CodeBadScope)
 	// CodeUnknownSession: the session was never opened or was closed already.
 	CodeUnknownSession Code = Code(wire.CodeUnknownSession)
+	// CodeUnknownStream: the stream does not exist.
+	CodeUnknownStream Code = Code(wire.CodeUnknownStream)
+	// CodeStreamExists: the stream to create exists already.
+	CodeStreamExists Code = Code(wire.CodeStreamExists)
+	// CodeOffsetTrimmed: the offset read is below the first one retention kept.
+	CodeOffsetTrimmed Code = Code(wire.CodeOffsetTrimmed)
 )
 
 // String returns the code's stable name ("NotLeader", "ProcedureError", ...), or
@@ -158,6 +164,14 @@ var (
 	// ErrProtocolVersion: the node speaks another protocol version, or no Lockstep
 	// protocol at all (ErrSpeaksHTTP). Definite, like ErrClusterMismatch.
 	ErrProtocolVersion error = codeError(CodeProtocolVersion)
+	// ErrUnknownStream: the stream does not exist (never created, or deleted). Definite:
+	// an append that gets it appended nothing.
+	ErrUnknownStream error = codeError(CodeUnknownStream)
+	// ErrStreamExists: CreateStream named a stream that exists. Definite: nothing changed.
+	ErrStreamExists error = codeError(CodeStreamExists)
+	// ErrOffsetTrimmed: ReadStream asked for an offset below the first one the stream's
+	// retention kept; the error is an *OffsetTrimmedError naming that first offset.
+	ErrOffsetTrimmed error = codeError(CodeOffsetTrimmed)
 )
 
 // ErrSpeaksHTTP is returned when the address answered the handshake in HTTP: it is an

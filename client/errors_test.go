@@ -32,6 +32,9 @@ var sentinelOf = map[wire.Code]error{
 	wire.CodeNotReady:         ErrNotReady,
 	wire.CodeBadScope:         ErrBadScope,
 	wire.CodeUnknownSession:   ErrUnknownSession,
+	wire.CodeUnknownStream:    ErrUnknownStream,
+	wire.CodeStreamExists:     ErrStreamExists,
+	wire.CodeOffsetTrimmed:    ErrOffsetTrimmed,
 }
 
 // catalogue returns every code of the wire catalogue but OK: the codes from 1 on whose

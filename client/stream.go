@@ -2,31 +2,66 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/lockstepdb/lockstep/internal/wire"
 )
 
-// Record is one record of an output stream.
+// Record is one record of a stream.
 type Record struct {
 	// Offset is the record's position in its stream partition, identical on every replica.
+	// Offsets of a key-compacted stream have gaps where older records of a key were.
 	Offset uint64
-	// Data is the record as appended.
+	// Key is the record's key, which chose its partition.
+	Key []byte
+	// Data is the record's value, as appended.
 	Data []byte
+	// EventTime is the record's event time (the producer's, or the batch time of the
+	// append when it gave none), with millisecond precision, in UTC.
+	EventTime time.Time
 }
 
+// OffsetTrimmedError is the error of a ReadStream below the partition's first offset: the
+// records there were trimmed by the stream's retention. It matches ErrOffsetTrimmed; read
+// on from First.
+type OffsetTrimmedError struct {
+	// Stream and Partition name the stream partition read.
+	Stream    string
+	Partition int
+	// Offset is the offset asked for.
+	Offset uint64
+	// First is the lowest offset still available.
+	First uint64
+	// Err is the node's error, matching ErrOffsetTrimmed.
+	Err error
+}
+
+func (e *OffsetTrimmedError) Error() string {
+	return fmt.Sprintf("client: read stream %q partition %d: offset %d trimmed, first available offset %d",
+		e.Stream, e.Partition, e.Offset, e.First)
+}
+
+// Unwrap returns the node's error, so errors.Is(err, ErrOffsetTrimmed) holds.
+func (e *OffsetTrimmedError) Unwrap() error { return e.Err }
+
 // ReadStream reads up to limit records (limit ≤ 0: as many as the server returns at once) of
-// partition partition of output stream stream, from offset on. It returns the records in
-// offset order and the offset to read from next. Any ready replica answers from the state
-// it has applied, so a read may see fewer records than the leader holds; offsets are the
-// same on every replica, so reading on from next never skips nor repeats a record, whichever
-// replica answers. A stream that does not exist yet reads as empty.
+// partition partition of stream stream, from offset on. It returns the records in offset
+// order and the offset to read from next. Any ready replica answers from the state it has
+// applied, so a read may see fewer records than the leader holds; offsets are the same on
+// every replica, so reading on from next never skips nor repeats a record, whichever
+// replica answers.
+//
+// A stream that does not exist fails with ErrUnknownStream. An offset below the first one
+// retention kept fails with an *OffsetTrimmedError (matching ErrOffsetTrimmed), and next
+// is then that first offset.
 func (c *Client) ReadStream(ctx context.Context, stream string, partition int, offset uint64, limit int) ([]Record, uint64, error) {
 	if partition < 0 || partition > math.MaxInt32 {
 		return nil, offset, fmt.Errorf("client: read stream %q: %w: partition %d", stream, ErrBadScope, partition)
 	}
-	req := wire.Request{Op: wire.OpStreamRead, Stream: stream, Partition: int32(partition), Offset: offset}
+	req := wire.Request{Op: wire.OpStreamRead, Stream: stream, Partition: int32(partition), Offset: offset, Full: true}
 	if limit > 0 {
 		req.Max = uint32(min(limit, wire.MaxListLen))
 	}
@@ -36,14 +71,38 @@ func (c *Client) ReadStream(ctx context.Context, stream string, partition int, o
 	defer c.releaseFree()
 	resp, err := c.call(ctx, "read stream "+stream, &req, false)
 	if err != nil {
+		if errors.Is(err, wire.ErrOffsetTrimmed) && resp.NextOffset > offset {
+			return nil, resp.NextOffset, &OffsetTrimmedError{Stream: stream, Partition: partition, Offset: offset, First: resp.NextOffset, Err: publicErr(err)}
+		}
 		return nil, offset, c.opErr(err)
 	}
+	if len(resp.Records) > 0 && len(resp.Entries) == 0 {
+		return legacyRecords(stream, offset, &resp)
+	}
+	recs := make([]Record, len(resp.Entries))
+	prev := offset
+	for i, e := range resp.Entries {
+		if e.Offset < prev || e.Offset >= resp.NextOffset {
+			return nil, offset, fmt.Errorf("client: read stream %q: %w: record at offset %d out of order (from %d, next %d)",
+				stream, ErrMalformed, e.Offset, offset, resp.NextOffset)
+		}
+		prev = e.Offset + 1
+		recs[i] = Record{Offset: e.Offset, Key: e.Key, Data: e.Value, EventTime: time.UnixMilli(e.EventTime).UTC()}
+	}
+	if resp.NextOffset < offset {
+		return nil, offset, fmt.Errorf("client: read stream %q: %w: next offset %d before %d", stream, ErrMalformed, resp.NextOffset, offset)
+	}
+	return recs, resp.NextOffset, nil
+}
+
+// legacyRecords reads the answer of a node that predates full records: values only, with
+// consecutive offsets ending just before NextOffset.
+func legacyRecords(stream string, offset uint64, resp *wire.Response) ([]Record, uint64, error) {
 	n := uint64(len(resp.Records))
 	if resp.NextOffset < offset+n {
 		return nil, offset, fmt.Errorf("client: read stream %q: %w: %d records from offset %d, next offset %d",
 			stream, ErrMalformed, n, offset, resp.NextOffset)
 	}
-	// The records are consecutive and end just before NextOffset.
 	first := resp.NextOffset - n
 	recs := make([]Record, n)
 	for i, data := range resp.Records {

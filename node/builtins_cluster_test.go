@@ -81,7 +81,8 @@ func TestClusterRunsBuiltins(t *testing.T) {
 		if len(results) == 0 || results[0].Contestant != 2 || results[0].Votes != 2 {
 			t.Fatalf("voter.results: got %+v", results)
 		}
-		off, err := cl.StreamAppend(ctx, "orders", "events", []byte("r0"))
+		must("stream.create", cl.CreateStream(ctx, builtin.StreamDefinition{Name: "events"}))
+		off, err := cl.Append(ctx, "events", "orders", []byte("r0"))
 		must("stream.append", err)
 		if err := cl.InvokeMulti(ctx, "no.such", nil, nil, nil); !errors.Is(err, client.ErrUnknownProcedure) {
 			t.Fatalf("unknown procedure: got %v", err)
@@ -90,8 +91,8 @@ func TestClusterRunsBuiltins(t *testing.T) {
 		// Every replica holds the stream record at the same offset of the key's partition.
 		p := partition.PartitionOf([]byte("orders"), 4)
 		for i, n := range c.Nodes {
-			recs, _ := n.fsm.Engine().Partitions()[p].ReadStream("events", off, 1)
-			if len(recs) != 1 || string(recs[0].Data) != "r0" {
+			recs, _, _ := n.fsm.Engine().Partitions()[p].ReadStream("events", off, 1)
+			if len(recs) != 1 || string(recs[0].Value) != "r0" {
 				t.Fatalf("#%d: stream record at %d: got %+v", i, off, recs)
 			}
 			st, err := cl.Status(ctx, c.cfgs[i].ClientAddr)

@@ -22,6 +22,8 @@ var wireCodes = [...]wire.Code{
 	replica.CodeOverloaded:       wire.CodeOverloaded,
 	replica.CodeIncompatible:     wire.CodeNotReady,
 	replica.CodeInternal:         wire.CodeInternal,
+	replica.CodeUnknownStream:    wire.CodeUnknownStream,
+	replica.CodeStreamExists:     wire.CodeStreamExists,
 }
 
 // toWire is the one translation of the errors of the layers below — sequencer, replica,

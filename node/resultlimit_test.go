@@ -15,6 +15,7 @@ import (
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
 // bigArgs asks a test.big procedure for a result of Size bytes.
@@ -201,8 +202,11 @@ func TestStreamReadFitsAFrame(t *testing.T) {
 	cl := c.dial(ctx)
 	const records, size = 6, 900 << 10 // 5.3 MiB in all, over the 4 MiB frame
 	key := []byte("orders")
+	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "events"}); err != nil {
+		t.Fatal(err)
+	}
 	for i := range records {
-		if _, err := cl.StreamAppend(ctx, string(key), "events", bytes.Repeat([]byte{byte('a' + i)}, size)); err != nil {
+		if _, err := cl.Append(ctx, "events", string(key), bytes.Repeat([]byte{byte('a' + i)}, size)); err != nil {
 			t.Fatalf("append %d: %v", i, err)
 		}
 	}
@@ -230,6 +234,20 @@ func TestStreamReadFitsAFrame(t *testing.T) {
 	}
 }
 
+// fullRecords are the largest full records one stream read can return: records up to
+// maxStreamReadBytes, then one more of the largest key and value (the read stops after
+// the record that crosses the bound).
+func fullRecords() []wire.StreamRecord {
+	var recs []wire.StreamRecord
+	size := 0
+	for size <= maxStreamReadBytes && len(recs) < maxStreamRead {
+		r := wire.StreamRecord{Offset: 1<<64 - 1, Key: make([]byte, partition.MaxKeyBytes), Value: make([]byte, partition.MaxValueBytes), EventTime: -1 << 63}
+		size += wire.StreamRecordSize(&r)
+		recs = append(recs, r)
+	}
+	return recs
+}
+
 // TestResponsesFitAFrame checks the arithmetic that keeps every response within one
 // frame: a result of the largest allowed MaxResultBytes with a session id, a full stream
 // read, and an error of the longest message.
@@ -246,6 +264,7 @@ func TestResponsesFitAFrame(t *testing.T) {
 		{ID: 1<<64 - 1, Session: 1<<64 - 1, Value: make([]byte, partition.MaxResultBytesLimit)},
 		{ID: 1<<64 - 1, Records: recs, NextOffset: 1<<64 - 1},
 		{ID: 1<<64 - 1, Records: [][]byte{make([]byte, partition.MaxValueBytes)}, NextOffset: 1<<64 - 1},
+		{ID: 1<<64 - 1, Entries: fullRecords(), NextOffset: 1<<64 - 1},
 		{ID: 1<<64 - 1, Code: wire.CodeProcedureError, Message: truncateMessage(long, maxMessageBytes)},
 	} {
 		if n := len(wire.AppendResponse(nil, &resp)); n > wire.DefaultMaxFrameBytes {

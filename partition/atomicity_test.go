@@ -24,8 +24,8 @@ func mutateAll(tx *Tx, out []byte) ([]byte, error) {
 		func() error { return tx.Put("t", []byte("new"), []byte("inserted thrice")) },
 		func() error { return tx.Put("fresh", []byte("k"), []byte("v")) },
 		func() error { return tx.Delete("fresh2", []byte("k")) },
-		func() error { _, err := tx.Append("s", []byte("appended")); return err },
-		func() error { _, err := tx.Append("fresh-stream", []byte("appended")); return err },
+		func() error { _, err := testAppend(tx, "s", []byte("appended")); return err },
+		func() error { _, err := testAppend(tx, "fresh-stream", []byte("appended")); return err },
 	}
 	if len(tx.Scope()) == tx.Partitions() {
 		steps = append(steps,
@@ -52,7 +52,7 @@ func TestAtomicity(t *testing.T) {
 			if err := tx.Put("t", []byte(k), []byte("seed-"+k)); err != nil {
 				return out, err
 			}
-			if _, err := tx.Append("s", []byte("seed-"+k)); err != nil {
+			if _, err := testAppend(tx, "s", []byte("seed-"+k)); err != nil {
 				return out, err
 			}
 		}

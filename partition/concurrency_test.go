@@ -34,7 +34,7 @@ func TestReadersDuringExecute(t *testing.T) {
 		if err := tx.Put("t", []byte("y"), next); err != nil {
 			return err
 		}
-		_, err := tx.Append("s", next)
+		_, err := testAppend(tx, "s", next)
 		return err
 	}
 	ps := procs{
@@ -109,10 +109,10 @@ func TestReadersDuringExecute(t *testing.T) {
 					return
 				}
 			case 2: // ReadStream: dense, record i holds i+1
-				recs, end := p.ReadStream("s", next, 100)
+				recs, end, _ := p.ReadStream("s", next, 100) // the stream may not exist yet
 				for _, r := range recs {
-					if r.Offset != next || string(r.Data) != strconv.FormatUint(next+1, 10) || next >= end {
-						t.Errorf("partition %d: record %d = {%d %q}, end %d", p.ID(), next, r.Offset, r.Data, end)
+					if r.Offset != next || string(r.Value) != strconv.FormatUint(next+1, 10) || next >= end {
+						t.Errorf("partition %d: record %d = {%d %q}, end %d", p.ID(), next, r.Offset, r.Value, end)
 						return
 					}
 					next++

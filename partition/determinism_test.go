@@ -31,11 +31,14 @@ const (
 	opFail
 	opPanic
 	opScanWrite // a write inside a scan callback: always ErrWriteDuringScan
+	opCreateStream
+	opDeleteStream
+	opStreamInfo
 	numOps
 )
 
 var opNames = [...]string{"put", "delete", "get", "scan", "append", "streamlen", "rand", "now",
-	"on", "partitionof", "scope", "fail", "panic", "scanwrite"}
+	"on", "partitionof", "scope", "fail", "panic", "scanwrite", "createstream", "deletestream", "streaminfo"}
 
 func (k opKind) String() string { return opNames[k] }
 
@@ -142,8 +145,23 @@ func scriptHandler() Handler {
 				})
 			case opAppend:
 				var off uint64
-				off, opErr = v.Append(stream, []byte(o.Value))
+				// Limit is the event time in ms (0: the batch time); Key is the record key.
+				off, opErr = v.Append(stream, []byte(o.Key), []byte(o.Value), int64(o.Limit))
 				out = fmt.Appendf(out, "@%d", off)
+			case opCreateStream:
+				// Limit picks the bounds (count, bytes, age from the batch time), Reverse
+				// compaction; a Limit of 255 asks for an impossible (negative) bound.
+				cfg := StreamConfig{MaxRecords: int64(o.Limit % 4), MaxBytes: int64(o.Limit/4%3) * 6,
+					MaxAgeMs: int64(o.Limit/12%2) * 500, Compact: o.Reverse}
+				if o.Limit == 255 {
+					cfg.MaxBytes = -1
+				}
+				opErr = v.CreateStream(stream, cfg)
+			case opDeleteStream:
+				opErr = v.DeleteStream(stream)
+			case opStreamInfo:
+				info, ok := v.StreamInfo(stream)
+				out = fmt.Appendf(out, "%+v/%t/%v", info, ok, v.Streams())
 			case opStreamLen:
 				out = fmt.Appendf(out, "%d", v.StreamLen(stream))
 			case opRand:
@@ -200,8 +218,14 @@ func genOp(t *rapid.T, parts int) op {
 		kind = opGet
 	case k < 60:
 		kind = opScan
-	case k < 74:
+	case k < 68:
 		kind = opAppend
+	case k < 71:
+		kind = opCreateStream
+	case k < 72:
+		kind = opDeleteStream
+	case k < 74:
+		kind = opStreamInfo
 	case k < 77:
 		kind = opStreamLen
 	case k < 82:
@@ -228,6 +252,13 @@ func genOp(t *rapid.T, parts int) op {
 		Check: rapid.IntRange(0, 3).Draw(t, "check") == 0,
 		Key:   key.Draw(t, "key"),
 		Value: rapid.StringMatching(`[a-z]{0,4}`).Draw(t, "value"),
+	}
+	if kind == opAppend && rapid.Bool().Draw(t, "event time") {
+		o.Limit = uint8(rapid.IntRange(1, 255).Draw(t, "event ms"))
+	}
+	if kind == opCreateStream {
+		o.Limit = uint8(rapid.IntRange(0, 255).Draw(t, "bounds"))
+		o.Reverse = rapid.Bool().Draw(t, "compact")
 	}
 	if kind == opScan {
 		o.Reverse = rapid.Bool().Draw(t, "reverse")

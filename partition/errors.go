@@ -33,6 +33,16 @@ var (
 	// ErrBadScope is the result of an input whose partition or scope is out of range,
 	// unsorted or duplicated.
 	ErrBadScope = errors.New("partition: bad partition scope")
+	// ErrUnknownStream is returned when an input appends to, reads, describes or deletes
+	// a stream that was not created (or was deleted).
+	ErrUnknownStream = errors.New("partition: unknown stream")
+	// ErrStreamExists is returned when an input creates a stream that exists.
+	ErrStreamExists = errors.New("partition: stream already exists")
+	// ErrBadRetention is returned for a stream definition whose bounds cannot be met
+	// (negative).
+	ErrBadRetention = errors.New("partition: impossible stream retention")
+	// ErrOffsetTrimmed is matched by every OffsetTrimmedError.
+	ErrOffsetTrimmed = errors.New("partition: offset trimmed")
 	// ErrPanic is matched by every PanicError.
 	ErrPanic = errors.New("partition: procedure panicked")
 )
@@ -48,3 +58,21 @@ func (e *PanicError) Error() string { return fmt.Sprintf("procedure panicked: %s
 
 // Is reports whether target is ErrPanic.
 func (e *PanicError) Is(target error) bool { return target == ErrPanic }
+
+// OffsetTrimmedError is returned by a stream read below the stream's first offset: the
+// records there were trimmed by retention.
+type OffsetTrimmedError struct {
+	// Stream is the stream read.
+	Stream string
+	// Offset is the offset asked for.
+	Offset uint64
+	// First is the lowest offset still available.
+	First uint64
+}
+
+func (e *OffsetTrimmedError) Error() string {
+	return fmt.Sprintf("stream %s: offset %d trimmed, first available offset %d", e.Stream, e.Offset, e.First)
+}
+
+// Is reports whether target is ErrOffsetTrimmed.
+func (e *OffsetTrimmedError) Is(target error) bool { return target == ErrOffsetTrimmed }

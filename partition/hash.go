@@ -35,7 +35,12 @@ func rowHash(ns uint64, key, value []byte) uint64 {
 	return mix64(mix64(ns^xxhash.Sum64(key)) + xxhash.Sum64(value))
 }
 
-// recordHash is the contribution of one stream record to its partition's hash.
-func recordHash(ns uint64, offset uint64, record []byte) uint64 {
-	return mix64(mix64(ns^mix64(offset+1)) + xxhash.Sum64(record))
+// recordHash is the contribution of one stream record to its partition's hash: its
+// offset, key, value and event time, each mixed in separately so that moving bytes
+// between key and value changes the hash too.
+func recordHash(ns uint64, offset uint64, key, value []byte, time int64) uint64 {
+	h := mix64(ns ^ mix64(offset+1))
+	h = mix64(h + xxhash.Sum64(key))
+	h = mix64(h + xxhash.Sum64(value))
+	return mix64(h + uint64(time))
 }

@@ -28,7 +28,7 @@ func kvProcs() procs {
 		},
 		"append": func(tx *Tx, in *Input, out []byte) ([]byte, error) {
 			stream, record := split(in.Args)
-			_, err := tx.Append(stream, record)
+			_, err := testAppend(tx, stream, record)
 			return out, err
 		},
 		"put-fail": func(tx *Tx, in *Input, out []byte) ([]byte, error) {

@@ -88,14 +88,26 @@ func dump(e *Engine) string {
 			})
 		}
 		for _, name := range p.Streams() {
-			recs, end := p.ReadStream(name, 0, 1<<30)
-			fmt.Fprintf(&b, " stream %s (end %d)\n", name, end)
+			info, _ := p.StreamInfo(name)
+			recs, _, err := p.ReadStream(name, info.FirstOffset, 1<<30)
+			fmt.Fprintf(&b, " stream %s %+v %v\n", name, info, err)
 			for _, r := range recs {
-				fmt.Fprintf(&b, "  @%d %q\n", r.Offset, r.Data)
+				fmt.Fprintf(&b, "  @%d %q=%q t%d\n", r.Offset, r.Key, r.Value, r.EventTime)
 			}
 		}
 	}
 	return b.String()
+}
+
+// testAppend appends record with key "k" to stream on tx's partition, first creating the
+// stream there, unbounded, if it does not exist.
+func testAppend(tx *Tx, stream string, record []byte) (uint64, error) {
+	if _, ok := tx.StreamInfo(stream); !ok {
+		if err := tx.CreateStream(stream, StreamConfig{}); err != nil {
+			return 0, err
+		}
+	}
+	return tx.Append(stream, []byte("k"), record, 0)
 }
 
 // rows returns table's rows on p as "key=value" strings, in key order.

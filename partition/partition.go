@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"fmt"
 	"sort"
 	"sync"
 )
@@ -37,15 +38,6 @@ func (p *Partition) tableFor(name string, create bool) *table {
 	return t
 }
 
-func (p *Partition) streamFor(name string, create bool) *stream {
-	s := p.streams[name]
-	if s == nil && create {
-		s = newStream(name)
-		p.streams[name] = s
-	}
-	return s
-}
-
 // hashLocked is the incrementally maintained state hash; the caller holds mu.
 func (p *Partition) hashLocked() uint64 {
 	var sum uint64
@@ -53,7 +45,7 @@ func (p *Partition) hashLocked() uint64 {
 		sum += t.sum
 	}
 	for _, s := range p.streams {
-		sum += s.sum
+		sum += s.stateHash()
 	}
 	return sum
 }
@@ -107,16 +99,30 @@ func (p *Partition) Scan(table string, opts ScanOptions, fn func(key, value []by
 	})
 }
 
-// ReadStream returns up to max records of the named stream from offset on, and the offset
-// one past the last record the stream holds. Record data must not be modified.
-func (p *Partition) ReadStream(name string, offset uint64, max int) (records []Record, end uint64) {
+// ReadStream returns up to max live records of the named stream from offset on, in
+// offset order, and the offset to read on from: the offset of the first record not
+// returned, or the stream's next offset when none is left. It skips the gaps compaction
+// leaves. It fails with ErrUnknownStream, and with an *OffsetTrimmedError (matching
+// ErrOffsetTrimmed, naming the first offset available) below the stream's first offset.
+// Record keys and values must not be modified.
+func (p *Partition) ReadStream(name string, offset uint64, max int) (records []Record, next uint64, err error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	s := p.streams[name]
 	if s == nil {
-		return nil, 0
+		return nil, offset, fmt.Errorf("stream %q: %w", name, ErrUnknownStream)
 	}
-	return s.read(offset, max), uint64(len(s.records))
+	return s.read(offset, max)
+}
+
+// StreamInfo describes the named stream of this partition.
+func (p *Partition) StreamInfo(name string) (StreamInfo, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if s := p.streams[name]; s != nil {
+		return s.info(), true
+	}
+	return StreamInfo{}, false
 }
 
 // Tables returns the names of the partition's tables in ascending order.

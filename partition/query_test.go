@@ -15,7 +15,7 @@ func TestQuery(t *testing.T) {
 			if err := tx.Put("t", in.Key, in.Args); err != nil {
 				return out, err
 			}
-			_, err := tx.Append("s", in.Args)
+			_, err := testAppend(tx, "s", in.Args)
 			return out, err
 		},
 		"read": func(tx *Tx, in *Input, out []byte) ([]byte, error) {
@@ -33,7 +33,7 @@ func TestQuery(t *testing.T) {
 			errs := []error{
 				tx.Put("t", in.Key, []byte("query")),
 				tx.Delete("t", in.Key),
-				func() error { _, err := tx.Append("s", nil); return err }(),
+				func() error { _, err := testAppend(tx, "s", nil); return err }(),
 			}
 			for i, err := range errs {
 				if !errors.Is(err, ErrReadOnlyTx) {

@@ -31,7 +31,7 @@ func resultProcs() procs {
 				if err := v.Put("t", fmt.Appendf(nil, "k%d", in.Seq), []byte("written")); err != nil {
 					return out, err
 				}
-				if _, err := v.Append("s", []byte("appended")); err != nil {
+				if _, err := testAppend(v, "s", []byte("appended")); err != nil {
 					return out, err
 				}
 			}

@@ -14,7 +14,9 @@ import (
 // ErrBadSnapshot is returned by Restore for a snapshot it cannot read.
 var ErrBadSnapshot = errors.New("partition: bad snapshot")
 
-const snapshotVersion = 1
+// snapshotVersion is the format Snapshot.WriteTo writes and Restore reads. Version 1
+// (streams of bare records, without definitions, keys or event times) is refused.
+const snapshotVersion = 2
 
 // Snapshot is a point-in-time copy of every partition, cheap to take (tables are
 // copy-on-write) and safe to write out while the engine goes on executing.
@@ -34,8 +36,11 @@ type tableSnapshot struct {
 }
 
 type streamSnapshot struct {
-	name    string
-	records [][]byte
+	name        string
+	cfg         StreamConfig
+	first, next uint64
+	live        int64
+	ents        []entry // shared with the stream, which copies before changing one in place
 }
 
 // Snapshot copies the engine's state. Call it from the goroutine that calls Execute, between
@@ -50,9 +55,11 @@ func (e *Engine) Snapshot() *Snapshot {
 		}
 		for _, name := range sortedKeys(p.streams) {
 			st := p.streams[name]
-			// Committed records are never modified and appends go past len, so the slice
-			// header is a stable copy.
-			s.parts[i].streams = append(s.parts[i].streams, streamSnapshot{name: name, records: st.records[:len(st.records):len(st.records)]})
+			// Appends go past len and the stream unshares before changing an entry in
+			// place, so the slice header is a stable copy.
+			st.shared = true
+			s.parts[i].streams = append(s.parts[i].streams, streamSnapshot{name: name, cfg: st.cfg,
+				first: st.first, next: st.next, live: st.live, ents: st.ents[st.head:len(st.ents):len(st.ents)]})
 		}
 		p.mu.RUnlock()
 	}
@@ -87,9 +94,26 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 		put(uint64(len(p.streams)))
 		for _, st := range p.streams {
 			putBytes([]byte(st.name))
-			put(uint64(len(st.records)))
-			for _, r := range st.records {
-				putBytes(r)
+			put(uint64(st.cfg.MaxRecords))
+			put(uint64(st.cfg.MaxBytes))
+			put(uint64(st.cfg.MaxAgeMs))
+			if st.cfg.Compact {
+				put(1)
+			} else {
+				put(0)
+			}
+			put(st.first)
+			put(st.next)
+			put(uint64(st.live))
+			for _, e := range st.ents {
+				if e.dead {
+					continue
+				}
+				put(e.off)
+				putBytes(e.key)
+				putBytes(e.value)
+				buf = binary.AppendVarint(buf[:0], e.time)
+				bw.Write(buf)
 			}
 		}
 	}
@@ -150,7 +174,7 @@ func readSnapshot(r *bufio.Reader, nparts int) ([]*Partition, error) {
 		return b, err
 	}
 	if v, err := get(); err != nil || v != snapshotVersion {
-		return nil, bad(fmt.Sprintf("version %d", v), err)
+		return nil, bad(fmt.Sprintf("format version %d, this node reads only version %d: rebuild it from the log or a peer", v, snapshotVersion), err)
 	}
 	if n, err := get(); err != nil || n != uint64(nparts) {
 		return nil, bad(fmt.Sprintf("snapshot has %d partitions, engine %d", n, nparts), err)
@@ -195,24 +219,68 @@ func readSnapshot(r *bufio.Reader, nparts int) ([]*Partition, error) {
 			return nil, bad("stream count", err)
 		}
 		for ; ns > 0; ns-- {
-			name, err := getBytes(MaxNameBytes)
+			s, err := readStream(r, get, getBytes)
 			if err != nil {
-				return nil, bad("stream name", err)
-			}
-			s := newStream(string(name))
-			nrec, err := get()
-			if err != nil {
-				return nil, bad("record count", err)
-			}
-			for ; nrec > 0; nrec-- {
-				rec, err := getBytes(MaxValueBytes)
-				if err != nil {
-					return nil, bad("record", err)
-				}
-				s.append(rec)
+				return nil, bad("stream", err)
 			}
 			p.streams[s.name] = s
 		}
 	}
 	return parts, nil
+}
+
+// readStream reads one stream of a snapshot and checks what it reads: policy valid,
+// offsets ascending within [first, next), keys unique in a compacted stream.
+func readStream(r *bufio.Reader, get func() (uint64, error), getBytes func(int) ([]byte, error)) (*stream, error) {
+	name, err := getBytes(MaxNameBytes)
+	if err != nil {
+		return nil, err
+	}
+	var v [7]uint64 // max records, max bytes, max age, compact, first, next, live
+	for i := 0; i < 7; i++ {
+		if v[i], err = get(); err != nil {
+			return nil, err
+		}
+	}
+	cfg := StreamConfig{MaxRecords: int64(v[0]), MaxBytes: int64(v[1]), MaxAgeMs: int64(v[2]), Compact: v[3] == 1}
+	if err := cfg.Validate(); err != nil || v[3] > 1 {
+		return nil, fmt.Errorf("stream %q: bad definition", name)
+	}
+	first, next, live := v[4], v[5], v[6]
+	if first > next || live > next-first {
+		return nil, fmt.Errorf("stream %q: %d live records in offsets [%d, %d)", name, live, first, next)
+	}
+	s := newStream(string(name), cfg)
+	s.first, s.next = first, first
+	for ; live > 0; live-- {
+		off, err := get()
+		if err != nil {
+			return nil, err
+		}
+		if off < s.next || off >= next {
+			return nil, fmt.Errorf("stream %q: offset %d out of order", name, off)
+		}
+		key, err := getBytes(MaxKeyBytes)
+		if err != nil {
+			return nil, err
+		}
+		value, err := getBytes(MaxValueBytes)
+		if err != nil {
+			return nil, err
+		}
+		t, err := binary.ReadVarint(r)
+		if err != nil {
+			return nil, err
+		}
+		if s.index != nil {
+			if _, dup := s.index[string(key)]; dup {
+				return nil, fmt.Errorf("stream %q: key %q twice in a compacted stream", name, key)
+			}
+			s.index[string(key)] = off
+		}
+		s.next = off
+		s.append(key, value, t)
+	}
+	s.next = next
+	return s, nil
 }

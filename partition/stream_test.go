@@ -2,6 +2,7 @@ package partition
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"testing"
 )
@@ -12,7 +13,7 @@ func TestStreamOffsets(t *testing.T) {
 		// the stream length it saw.
 		"append": func(tx *Tx, in *Input, out []byte) ([]byte, error) {
 			for _, c := range in.Args {
-				off, err := tx.Append("s", []byte(fmt.Sprintf("p%d-%c", tx.Partition(), c)))
+				off, err := testAppend(tx, "s", []byte(fmt.Sprintf("p%d-%c", tx.Partition(), c)))
 				if err != nil {
 					return out, err
 				}
@@ -21,7 +22,7 @@ func TestStreamOffsets(t *testing.T) {
 			return binary.AppendUvarint(out, tx.StreamLen("s")), nil
 		},
 		"append-fail": func(tx *Tx, in *Input, out []byte) ([]byte, error) {
-			if _, err := tx.Append("s", []byte("never")); err != nil {
+			if _, err := testAppend(tx, "s", []byte("never")); err != nil {
 				return out, err
 			}
 			return out, errHandler
@@ -55,38 +56,39 @@ func TestStreamOffsets(t *testing.T) {
 		offset uint64
 		max    int
 		want   []string // records from offset on
+		next   uint64
 	}{
-		{0, 10, all},
-		{0, 3, all},
-		{0, 2, all[:2]},
-		{1, 1, all[1:2]},
-		{1, 100, all[1:]},
-		{2, 1, all[2:]},
-		{3, 1, nil},       // at the end
-		{4, 1, nil},       // past the end
-		{1 << 62, 1, nil}, // far past the end
-		{0, 0, nil},       // max 0 reads nothing
-		{0, -1, nil},      // as does a negative max
-		{1, 1 << 62, all[1:]},
+		{0, 10, all, 3},
+		{0, 3, all, 3},
+		{0, 2, all[:2], 2},
+		{1, 1, all[1:2], 2},
+		{1, 100, all[1:], 3},
+		{2, 1, all[2:], 3},
+		{3, 1, nil, 3},             // at the end
+		{4, 1, nil, 4},             // past the end
+		{1 << 62, 1, nil, 1 << 62}, // far past the end
+		{0, 0, nil, 0},             // max 0 reads nothing
+		{0, -1, nil, 0},            // as does a negative max
+		{1, 1 << 62, all[1:], 3},
 	}
 	for i, tt := range tests {
-		recs, end := p0.ReadStream("s", tt.offset, tt.max)
-		if end != 3 {
-			t.Errorf("#%d ReadStream(%d, %d): end %d, want 3", i, tt.offset, tt.max, end)
+		recs, next, err := p0.ReadStream("s", tt.offset, tt.max)
+		if err != nil || next != tt.next {
+			t.Errorf("#%d ReadStream(%d, %d): next %d, %v, want %d", i, tt.offset, tt.max, next, err, tt.next)
 		}
 		if len(recs) != len(tt.want) {
 			t.Errorf("#%d ReadStream(%d, %d): got %d records, want %d", i, tt.offset, tt.max, len(recs), len(tt.want))
 			continue
 		}
 		for j, r := range recs {
-			if r.Offset != tt.offset+uint64(j) || string(r.Data) != tt.want[j] {
+			if r.Offset != tt.offset+uint64(j) || string(r.Value) != tt.want[j] {
 				t.Errorf("#%d ReadStream(%d, %d)[%d]: got {%d %q}, want {%d %q}",
-					i, tt.offset, tt.max, j, r.Offset, r.Data, tt.offset+uint64(j), tt.want[j])
+					i, tt.offset, tt.max, j, r.Offset, r.Value, tt.offset+uint64(j), tt.want[j])
 			}
 		}
 	}
-	if recs, end := p0.ReadStream("missing", 0, 10); recs != nil || end != 0 {
-		t.Errorf("ReadStream(missing) = %v, %d; want nil, 0", recs, end)
+	if recs, _, err := p0.ReadStream("missing", 0, 10); recs != nil || !errors.Is(err, ErrUnknownStream) {
+		t.Errorf("ReadStream(missing) = %v, %v; want nil, ErrUnknownStream", recs, err)
 	}
 	if got, want := e.Partitions()[1].Streams(), []string{"s"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("Streams() = %v, want %v", got, want)

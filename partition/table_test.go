@@ -79,7 +79,7 @@ func TestPutCopiesValue(t *testing.T) {
 			if err := tx.Put("t", key, buf); err != nil {
 				return out, err
 			}
-			_, err := tx.Append("s", buf)
+			_, err := testAppend(tx, "s", buf)
 			copy(buf, "XXXXX")
 			copy(key, "YYY")
 			return out, err
@@ -92,7 +92,7 @@ func TestPutCopiesValue(t *testing.T) {
 	if v, ok := p.Get("t", []byte("key")); !ok || string(v) != "value" {
 		t.Errorf("Get(key) = %q, %t, want value, true", v, ok)
 	}
-	if recs, _ := p.ReadStream("s", 0, 1); len(recs) != 1 || string(recs[0].Data) != "value" {
+	if recs, _, _ := p.ReadStream("s", 0, 1); len(recs) != 1 || string(recs[0].Value) != "value" {
 		t.Errorf("ReadStream = %v, want one record \"value\"", recs)
 	}
 	checkHashes(t, e)
@@ -263,7 +263,7 @@ func TestWriteDuringScan(t *testing.T) {
 		{"put", func(tx *Tx) error { return tx.Put("t", []byte("z"), []byte("v")) }},
 		{"put other table", func(tx *Tx) error { return tx.Put("other", []byte("z"), []byte("v")) }},
 		{"delete", func(tx *Tx) error { return tx.Delete("t", []byte("a")) }},
-		{"append", func(tx *Tx) error { _, err := tx.Append("s", []byte("r")); return err }},
+		{"append", func(tx *Tx) error { _, err := testAppend(tx, "s", []byte("r")); return err }},
 	}
 	for i, w := range writes {
 		var inside error
@@ -324,24 +324,24 @@ func TestSizeLimits(t *testing.T) {
 		{"put key MaxKeyBytes+1", func(tx *Tx) error { return tx.Put("t", append(maxKey, 'k'), []byte("v")) }, ErrKeyTooLarge},
 		{"delete key MaxKeyBytes+1", func(tx *Tx) error { return tx.Delete("t", append(maxKey, 'k')) }, ErrKeyTooLarge},
 		{"put value MaxValueBytes+1", func(tx *Tx) error { return tx.Put("t", okKey, append(maxValue, 0)) }, ErrValueTooLarge},
-		{"append record MaxValueBytes+1", func(tx *Tx) error { _, err := tx.Append("s", append(maxValue, 0)); return err }, ErrValueTooLarge},
+		{"append record MaxValueBytes+1", func(tx *Tx) error { _, err := testAppend(tx, "s", append(maxValue, 0)); return err }, ErrValueTooLarge},
 		{"put empty table name", func(tx *Tx) error { return tx.Put("", okKey, nil) }, ErrBadName},
 		{"put table name MaxNameBytes+1", func(tx *Tx) error { return tx.Put(maxName+"n", okKey, nil) }, ErrBadName},
 		{"delete empty table name", func(tx *Tx) error { return tx.Delete("", okKey) }, ErrBadName},
-		{"append empty stream name", func(tx *Tx) error { _, err := tx.Append("", nil); return err }, ErrBadName},
-		{"append stream name MaxNameBytes+1", func(tx *Tx) error { _, err := tx.Append(maxName+"n", nil); return err }, ErrBadName},
+		{"append empty stream name", func(tx *Tx) error { _, err := testAppend(tx, "", nil); return err }, ErrBadName},
+		{"append stream name MaxNameBytes+1", func(tx *Tx) error { _, err := testAppend(tx, maxName+"n", nil); return err }, ErrBadName},
 		// The limits themselves are allowed.
 		{"put key MaxKeyBytes", func(tx *Tx) error { return tx.Put("t", maxKey, []byte("v")) }, nil},
 		{"put value MaxValueBytes", func(tx *Tx) error { return tx.Put("t", okKey, maxValue) }, nil},
 		{"put table name MaxNameBytes", func(tx *Tx) error { return tx.Put(maxName, okKey, nil) }, nil},
-		{"append record MaxValueBytes", func(tx *Tx) error { _, err := tx.Append("s", maxValue); return err }, nil},
-		{"append stream name MaxNameBytes", func(tx *Tx) error { _, err := tx.Append(maxName, nil); return err }, nil},
+		{"append record MaxValueBytes", func(tx *Tx) error { _, err := testAppend(tx, "s", maxValue); return err }, nil},
+		{"append stream name MaxNameBytes", func(tx *Tx) error { _, err := testAppend(tx, maxName, nil); return err }, nil},
 	}
 	for i, tt := range tests {
 		var opErr error
 		e := newEngine(t, Config{Partitions: 1}, procs{
 			"seed": func(tx *Tx, in *Input, out []byte) ([]byte, error) {
-				_, err := tx.Append("s", []byte("r0"))
+				_, err := testAppend(tx, "s", []byte("r0"))
 				if err != nil {
 					return out, err
 				}
@@ -394,7 +394,7 @@ func TestTxDone(t *testing.T) {
 	if err := kept.Delete("t", []byte("a")); !errors.Is(err, ErrTxDone) {
 		t.Errorf("Delete after return: got %v, want %v", err, ErrTxDone)
 	}
-	if _, err := kept.Append("s", nil); !errors.Is(err, ErrTxDone) {
+	if _, err := testAppend(kept, "s", nil); !errors.Is(err, ErrTxDone) {
 		t.Errorf("Append after return: got %v, want %v", err, ErrTxDone)
 	}
 	if err := kept.Scan("t", ScanOptions{}, func(k, v []byte) bool { return true }); !errors.Is(err, ErrTxDone) {

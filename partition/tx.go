@@ -28,8 +28,9 @@ type undoEntry struct {
 	key     string
 	old     []byte
 	existed bool
-	created bool   // the input created table or stream: rollback removes it again
-	length  uint64 // stream length before the append
+	created bool // the input created table or stream: rollback removes it again
+	deleted bool // the input deleted the stream: rollback puts it back
+	length  int  // the stream's entry count before the append
 }
 
 // txRun is the state of one input's run shared by its views; reused from input to input.
@@ -38,6 +39,7 @@ type txRun struct {
 	in       *Input
 	views    []Tx // one per partition in scope, in scope order
 	undo     []undoEntry
+	settle   []*stream // streams appended to: compaction and retention run at commit
 	scanning int
 	done     bool
 	pcg      rand.PCG
@@ -65,6 +67,8 @@ func (r *txRun) rollback() {
 		switch {
 		case u.created && u.stream != nil:
 			delete(u.part.streams, u.stream.name)
+		case u.deleted:
+			u.part.streams[u.stream.name] = u.stream
 		case u.created:
 			delete(u.part.tables, u.table.name)
 		case u.stream != nil:
@@ -77,11 +81,25 @@ func (r *txRun) rollback() {
 		*u = undoEntry{}
 	}
 	r.undo = r.undo[:0]
+	for _, s := range r.settle {
+		s.pending = false
+	}
+	clear(r.settle)
+	r.settle = r.settle[:0]
 }
 
+// commit keeps the run's changes and settles the streams it appended to: compaction, then
+// retention by the input's batch time, so every replica trims at the same log position.
 func (r *txRun) commit() {
 	clear(r.undo) // drop references to old values
 	r.undo = r.undo[:0]
+	nowMs := r.in.Time / 1e6
+	for _, s := range r.settle {
+		s.settle(nowMs)
+		s.pending = false
+	}
+	clear(r.settle)
+	r.settle = r.settle[:0]
 }
 
 // Partition returns the number of the partition this view reads and writes.
@@ -249,36 +267,6 @@ func (tx *Tx) Scan(table string, opts ScanOptions, fn func(key, value []byte) bo
 	defer func() { tx.run.scanning-- }()
 	t.scan(opts, fn)
 	return nil
-}
-
-// Append adds a copy of record to the named output stream of this partition and returns
-// its offset.
-func (tx *Tx) Append(streamName string, record []byte) (uint64, error) {
-	if err := tx.checkWritable(); err != nil {
-		return 0, err
-	}
-	if err := checkName(streamName); err != nil {
-		return 0, fmt.Errorf("stream %q: %w", streamName, err)
-	}
-	if err := checkValue(record); err != nil {
-		return 0, fmt.Errorf("stream %s: record of %d bytes: %w", streamName, len(record), err)
-	}
-	s := tx.part.streams[streamName]
-	if s == nil {
-		s = tx.part.streamFor(streamName, true)
-		tx.run.undo = append(tx.run.undo, undoEntry{part: tx.part, stream: s, created: true})
-	}
-	tx.run.undo = append(tx.run.undo, undoEntry{part: tx.part, stream: s, length: uint64(len(s.records))})
-	return s.append(append(make([]byte, 0, len(record)), record...)), nil
-}
-
-// StreamLen returns the number of records in the named stream of this partition,
-// including the input's own appends.
-func (tx *Tx) StreamLen(streamName string) uint64 {
-	if s := tx.part.streams[streamName]; s != nil {
-		return uint64(len(s.records))
-	}
-	return 0
 }
 
 // Changes returns the number of changes the input has made so far; the procedure layer

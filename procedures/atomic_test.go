@@ -25,10 +25,13 @@ func registerFailing(r *Registry) {
 				panic(err)
 			}
 		}
-		if _, err := tx.Append("s", []byte("rec")); err != nil {
+		if _, err := tx.Append("s", []byte("k"), []byte("rec"), 0); err != nil {
 			panic(err)
 		}
-		if _, err := tx.Append("test.fresh", []byte("rec")); err != nil {
+		if err := tx.CreateStream("test.fresh", partition.StreamConfig{}); err != nil {
+			panic(err)
+		}
+		if _, err := tx.Append("test.fresh", []byte("k"), []byte("rec"), 0); err != nil {
 			panic(err)
 		}
 	}

@@ -16,7 +16,7 @@ var builtinNames = []string{
 	"bank.open", "bank.total", "bank.transfer",
 	"counter.add", "counter.get",
 	"kv.cas", "kv.delete", "kv.get", "kv.put",
-	"stream.append",
+	"stream.append", "stream.append_batch", "stream.create", "stream.delete", "stream.describe", "stream.list",
 	"voter.area_totals", "voter.init", "voter.results", "voter.vote",
 }
 
@@ -32,8 +32,10 @@ func TestBuiltinsRegistry(t *testing.T) {
 		}
 		family := info.Name[:strings.IndexByte(info.Name, '.')]
 		wantRO := strings.HasSuffix(info.Name, ".get") || info.Name == "bank.total" ||
-			info.Name == "voter.results" || info.Name == "voter.area_totals"
-		wantMulti := family == "bank" && info.Name != "bank.open" || family == "voter" && info.Name != "voter.vote"
+			info.Name == "voter.results" || info.Name == "voter.area_totals" ||
+			info.Name == "stream.list" || info.Name == "stream.describe"
+		wantMulti := family == "bank" && info.Name != "bank.open" || family == "voter" && info.Name != "voter.vote" ||
+			family == "stream" && info.Name != "stream.append"
 		if info.ReadOnly != wantRO || info.Multi != wantMulti {
 			t.Errorf("#%d %s: got read-only %t multi %t, want %t %t", i, info.Name, info.ReadOnly, info.Multi, wantRO, wantMulti)
 		}
@@ -101,12 +103,14 @@ func TestBuiltinsDeterministic(t *testing.T) {
 func randomLog(t testing.TB, te *testEngine, rng *rand.Rand, count int) []partition.Input {
 	t.Helper()
 	names := []string{"Ann", "Bob", "Cy", "Di"}
-	log := []partition.Input{te.input("voter.init", "", encode(t, builtin.VoterInitArgs{Contestants: names}), nil)}
+	log := []partition.Input{te.input("voter.init", "", encode(t, builtin.VoterInitArgs{Contestants: names}), nil),
+		te.input("stream.create", "", encode(t, builtin.StreamDefinition{Name: "out",
+			Retention: builtin.StreamRetention{MaxRecords: 5}, Compact: true}), nil)}
 	key := func(prefix string) string { return fmt.Sprintf("%s%d", prefix, rng.IntN(20)) }
 	for len(log) < count {
 		var proc, k string
 		var args any
-		switch rng.IntN(12) {
+		switch rng.IntN(13) {
 		case 0:
 			proc, k, args = "kv.put", key("k"), builtin.KVPutArgs{Value: []byte(key("v"))}
 		case 1:
@@ -128,6 +132,12 @@ func randomLog(t testing.TB, te *testEngine, rng *rand.Rand, count int) []partit
 			proc, k, args = "voter.vote", fmt.Sprintf("%03d%07d", 200+rng.IntN(3), rng.IntN(50)), builtin.VoteArgs{Contestant: int32(rng.IntN(6))}
 		case 11:
 			proc, k, args = "stream.append", key("s"), builtin.StreamAppendArgs{Stream: "out", Record: []byte(key("r"))}
+		case 12:
+			a, b := key("s"), key("s")
+			proc, args = "stream.append_batch", builtin.StreamAppendBatchArgs{Stream: "out", Records: []builtin.StreamRecord{
+				{Key: []byte(a), Value: []byte(key("r"))}, {Key: []byte(b), Value: []byte(key("r")), EventTime: rng.Int64N(5)}}}
+			log = append(log, te.inputKeys(proc, encode(t, args), a, b))
+			continue
 		}
 		log = append(log, te.input(proc, k, encode(t, args), nil))
 	}

@@ -64,7 +64,7 @@ input that reaches every partition. The registry must be the same on every node
 
 # Built-in procedures
 
-RegisterBuiltins registers kv.*, counter.*, bank.*, voter.* and stream.append. Their
+RegisterBuiltins registers kv.*, counter.*, bank.*, voter.* and stream.*. Their
 names and their argument and result types are defined once, in package builtin
 (procedures/builtin), which imports nothing from Lockstep so that the client library
 shares the same definitions; its documentation lists every built-in with its partition

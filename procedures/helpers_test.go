@@ -61,6 +61,21 @@ func (te *testEngine) input(proc, key string, args []byte, scope []int) partitio
 	return in
 }
 
+// inputKeys builds the input of a multi-partition proc scoped to the keys' partitions, as
+// the node builds an invocation with a key set.
+func (te *testEngine) inputKeys(proc string, args []byte, keys ...string) partition.Input {
+	var scope []int
+	for p := 0; p < te.n; p++ {
+		for _, k := range keys {
+			if partition.PartitionOf([]byte(k), te.n) == p {
+				scope = append(scope, p)
+				break
+			}
+		}
+	}
+	return te.input(proc, "", args, scope)
+}
+
 // exec runs one input and returns a copy of its result value.
 func (te *testEngine) exec(in partition.Input) ([]byte, error) {
 	res := te.eng.Execute([]partition.Input{in})[0]
@@ -146,10 +161,11 @@ func (te *testEngine) snapshot(t tb) state {
 			})
 		}
 		for _, st := range p.Streams() {
-			recs, end := p.ReadStream(st, 0, 1<<30)
-			fmt.Fprintf(&b, "  stream %s end %d\n", st, end)
+			info, _ := p.StreamInfo(st)
+			recs, _, err := p.ReadStream(st, info.FirstOffset, 1<<30)
+			fmt.Fprintf(&b, "  stream %s %+v %v\n", st, info, err)
 			for _, r := range recs {
-				fmt.Fprintf(&b, "    %d %x\n", r.Offset, r.Data)
+				fmt.Fprintf(&b, "    %d %x=%x @%d\n", r.Offset, r.Key, r.Value, r.EventTime)
 			}
 		}
 	}

@@ -86,6 +86,7 @@ func seed(t tb, te *testEngine) {
 	t.Helper()
 	var log []partition.Input
 	add := func(proc, key string, args any) { log = append(log, te.input(proc, key, encode(t, args), nil)) }
+	add("stream.create", "", builtin.StreamDefinition{Name: "s"})
 	for i, k := range []string{"x", "y", "z"} {
 		add("kv.put", k, builtin.KVPutArgs{Value: []byte{byte(i)}})
 		add("counter.add", k, builtin.CounterAddArgs{Delta: int64(i)})

@@ -79,12 +79,16 @@ func TestStreamAppend(t *testing.T) {
 	te := newTestEngine(t, 2)
 	k0, k1 := keyOn("s", 0, 2), keyOn("s", 1, 2)
 	runSteps(t, te, []step{
+		{proc: "stream.append", key: k0, args: builtin.StreamAppendArgs{Stream: "events", Record: []byte("a")}, wantErr: partition.ErrUnknownStream},
+		{proc: "stream.create", args: builtin.StreamDefinition{Name: "events"}, want: builtin.StreamDefinition{Name: "events"}},
+		{proc: "stream.create", args: builtin.StreamDefinition{Name: "other"}, want: builtin.StreamDefinition{Name: "other"}},
 		{proc: "stream.append", key: k0, args: builtin.StreamAppendArgs{Stream: "events", Record: []byte("a")}, want: uint64(0)},
 		{proc: "stream.append", key: k0, args: builtin.StreamAppendArgs{Stream: "events", Record: []byte("b")}, want: uint64(1)},
 		// Offsets are per partition and per stream.
 		{proc: "stream.append", key: k1, args: builtin.StreamAppendArgs{Stream: "events", Record: []byte("c")}, want: uint64(0)},
 		{proc: "stream.append", key: k0, args: builtin.StreamAppendArgs{Stream: "other", Record: nil}, want: uint64(0)},
 		{proc: "stream.append", key: k0, args: builtin.StreamAppendArgs{Record: []byte("x")}, wantErr: partition.ErrBadName},
+		{proc: "stream.append", key: k0, args: builtin.StreamAppendArgs{Stream: "nope", Record: []byte("x")}, wantErr: partition.ErrUnknownStream},
 		{proc: "stream.append", key: k0, args: builtin.StreamAppendArgs{Stream: string(make([]byte, partition.MaxNameBytes+1))},
 			wantErr: partition.ErrBadName},
 		{proc: "stream.append", key: k0, args: builtin.StreamAppendArgs{Stream: "events", Record: make([]byte, partition.MaxValueBytes+1)},
@@ -92,8 +96,8 @@ func TestStreamAppend(t *testing.T) {
 		{proc: "stream.append", key: "", args: builtin.StreamAppendArgs{Stream: "events"}, wantErr: partition.ErrEmptyKey},
 		{proc: "stream.append", key: k0, args: builtin.StreamAppendArgs{Stream: "events", Record: []byte("d")}, want: uint64(2)},
 	})
-	recs, end := te.eng.Partitions()[0].ReadStream("events", 0, 10)
-	if end != 3 || len(recs) != 3 || string(recs[0].Data) != "a" || string(recs[2].Data) != "d" {
-		t.Errorf("partition 0 stream: got %v end %d, want [a b d] end 3", recs, end)
+	recs, end, err := te.eng.Partitions()[0].ReadStream("events", 0, 10)
+	if err != nil || end != 3 || len(recs) != 3 || string(recs[0].Value) != "a" || string(recs[2].Value) != "d" || string(recs[2].Key) != k0 {
+		t.Errorf("partition 0 stream: got %v end %d %v, want [a b d] end 3", recs, end, err)
 	}
 }

@@ -42,6 +42,11 @@ const (
 	CodeIncompatible
 	// CodeInternal: anything else (an undecodable payload, an unknown item kind).
 	CodeInternal
+	// CodeUnknownStream: the stream named was never created, or was deleted; the effects
+	// were undone.
+	CodeUnknownStream
+	// CodeStreamExists: stream.create named a stream that exists; nothing changed.
+	CodeStreamExists
 )
 
 var codeNames = [...]string{
@@ -49,6 +54,7 @@ var codeNames = [...]string{
 	CodeBadScope: "BadScope", CodeProcedureError: "ProcedureError", CodeTooLarge: "TooLarge",
 	CodeSessionExpired: "SessionExpired", CodeUnknownSession: "UnknownSession",
 	CodeOverloaded: "Overloaded", CodeIncompatible: "Incompatible", CodeInternal: "Internal",
+	CodeUnknownStream: "UnknownStream", CodeStreamExists: "StreamExists",
 }
 
 // String returns the code's name, as metrics label outcomes with it.
@@ -91,8 +97,13 @@ func CodeOf(err error) Code {
 	case errors.Is(err, partition.ErrValueTooLarge), errors.Is(err, partition.ErrResultTooLarge):
 		return CodeTooLarge
 	case errors.Is(err, partition.ErrEmptyKey), errors.Is(err, partition.ErrKeyTooLarge),
-		errors.Is(err, partition.ErrBadName), errors.Is(err, procedures.ErrBadArguments):
+		errors.Is(err, partition.ErrBadName), errors.Is(err, procedures.ErrBadArguments),
+		errors.Is(err, partition.ErrBadRetention):
 		return CodeBadArguments
+	case errors.Is(err, partition.ErrUnknownStream):
+		return CodeUnknownStream
+	case errors.Is(err, partition.ErrStreamExists):
+		return CodeStreamExists
 	case errors.Is(err, procedures.ErrUnknownProcedure):
 		return CodeUnknownProcedure
 	case errors.Is(err, partition.ErrBadScope), errors.Is(err, procedures.ErrWrongScope):

@@ -187,6 +187,7 @@ func TestCLI(t *testing.T) {
 	t.Run("StreamRead", func(t *testing.T) {
 		const key, stream = "stream-key", "events"
 		part := strconv.Itoa(partition.PartitionOf([]byte(key), 4))
+		mustRun(t, bin, "stream", "create", stream, "--addr", addrs)
 		for i := range 3 {
 			rec := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "rec-%d", i))
 			r := mustRun(t, bin, "invoke", "stream.append", "--key", key, "--args", `{"Stream": "`+stream+`", "Record": "`+rec+`"}`, "--addr", addrs)
@@ -216,6 +217,7 @@ func TestCLI(t *testing.T) {
 	t.Run("StreamFollow", func(t *testing.T) {
 		const key, stream = "follow-key", "follow"
 		part := strconv.Itoa(partition.PartitionOf([]byte(key), 4))
+		mustRun(t, bin, "stream", "create", stream, "--addr", addrs)
 		follow := startFollow(t, bin, "stream", "read", stream, "--partition", part, "--follow", "--poll", "50ms", "-o", "json", "--addr", addrs)
 		rec := base64.StdEncoding.EncodeToString([]byte("late"))
 		mustRun(t, bin, "invoke", "stream.append", "--key", key, "--args", `{"Stream": "`+stream+`", "Record": "`+rec+`"}`, "--addr", addrs)

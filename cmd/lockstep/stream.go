@@ -1,41 +1,34 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/signal"
-	"syscall"
+	"reflect"
 	"time"
-	"unicode/utf8"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/urfave/cli/v2"
 )
-
-// streamReadBatch is the most records asked for in one read.
-const streamReadBatch = 1024
 
 func streamCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "stream",
-		Usage: "read output streams",
-		Subcommands: []*cli.Command{{
+		Usage: "create, list, describe, delete and read streams",
+		Subcommands: []*cli.Command{streamCreateCommand(), streamListCommand(), streamDescribeCommand(), streamDeleteCommand(), {
 			Name:      "read",
-			Usage:     "print the records of one partition of an output stream, with their offsets",
+			Usage:     "print the records of one partition of a stream: offset, event time, key, value",
 			ArgsUsage: "STREAM",
-			Description: `Prints the records of partition --partition of output stream STREAM from offset --from
-on, and stops at the end of the stream, or after --max records; with --follow it keeps
+			Description: `Prints the records of partition --partition of stream STREAM from offset --from on
+(offset, event time, key, value), skipping the gaps key compaction leaves, and stops at the end of the stream, or after --max records; with --follow it keeps
 polling for new records until interrupted (Ctrl-C). Any replica answers: offsets are the
 same on every replica, so a consumer may switch nodes without gaps or duplicates. A
 stream has one log per partition; "lockstep cluster status" shows the partition count.
---output json prints one JSON object per line: stream, partition, offset, data (base64)
-and text (the record as a string, when it is valid UTF-8).
+--output json prints one JSON object per line: stream, partition, offset, key (base64),
+key_text, event_time, data (base64) and text (key and value as strings, when valid UTF-8).
+An offset below the first one retention kept is an error naming that first offset.
 
 Examples:
+  lockstep stream create events --max-records 100000
   lockstep invoke stream.append --key user-7 --args '{"Stream": "events", "Record": "aGVsbG8="}'
   lockstep stream read events --partition 3 --from 0
   lockstep stream read events --partition 3 --from 42 --follow --output json`,
@@ -52,108 +45,130 @@ Examples:
 	}
 }
 
-// recordJSON is one line of `lockstep stream read --output json`.
-type recordJSON struct {
-	// Stream, Partition and Offset say where the record is.
-	Stream    string `json:"stream"`
-	Partition int    `json:"partition"`
-	Offset    uint64 `json:"offset"`
-	// Data is the record (base64 in JSON); Text the same as a string, if it is UTF-8.
-	Data []byte  `json:"data"`
-	Text *string `json:"text,omitempty"`
+// streamCreateCommand is `lockstep stream create`.
+func streamCreateCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "create",
+		Usage:     "create a stream on every partition, with retention and key compaction",
+		ArgsUsage: "NAME",
+		Description: `Creates stream NAME through the log (stream.create, on every partition at one log
+position). Retention trims each partition's log from the front at the end of an append:
+--max-records and --max-bytes (keys and values of live records) bound it, --max-age
+trims records whose event time is older than the append's batch time minus the age.
+0 (the default) leaves a bound off. --compact keeps only the latest record of each key.
+
+Examples:
+  lockstep stream create clicks --max-records 100000 --max-age 24h
+  lockstep stream create profiles --compact`,
+		Flags: withClientFlags(
+			&cli.Int64Flag{Name: "max-records", Usage: "most live records per partition (0: no bound)"},
+			&cli.Int64Flag{Name: "max-bytes", Usage: "most bytes of keys and values per partition (0: no bound)"},
+			&cli.DurationFlag{Name: "max-age", Usage: "trim records older than this, by event time against the batch time (0: no bound)"},
+			&cli.BoolFlag{Name: "compact", Usage: "keep only the latest record of each key"},
+			outputFlag(outputTable),
+		),
+		Action: func(c *cli.Context) error {
+			name, err := oneStreamName(c, "create")
+			if err != nil {
+				return err
+			}
+			age := c.Duration("max-age")
+			if age < 0 {
+				return fmt.Errorf("--max-age %v must not be negative", age)
+			}
+			def := builtin.StreamDefinition{Name: name, Compact: c.Bool("compact"), Retention: builtin.StreamRetention{
+				MaxRecords: c.Int64("max-records"), MaxBytes: c.Int64("max-bytes"), MaxAgeMs: age.Milliseconds()}}
+			return withSession(c, func(cl *client.Client) (any, error) { return def, cl.CreateStream(c.Context, def) })
+		},
+	}
 }
 
-func runStreamRead(c *cli.Context) error {
+// streamListCommand is `lockstep stream list`.
+func streamListCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "list",
+		Usage: "list the streams and their definitions",
+		Flags: withClientFlags(outputFlag(outputTable)),
+		Action: func(c *cli.Context) error {
+			return withSession(c, func(cl *client.Client) (any, error) { return cl.ListStreams(c.Context) })
+		},
+	}
+}
+
+// streamDescribeCommand is `lockstep stream describe`.
+func streamDescribeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "describe",
+		Usage:     "show a stream's definition and, per partition, its offsets, records and bytes",
+		ArgsUsage: "NAME",
+		Flags:     withClientFlags(outputFlag(outputTable)),
+		Action: func(c *cli.Context) error {
+			name, err := oneStreamName(c, "describe")
+			if err != nil {
+				return err
+			}
+			return withSession(c, func(cl *client.Client) (any, error) { return cl.DescribeStream(c.Context, name) })
+		},
+	}
+}
+
+// streamDeleteCommand is `lockstep stream delete`.
+func streamDeleteCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "delete",
+		Usage:     "delete a stream and its records on every partition",
+		ArgsUsage: "NAME",
+		Flags:     withClientFlags(outputFlag(outputTable)),
+		Action: func(c *cli.Context) error {
+			name, err := oneStreamName(c, "delete")
+			if err != nil {
+				return err
+			}
+			return withSession(c, func(cl *client.Client) (any, error) {
+				return builtin.StreamNameArgs{Name: name}, cl.DeleteStream(c.Context, name)
+			})
+		},
+	}
+}
+
+func oneStreamName(c *cli.Context, cmd string) (string, error) {
+	if c.NArg() != 1 {
+		return "", fmt.Errorf("stream %s needs exactly one stream NAME", cmd)
+	}
+	return c.Args().First(), nil
+}
+
+// withSession runs call with a client holding a session (the stream.* built-ins go
+// through the log) within --timeout, and prints its result in the --output format.
+func withSession(c *cli.Context, call func(*client.Client) (any, error)) error {
 	format, err := outputFormat(c)
 	if err != nil {
 		return err
 	}
-	if c.NArg() != 1 {
-		return errors.New("stream read needs exactly one STREAM name")
-	}
-	stream, part, limit := c.Args().First(), c.Int("partition"), c.Int("max")
-	if limit < 0 || c.Duration("poll") <= 0 {
-		return errors.New("--max must not be negative and --poll must be positive")
-	}
-	follow := c.Bool("follow")
-	sigCtx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// Without --follow the whole command has --timeout; with it, each request has.
 	ctx, cancel, err := commandContext(c)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	cl, err := openClient(c)
+	cl, err := dialClient(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	if follow {
-		ctx = sigCtx
+	c.Context = ctx
+	v, err := call(cl)
+	if err != nil {
+		return err
 	}
-	out := c.App.Writer
-	next, printed, headed := c.Uint64("from"), 0, false
-	for {
-		n := streamReadBatch
-		if limit > 0 {
-			n = min(n, limit-printed)
-		}
-		rctx, rcancel := context.WithTimeout(ctx, c.Duration("timeout"))
-		recs, nx, err := cl.ReadStream(rctx, stream, part, next, n)
-		rcancel()
-		if err != nil {
-			if follow && sigCtx.Err() != nil {
-				return nil // interrupted: a normal end of --follow
-			}
-			return fmt.Errorf("read stream %q partition %d at offset %d: %w", stream, part, next, err)
-		}
-		if format == outputTable && !headed {
-			fmt.Fprintf(out, "%-10s %s\n", "OFFSET", "RECORD")
-			headed = true
-		}
-		if err := printRecords(out, format, stream, part, recs); err != nil {
+	if format == outputJSON {
+		return writeJSON(c.App.Writer, v)
+	}
+	if d, ok := v.(builtin.StreamDescription); ok {
+		if err := writeValueTable(c.App.Writer, reflect.ValueOf(d.Definition)); err != nil {
 			return err
 		}
-		printed += len(recs)
-		next = nx
-		if limit > 0 && printed >= limit {
-			return nil
-		}
-		if len(recs) > 0 {
-			continue
-		}
-		if !follow {
-			return nil
-		}
-		select {
-		case <-sigCtx.Done():
-			return nil
-		case <-time.After(c.Duration("poll")):
-		}
+		fmt.Fprintln(c.App.Writer)
+		return writeValueTable(c.App.Writer, reflect.ValueOf(d.Partitions))
 	}
-}
-
-func printRecords(w io.Writer, format, stream string, part int, recs []client.Record) error {
-	for _, r := range recs {
-		if format == outputTable {
-			if _, err := fmt.Fprintf(w, "%-10d %s\n", r.Offset, bytesText(r.Data)); err != nil {
-				return err
-			}
-			continue
-		}
-		line := recordJSON{Stream: stream, Partition: part, Offset: r.Offset, Data: r.Data}
-		if utf8.Valid(r.Data) {
-			s := string(r.Data)
-			line.Text = &s
-		}
-		b, err := json.Marshal(line)
-		if err != nil {
-			return err
-		}
-		if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
-			return err
-		}
-	}
-	return nil
+	return writeValueTable(c.App.Writer, reflect.ValueOf(v))
 }

@@ -77,7 +77,7 @@ func AppendRequest(dst []byte, r *Request) []byte {
 	n := b2i(r.ID != 0) + b2i(r.Op != 0) + b2i(r.Session != 0) + b2i(r.Seq != 0) +
 		b2i(r.AckThrough != 0) + b2i(r.Procedure != "") + b2i(len(r.Key) != 0) + b2i(r.HasKey) +
 		b2i(len(r.Keys) != 0) + b2i(len(r.Args) != 0) + b2i(r.Consistency != 0) +
-		b2i(r.Stream != "") + b2i(r.Partition != 0) + b2i(r.Offset != 0) + b2i(r.Max != 0)
+		b2i(r.Stream != "") + b2i(r.Partition != 0) + b2i(r.Offset != 0) + b2i(r.Max != 0) + b2i(r.Full)
 	dst = appendMapHeader(dst, n)
 	if r.ID != 0 {
 		dst = appendUint(appendStr(dst, "id"), r.ID)
@@ -123,6 +123,9 @@ func AppendRequest(dst []byte, r *Request) []byte {
 	}
 	if r.Max != 0 {
 		dst = appendUint(appendStr(dst, "max"), uint64(r.Max))
+	}
+	if r.Full {
+		dst = appendBool(appendStr(dst, "full"), true)
 	}
 	return dst
 }
@@ -172,6 +175,9 @@ func DecodeRequest(b []byte, r *Request) error {
 			f, err = 14, decodeUint(&d, &r.Offset)
 		case "max":
 			f, err = 15, decodeUint(&d, &r.Max)
+		case "full":
+			f = 16
+			r.Full, err = d.readBool()
 		default:
 			err = d.skip()
 		}
@@ -182,7 +188,8 @@ func DecodeRequest(b []byte, r *Request) error {
 // AppendResponse appends the encoding of r to dst and returns the extended buffer.
 func AppendResponse(dst []byte, r *Response) []byte {
 	n := b2i(r.ID != 0) + b2i(r.Code != 0) + b2i(r.Message != "") + b2i(len(r.Value) != 0) +
-		b2i(r.Leader != "") + b2i(r.Session != 0) + b2i(len(r.Records) != 0) + b2i(r.NextOffset != 0)
+		b2i(r.Leader != "") + b2i(r.Session != 0) + b2i(len(r.Records) != 0) + b2i(r.NextOffset != 0) +
+		b2i(len(r.Entries) != 0)
 	dst = appendMapHeader(dst, n)
 	if r.ID != 0 {
 		dst = appendUint(appendStr(dst, "id"), r.ID)
@@ -207,6 +214,9 @@ func AppendResponse(dst []byte, r *Response) []byte {
 	}
 	if r.NextOffset != 0 {
 		dst = appendUint(appendStr(dst, "next"), r.NextOffset)
+	}
+	if len(r.Entries) != 0 {
+		dst = appendStreamRecords(appendStr(dst, "ents"), r.Entries)
 	}
 	return dst
 }
@@ -238,6 +248,9 @@ func DecodeResponse(b []byte, r *Response) error {
 			r.Records, err = d.readBinList()
 		case "next":
 			f, err = 8, decodeUint(&d, &r.NextOffset)
+		case "ents":
+			f = 9
+			r.Entries, err = d.readStreamRecords()
 		default:
 			err = d.skip()
 		}

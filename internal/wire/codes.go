@@ -55,9 +55,16 @@ const (
 	CodeBadScope Code = 17
 	// CodeUnknownSession means the session was never opened or was already closed.
 	CodeUnknownSession Code = 18
+	// CodeUnknownStream means the stream named does not exist (never created, or deleted).
+	CodeUnknownStream Code = 19
+	// CodeStreamExists means a stream of that name exists already.
+	CodeStreamExists Code = 20
+	// CodeOffsetTrimmed means a stream read asked for records below the partition's first
+	// offset, trimmed by retention; Response.NextOffset is the first offset available.
+	CodeOffsetTrimmed Code = 21
 
 	// lastCode is the highest code in the catalogue.
-	lastCode = CodeUnknownSession
+	lastCode = CodeOffsetTrimmed
 )
 
 // describe returns the stable name and the human-readable text of a catalogued code.
@@ -101,6 +108,12 @@ func (c Code) describe() (name, text string, ok bool) {
 		return "BadScope", "bad scope", true
 	case CodeUnknownSession:
 		return "UnknownSession", "unknown session", true
+	case CodeUnknownStream:
+		return "UnknownStream", "unknown stream", true
+	case CodeStreamExists:
+		return "StreamExists", "stream exists", true
+	case CodeOffsetTrimmed:
+		return "OffsetTrimmed", "offset trimmed", true
 	}
 	return "", "", false
 }
@@ -167,6 +180,12 @@ var (
 	ErrBadScope error = codeError(CodeBadScope)
 	// ErrUnknownSession matches CodeUnknownSession.
 	ErrUnknownSession error = codeError(CodeUnknownSession)
+	// ErrUnknownStream matches CodeUnknownStream.
+	ErrUnknownStream error = codeError(CodeUnknownStream)
+	// ErrStreamExists matches CodeStreamExists.
+	ErrStreamExists error = codeError(CodeStreamExists)
+	// ErrOffsetTrimmed matches CodeOffsetTrimmed.
+	ErrOffsetTrimmed error = codeError(CodeOffsetTrimmed)
 )
 
 // Error is a non-OK outcome carried by a Response: what a client gets back from

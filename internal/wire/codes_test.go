@@ -34,6 +34,9 @@ func TestCodeCatalogueIsAppendOnly(t *testing.T) {
 		{CodeNotReady, 16, "NotReady"},
 		{CodeBadScope, 17, "BadScope"},
 		{CodeUnknownSession, 18, "UnknownSession"},
+		{CodeUnknownStream, 19, "UnknownStream"},
+		{CodeStreamExists, 20, "StreamExists"},
+		{CodeOffsetTrimmed, 21, "OffsetTrimmed"},
 	}
 	for i, p := range pinned {
 		if uint16(p.code) != p.num {
@@ -73,7 +76,8 @@ func sentinels() []error {
 	return []error{nil, ErrNotLeader, ErrUnknownProcedure, ErrBadArguments, ErrProcedureError,
 		ErrOverloaded, ErrSessionExpired, ErrDivergent, ErrTimeout, ErrMalformed,
 		ErrProtocolVersion, ErrClusterMismatch, ErrUnknownOutcome, ErrInternal, ErrTooLarge,
-		ErrShuttingDown, ErrNotReady, ErrBadScope, ErrUnknownSession}
+		ErrShuttingDown, ErrNotReady, ErrBadScope, ErrUnknownSession, ErrUnknownStream, ErrStreamExists,
+		ErrOffsetTrimmed}
 }
 
 // TestSentinelPerCode checks that sentinel i has code i and that a decoded *Error matches

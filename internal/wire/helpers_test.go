@@ -63,6 +63,7 @@ func sampleRequests() []Request {
 		{ID: 9, Op: OpStreamRead, Stream: "events", Partition: -1, Max: 255},
 		{ID: 10, Op: OpStreamRead, Partition: -1 << 31},
 		{ID: 11, Op: OpStreamRead, Partition: 1<<31 - 1, Offset: 65536, Max: 65535},
+		{ID: 13, Op: OpStreamRead, Stream: "clicks", Partition: 2, Offset: 7, Full: true},
 		{ID: 12, Op: Op(200), Procedure: string(make([]byte, 40))}, // unknown op: still decodes
 		{},
 	}
@@ -76,6 +77,11 @@ func sampleResponses() []Response {
 		{ID: 3, Value: []byte{0x93, 1, 2, 3}},
 		{ID: 4, Code: CodeNotLeader, Message: "not the leader", Leader: "10.0.0.2:7400"},
 		{ID: 5, Records: [][]byte{[]byte("r1"), nil, []byte("r3")}, NextOffset: 1 << 35},
+		{ID: 6, NextOffset: 1<<64 - 1, Entries: []StreamRecord{
+			{Offset: 0, Key: []byte("k"), Value: []byte("v"), EventTime: 1_700_000_000_123},
+			{Offset: 1<<64 - 2, Value: make([]byte, 300), EventTime: -1 << 63},
+			{Offset: 5, Key: []byte("only key"), EventTime: 1<<63 - 1}}},
+		{ID: 7, Code: CodeOffsetTrimmed, Message: "offset 3 trimmed", NextOffset: 10},
 		{ID: 1<<64 - 1, Code: Code(1<<16 - 1), Message: string(make([]byte, 70000))},
 		{Code: CodeProtocolVersion, Message: "server speaks protocol version 1"},
 		{},

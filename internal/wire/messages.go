@@ -39,9 +39,10 @@ const (
 	OpCloseSession Op = 3
 	// OpStatus asks for the node's status. The Response carries it, msgpack-encoded, in Value.
 	OpStatus Op = 4
-	// OpStreamRead reads records of an output stream. Uses Stream, Partition, Offset, Max
-	// and Consistency. The Response carries the records in Records and the offset to read
-	// from next in NextOffset.
+	// OpStreamRead reads records of a stream. Uses Stream, Partition, Offset, Max, Full
+	// and Consistency. The Response carries the records (in Entries with Full, else the
+	// values alone in Records) and the offset to read from next in NextOffset. Without
+	// Full, the records returned have consecutive offsets ending just before NextOffset.
 	OpStreamRead Op = 5
 	// OpPing asks for an empty OK Response, to check the connection.
 	OpPing Op = 6
@@ -141,6 +142,9 @@ type Request struct {
 	// Max is the most records to return; the server may return fewer, and never more than
 	// MaxListLen (OpStreamRead).
 	Max uint32 `msgpack:"max,omitempty"`
+	// Full asks for full records (offset, key, value, event time) in Response.Entries,
+	// which may skip the offsets key compaction removed (OpStreamRead).
+	Full bool `msgpack:"full,omitempty"`
 }
 
 // Response is the server's answer to a Request, matched to it by ID. Responses on one
@@ -162,8 +166,11 @@ type Response struct {
 	Session uint64 `msgpack:"ses,omitempty"`
 	// Records are the stream records read, in offset order (OpStreamRead).
 	Records [][]byte `msgpack:"recs,omitempty"`
-	// NextOffset is the offset to read from next (OpStreamRead).
+	// NextOffset is the offset to read from next (OpStreamRead); with CodeOffsetTrimmed,
+	// the first offset available.
 	NextOffset uint64 `msgpack:"next,omitempty"`
+	// Entries are the full stream records read, in offset order (OpStreamRead with Full).
+	Entries []StreamRecord `msgpack:"ents,omitempty"`
 }
 
 // Err returns nil if r reports success, else an *Error with r's code, message and leader.

@@ -36,7 +36,12 @@ and the generic calls reach any built-in by name:
 	voter.vote                phone, 10 digits  VoteArgs             VoteResult
 	voter.results      MP RO  scope             NoArgs               []ContestantTotal
 	voter.area_totals  MP RO  scope             VoterAreaTotalsArgs  []AreaTotal
-	stream.append             partition key     StreamAppendArgs     uint64 (offset)
+	stream.create      MP     all partitions    StreamDefinition     StreamDefinition
+	stream.delete      MP     all partitions    StreamNameArgs       NoArgs
+	stream.list        MP RO  scope             NoArgs               []StreamDefinition
+	stream.describe    MP RO  scope             StreamNameArgs       StreamDescription
+	stream.append             record key        StreamAppendArgs     uint64 (offset)
+	stream.append_batch MP    records' keys     StreamAppendBatchArgs []uint64 (offsets)
 
 RO marks read-only procedures, MP multi-partition ones; "scope" means the procedure reads
 every partition of the input's scope (all partitions by default).

@@ -1,0 +1,87 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/partition"
+)
+
+// maxStreamRead bounds the records one stream read returns.
+const maxStreamRead = 1024
+
+// maxStreamReadBytes bounds the encoded records of one stream read, so that its response
+// always fits one frame: a read returns the records that fit, and always the first (a
+// record is at most partition.MaxValueBytes), and NextOffset follows the last returned.
+const maxStreamReadBytes = 2 << 20
+
+// recordOverheadBytes is the most a record adds to a legacy response (Records) besides
+// its data: a msgpack bin header.
+const recordOverheadBytes = 5
+
+// readStream serves a consumer from this replica's applied state: offsets are identical on
+// every replica, so a consumer may switch replicas without gaps or duplicates. A read
+// below the partition's first offset fails with OffsetTrimmed and NextOffset set to the
+// first offset available; a stream that does not exist fails with UnknownStream.
+//
+// With req.Full the records go in Entries, gaps of key compaction skipped. Without it
+// (clients before full records) the values alone go in Records, which must be
+// consecutive: the read stops before the first gap, and a read that starts in a gap
+// begins at the next live record.
+func (cc *clientConn) readStream(req *wire.Request) {
+	n := cc.n
+	if err := n.ready(); err != nil {
+		cc.fail(req.ID, err)
+		return
+	}
+	parts := n.state.Engine().Partitions()
+	if req.Partition < 0 || int(req.Partition) >= len(parts) {
+		cc.fail(req.ID, fmt.Errorf("%w: stream partition %d of %d", wire.ErrBadScope, req.Partition, len(parts)))
+		return
+	}
+	max := int(req.Max)
+	if max <= 0 || max > maxStreamRead {
+		max = maxStreamRead
+	}
+	recs, next, err := parts[req.Partition].ReadStream(req.Stream, req.Offset, max)
+	var trimmed *partition.OffsetTrimmedError
+	switch {
+	case errors.As(err, &trimmed):
+		resp := wire.ErrorResponse(req.ID, fmt.Errorf("%w: %v", wire.ErrOffsetTrimmed, err))
+		resp.NextOffset = trimmed.First
+		cc.reply(&resp)
+		return
+	case errors.Is(err, partition.ErrUnknownStream):
+		cc.fail(req.ID, fmt.Errorf("%w: %v", wire.ErrUnknownStream, err))
+		return
+	case err != nil:
+		cc.fail(req.ID, err)
+		return
+	}
+	resp := wire.Response{ID: req.ID, NextOffset: next}
+	size := 0
+	for i, r := range recs {
+		rec := wire.StreamRecord{Offset: r.Offset, Key: r.Key, Value: r.Value, EventTime: r.EventTime}
+		if req.Full {
+			size += wire.StreamRecordSize(&rec)
+		} else {
+			size += len(r.Value) + recordOverheadBytes
+		}
+		gap := i > 0 && r.Offset != recs[i-1].Offset+1
+		if (size > maxStreamReadBytes && i > 0) || (gap && !req.Full) {
+			resp.NextOffset = r.Offset
+			break
+		}
+		if req.Full {
+			resp.Entries = append(resp.Entries, rec)
+		} else {
+			resp.Records = append(resp.Records, r.Value)
+		}
+	}
+	if !req.Full && len(resp.Records) > 0 {
+		// Legacy clients number the records back from NextOffset.
+		resp.NextOffset = recs[len(resp.Records)-1].Offset + 1
+	}
+	cc.reply(&resp)
+}

@@ -1,0 +1,103 @@
+package partition
+
+import "fmt"
+
+// Stream operations of a Tx. A stream exists in a partition from the input that creates
+// it there (CreateStream) to the one that deletes it; the procedure layer's stream.create
+// and stream.delete do both on every partition at one log position, so a stream is
+// defined everywhere or nowhere. Appends run in log order, so offsets are identical on
+// every replica. Compaction and retention run when the appending input commits
+// (StreamConfig), so a failed input has nothing of them to undo.
+
+// CreateStream defines the stream name in this partition with cfg. It fails with
+// ErrBadName, ErrBadRetention or ErrStreamExists.
+func (tx *Tx) CreateStream(name string, cfg StreamConfig) error {
+	if err := tx.checkWritable(); err != nil {
+		return err
+	}
+	if err := checkName(name); err != nil {
+		return fmt.Errorf("stream %q: %w", name, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("stream %s: %w", name, err)
+	}
+	if tx.part.streams[name] != nil {
+		return fmt.Errorf("stream %s: %w", name, ErrStreamExists)
+	}
+	s := newStream(name, cfg)
+	tx.part.streams[name] = s
+	tx.run.undo = append(tx.run.undo, undoEntry{part: tx.part, stream: s, created: true})
+	return nil
+}
+
+// DeleteStream removes the stream name and its records from this partition. It fails
+// with ErrUnknownStream if there is none.
+func (tx *Tx) DeleteStream(name string) error {
+	if err := tx.checkWritable(); err != nil {
+		return err
+	}
+	s := tx.part.streams[name]
+	if s == nil {
+		return fmt.Errorf("stream %q: %w", name, ErrUnknownStream)
+	}
+	delete(tx.part.streams, name)
+	tx.run.undo = append(tx.run.undo, undoEntry{part: tx.part, stream: s, deleted: true})
+	return nil
+}
+
+// Append adds a record with copies of key and value to the stream of this partition and
+// returns its offset. eventTimeMs is the record's event time in Unix milliseconds; 0 means
+// the input's batch time. It fails with ErrUnknownStream for a stream not created here,
+// and with ErrEmptyKey, ErrKeyTooLarge or ErrValueTooLarge.
+func (tx *Tx) Append(streamName string, key, value []byte, eventTimeMs int64) (uint64, error) {
+	if err := tx.checkWritable(); err != nil {
+		return 0, err
+	}
+	if err := checkName(streamName); err != nil {
+		return 0, fmt.Errorf("stream %q: %w", streamName, err)
+	}
+	if err := checkKey(key); err != nil {
+		return 0, fmt.Errorf("stream %s: record key of %d bytes: %w", streamName, len(key), err)
+	}
+	if err := checkValue(value); err != nil {
+		return 0, fmt.Errorf("stream %s: record of %d bytes: %w", streamName, len(value), err)
+	}
+	s := tx.part.streams[streamName]
+	if s == nil {
+		return 0, fmt.Errorf("stream %s: %w", streamName, ErrUnknownStream)
+	}
+	if eventTimeMs == 0 {
+		eventTimeMs = tx.run.in.Time / 1e6
+	}
+	if !s.pending {
+		s.pending, s.settleFrom = true, len(s.ents)
+		tx.run.settle = append(tx.run.settle, s)
+	}
+	tx.run.undo = append(tx.run.undo, undoEntry{part: tx.part, stream: s, length: len(s.ents)})
+	data := make([]byte, len(key)+len(value))
+	copy(data, key)
+	copy(data[len(key):], value)
+	return s.append(data[:len(key):len(key)], data[len(key):], eventTimeMs), nil
+}
+
+// StreamLen returns the next offset of the named stream of this partition (the number of
+// offsets it has assigned, including the input's own appends), 0 if there is no such
+// stream.
+func (tx *Tx) StreamLen(streamName string) uint64 {
+	if s := tx.part.streams[streamName]; s != nil {
+		return s.next
+	}
+	return 0
+}
+
+// StreamInfo describes the named stream of this partition, as of the input's own
+// changes: compaction and retention of its appends have not run yet.
+func (tx *Tx) StreamInfo(name string) (StreamInfo, bool) {
+	if s := tx.part.streams[name]; s != nil {
+		return s.info(), true
+	}
+	return StreamInfo{}, false
+}
+
+// Streams returns the names of this partition's streams in ascending order.
+func (tx *Tx) Streams() []string { return sortedKeys(tx.part.streams) }
