@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +33,9 @@ import (
 //     replicas that kept up.
 //
 // Every 10 % of the run it samples the heap in use after a GC and each node's session
-// table (FSM.SessionStats, at its latest hash check) and snapshot metadata size. Nodes,
+// table (FSM.SessionStats, at its latest hash check) and snapshot metadata size; with
+// LOCKSTEP_SOAK_PROFILES set to a directory, it also writes a heap profile there at each
+// sample (heap-PP.pprof, PP the percentage of the run), to compare with pprof -diff_base. Nodes,
 // clients and load share this process, so the heap figure is every node's together. After
 // the load, it waits for the replicas to converge and for a final hash check, and fails
 // unless every node recorded the same partition hashes and meta hash (the session table
@@ -127,6 +130,9 @@ func BenchmarkSoakHeap(b *testing.B) {
 		}
 		if n%2 == 0 {
 			samples = append(samples, heap())
+			if dir := os.Getenv("LOCKSTEP_SOAK_PROFILES"); dir != "" {
+				writeHeapProfile(b, filepath.Join(dir, fmt.Sprintf("heap-%02d.pprof", n*5)))
+			}
 			logf("%s: heap in use %.1f MiB; %s; %s", since(start), samples[len(samples)-1], tables(c, dir), lazy)
 		}
 		n++
@@ -293,6 +299,17 @@ func applyCounts(n *replica.Node) (entries, applies float64) {
 		}
 	}
 	return entries, applies
+}
+
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // logf prints one line of the soak's record to stdout: testing keeps only the first ten
