@@ -44,6 +44,8 @@ type FSM struct {
 	sessionCount atomic.Int64
 	serving      atomic.Bool // cluster known, compatible, not divergent: see Serving
 
+	sessStats atomic.Pointer[SessionStats] // at the latest hash check: see SessionStats
+
 	// Scratch reused between applies.
 	metaBuf  []byte
 	metaIDs  []uint64

@@ -26,6 +26,7 @@ func (f *FSM) recordHashes(index uint64) {
 		return
 	}
 	rec := HashRecord{Index: index, Hashes: f.eng.Hashes(), Meta: f.metaHash()}
+	f.recordSessionStats(index)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.hashes = append(f.hashes, rec)
