@@ -155,6 +155,11 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		f.applyEntry(l.Index, e, res)
 	}
 	f.flush()
+	for i := range f.entries {
+		// The decoded items point into the entries' log data: drop them, so the scratch
+		// (kept for its capacity) does not hold the largest apply's log data alive.
+		clear(f.entries[i].Items[:cap(f.entries[i].Items)])
+	}
 	f.sessionCount.Store(int64(len(f.sess.byID)))
 	f.advance(last)
 	f.stats.publish(f.cfg.Observer, time.Since(start))
