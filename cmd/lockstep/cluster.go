@@ -85,16 +85,11 @@ func runClusterJoin(c *cli.Context) error {
 	case id == "":
 		return errors.New("cluster join needs the new node's id: --id ID")
 	}
-	ctx, cancel, err := commandContext(c)
+	ctx, cl, done, err := adminCommand(c)
 	if err != nil {
 		return err
 	}
-	defer cancel()
-	cl, err := openClient(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
+	defer done()
 	parts := c.Int("partitions")
 	if parts == 0 {
 		st, err := firstStatus(ctx, cl, c.StringSlice("addr"))
@@ -117,16 +112,11 @@ func runClusterRemove(c *cli.Context) error {
 		return errors.New("cluster remove needs exactly one NODE id")
 	}
 	id := c.Args().First()
-	ctx, cancel, err := commandContext(c)
+	ctx, cl, done, err := adminCommand(c)
 	if err != nil {
 		return err
 	}
-	defer cancel()
-	cl, err := openClient(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
+	defer done()
 	if err := cl.Remove(ctx, id); err != nil {
 		return fmt.Errorf("remove %s: %w", id, err)
 	}
@@ -139,16 +129,11 @@ func runTransferLeader(c *cli.Context) error {
 		return errors.New("cluster transfer-leader takes at most one NODE id")
 	}
 	target := c.Args().First()
-	ctx, cancel, err := commandContext(c)
+	ctx, cl, done, err := adminCommand(c)
 	if err != nil {
 		return err
 	}
-	defer cancel()
-	cl, err := openClient(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
+	defer done()
 	addrs := c.StringSlice("addr")
 	st, err := firstStatus(ctx, cl, addrs)
 	if err != nil {

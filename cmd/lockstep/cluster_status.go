@@ -62,16 +62,11 @@ func runClusterStatus(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel, err := commandContext(c)
+	ctx, cl, done, err := adminCommand(c)
 	if err != nil {
 		return err
 	}
-	defer cancel()
-	cl, err := openClient(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
+	defer done()
 	cs, failed, err := gatherStatus(ctx, cl)
 	if err != nil {
 		return err

@@ -73,3 +73,17 @@ func openClient(c *cli.Context) (*client.Client, error) {
 	}
 	return cl, nil
 }
+
+// adminCommand prepares one admin command: its context (c's, ended after --timeout) and a
+// Go client from openClient. done closes the client and ends the context.
+func adminCommand(c *cli.Context) (ctx context.Context, cl *client.Client, done func(), err error) {
+	ctx, cancel, err := commandContext(c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if cl, err = openClient(c); err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return ctx, cl, func() { cl.Close(); cancel() }, nil
+}

@@ -100,16 +100,11 @@ func builtinCatalog() []client.Procedure {
 
 // clusterCatalog asks the cluster at --addr for its procedures.
 func clusterCatalog(c *cli.Context) ([]client.Procedure, error) {
-	ctx, cancel, err := commandContext(c)
+	ctx, cl, done, err := adminCommand(c)
 	if err != nil {
 		return nil, err
 	}
-	defer cancel()
-	cl, err := openClient(c)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
+	defer done()
 	list, err := cl.ProceduresCatalog(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("procedures of the cluster at %s: %w", strings.Join(c.StringSlice("addr"), ","), err)

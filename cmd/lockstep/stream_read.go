@@ -54,16 +54,11 @@ func runStreamRead(c *cli.Context) error {
 	sigCtx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// Without --follow the whole command has --timeout; with it, each request has.
-	ctx, cancel, err := commandContext(c)
+	ctx, cl, done, err := adminCommand(c)
 	if err != nil {
 		return err
 	}
-	defer cancel()
-	cl, err := openClient(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
+	defer done()
 	if follow {
 		ctx = sigCtx
 	}
