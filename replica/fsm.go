@@ -100,6 +100,7 @@ func New(cfg Config, reg *procedures.Registry, log *slog.Logger) (*FSM, error) {
 		ReplicatedTables: reg.ReplicatedTables(),
 		Sequential:       cfg.Sequential,
 		MaxResultBytes:   cfg.MaxResultBytes,
+		Processors:       reg.Processors(),
 	}, reg.NewHandler)
 	if err != nil {
 		return nil, err
@@ -199,9 +200,14 @@ func (f *FSM) applyEntry(index uint64, e *batch.Entry, res *batch.Results) {
 			f.mu.Lock()
 			delete(f.nodes, string(it.Key))
 			f.mu.Unlock()
+		case batch.KindTick:
+			// Nothing but the entry's processor phase, below.
 		default:
 			res.Items[j].Err = fmt.Errorf("%w: %v", ErrUnknownKind, it.Kind)
 		}
+	}
+	if incompatible == nil {
+		f.endEntry(index, now)
 	}
 }
 
