@@ -91,7 +91,7 @@ func checkProcessors(ps []Processor) error {
 			return fmt.Errorf("%w: name %q", ErrBadProcessor, p.Name)
 		case seen[p.Name]:
 			return fmt.Errorf("%w: %s named twice", ErrBadProcessor, p.Name)
-		case checkName(p.Input+DeadLetterSuffix) != nil:
+		case checkName(p.Input) != nil || checkName(p.Input+DeadLetterSuffix) != nil:
 			return fmt.Errorf("%w: %s: input stream %q", ErrBadProcessor, p.Name, p.Input)
 		case p.Process == nil:
 			return fmt.Errorf("%w: %s: no Process function", ErrBadProcessor, p.Name)
