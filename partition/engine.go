@@ -19,6 +19,7 @@ type Engine struct {
 
 	procs     []procDef      // Config.Processors by name
 	procStats []ProcessStats // per partition, of the running processor phase
+	procPhase ProcessorPhase // the running processor phase
 	settle    []*stream      // streams deliver appended to
 	pending   atomic.Bool    // a processor had records left after the last phase
 }

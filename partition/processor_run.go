@@ -45,16 +45,17 @@ func (e *Engine) RunProcessors(ph ProcessorPhase) ProcessStats {
 	}
 	if len(e.procs) > 0 {
 		e.ensureDeadLetterStreams()
+		e.procPhase = ph // not &ph: that would allocate on every entry
 		if e.workers == nil {
 			for _, p := range e.parts {
 				p.mu.Lock()
-				e.runProcessorsOn(&e.main, p, &ph)
+				e.runProcessorsOn(&e.main, p, &e.procPhase)
 				p.mu.Unlock()
 			}
 		} else {
 			for _, w := range e.workers {
 				e.phase.Add(1)
-				w.jobs <- job{procs: &ph}
+				w.jobs <- job{procs: &e.procPhase}
 			}
 			e.phase.Wait()
 		}
