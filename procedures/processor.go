@@ -97,11 +97,11 @@ func RegisterProcessor(r *Registry, name, input string, fn func(tx *partition.Tx
 	if fn == nil || len(name) == 0 || len(name) > MaxNameBytes {
 		return fmt.Errorf("%w: processor %q", ErrBadProcessor, name)
 	}
-	if err := partition.ValidateProcessors([]partition.Processor{e.partition()}); err != nil {
-		return fmt.Errorf("%w: %w", ErrBadProcessor, err)
-	}
 	if path := r.cycleThrough(e); path != nil {
 		return fmt.Errorf("%w: %v", ErrProcessorCycle, path)
+	}
+	if err := partition.ValidateProcessors([]partition.Processor{e.partition()}); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadProcessor, err)
 	}
 	if r.processors == nil {
 		r.processors = map[string]*processorEntry{}
