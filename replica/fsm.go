@@ -280,8 +280,8 @@ func (f *FSM) queuedSessionIn(e *batch.Entry) bool {
 // flush executes the queued inputs and delivers their results. Where flushes fall does not
 // change any result or the session table: partitions run inputs in log order, and a result
 // goes into its session's cache only if the session has not acknowledged it meanwhile.
-// Flushes happen at the end of ApplyBatch, at hash checks (which need the partitions up
-// to date), and before an entry whose sessions have queued inputs (see applyEntry).
+// Flushes happen at the end of every entry, before its processor phase (endEntry), and at
+// hash checks (which need the partitions up to date).
 func (f *FSM) flush() {
 	if len(f.inputs) == 0 {
 		return
