@@ -371,3 +371,51 @@ func TestSnapshotRefusesOutbox(t *testing.T) {
 	}()
 	e.Snapshot()
 }
+
+// TestProcessorOnTick: the hook runs once per partition per phase, in its own Tx; a
+// failing hook leaves no effect.
+func TestProcessorOnTick(t *testing.T) {
+	const parts = 2
+	p := counting("c", false)
+	p.OnTick = func(tx *Tx) error {
+		if err := bump(tx, "ticks", []byte("n")); err != nil {
+			return err
+		}
+		if tx.Now().UnixNano() == testTime+1 {
+			return errHandler // this phase's tick is undone
+		}
+		return nil
+	}
+	e := newEngine(t, Config{Partitions: parts, Processors: []Processor{p}}, procStreamProcs)
+	for i := range int64(3) {
+		st := e.RunProcessors(ProcessorPhase{Time: testTime + i})
+		if want := map[bool]int{true: parts, false: 0}[i == 1]; st.TickErrors != want {
+			t.Fatalf("phase %d: %d tick errors, want %d", i, st.TickErrors, want)
+		}
+	}
+	for _, q := range e.Partitions() {
+		if n := counter(q, "ticks", "n"); n != 2 {
+			t.Fatalf("partition %d: %d ticks kept, want 2 (3 phases, one failed)", q.ID(), n)
+		}
+	}
+}
+
+// TestEmitUndelivered: a record emitted to a stream missing on its partition is dropped
+// at delivery and counted there.
+func TestEmitUndelivered(t *testing.T) {
+	const parts = 2
+	e := newEngine(t, Config{Partitions: parts}, procs{
+		"create-on-0": func(tx *Tx, in *Input, out []byte) ([]byte, error) {
+			return out, tx.CreateStream("out", StreamConfig{})
+		},
+		"emit": procStreamProcs["emit"],
+	})
+	mustExecute(t, e, Input{Procedure: "create-on-0", Key: []byte(keyOn(0, parts, 0)), Partition: 0, Time: testTime},
+		Input{Procedure: "emit", Key: []byte(keyOn(0, parts, 0)), Partition: 0, Args: []byte(keyOn(1, parts, 1)), Time: testTime})
+	if st := e.RunProcessors(ProcessorPhase{Time: testTime}); st.Undelivered != 1 || st.Delivered != 0 {
+		t.Fatalf("stats %+v: want 1 undelivered", st)
+	}
+	if n := counter(e.Partitions()[1], SysUndelivered, "out"); n != 1 {
+		t.Fatalf("undelivered count %d on the target partition, want 1", n)
+	}
+}
