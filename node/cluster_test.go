@@ -29,6 +29,10 @@ type clusterOptions struct {
 	// patientRaft raises Raft's timeouts (heartbeat and election 2s, leader lease 1s) for
 	// tests that must not see a leader change while the machine is loaded.
 	patientRaft bool
+	// processorBudget is replica.Config.ProcessorBudget; 0: the default.
+	processorBudget int
+	// processorTick is Config.ProcessorTickInterval; 0: the default.
+	processorTick time.Duration
 }
 
 // testLogger sends the nodes' warnings and errors to t.Log.
@@ -42,9 +46,10 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 		opts.partitions = 4
 	}
 	node := Config{
-		Replica:             replica.Config{Partitions: opts.partitions},
-		Logger:              testLogger(t),
-		HashCompareInterval: 200 * time.Millisecond,
+		Replica:               replica.Config{Partitions: opts.partitions, ProcessorBudget: opts.processorBudget},
+		Logger:                testLogger(t),
+		HashCompareInterval:   200 * time.Millisecond,
+		ProcessorTickInterval: opts.processorTick,
 	}
 	node.Sequencer.HashCheckInterval = 100 * time.Millisecond
 	if opts.idleChecksOnly {

@@ -41,7 +41,7 @@ func newMetrics(n *Node) *Metrics {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
-	m.Registry.MustRegister(m.inputs, m.entries, m.entryInputs, m.applySeconds,
+	m.Registry.MustRegister(m.inputs, m.entries, m.entryInputs, m.applySeconds, newProcessorCollector(n),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		gauge("lockstep_raft_is_leader", "1 if this node is the Raft leader.", func() float64 { return b2f(n.seq.IsLeader()) }),
 		gauge("lockstep_raft_term", "Current Raft term.", func() float64 { return float64(n.seq.Stats().Term) }),

@@ -66,6 +66,13 @@ type Config struct {
 	MaxInflightPerConn int
 	// Logger receives the node's logs. Default slog.Default().
 	Logger *slog.Logger
+	// ProcessorTickInterval is how often the leader appends a tick while processors have
+	// records pending, so that they go on without new input. Default 100ms.
+	ProcessorTickInterval time.Duration
+	// ProcessorIdleTickInterval is how often the leader appends a tick while no records
+	// are pending but a processor has an OnTick hook (windows waiting for time to pass).
+	// Default 1s.
+	ProcessorIdleTickInterval time.Duration
 	// AdminAddr is the address of the HTTP admin server (/metrics, /status, /healthz,
 	// /readyz; see AdminHandler); port 0 picks a free port. Default "": no admin server.
 	AdminAddr string
@@ -87,6 +94,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxInflightPerConn == 0 {
 		c.MaxInflightPerConn = 1024
 	}
+	if c.ProcessorTickInterval == 0 {
+		c.ProcessorTickInterval = 100 * time.Millisecond
+	}
+	if c.ProcessorIdleTickInterval == 0 {
+		c.ProcessorIdleTickInterval = time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -106,6 +119,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: data dir is required", ErrNodeConfig)
 	case c.MaxInflightPerConn < 1:
 		return fmt.Errorf("%w: max in-flight per connection must be positive", ErrNodeConfig)
+	case c.ProcessorTickInterval < 0 || c.ProcessorIdleTickInterval < 0:
+		return fmt.Errorf("%w: processor tick intervals must be positive", ErrNodeConfig)
 	}
 	for _, p := range c.Bootstrap {
 		if p.ID == "" || p.RaftAddr == "" || p.ClientAddr == "" {
@@ -213,11 +228,12 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	if len(cfg.Join) > 0 && len(cfg.Bootstrap) == 0 && seq.Stats().LastLogIndex == 0 {
 		n.startJoin(cfg.Join)
 	}
-	n.wg.Add(4)
+	n.wg.Add(5)
 	go n.acceptLoop()
 	go n.leaderLoop()
 	go n.hashCompareLoop()
 	go n.abstainLoop()
+	go n.processorTickLoop()
 	return n, nil
 }
 

@@ -31,6 +31,9 @@ type Config struct {
 	// replicated state (the session cache), so every replica of a cluster must use the
 	// same limit.
 	MaxResultBytes int
+	// Processors are the stream processors RunProcessors runs, in name order whatever
+	// their order here; names unique. Every replica of a cluster must have the same set.
+	Processors []Processor
 }
 
 // DefaultConfig returns a Config with every field at its default.
@@ -57,6 +60,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxResultBytes < 1 || c.MaxResultBytes > MaxResultBytesLimit {
 		return fmt.Errorf("%w: max result bytes %d not in 1..%d", ErrBadConfig, c.MaxResultBytes, MaxResultBytesLimit)
+	}
+	if err := checkProcessors(c.Processors); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for _, name := range c.ReplicatedTables {

@@ -16,16 +16,24 @@
 //     an error or panicked (invariant 2);
 //  5. keep each partition's state hash up to date incrementally as rows and records change.
 //
+// and for every call to RunProcessors, once at the end of each log entry: run the stream
+// processors over each partition's pending records, each record in its own Tx, and
+// deliver the records inputs and processors emitted to other partitions (Tx.Emit), in
+// (source partition, emit order). See processor.go and docs/streams.md.
+//
 // Usage:
 //
 //	eng, err := partition.NewEngine(partition.Config{Partitions: 4}, handler)
 //	...
 //	defer eng.Close()
 //	results := eng.Execute(inputs) // one Result per input, valid until the next Execute
+//	stats := eng.RunProcessors(partition.ProcessorPhase{Time: t, Seq: index}) // end of entry
 //
 // Contract for callers:
 //
-//   - Execute is called by one goroutine at a time (the replica's apply loop).
+//   - Execute and RunProcessors are called by one goroutine at a time (the replica's apply
+//     loop), RunProcessors after each log entry's inputs; Snapshot only between entries
+//     (outboxes must be empty, which the engine asserts).
 //   - Handlers are deterministic: no wall clock (use Tx.Now), no global randomness (use
 //     Tx.Rand), no goroutines, no I/O, no map iteration order leaking into writes or results.
 //   - Values passed to and returned from a Tx are only valid during the handler call; the Tx

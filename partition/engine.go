@@ -3,6 +3,7 @@ package partition
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // Engine executes ordered inputs against a fixed set of partitions: serially within a
@@ -15,6 +16,12 @@ type Engine struct {
 	results []Result
 	phase   sync.WaitGroup
 	stop    sync.WaitGroup
+
+	procs     []procDef      // Config.Processors by name
+	procStats []ProcessStats // per partition, of the running processor phase
+	procPhase ProcessorPhase // the running processor phase
+	settle    []*stream      // streams deliver appended to
+	pending   atomic.Bool    // a processor had records left after the last phase
 }
 
 // lane is what one goroutine needs to run inputs: a handler, a reusable run and an arena
@@ -24,15 +31,23 @@ type lane struct {
 	run   txRun
 	arena []byte
 	parts [1]*Partition
+	pin   Input // the input of a processor step
 }
 
 // worker runs one partition's share of a phase on its own goroutine.
 type worker struct {
 	lane
 	part *Partition
-	jobs chan []int // indices of the phase's inputs for this partition, in order
+	jobs chan job
 	todo []int
 	in   []Input // the batch of the current phase
+}
+
+// job is one phase's work for a worker: the indices of the phase's inputs for its
+// partition, in order, or a processor phase.
+type job struct {
+	todo  []int
+	procs *ProcessorPhase
 }
 
 // NewEngine returns an engine with cfg.Partitions empty partitions. newHandler is called
@@ -42,7 +57,7 @@ func NewEngine(cfg Config, newHandler func() Handler) (*Engine, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	e := &Engine{cfg: cfg}
+	e := &Engine{cfg: cfg, procs: newProcDefs(cfg.Processors), procStats: make([]ProcessStats, cfg.Partitions)}
 	e.parts = make([]*Partition, cfg.Partitions)
 	for i := range e.parts {
 		e.parts[i] = newPartition(i, cfg.ReplicatedTables)
@@ -52,7 +67,7 @@ func NewEngine(cfg Config, newHandler func() Handler) (*Engine, error) {
 	if !cfg.Sequential && cfg.Partitions > 1 {
 		e.workers = make([]*worker, cfg.Partitions)
 		for i := range e.workers {
-			w := &worker{lane: lane{h: newHandler()}, part: e.parts[i], jobs: make(chan []int, 1)}
+			w := &worker{lane: lane{h: newHandler()}, part: e.parts[i], jobs: make(chan job, 1)}
 			w.run.eng = e
 			e.workers[i] = w
 			e.stop.Add(1)
@@ -154,7 +169,7 @@ func (e *Engine) runPhase(in []Input, from, to int) {
 	for _, w := range e.workers {
 		if len(w.todo) > 0 {
 			e.phase.Add(1)
-			w.jobs <- w.todo
+			w.jobs <- job{todo: w.todo}
 		}
 	}
 	e.rejectBadPartitions(in, from, to)
@@ -172,9 +187,12 @@ func (e *Engine) rejectBadPartitions(in []Input, from, to int) {
 // work is a worker's loop: run each job's inputs on the worker's partition.
 func (e *Engine) work(w *worker) {
 	defer e.stop.Done()
-	for todo := range w.jobs {
+	for j := range w.jobs {
 		w.part.mu.Lock()
-		for _, i := range todo {
+		if j.procs != nil {
+			e.runProcessorsOn(&w.lane, w.part, j.procs)
+		}
+		for _, i := range j.todo {
 			e.runSingle(&w.lane, w.in, i)
 		}
 		w.part.mu.Unlock()

@@ -15,6 +15,7 @@ type Partition struct {
 	mu      sync.RWMutex // held for writing by the executor while it runs inputs here
 	tables  map[string]*table
 	streams map[string]*stream
+	outbox  []outRecord // records emitted to other partitions in this log entry: see Tx.Emit
 }
 
 func newPartition(id int, replicated []string) *Partition {

@@ -46,6 +46,7 @@ type streamSnapshot struct {
 // Snapshot copies the engine's state. Call it from the goroutine that calls Execute, between
 // calls; the copy stays valid whatever Execute does afterwards.
 func (e *Engine) Snapshot() *Snapshot {
+	e.checkOutboxesEmpty("snapshot")
 	s := &Snapshot{parts: make([]partSnapshot, len(e.parts))}
 	for i, p := range e.parts {
 		p.mu.RLock()
@@ -150,6 +151,7 @@ func (e *Engine) Restore(r io.Reader) error {
 		}
 		p.mu.Unlock()
 	}
+	e.updatePending()
 	return nil
 }
 

@@ -30,7 +30,8 @@ type undoEntry struct {
 	existed bool
 	created bool // the input created table or stream: rollback removes it again
 	deleted bool // the input deleted the stream: rollback puts it back
-	length  int  // the stream's entry count before the append
+	outbox  bool // an Emit to another partition: rollback truncates part's outbox
+	length  int  // the stream's entry count (or outbox length) before the append
 }
 
 // txRun is the state of one input's run shared by its views; reused from input to input.
@@ -45,7 +46,8 @@ type txRun struct {
 	pcg      rand.PCG
 	rng      *rand.Rand
 	rngSeed  bool
-	readOnly bool // a Query: every write fails with ErrReadOnlyTx
+	readOnly bool     // a Query: every write fails with ErrReadOnlyTx
+	proc     *procDef // the processor of a processor step; nil for an input
 }
 
 func (r *txRun) reset(in *Input, parts []*Partition) {
@@ -58,6 +60,7 @@ func (r *txRun) reset(in *Input, parts []*Partition) {
 	r.scanning = 0
 	r.done = false
 	r.rngSeed = false
+	r.proc = nil
 }
 
 // rollback undoes every change of the run, newest first.
@@ -65,6 +68,8 @@ func (r *txRun) rollback() {
 	for i := len(r.undo) - 1; i >= 0; i-- {
 		u := &r.undo[i]
 		switch {
+		case u.outbox:
+			u.part.truncateOutbox(u.length)
 		case u.created && u.stream != nil:
 			delete(u.part.streams, u.stream.name)
 		case u.deleted:
@@ -220,6 +225,9 @@ func (tx *Tx) checkWrite(table string, key []byte) error {
 	}
 	if err := checkName(table); err != nil {
 		return fmt.Errorf("table %q: %w", table, err)
+	}
+	if isSysTable(table) {
+		return fmt.Errorf("table %s: %w", table, ErrSystemTable)
 	}
 	if err := checkKey(key); err != nil {
 		return fmt.Errorf("table %s: key of %d bytes: %w", table, len(key), err)

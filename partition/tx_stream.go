@@ -12,7 +12,7 @@ import "fmt"
 // CreateStream defines the stream name in this partition with cfg. It fails with
 // ErrBadName, ErrBadRetention or ErrStreamExists.
 func (tx *Tx) CreateStream(name string, cfg StreamConfig) error {
-	if err := tx.checkWritable(); err != nil {
+	if err := tx.checkDefinitionChange(name); err != nil {
 		return err
 	}
 	if err := checkName(name); err != nil {
@@ -33,7 +33,7 @@ func (tx *Tx) CreateStream(name string, cfg StreamConfig) error {
 // DeleteStream removes the stream name and its records from this partition. It fails
 // with ErrUnknownStream if there is none.
 func (tx *Tx) DeleteStream(name string) error {
-	if err := tx.checkWritable(); err != nil {
+	if err := tx.checkDefinitionChange(name); err != nil {
 		return err
 	}
 	s := tx.part.streams[name]
@@ -48,13 +48,11 @@ func (tx *Tx) DeleteStream(name string) error {
 // Append adds a record with copies of key and value to the stream of this partition and
 // returns its offset. eventTimeMs is the record's event time in Unix milliseconds; 0 means
 // the input's batch time. It fails with ErrUnknownStream for a stream not created here,
-// and with ErrEmptyKey, ErrKeyTooLarge or ErrValueTooLarge.
+// with ErrEmptyKey, ErrKeyTooLarge or ErrValueTooLarge, and in a processor with
+// ErrUndeclaredStream for a stream it did not declare.
 func (tx *Tx) Append(streamName string, key, value []byte, eventTimeMs int64) (uint64, error) {
-	if err := tx.checkWritable(); err != nil {
+	if err := tx.checkStreamWrite(streamName); err != nil {
 		return 0, err
-	}
-	if err := checkName(streamName); err != nil {
-		return 0, fmt.Errorf("stream %q: %w", streamName, err)
 	}
 	if err := checkKey(key); err != nil {
 		return 0, fmt.Errorf("stream %s: record key of %d bytes: %w", streamName, len(key), err)
@@ -78,6 +76,19 @@ func (tx *Tx) Append(streamName string, key, value []byte, eventTimeMs int64) (u
 	copy(data, key)
 	copy(data[len(key):], value)
 	return s.append(data[:len(key):len(key)], data[len(key):], eventTimeMs), nil
+}
+
+// checkDefinitionChange refuses a stream definition change where the Tx may not make one:
+// a finished or read-only Tx, or a processor's (streams are defined on all partitions by
+// inputs; a processor runs on one).
+func (tx *Tx) checkDefinitionChange(name string) error {
+	if err := tx.checkWritable(); err != nil {
+		return err
+	}
+	if d := tx.run.proc; d != nil {
+		return fmt.Errorf("processor %s: create or delete stream %s: %w", d.Name, name, ErrUndeclaredStream)
+	}
+	return nil
 }
 
 // StreamLen returns the next offset of the named stream of this partition (the number of

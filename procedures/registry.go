@@ -53,6 +53,7 @@ type Registry struct {
 	procs      map[string]*entry
 	byID       []*entry
 	replicated []string
+	processors map[string]*processorEntry
 }
 
 // New returns an empty registry.
@@ -119,8 +120,8 @@ func (r *Registry) List() []Info {
 	return out
 }
 
-// Fingerprint summarises the procedure set (names, argument and result types, flags) and
-// the replicated tables. Nodes whose fingerprints differ must not form a cluster.
+// Fingerprint summarises the procedure set (names, argument and result types, flags),
+// the replicated tables and the processors (name, input, emitted streams, start, tick). Nodes whose fingerprints differ must not form a cluster.
 func (r *Registry) Fingerprint() uint64 {
 	d := xxhash.New()
 	for _, i := range r.List() {
@@ -128,6 +129,9 @@ func (r *Registry) Fingerprint() uint64 {
 	}
 	for _, t := range r.replicated {
 		fmt.Fprintf(d, "replicated|%s\n", t)
+	}
+	for _, p := range r.ListProcessors() {
+		fmt.Fprintf(d, "processor|%q|%q|%q|%t|%t\n", p.Name, p.Input, p.Emits, p.StartLatest, p.Tick)
 	}
 	return d.Sum64()
 }

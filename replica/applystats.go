@@ -18,6 +18,9 @@ type ApplyStats struct {
 	EntryItems []int
 	// Outcomes counts the inputs executed, by procedure and outcome.
 	Outcomes map[Outcome]int
+	// Processed counts the stream records processors handled; DeadLetters those of them
+	// that failed and went to a dead-letter stream.
+	Processed, DeadLetters int
 }
 
 // Outcome is a procedure and the code of one input's result.
@@ -44,4 +47,5 @@ func (s *ApplyStats) publish(o ApplyObserver, took time.Duration) {
 	}
 	clear(s.Outcomes)
 	s.EntryItems = s.EntryItems[:0]
+	s.Processed, s.DeadLetters = 0, 0
 }

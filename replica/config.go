@@ -40,6 +40,11 @@ type Config struct {
 	// partition.Config.MaxResultBytes). Default partition.DefaultMaxResultBytes. Results are
 	// replicated state: every node of a cluster must use the same value.
 	MaxResultBytes int
+	// ProcessorBudget is the most records each processor handles per partition per log
+	// entry; the rest waits for the next entry (a tick, if no input comes). Default
+	// partition.DefaultProcessorBudget. It decides where work falls in the log, so every
+	// node of a cluster must use the same value.
+	ProcessorBudget int
 }
 
 // DefaultConfig returns a Config with every field at its default.
@@ -51,6 +56,7 @@ func DefaultConfig() Config {
 		MaxCachedResultBytes: 16 << 20,
 		MaxSessions:          100000,
 		HashHistory:          64,
+		ProcessorBudget:      partition.DefaultProcessorBudget,
 	}
 }
 
@@ -74,6 +80,9 @@ func (c Config) withDefaults() Config {
 	if c.HashHistory == 0 {
 		c.HashHistory = d.HashHistory
 	}
+	if c.ProcessorBudget == 0 {
+		c.ProcessorBudget = d.ProcessorBudget
+	}
 	return c
 }
 
@@ -89,6 +98,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxCachedResultBytes %d is negative", partition.ErrBadConfig, c.MaxCachedResultBytes)
 	case c.MaxSessions < 1 || c.HashHistory < 1:
 		return fmt.Errorf("%w: MaxSessions and HashHistory must be positive", partition.ErrBadConfig)
+	case c.ProcessorBudget < 1:
+		return fmt.Errorf("%w: ProcessorBudget %d must be positive", partition.ErrBadConfig, c.ProcessorBudget)
 	}
 	return nil
 }

@@ -102,6 +102,7 @@ func New(cfg Config, reg *procedures.Registry, log *slog.Logger) (*FSM, error) {
 		ReplicatedTables: reg.ReplicatedTables(),
 		Sequential:       cfg.Sequential,
 		MaxResultBytes:   cfg.MaxResultBytes,
+		Processors:       reg.Processors(),
 	}, reg.NewHandler)
 	if err != nil {
 		return nil, err
@@ -206,9 +207,14 @@ func (f *FSM) applyEntry(index uint64, e *batch.Entry, res *batch.Results) {
 			f.mu.Lock()
 			delete(f.nodes, string(it.Key))
 			f.mu.Unlock()
+		case batch.KindTick:
+			// Nothing but the entry's processor phase, below.
 		default:
 			res.Items[j].Err = fmt.Errorf("%w: %v", ErrUnknownKind, it.Kind)
 		}
+	}
+	if incompatible == nil {
+		f.endEntry(index, now)
 	}
 }
 
@@ -281,8 +287,8 @@ func (f *FSM) queuedSessionIn(e *batch.Entry) bool {
 // flush executes the queued inputs and delivers their results. Where flushes fall does not
 // change any result or the session table: partitions run inputs in log order, and a result
 // goes into its session's cache only if the session has not acknowledged it meanwhile.
-// Flushes happen at the end of ApplyBatch, at hash checks (which need the partitions up
-// to date), and before an entry whose sessions have queued inputs (see applyEntry).
+// Flushes happen at the end of every entry, before its processor phase (endEntry), and at
+// hash checks (which need the partitions up to date).
 func (f *FSM) flush() {
 	if len(f.inputs) == 0 {
 		return

@@ -59,6 +59,10 @@ const (
 	KindNodeInfo Kind = 6
 	// KindRemoveNode forgets a node's addresses; Key holds its id.
 	KindRemoveNode Kind = 7
+	// KindTick does nothing but give the replicas a log entry, and so a processor phase:
+	// the leader appends one when processors have records pending or wait for time to
+	// pass, so that their work goes on without new input.
+	KindTick Kind = 8
 )
 
 func (k Kind) String() string {
@@ -77,6 +81,8 @@ func (k Kind) String() string {
 		return "node-info"
 	case KindRemoveNode:
 		return "remove-node"
+	case KindTick:
+		return "tick"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }

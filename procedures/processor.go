@@ -1,0 +1,187 @@
+package procedures
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/lockstepdb/lockstep/partition"
+)
+
+// Processor registration. A processor is Go code bound to an input stream: the engine
+// runs it on every partition after each log entry's inputs, over the partition's records
+// of the stream in offset order, each record in its own transaction (partition.Processor,
+// partition.Engine.RunProcessors, docs/streams.md). A processor bound to a stream that
+// does not exist yet waits for it: streams are created through the log, so that can only
+// be known at run time, and the status reports it as waiting.
+
+// Errors of RegisterProcessor; the registry is unchanged after each.
+var (
+	// ErrProcessorCycle is returned when a processor would close a cycle among the
+	// processors through their input and declared output streams (a processor emitting
+	// to its own input is one).
+	ErrProcessorCycle = errors.New("processor cycle")
+	// ErrDuplicateProcessor is returned when a processor name is registered twice.
+	ErrDuplicateProcessor = errors.New("processor already registered")
+	// ErrBadProcessor is returned for a bad processor name, stream name or function.
+	ErrBadProcessor = errors.New("bad processor definition")
+)
+
+// ProcessorInfo describes a registered processor.
+type ProcessorInfo struct {
+	// Name names the processor (its state is kept under it).
+	Name string
+	// Input is the stream it consumes.
+	Input string
+	// Emits lists the streams it may emit or append to, sorted.
+	Emits []string
+	// StartLatest: it starts at the stream's next offset when it first sees the stream,
+	// not at its first offset.
+	StartLatest bool
+	// Doc is a one-line description.
+	Doc string
+	// Tick reports whether it has an OnTick hook.
+	Tick bool
+}
+
+// ProcessorOption changes how a processor is registered.
+type ProcessorOption func(*processorEntry)
+
+type processorEntry struct {
+	info   ProcessorInfo
+	fn     func(*partition.Tx, partition.Record) error
+	onTick func(*partition.Tx) error
+}
+
+// StartEarliest starts the processor at the first offset its stream still holds when it
+// first sees the stream (the default).
+func StartEarliest() ProcessorOption { return func(e *processorEntry) { e.info.StartLatest = false } }
+
+// StartLatest starts the processor at its stream's next offset when it first sees the
+// stream: it handles only records appended afterwards.
+func StartLatest() ProcessorOption { return func(e *processorEntry) { e.info.StartLatest = true } }
+
+// Emits declares the streams the processor may emit (Tx.Emit) or append (Tx.Append) to;
+// writing any other stream fails the record (partition.ErrUndeclaredStream).
+func Emits(streams ...string) ProcessorOption {
+	return func(e *processorEntry) { e.info.Emits = append(e.info.Emits, streams...) }
+}
+
+// ProcessorDoc sets the processor's one-line description.
+func ProcessorDoc(text string) ProcessorOption { return func(e *processorEntry) { e.info.Doc = text } }
+
+// OnTick sets a hook the engine calls once per partition per processor phase, in a Tx of
+// its own, after the partition's records: for work that waits for time to pass, such as
+// window.Aggregate.Advance. An error undoes its effects.
+func OnTick(fn func(tx *partition.Tx) error) ProcessorOption {
+	return func(e *processorEntry) { e.onTick = fn }
+}
+
+// RegisterProcessor adds a processor named name consuming the stream input. fn handles
+// one record in its own transaction: its table writes, emitted records and the
+// processor's new position commit together; an error or panic undoes them and the record
+// goes to the dead-letter stream input+".dead". fn must be deterministic like a
+// procedure. It refuses a duplicate name (ErrDuplicateProcessor), bad names
+// (ErrBadProcessor) and a cycle among processors (ErrProcessorCycle).
+func RegisterProcessor(r *Registry, name, input string, fn func(tx *partition.Tx, rec partition.Record) error, opts ...ProcessorOption) error {
+	e := &processorEntry{info: ProcessorInfo{Name: name, Input: input}, fn: fn}
+	for _, o := range opts {
+		o(e)
+	}
+	slices.Sort(e.info.Emits)
+	e.info.Emits = slices.Compact(e.info.Emits)
+	e.info.Tick = e.onTick != nil
+	if _, dup := r.processors[name]; dup {
+		return fmt.Errorf("%w: %s", ErrDuplicateProcessor, name)
+	}
+	if fn == nil || len(name) == 0 || len(name) > MaxNameBytes {
+		return fmt.Errorf("%w: processor %q", ErrBadProcessor, name)
+	}
+	if path := r.cycleThrough(e); path != nil {
+		return fmt.Errorf("%w: %v", ErrProcessorCycle, path)
+	}
+	if err := partition.ValidateProcessors([]partition.Processor{e.partition()}); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadProcessor, err)
+	}
+	if r.processors == nil {
+		r.processors = map[string]*processorEntry{}
+	}
+	r.processors[name] = e
+	return nil
+}
+
+// MustRegisterProcessor is RegisterProcessor for processor sets fixed at compile time;
+// it panics on error.
+func MustRegisterProcessor(r *Registry, name, input string, fn func(tx *partition.Tx, rec partition.Record) error, opts ...ProcessorOption) {
+	if err := RegisterProcessor(r, name, input, fn, opts...); err != nil {
+		panic(err)
+	}
+}
+
+func (e *processorEntry) partition() partition.Processor {
+	return partition.Processor{Name: e.info.Name, Input: e.info.Input, Emits: e.info.Emits,
+		StartLatest: e.info.StartLatest, Process: e.fn, OnTick: e.onTick}
+}
+
+// cycleThrough returns the streams of a cycle the new processor e would close in the
+// graph whose edges go from each processor's input to each stream it emits, or nil.
+func (r *Registry) cycleThrough(e *processorEntry) []string {
+	next := map[string][]string{}
+	for _, p := range r.processors {
+		next[p.info.Input] = append(next[p.info.Input], p.info.Emits...)
+	}
+	next[e.info.Input] = append(next[e.info.Input], e.info.Emits...)
+	// A cycle through a new edge input → out exists iff input is reachable from out.
+	for _, out := range e.info.Emits {
+		if path := findPath(next, out, e.info.Input, map[string]bool{}); path != nil {
+			return append([]string{e.info.Input}, path...)
+		}
+	}
+	return nil
+}
+
+// findPath returns a path of streams from → … → to, or nil.
+func findPath(next map[string][]string, from, to string, seen map[string]bool) []string {
+	if from == to {
+		return []string{to}
+	}
+	if seen[from] {
+		return nil
+	}
+	seen[from] = true
+	for _, n := range next[from] {
+		if p := findPath(next, n, to, seen); p != nil {
+			return append([]string{from}, p...)
+		}
+	}
+	return nil
+}
+
+// Processors returns the registered processors as the engine runs them, by name.
+func (r *Registry) Processors() []partition.Processor {
+	out := make([]partition.Processor, 0, len(r.processors))
+	for _, info := range r.ListProcessors() {
+		out = append(out, r.processors[info.Name].partition())
+	}
+	return out
+}
+
+// ListProcessors describes every registered processor, by name.
+func (r *Registry) ListProcessors() []ProcessorInfo {
+	out := make([]ProcessorInfo, 0, len(r.processors))
+	for _, e := range r.processors {
+		info := e.info
+		info.Emits = slices.Clone(info.Emits)
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b ProcessorInfo) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}

@@ -1,0 +1,78 @@
+package procedures_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures"
+)
+
+func nopProcessor(*partition.Tx, partition.Record) error { return nil }
+
+// TestRegisterProcessorRefuses: a refused registration returns its typed error and leaves
+// the registry (its processors and its fingerprint) unchanged.
+func TestRegisterProcessorRefuses(t *testing.T) {
+	for i, tt := range []struct {
+		name, input string
+		emits       []string
+		want        error
+	}{
+		{"self", "a", []string{"a"}, procedures.ErrProcessorCycle},             // emits to its own input
+		{"back", "c", []string{"a"}, procedures.ErrProcessorCycle},             // a → b → c → a
+		{"back2", "b", []string{"x", "a"}, procedures.ErrProcessorCycle},       // a → b → a
+		{"ab", "z", nil, procedures.ErrDuplicateProcessor},                     // name taken
+		{"", "z", nil, procedures.ErrBadProcessor},                             // empty name
+		{"noinput", "", nil, procedures.ErrBadProcessor},                       // empty stream
+		{"badout", "z", []string{""}, procedures.ErrBadProcessor},              // empty emitted stream
+		{"longin", string(make([]byte, 125)), nil, procedures.ErrBadProcessor}, // no room for ".dead"
+	} {
+		r := procedures.New()
+		procedures.MustRegisterProcessor(r, "ab", "a", nopProcessor, procedures.Emits("b"))
+		procedures.MustRegisterProcessor(r, "bc", "b", nopProcessor, procedures.Emits("c"))
+		fp := r.Fingerprint()
+		err := procedures.RegisterProcessor(r, tt.name, tt.input, nopProcessor, procedures.Emits(tt.emits...))
+		if !errors.Is(err, tt.want) {
+			t.Errorf("#%d: got %v, want %v", i, err, tt.want)
+		}
+		if n := len(r.ListProcessors()); n != 2 || r.Fingerprint() != fp {
+			t.Errorf("#%d: registry changed by a refused registration (%d processors)", i, n)
+		}
+	}
+	// Not a cycle: a diamond, and a second consumer of a stream.
+	r := procedures.New()
+	procedures.MustRegisterProcessor(r, "ab", "a", nopProcessor, procedures.Emits("b", "c"))
+	procedures.MustRegisterProcessor(r, "bd", "b", nopProcessor, procedures.Emits("d"))
+	procedures.MustRegisterProcessor(r, "cd", "c", nopProcessor, procedures.Emits("d"))
+	procedures.MustRegisterProcessor(r, "ad", "a", nopProcessor, procedures.Emits("d"))
+}
+
+// TestProcessorFingerprint: nodes with different processor sets have different
+// fingerprints, so they refuse to form a cluster.
+func TestProcessorFingerprint(t *testing.T) {
+	base := func() *procedures.Registry { return procedures.New() }
+	fps := map[uint64]string{}
+	for name, reg := range map[string]func(*procedures.Registry){
+		"none":  func(*procedures.Registry) {},
+		"p":     func(r *procedures.Registry) { procedures.MustRegisterProcessor(r, "p", "a", nopProcessor) },
+		"q":     func(r *procedures.Registry) { procedures.MustRegisterProcessor(r, "q", "a", nopProcessor) },
+		"input": func(r *procedures.Registry) { procedures.MustRegisterProcessor(r, "p", "b", nopProcessor) },
+		"emits": func(r *procedures.Registry) {
+			procedures.MustRegisterProcessor(r, "p", "a", nopProcessor, procedures.Emits("x"))
+		},
+		"latest": func(r *procedures.Registry) {
+			procedures.MustRegisterProcessor(r, "p", "a", nopProcessor, procedures.StartLatest())
+		},
+		"tick": func(r *procedures.Registry) {
+			procedures.MustRegisterProcessor(r, "p", "a", nopProcessor, procedures.OnTick(func(*partition.Tx) error { return nil }))
+		},
+	} {
+		r := base()
+		reg(r)
+		fp := r.Fingerprint()
+		if other, dup := fps[fp]; dup {
+			t.Errorf("%s and %s have the same fingerprint", name, other)
+		}
+		fps[fp] = name
+	}
+}
