@@ -13,8 +13,8 @@ import (
 func streamCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "stream",
-		Usage: "create, list, describe, delete and read streams",
-		Subcommands: []*cli.Command{streamCreateCommand(), streamListCommand(), streamDescribeCommand(), streamDeleteCommand(), {
+		Usage: "create, list, describe, delete, read and tail streams",
+		Subcommands: []*cli.Command{streamCreateCommand(), streamListCommand(), streamDescribeCommand(), streamDeleteCommand(), streamTailCommand(), {
 			Name:      "read",
 			Usage:     "print the records of one partition of a stream: offset, event time, key, value",
 			ArgsUsage: "STREAM",
