@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/lockstepdb/lockstep/internal/canon"
 	"github.com/lockstepdb/lockstep/partition"
 )
 
@@ -43,6 +44,7 @@ func Doc(text string) Option { return func(i *Info) { i.Doc = text } }
 type entry struct {
 	info    Info
 	id      int
+	canon   bool // the result type may encode a map: results are rewritten canonically
 	newInst func() instance
 }
 
@@ -73,7 +75,7 @@ func Register[A, R any](r *Registry, name string, fn func(tx *partition.Tx, args
 	for _, o := range opts {
 		o(&info)
 	}
-	e := &entry{info: info, id: len(r.byID)}
+	e := &entry{info: info, id: len(r.byID), canon: canon.MayHoldMap(info.Result)}
 	e.newInst = func() instance { return &typed[A, R]{name: name, fn: fn, readOnly: info.ReadOnly} }
 	r.procs[name] = e
 	r.byID = append(r.byID, e)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/lockstepdb/lockstep/internal/canon"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -22,6 +23,7 @@ type runner struct {
 	dec   *msgpack.Decoder
 	w     appendWriter
 	enc   *msgpack.Encoder
+	canon []byte // scratch for canonical results
 }
 
 func newRunner(r *Registry) *runner {
@@ -54,8 +56,19 @@ func (r *runner) Run(tx *partition.Tx, in *partition.Input, out []byte) ([]byte,
 	r.w.b = out
 	r.enc.Reset(&r.w)
 	r.enc.SetSortMapKeys(true)
+	start := len(out)
 	err := inst.run(tx, &r.rd, r.dec, r.enc)
 	out, r.w.b = r.w.b, nil
+	if err == nil && e.canon {
+		// Results are cached in the replicated session table and hashed: a map's entries
+		// must come out in one order on every replica (SetSortMapKeys covers few types).
+		var c []byte
+		if c, err = canon.Msgpack(r.canon[:0], out[start:]); err != nil {
+			return out[:start], fmt.Errorf("%w: %s: %v", ErrResultEncoding, e.info.Name, err)
+		}
+		r.canon = c
+		out = append(out[:start], c...)
+	}
 	return out, err
 }
 

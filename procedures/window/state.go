@@ -3,6 +3,7 @@ package window
 import (
 	"fmt"
 
+	"github.com/lockstepdb/lockstep/internal/canon"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -20,7 +21,7 @@ type windowState[S any] struct {
 func encodeState[S any](st *windowState[S]) ([]byte, error) {
 	b, err := msgpack.Marshal(st)
 	if err == nil {
-		b, err = canonical(b)
+		b, err = canon.Msgpack(nil, b)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("window state: %w", err)

@@ -1,23 +1,26 @@
-package window
+// Package canon writes msgpack in a canonical form: every map's entries sorted by their
+// encoded keys. msgpack/v5 encodes a Go map in Go's random iteration order (its
+// SetSortMapKeys covers only map[string]string, map[string]bool and
+// map[string]interface{}), but bytes that replicas hash or cache — procedure results,
+// window state — must be equal on every replica (DESIGN.md invariant 1).
+package canon
 
 import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
-// canonical rewrites a msgpack value with the entries of every map, at any depth, sorted
-// by their encoded keys. msgpack encodes a Go map in Go's random iteration order (its
-// SetSortMapKeys covers only a few map types), but a window's state bytes are hashed and
-// must be equal on every replica (DESIGN.md invariant 1). The result decodes to the same
-// value.
-func canonical(b []byte) ([]byte, error) {
+// Msgpack rewrites the msgpack value b with the entries of every map, at any depth, sorted
+// by their encoded keys, appended to dst. The result decodes to the same value.
+func Msgpack(dst, b []byte) ([]byte, error) {
 	d := msgpack.NewDecoder(bytes.NewReader(b))
-	out, err := canonValue(d, make([]byte, 0, len(b)))
+	out, err := canonValue(d, dst)
 	if err != nil {
 		return nil, fmt.Errorf("canonical msgpack: %w", err)
 	}
@@ -79,4 +82,38 @@ func appendLen(out []byte, n int, fixed, c16, c32 byte) []byte {
 	default:
 		return binary.BigEndian.AppendUint32(append(out, c32), uint32(n))
 	}
+}
+
+// MayHoldMap reports whether a value of type t can encode a msgpack map: t is or contains
+// a map, an interface (which may hold one), or a type with its own encoder. Values of the
+// other types need no rewriting.
+func MayHoldMap(t reflect.Type) bool { return mayHoldMap(t, map[reflect.Type]bool{}) }
+
+var (
+	customEncoder = reflect.TypeFor[msgpack.CustomEncoder]()
+	marshaler     = reflect.TypeFor[msgpack.Marshaler]()
+)
+
+func mayHoldMap(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] {
+		return false // a recursive type: its other fields decide
+	}
+	seen[t] = true
+	if t.Implements(customEncoder) || t.Implements(marshaler) ||
+		reflect.PointerTo(t).Implements(customEncoder) || reflect.PointerTo(t).Implements(marshaler) {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Map, reflect.Interface:
+		return true
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return mayHoldMap(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if mayHoldMap(t.Field(i).Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
 }
