@@ -130,8 +130,9 @@ are []byte everywhere.
 
 A Client also carries the admin API, the counterpart of etcd's Cluster and Maintenance
 interfaces: Status (one node), ClusterStatus (every node the seeds lead to, reachable or
-not), Members (the membership as the leader records it), AddVoter, Remove and
-TransferLeadership. None of it uses the client session. Open returns a Client without
+not), Processors (one node's stream processors per partition: position, lag, dead
+letters, watermarks), Members (the membership as the leader records it), AddVoter,
+Remove and TransferLeadership. None of it uses the client session. Open returns a Client without
 contacting any node, so that Status and ClusterStatus work against a cluster that has no
 leader; Dial would wait for one.
 
@@ -141,7 +142,7 @@ leader; Dial would wait for one.
 	cs, err := c.ClusterStatus(ctx) // every node's Status, or its Err (ErrUnreachable, ...)
 	err = c.TransferLeadership(ctx, "n2")
 
-Status and ClusterStatus ask each node once: an unreachable node is reported, not hidden
+Status, Processors and ClusterStatus ask each node once: an unreachable node is reported, not hidden
 behind retries. Members, AddVoter, Remove and TransferLeadership go to the leader: the
 client follows NotLeader hints, and retries only attempts that provably did not run (a
 NotLeader, NotReady, Divergent, ShuttingDown or Overloaded answer, or a node it could not

@@ -55,25 +55,27 @@ func TestStatusFromWireCoversEveryField(t *testing.T) {
 		t.Fatalf("converted status\n got %s\nwant %s", got, want)
 	}
 	// And no field of Status is left zero: each comes from the wire.
-	var check func(v reflect.Value, path string)
-	check = func(v reflect.Value, path string) {
-		switch v.Kind() {
-		case reflect.Struct:
-			for i := range v.NumField() {
-				check(v.Field(i), path+"."+v.Type().Field(i).Name)
-			}
-		case reflect.Slice:
-			if v.Len() == 0 {
-				t.Errorf("%s is empty", path)
-			}
-			for i := range v.Len() {
-				check(v.Index(i), path)
-			}
-		default:
-			if v.IsZero() {
-				t.Errorf("%s is zero", path)
-			}
+	checkFilled(t, reflect.ValueOf(statusFromWire(&w)), "Status")
+}
+
+// checkFilled fails t for every field v reaches that is zero (or an empty slice).
+func checkFilled(t *testing.T, v reflect.Value, path string) {
+	t.Helper()
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			checkFilled(t, v.Field(i), path+"."+v.Type().Field(i).Name)
+		}
+	case reflect.Slice:
+		if v.Len() == 0 {
+			t.Errorf("%s is empty", path)
+		}
+		for i := range v.Len() {
+			checkFilled(t, v.Index(i), path)
+		}
+	default:
+		if v.IsZero() {
+			t.Errorf("%s is zero", path)
 		}
 	}
-	check(reflect.ValueOf(statusFromWire(&w)), "Status")
 }

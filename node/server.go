@@ -195,6 +195,8 @@ func (cc *clientConn) handle(req *wire.Request) {
 		cc.reply(&wire.Response{ID: req.ID, Value: v})
 	case wire.OpProcedures:
 		cc.procedures(req)
+	case wire.OpProcessors:
+		cc.processors(req)
 	case wire.OpStreamRead:
 		cc.readStream(req)
 	case wire.OpOpenSession:

@@ -42,6 +42,9 @@ type ProcessorInfo struct {
 	Doc string
 	// Tick reports whether it has an OnTick hook.
 	Tick bool
+	// Windows names the window operators (window.Config.Name) it runs, sorted, whose
+	// watermark and late count the node reports with the processor (see WindowOperators).
+	Windows []string
 }
 
 // ProcessorOption changes how a processor is registered.
@@ -77,6 +80,17 @@ func OnTick(fn func(tx *partition.Tx) error) ProcessorOption {
 	return func(e *processorEntry) { e.onTick = fn }
 }
 
+// WindowOperators declares the window operators (window.Aggregate, by Config.Name) the
+// processor runs, so that the node reports each one's watermark and late-record count with
+// the processor's status per partition (lockstep processors, Prometheus). The runtime
+// cannot tell which tables a processor's code uses; this declaration says it. It only
+// reports: it changes nothing the processor does, and is not part of the registry's
+// fingerprint. An operator named here that the processor does not run reports no
+// watermark.
+func WindowOperators(names ...string) ProcessorOption {
+	return func(e *processorEntry) { e.info.Windows = append(e.info.Windows, names...) }
+}
+
 // RegisterProcessor adds a processor named name consuming the stream input. fn handles
 // one record in its own transaction: its table writes, emitted records and the
 // processor's new position commit together; an error or panic undoes them and the record
@@ -91,11 +105,18 @@ func RegisterProcessor(r *Registry, name, input string, fn func(tx *partition.Tx
 	slices.Sort(e.info.Emits)
 	e.info.Emits = slices.Compact(e.info.Emits)
 	e.info.Tick = e.onTick != nil
+	slices.Sort(e.info.Windows)
+	e.info.Windows = slices.Compact(e.info.Windows)
 	if _, dup := r.processors[name]; dup {
 		return fmt.Errorf("%w: %s", ErrDuplicateProcessor, name)
 	}
 	if fn == nil || len(name) == 0 || len(name) > MaxNameBytes {
 		return fmt.Errorf("%w: processor %q", ErrBadProcessor, name)
+	}
+	for _, w := range e.info.Windows {
+		if w == "" || len(w)+len(".close") > partition.MaxNameBytes {
+			return fmt.Errorf("%w: processor %s: window operator %q", ErrBadProcessor, name, w)
+		}
 	}
 	if path := r.cycleThrough(e); path != nil {
 		return fmt.Errorf("%w: %v", ErrProcessorCycle, path)
@@ -172,6 +193,7 @@ func (r *Registry) ListProcessors() []ProcessorInfo {
 	for _, e := range r.processors {
 		info := e.info
 		info.Emits = slices.Clone(info.Emits)
+		info.Windows = slices.Clone(info.Windows)
 		out = append(out, info)
 	}
 	slices.SortFunc(out, func(a, b ProcessorInfo) int {

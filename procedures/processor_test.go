@@ -76,3 +76,24 @@ func TestProcessorFingerprint(t *testing.T) {
 		fps[fp] = name
 	}
 }
+
+// TestWindowOperators: the declared operators are listed sorted and once each, a bad name
+// is refused, and the declaration, which only reports, leaves the fingerprint alone.
+func TestWindowOperators(t *testing.T) {
+	r := procedures.New()
+	procedures.MustRegisterProcessor(r, "p", "a", nopProcessor, procedures.WindowOperators("w2", "w1", "w2"))
+	plain := procedures.New()
+	procedures.MustRegisterProcessor(plain, "p", "a", nopProcessor)
+	if got := r.ListProcessors()[0].Windows; len(got) != 2 || got[0] != "w1" || got[1] != "w2" {
+		t.Fatalf("Windows: got %q, want [w1 w2]", got)
+	}
+	if r.Fingerprint() != plain.Fingerprint() {
+		t.Fatal("declaring window operators changed the fingerprint")
+	}
+	for i, name := range []string{"", string(make([]byte, partition.MaxNameBytes))} {
+		err := procedures.RegisterProcessor(procedures.New(), "p", "a", nopProcessor, procedures.WindowOperators(name))
+		if !errors.Is(err, procedures.ErrBadProcessor) {
+			t.Errorf("#%d: got %v, want ErrBadProcessor", i, err)
+		}
+	}
+}

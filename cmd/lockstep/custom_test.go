@@ -99,6 +99,12 @@ func compactJSON(b []byte) string {
 // ends; its data lives in a temp dir of the test.
 func startCustomProc(t *testing.T) string {
 	t.Helper()
+	return startCustomProcNodes(t)[0]
+}
+
+// startCustomProcNodes is startCustomProc returning every node's client address.
+func startCustomProcNodes(t *testing.T) []string {
+	t.Helper()
 	exe := filepath.Join(t.TempDir(), "customproc")
 	args := []string{"build", "-o", exe}
 	if raceBuild {
@@ -149,11 +155,11 @@ func startCustomProc(t *testing.T) string {
 		if !ok || addrs == "" {
 			t.Fatalf("customproc printed %q, want its addresses", line)
 		}
-		return strings.Split(addrs, ",")[0]
+		return strings.Split(addrs, ",")
 	case <-exited:
 		t.Fatalf("customproc exited: %s", stderr.String())
 	case <-time.After(readyTimeout + 30*time.Second):
 		t.Fatalf("customproc printed no addresses: %s", stderr.String())
 	}
-	return ""
+	return nil
 }

@@ -7,6 +7,7 @@
 //	lockstep cluster ...      status, join, remove, transfer-leader
 //	lockstep invoke PROC      run a procedure with JSON arguments
 //	lockstep procedures       list the procedures
+//	lockstep processors       the stream processors per partition: position, lag, watermark
 //	lockstep stream read S    print an output stream's records
 //	lockstep demo             an embedded 3-node cluster under load, with failover
 //	lockstep completion bash  the shell completion script
@@ -55,6 +56,7 @@ func newApp() *cli.App {
 			clusterCommand(),
 			invokeCommand(),
 			proceduresCommand(),
+			processorsCommand(),
 			streamCommand(),
 			demoCommand(),
 			completionCommand(),

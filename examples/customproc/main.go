@@ -13,6 +13,12 @@
 //	go run ./examples/customproc -serve
 //	lockstep procedures --addr A
 //	lockstep invoke words.count --key doc-1 --args '{"Line": "to be or not to be"}' --addr A
+//
+// It also runs a stream processor, "lines.window", over stream "lines":
+//
+//	lockstep stream create lines --addr A
+//	lockstep invoke stream.append --key doc-1 --args '{"Stream": "lines", "Record": "aGk="}' --addr A
+//	lockstep processors --addr A
 package main
 
 import (
@@ -33,6 +39,7 @@ import (
 	"github.com/lockstepdb/lockstep/node"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/procedures/window"
 )
 
 // WordCountArgs are the arguments of "words.count": a line of text.
@@ -66,10 +73,38 @@ func countWords(tx *partition.Tx, args WordCountArgs) (int64, error) {
 	return distinct, err
 }
 
+// linesPer10s counts the records of each key in 10-second tumbling windows of event
+// time, writing each window's count to table "lines.per-10s" under key/start. Its state
+// is in the tables "lines.per-10s.*" of each partition (package window).
+func linesPer10s() *window.Aggregate[struct{}, int64] {
+	op, err := window.New(window.Config[struct{}, int64]{
+		Name:     "lines.per-10s",
+		Assigner: window.Tumbling{Size: 10_000},
+		Init:     func() int64 { return 0 },
+		Add:      func(n int64, _ struct{}) int64 { return n + 1 },
+		Emit: func(tx *partition.Tx, r window.Result[int64]) error {
+			key := binary.BigEndian.AppendUint64(append(append([]byte(nil), r.Key...), '/'), uint64(r.Start))
+			return tx.Put("lines.per-10s", key, binary.BigEndian.AppendUint64(nil, uint64(r.Value)))
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return op
+}
+
 func registry() *procedures.Registry {
 	r := procedures.Builtins()
 	procedures.MustRegister(r, "words.count", countWords,
 		procedures.Doc("key: document id; args: {line}; adds the line's words to the document's counts; returns its distinct words"))
+	// A stream processor: every record appended to stream "lines" (created with
+	// "lockstep stream create lines") is counted in its key's 10-second window. It
+	// declares its window operator, so "lockstep processors" shows its watermark.
+	op := linesPer10s()
+	procedures.MustRegisterProcessor(r, "lines.window", "lines", func(tx *partition.Tx, rec partition.Record) error {
+		return op.Process(tx, rec.Key, rec.EventTime, struct{}{})
+	}, procedures.OnTick(op.Advance), procedures.WindowOperators("lines.per-10s"),
+		procedures.ProcessorDoc("counts the records of stream lines per key in 10-second event-time windows"))
 	return r
 }
 

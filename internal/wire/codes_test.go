@@ -180,7 +180,7 @@ func TestOpString(t *testing.T) {
 		{OpInvoke, "Invoke"}, {OpOpenSession, "OpenSession"}, {OpCloseSession, "CloseSession"},
 		{OpStatus, "Status"}, {OpStreamRead, "StreamRead"}, {OpPing, "Ping"}, {OpJoin, "Join"},
 		{OpRemove, "Remove"}, {OpTransferLeader, "TransferLeader"}, {OpProcedures, "Procedures"},
-		{Op(0), "Op(0)"}, {Op(11), "Op(11)"},
+		{OpProcessors, "Processors"}, {Op(0), "Op(0)"}, {Op(12), "Op(12)"},
 	}
 	for i, tt := range tests {
 		if got := tt.op.String(); got != tt.want {
@@ -191,7 +191,7 @@ func TestOpString(t *testing.T) {
 		op  Op
 		num uint8
 	}{{OpInvoke, 1}, {OpOpenSession, 2}, {OpCloseSession, 3}, {OpStatus, 4}, {OpStreamRead, 5}, {OpPing, 6},
-		{OpJoin, 7}, {OpRemove, 8}, {OpTransferLeader, 9}, {OpProcedures, 10}}
+		{OpJoin, 7}, {OpRemove, 8}, {OpTransferLeader, 9}, {OpProcedures, 10}, {OpProcessors, 11}}
 	for i, p := range pinned {
 		if uint8(p.op) != p.num {
 			t.Errorf("#%d: got %d, want %d", i, uint8(p.op), p.num)

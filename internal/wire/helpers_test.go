@@ -49,6 +49,7 @@ func sampleRequests() []Request {
 		{ID: 3, Op: OpCloseSession, Session: 1 << 40},
 		{ID: 4, Op: OpStatus},
 		{ID: 13, Op: OpProcedures},
+		{ID: 14, Op: OpProcessors},
 		{
 			ID: 1<<64 - 1, Op: OpInvoke, Session: 7, Seq: 300, AckThrough: 299,
 			Procedure: "kv.put", Key: []byte("user:42"), HasKey: true,

@@ -59,6 +59,11 @@ const (
 	// Value: a msgpack array of procedure entries (the encoding of []schema.Procedure,
 	// package procedures/schema; docs/protocol.md lists the keys).
 	OpProcedures Op = 10
+	// OpProcessors asks for the node's processors' state per partition. Uses no other
+	// field; any node answers, ready or not, from its applied state, without the log. The
+	// Response carries a msgpack array of ProcessorStatus in Value, by processor name, then
+	// partition.
+	OpProcessors Op = 11
 )
 
 // JoinArgs describes a node asking to join a cluster (OpJoin).
@@ -97,6 +102,8 @@ func (o Op) String() string {
 		return "TransferLeader"
 	case OpProcedures:
 		return "Procedures"
+	case OpProcessors:
+		return "Processors"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }

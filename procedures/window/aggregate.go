@@ -85,8 +85,8 @@ type LateRecord[R any] struct {
 //  3. the record is placed: in every window it falls in that is still open (End +
 //     AllowedLateness > watermark), created with Init if absent, through Add. For
 //     Session, its window [t, t+Gap) first merges with the open sessions of its key it
-//     overlaps (Merge, in start order). A record placed in no window is late and goes
-//     to Late. A window that has fired and takes the record emits a new revision at once;
+//     overlaps (Merge, in start order). A record placed in no window is late: it is
+//     counted (ReadOperator) and goes to Late. A window that has fired and takes the record emits a new revision at once;
 //  4. windows are closed again (a new window may already be behind the watermark).
 //
 // Closing up to watermark wm fires every window with End ≤ wm that has not fired, by End,
@@ -107,7 +107,7 @@ type Aggregate[R, S any] struct {
 // Tables names the tables of an Aggregate: all are ordinary partition tables, hashed,
 // snapshotted and rolled back with the rest of the partition.
 type Tables struct {
-	Watermark string // Name + ".wm": the watermark's one row
+	Watermark string // Name + ".wm": the watermark's row and the late-record count (ReadOperator)
 	State     string // Name + ".win": key‖start → msgpack of the window's state
 	Fire      string // Name + ".fire": end‖key‖start, one row per window not yet fired
 	Close     string // Name + ".close": (end+lateness)‖key‖start, one row per window
@@ -181,10 +181,15 @@ func (a *Aggregate[R, S]) Process(tx *partition.Tx, key []byte, t int64, rec R) 
 	if err != nil {
 		return err
 	}
-	if !placed && a.cfg.Late != nil {
-		l := LateRecord[R]{Key: key, EventTime: t, Value: rec, Watermark: wm}
-		if err := a.cfg.Late(tx, l); err != nil {
+	if !placed {
+		if err := a.countLate(tx); err != nil {
 			return err
+		}
+		if a.cfg.Late != nil {
+			l := LateRecord[R]{Key: key, EventTime: t, Value: rec, Watermark: wm}
+			if err := a.cfg.Late(tx, l); err != nil {
+				return err
+			}
 		}
 	}
 	return a.closeUpTo(tx, wm)

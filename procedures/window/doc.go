@@ -23,8 +23,8 @@ type R (Init, Add, and Merge for sessions). For each record it does, in the reco
  3. close every window whose end + AllowedLateness the watermark has passed: its Final
     result goes to Emit and its state is deleted;
  4. add the record to every window it falls in that is still open; a window that has
-    already fired emits its next revision at once; a record with no open window is late
-    and goes to Late instead;
+    already fired emits its next revision at once; a record with no open window is late:
+    it is counted and goes to Late instead;
  5. fire and close again, for windows created behind the watermark.
 
 Advance does steps 1 (with the idle rule only), 2 and 3 when time passes with no record.
@@ -68,7 +68,8 @@ hold the current answer; those that want one answer per window keep only Final r
     partition that owns the records, and fail that Tx when they return an error: the Tx
     then undoes every change of the step (DESIGN.md invariant 2).
   - Everything the operator remembers is in four tables of that partition, named after
-    Config.Name: Name.wm (the watermark), Name.win (window states by key and start),
+    Config.Name: Name.wm (the watermark and the late-record count; ReadOperator reads
+    them from outside a Tx), Name.win (window states by key and start),
     Name.fire (windows not yet fired, by end) and Name.close (open windows, by end +
     AllowedLateness). Nothing else may write them. Being partition tables, they are
     replicated by the log, hashed, snapshotted and rolled back like any other.

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/partition"
+)
+
+// TestCLIProcessors runs the real binary against examples/customproc's three nodes, whose
+// processor "lines.window" counts stream "lines" in 10-second windows (operator
+// "lines.per-10s"): it waits while the stream does not exist, then every node shows its
+// position advancing to the stream's end, lag 0, and the operator's watermark and late
+// count, in the table and in JSON.
+func TestCLIProcessors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := buildBinary(t)
+	addrs := startCustomProcNodes(t)
+	addr := addrs[0]
+	procs := func(node string) []client.ProcessorStatus {
+		t.Helper()
+		var rows []client.ProcessorStatus
+		r := mustRun(t, bin, "processors", "--addr", addr, "--node", node, "-o", "json")
+		if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+			t.Fatalf("processors -o json: %v\n%v", err, r)
+		}
+		return rows
+	}
+
+	rows := procs(addr)
+	if len(rows) < 2 {
+		t.Fatalf("want a row per partition, got %+v", rows)
+	}
+	for i, r := range rows {
+		if r.Processor != "lines.window" || r.Input != "lines" || r.Partition != i || !r.Waiting ||
+			len(r.Windows) != 1 || r.Windows[0].Operator != "lines.per-10s" || r.Windows[0].HasWatermark {
+			t.Fatalf("#%d before the stream exists: %+v", i, r)
+		}
+	}
+	table := mustRun(t, bin, "processors", "--addr", addr).stdout
+	head, _, _ := strings.Cut(table, "\n")
+	if want := "PROCESSOR INPUT PARTITION POSITION END LAG WATERMARK LATE DEAD SKIPPED STATE"; strings.Join(strings.Fields(head), " ") != want {
+		t.Fatalf("table header: got\n%s\nwant %q", table, want)
+	}
+	if n := strings.Count(table, "waiting"); n != len(rows) {
+		t.Fatalf("table: %d rows waiting, want %d:\n%s", n, len(rows), table)
+	}
+
+	mustRun(t, bin, "stream", "create", "lines", "--addr", addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := client.Dial(ctx, client.Config{Addrs: addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	const base = 1_700_000_000_000 // 2023-11-14T22:13:20Z, a window boundary
+	appendLines := func(times ...int64) {
+		t.Helper()
+		recs := make([]client.StreamRecord, len(times))
+		for i, ms := range times {
+			recs[i] = client.StreamRecord{Key: "doc-1", Value: []byte("line"), EventTime: time.UnixMilli(base + ms)}
+		}
+		if _, err := cl.AppendBatch(ctx, "lines", recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	part := partition.PartitionOf([]byte("doc-1"), len(rows))
+	// waitRow waits until node shows the processor at the end of the partition, at pos.
+	waitRow := func(node string, pos uint64, wm int64, late uint64) {
+		t.Helper()
+		testutil.WaitFor(t, 30*time.Second, func() error {
+			r := procs(node)[part]
+			w := r.Windows[0]
+			if r.Waiting || r.Position != pos || r.End != pos || r.Lag != 0 || r.DeadLetters != 0 ||
+				!w.HasWatermark || w.Watermark != base+wm || w.Late != late {
+				return fmt.Errorf("%s: %+v, want position = end = %d, watermark base+%d, %d late", node, r, pos, wm, late)
+			}
+			return nil
+		})
+	}
+	var first []int64
+	for i := range 20 {
+		first = append(first, int64(i)*1000)
+	}
+	appendLines(first...)
+	for _, a := range addrs {
+		waitRow(a, 20, 19_000, 0)
+	}
+	// Positions advance; a record for the closed window [base, base+10s) is late.
+	appendLines(25_000, 29_000, 3_000)
+	waitRow(addrs[1], 23, 29_000, 1)
+
+	table = mustRun(t, bin, "processors", "--addr", addr, "--node", addrs[2]).stdout
+	want := strings.Fields(fmt.Sprintf("lines.window lines %d 23 23 0 2023-11-14T22:13:49.000Z 1 0 0 running", part))
+	found := false
+	for _, line := range strings.Split(table, "\n") {
+		found = found || strings.Join(strings.Fields(line), " ") == strings.Join(want, " ")
+	}
+	if !found {
+		t.Fatalf("table lacks the row %q:\n%s", strings.Join(want, " "), table)
+	}
+
+	// Bad input: a node nobody listens at, and an unknown format.
+	free := freeAddrs(t, 1)[0]
+	checkFailure(t, run(t, bin, "processors", "--addr", addr, "--node", free), "--node "+free)
+	checkFailure(t, run(t, bin, "processors", "--addr", addr, "-o", "yaml"), `--output "yaml"`)
+}
+
+// TestWindowCells: a processor's WATERMARK is the lowest of its operators', "-" while one
+// has none; LATE is their sum; both "-" without operators.
+func TestWindowCells(t *testing.T) {
+	wm := func(ms int64) client.WindowStatus {
+		return client.WindowStatus{Watermark: ms, HasWatermark: true, Late: 1}
+	}
+	for i, tt := range []struct {
+		ws              []client.WindowStatus
+		watermark, late string
+	}{
+		{nil, "-", "-"},
+		{[]client.WindowStatus{{Late: 2}}, "-", "2"},
+		{[]client.WindowStatus{wm(1_700_000_000_123)}, "2023-11-14T22:13:20.123Z", "1"},
+		{[]client.WindowStatus{wm(2000), wm(1000), wm(3000)}, "1970-01-01T00:00:01.000Z", "3"},
+		{[]client.WindowStatus{wm(2000), {}}, "-", "1"},
+		{[]client.WindowStatus{{}, wm(2000)}, "-", "1"},
+	} {
+		if w, l := windowCells(tt.ws); w != tt.watermark || l != tt.late {
+			t.Errorf("#%d: got %q, %q; want %q, %q", i, w, l, tt.watermark, tt.late)
+		}
+	}
+}
