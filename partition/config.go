@@ -31,6 +31,14 @@ type Config struct {
 	// replicated state (the session cache), so every replica of a cluster must use the
 	// same limit.
 	MaxResultBytes int
+	// Changelogs maps a table to the stream it publishes its changes to: every Put of the
+	// table, and every Delete of an existing row, appends a record to that stream of the
+	// same partition in the same Tx (see DecodeChange for the records). Tables must be
+	// ordinary (not replicated, not sys.*) and each stream is the changelog of one table.
+	// The streams are created like any other; a write to a publishing table fails with
+	// ErrUnknownStream while its stream does not exist. Every replica of a cluster must
+	// have the same map.
+	Changelogs map[string]string
 	// Processors are the stream processors RunProcessors runs, in name order whatever
 	// their order here; names unique. Every replica of a cluster must have the same set.
 	Processors []Processor
@@ -74,5 +82,5 @@ func (c Config) Validate() error {
 		}
 		seen[name] = true
 	}
-	return nil
+	return checkChangelogs(c.Changelogs, c.ReplicatedTables)
 }

@@ -348,15 +348,18 @@ func runLog(t *rapid.T, cfg Config, log []Input, chunks []int) ([]result, string
 // inputs gives byte-identical results, state and hashes whether it runs on the calling
 // goroutine (Sequential) or on one worker per partition, and whatever the batch boundaries.
 func TestDeterminism(t *testing.T) {
-	var total struct{ ok, failed, panicked int }
+	var total struct{ ok, failed, panicked, changes int }
 	rapid.Check(t, func(t *rapid.T) {
 		parts := rapid.SampledFrom([]int{1, 2, 3, 4, 7}).Draw(t, "partitions")
 		log := genLog(t, parts)
-		cfg := Config{Partitions: parts, ReplicatedTables: []string{"rep"}}
+		// t1 publishes its changes to s1, which scripts create, delete and append to too.
+		cfg := Config{Partitions: parts, ReplicatedTables: []string{"rep"}, Changelogs: map[string]string{"t1": "s1"}}
 		seq := cfg
 		seq.Sequential = true
 
 		wantRes, wantState := runLog(t, seq, log, nil)
+		// Changelog records of t1 left in s1: puts ("+…") and tombstones ("-").
+		total.changes += strings.Count(wantState, `="+`) + strings.Count(wantState, `="-"`)
 		chunks := rapid.SliceOfN(rapid.IntRange(1, 64), 1, 20).Draw(t, "chunks")
 		runs := []struct {
 			name   string
@@ -390,7 +393,7 @@ func TestDeterminism(t *testing.T) {
 		}
 	})
 	// The logs must exercise what the invariant is about.
-	if total.ok == 0 || total.failed == 0 || total.panicked == 0 {
+	if total.ok == 0 || total.failed == 0 || total.panicked == 0 || total.changes == 0 {
 		t.Errorf("generated inputs: %+v; want some of each", total)
 	}
 	t.Logf("generated inputs: %+v", total)

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 )
@@ -57,6 +58,7 @@ func NewEngine(cfg Config, newHandler func() Handler) (*Engine, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	cfg.Changelogs = maps.Clone(cfg.Changelogs) // the caller's map may change; ours must not
 	e := &Engine{cfg: cfg, procs: newProcDefs(cfg.Processors), procStats: make([]ProcessStats, cfg.Partitions)}
 	e.parts = make([]*Partition, cfg.Partitions)
 	for i := range e.parts {

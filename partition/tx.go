@@ -193,6 +193,8 @@ func (tx *Tx) Get(table string, key []byte) ([]byte, bool) {
 
 // Put stores a copy of value under key in table, creating the table if needed. Writing a
 // replicated table writes its copy in every partition and needs an input that reaches all.
+// For a table that publishes its changes (Config.Changelogs) it also appends the change to
+// the changelog stream, or fails, changing nothing, if that stream does not exist.
 func (tx *Tx) Put(name string, key, value []byte) error {
 	if err := tx.checkWrite(name, key); err != nil {
 		return err
@@ -200,23 +202,47 @@ func (tx *Tx) Put(name string, key, value []byte) error {
 	if err := checkValue(value); err != nil {
 		return fmt.Errorf("put %s: %d bytes: %w", name, len(value), err)
 	}
+	cl, err := tx.changelogFor(name, 1+len(value))
+	if err != nil {
+		return err
+	}
 	stored := append(make([]byte, 0, len(value)), value...)
-	return tx.eachCopy(name, true, func(p *Partition, t *table) {
+	if err := tx.eachCopy(name, true, func(p *Partition, t *table) {
 		k, old, existed := t.put(key, stored)
 		tx.run.undo = append(tx.run.undo, undoEntry{part: p, table: t, key: k, old: old, existed: existed})
-	})
+	}); err != nil {
+		return err
+	}
+	if cl != nil {
+		tx.appendChange(cl, key, value, false)
+	}
+	return nil
 }
 
-// Delete removes key from table; deleting an absent key is not an error.
+// Delete removes key from table; deleting an absent key is not an error. For a table that
+// publishes its changes, deleting an existing row appends a tombstone to the changelog
+// stream (an absent one appends nothing), and a missing stream fails the Delete.
 func (tx *Tx) Delete(name string, key []byte) error {
 	if err := tx.checkWrite(name, key); err != nil {
 		return err
 	}
-	return tx.eachCopy(name, false, func(p *Partition, t *table) {
+	cl, err := tx.changelogFor(name, 1)
+	if err != nil {
+		return err
+	}
+	deleted := false
+	if err := tx.eachCopy(name, false, func(p *Partition, t *table) {
 		if k, old, existed := t.delete(key); existed {
 			tx.run.undo = append(tx.run.undo, undoEntry{part: p, table: t, key: k, old: old, existed: true})
+			deleted = true
 		}
-	})
+	}); err != nil {
+		return err
+	}
+	if cl != nil && deleted {
+		tx.appendChange(cl, key, nil, true)
+	}
+	return nil
 }
 
 func (tx *Tx) checkWrite(table string, key []byte) error {

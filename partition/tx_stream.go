@@ -67,15 +67,21 @@ func (tx *Tx) Append(streamName string, key, value []byte, eventTimeMs int64) (u
 	if eventTimeMs == 0 {
 		eventTimeMs = tx.run.in.Time / 1e6
 	}
+	data := make([]byte, len(key)+len(value))
+	copy(data, key)
+	copy(data[len(key):], value)
+	return tx.appendOwned(s, data[:len(key):len(key)], data[len(key):], eventTimeMs), nil
+}
+
+// appendOwned appends a record whose key and value the Tx owns to s, a stream of the
+// Tx's partition, undone if the Tx fails and settled when it commits.
+func (tx *Tx) appendOwned(s *stream, key, value []byte, eventTimeMs int64) uint64 {
 	if !s.pending {
 		s.pending, s.settleFrom = true, len(s.ents)
 		tx.run.settle = append(tx.run.settle, s)
 	}
 	tx.run.undo = append(tx.run.undo, undoEntry{part: tx.part, stream: s, length: len(s.ents)})
-	data := make([]byte, len(key)+len(value))
-	copy(data, key)
-	copy(data[len(key):], value)
-	return s.append(data[:len(key):len(key)], data[len(key):], eventTimeMs), nil
+	return s.append(key, value, eventTimeMs)
 }
 
 // checkDefinitionChange refuses a stream definition change where the Tx may not make one:

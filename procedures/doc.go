@@ -59,8 +59,9 @@ A multi-partition procedure (MultiPartition) runs alone, as a barrier, with a Tx
 lowest partition of its scope; tx.On(p) reaches partition p of the scope, and
 tx.PartitionOf(key) names the partition that owns a key. Replicated tables (declared with
 Registry.DeclareReplicatedTable) are read locally by any input but written only by an
-input that reaches every partition. The registry must be the same on every node
-(Registry.Fingerprint).
+input that reaches every partition. A table declared with PublishChanges appends each
+change to its changelog stream in the same transaction. The registry must be the same on
+every node (Registry.Fingerprint).
 
 # Built-in procedures
 

@@ -34,6 +34,7 @@ func newTestEngineConfig(t tb, cfg partition.Config, extra ...func(*Registry)) *
 		f(reg)
 	}
 	cfg.ReplicatedTables = reg.ReplicatedTables()
+	cfg.Changelogs = reg.Changelogs()
 	eng, err := partition.NewEngine(cfg, reg.NewHandler)
 	if err != nil {
 		t.Fatalf("NewEngine: %v", err)

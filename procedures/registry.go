@@ -56,6 +56,7 @@ type Registry struct {
 	byID       []*entry
 	replicated []string
 	processors map[string]*processorEntry
+	changelogs map[string]string // table → stream: see PublishChanges
 }
 
 // New returns an empty registry.
@@ -123,7 +124,8 @@ func (r *Registry) List() []Info {
 }
 
 // Fingerprint summarises the procedure set (names, argument and result types, flags),
-// the replicated tables and the processors (name, input, emitted streams, start, tick). Nodes whose fingerprints differ must not form a cluster.
+// the replicated tables, the processors (name, input, emitted streams, start, tick) and
+// the changelogs (table, stream). Nodes whose fingerprints differ must not form a cluster.
 func (r *Registry) Fingerprint() uint64 {
 	d := xxhash.New()
 	for _, i := range r.List() {
@@ -135,6 +137,7 @@ func (r *Registry) Fingerprint() uint64 {
 	for _, p := range r.ListProcessors() {
 		fmt.Fprintf(d, "processor|%q|%q|%q|%t|%t\n", p.Name, p.Input, p.Emits, p.StartLatest, p.Tick)
 	}
+	d.WriteString(r.changelogFingerprint())
 	return d.Sum64()
 }
 

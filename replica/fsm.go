@@ -100,6 +100,7 @@ func New(cfg Config, reg *procedures.Registry, log *slog.Logger) (*FSM, error) {
 	eng, err := partition.NewEngine(partition.Config{
 		Partitions:       cfg.Partitions,
 		ReplicatedTables: reg.ReplicatedTables(),
+		Changelogs:       reg.Changelogs(),
 		Sequential:       cfg.Sequential,
 		MaxResultBytes:   cfg.MaxResultBytes,
 		Processors:       reg.Processors(),
