@@ -1,0 +1,278 @@
+package benchmarks
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Real node processes for the cluster benchmarks users compare: `lockstep node` built once
+// per test binary, started on loopback ports the OS chose, each with its own data dir and
+// log file, stopped (SIGTERM, then SIGKILL) when the benchmark ends. The benchmark process
+// is the client's. It follows cmd/lockstep/harness_test.go, kept to what benchmarks need.
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// lockstepBinary builds ./cmd/lockstep once into a temp dir (removed by TestMain) and
+// returns its path.
+func lockstepBinary(tb testing.TB) string {
+	tb.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "lockstep-bench-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binDir = dir
+		binPath = filepath.Join(dir, "lockstep")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/lockstepdb/lockstep/cmd/lockstep").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		tb.Fatal(binErr)
+	}
+	return binPath
+}
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// proc is one `lockstep node` process.
+type proc struct {
+	id, raft, client, admin, log string
+	cmd                          *exec.Cmd
+	exited                       chan struct{}
+}
+
+// stop sends SIGTERM and waits up to 10 s for a clean exit, then kills the process.
+func (p *proc) stop() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// cpu returns the user+system CPU time the process has used so far (from /proc; zero
+// where it cannot be read).
+func (p *proc) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces) start after the last ')';
+	// utime and stime are fields 14 and 15 of the line, 12 and 13 after it.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * time.Second / 100 // USER_HZ is 100 on linux
+}
+
+// selfCPU returns the user+system CPU time of this process.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// metrics returns the node's unlabelled Prometheus samples (name → value, histograms'
+// _sum and _count among them) from its admin /metrics; nil if it did not answer.
+func (p *proc) metrics() map[string]float64 {
+	hc := &http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Get("http://" + p.admin + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil
+	}
+	m := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || strings.HasPrefix(line, "#") || strings.Contains(f[0], "{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+			m[f[0]] = v
+		}
+	}
+	return m
+}
+
+// procCluster is n bootstrapped node processes.
+type procCluster struct{ nodes []*proc }
+
+// clientAddrs returns the nodes' client addresses.
+func (c *procCluster) clientAddrs() []string {
+	var a []string
+	for _, n := range c.nodes {
+		a = append(a, n.client)
+	}
+	return a
+}
+
+// cpu returns each node process's CPU time so far.
+func (c *procCluster) cpu() []time.Duration {
+	var d []time.Duration
+	for _, n := range c.nodes {
+		d = append(d, n.cpu())
+	}
+	return d
+}
+
+var errPortTaken = errors.New("a port was taken")
+
+// startProcs starts n node processes bootstrapped together (extra flags appended to each
+// command line) and waits until every one is ready, which implies a leader. A port taken
+// between choosing and binding starts the cluster again on new ports. The processes are
+// stopped when the benchmark ends.
+func startProcs(tb testing.TB, n int, extra ...string) *procCluster {
+	tb.Helper()
+	bin := lockstepBinary(tb)
+	for attempt := 1; ; attempt++ {
+		c, err := tryStartProcs(tb, bin, n, extra)
+		if err == nil {
+			return c
+		}
+		if attempt == 3 || !errors.Is(err, errPortTaken) {
+			tb.Fatal(err)
+		}
+	}
+}
+
+func tryStartProcs(tb testing.TB, bin string, n int, extra []string) (*procCluster, error) {
+	var lns []net.Listener
+	for range 3 * n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		lns = append(lns, ln)
+	}
+	c := &procCluster{}
+	var peers []string
+	for i := range n {
+		p := &proc{id: fmt.Sprintf("n%d", i+1), raft: lns[3*i].Addr().String(),
+			client: lns[3*i+1].Addr().String(), admin: lns[3*i+2].Addr().String(), exited: make(chan struct{})}
+		c.nodes = append(c.nodes, p)
+		peers = append(peers, p.id+"="+p.raft+"="+p.client)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	dir := tb.TempDir()
+	for _, p := range c.nodes {
+		p.log = filepath.Join(dir, p.id+".log")
+		logf, err := os.Create(p.log)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		args := append([]string{"node", "--id", p.id, "--data", filepath.Join(dir, p.id),
+			"--raft", p.raft, "--client", p.client, "--admin", p.admin,
+			"--bootstrap", strings.Join(peers, ","), "--log-level", "warn"}, extra...)
+		p.cmd = exec.Command(bin, args...)
+		p.cmd.Stdout, p.cmd.Stderr = logf, logf
+		if err := p.cmd.Start(); err != nil {
+			logf.Close()
+			tb.Fatal(err)
+		}
+		go func() {
+			p.cmd.Wait()
+			logf.Close()
+			close(p.exited)
+		}()
+		tb.Cleanup(func() {
+			p.stop()
+			if tb.Failed() {
+				log, _ := os.ReadFile(p.log)
+				tb.Logf("log of node %s:\n%s", p.id, log)
+			}
+		})
+	}
+	for _, p := range c.nodes {
+		if err := waitProcReady(p); err != nil {
+			for _, q := range c.nodes {
+				q.stop()
+			}
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// waitProcReady polls the node's /readyz until it answers 200, failing at once if the
+// process exits (with errPortTaken if its log says an address was in use).
+func waitProcReady(p *proc) error {
+	hc := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	last := "no answer"
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.exited:
+			log, _ := os.ReadFile(p.log)
+			if bytes.Contains(log, []byte("address already in use")) {
+				return fmt.Errorf("node %s: %w: %s", p.id, errPortTaken, log)
+			}
+			return fmt.Errorf("node %s exited: %s", p.id, log)
+		default:
+		}
+		resp, err := hc.Get("http://" + p.admin + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("node %s not ready after 30s: %s", p.id, last)
+}
+
+// metrics scrapes every node's metrics (see proc.metrics).
+func (c *procCluster) metrics() []map[string]float64 {
+	var m []map[string]float64
+	for _, n := range c.nodes {
+		m = append(m, n.metrics())
+	}
+	return m
+}
