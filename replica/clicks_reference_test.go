@@ -66,11 +66,11 @@ type refWinKey struct {
 
 // refOperator is the counter's state on one partition.
 type refOperator struct {
-	cfg                  refConfig
-	seen                 bool
-	maxSeen, last, mark  int64
-	windows              map[refWinKey]*refWindow
-	counts, late         *[]refRecord
+	cfg                 refConfig
+	seen                bool
+	maxSeen, last, mark int64
+	windows             map[refWinKey]*refWindow
+	counts, late        *[]refRecord
 }
 
 type refConfig struct {
