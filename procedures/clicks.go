@@ -69,7 +69,8 @@ func (c ClickPipelineConfig) Streams() ClickPipelineStreams {
 	}
 }
 
-// RegisterClickPipeline registers the click pipeline's two processors in r.
+// RegisterClickPipeline registers the click pipeline's two processors in r, or neither:
+// it fails like RegisterProcessor, or with window.ErrBadConfig for a bad configuration.
 func RegisterClickPipeline(r *Registry, cfg ClickPipelineConfig) error {
 	s := cfg.Streams()
 	agg, err := window.New(window.Config[builtin.Click, int64]{
@@ -119,7 +120,7 @@ func RegisterClickPipeline(r *Registry, cfg ClickPipelineConfig) error {
 	if err != nil {
 		return err
 	}
-	return RegisterProcessor(r, cfg.Prefix+builtin.PageCountsStream, s.ByPage,
+	err = RegisterProcessor(r, cfg.Prefix+builtin.PageCountsStream, s.ByPage,
 		func(tx *partition.Tx, rec partition.Record) error {
 			var c builtin.Click
 			if err := msgpack.Unmarshal(rec.Value, &c); err != nil {
@@ -133,6 +134,10 @@ func RegisterClickPipeline(r *Registry, cfg ClickPipelineConfig) error {
 		Emits(s.Counts, s.Late),
 		OnTick(agg.Advance),
 		ProcessorDoc("counts clicks per page in tumbling event-time windows"))
+	if err != nil {
+		delete(r.processors, cfg.Prefix+builtin.ClicksByPageStream) // all or nothing
+	}
+	return err
 }
 
 // decodeClick decodes and completes a click of the input stream: the user defaults to
