@@ -19,7 +19,7 @@ var allowed = map[string][]string{
 	"partition":          {},
 	"procedures/builtin": {},
 	"procedures/schema":  {},
-	"procedures":         {"partition", "procedures/builtin", "procedures/schema"},
+	"procedures":         {"partition", "procedures/builtin", "procedures/schema", "procedures/window"},
 	"procedures/window":  {"partition"},
 	"internal/batch":     {},
 	"internal/wire":      {},
