@@ -33,6 +33,8 @@ type clusterOptions struct {
 	processorBudget int
 	// processorTick is Config.ProcessorTickInterval; 0: the default.
 	processorTick time.Duration
+	// processorIdleTick is Config.ProcessorIdleTickInterval; 0: the default.
+	processorIdleTick time.Duration
 }
 
 // testLogger sends the nodes' warnings and errors to t.Log.
@@ -46,10 +48,11 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 		opts.partitions = 4
 	}
 	node := Config{
-		Replica:               replica.Config{Partitions: opts.partitions, ProcessorBudget: opts.processorBudget},
-		Logger:                testLogger(t),
-		HashCompareInterval:   200 * time.Millisecond,
-		ProcessorTickInterval: opts.processorTick,
+		Replica:                   replica.Config{Partitions: opts.partitions, ProcessorBudget: opts.processorBudget},
+		Logger:                    testLogger(t),
+		HashCompareInterval:       200 * time.Millisecond,
+		ProcessorTickInterval:     opts.processorTick,
+		ProcessorIdleTickInterval: opts.processorIdleTick,
 	}
 	node.Sequencer.HashCheckInterval = 100 * time.Millisecond
 	if opts.idleChecksOnly {

@@ -17,12 +17,11 @@ import (
 
 // processorTickLoop has the leader append a tick (batch.KindTick) so that processors go
 // on without new input: every ProcessorTickInterval while a processor has records
-// pending, and every ProcessorIdleTickInterval while a processor waits for time to pass
-// (an OnTick hook). One tick at a time is in flight. Ticks are log entries, so every
-// replica runs the same processor phases.
+// pending, and every ProcessorIdleTickInterval while a processor whose input stream
+// exists waits for time to pass (an OnTick hook). One tick at a time is in flight. Ticks
+// are log entries, so every replica runs the same processor phases.
 func (n *Node) processorTickLoop() {
 	defer n.wg.Done()
-	hooks := n.fsm.HasTickHooks()
 	if len(n.fsm.Registry().Processors()) == 0 {
 		return
 	}
@@ -39,7 +38,7 @@ func (n *Node) processorTickLoop() {
 		if inflight.Load() || !n.leading() {
 			continue
 		}
-		if !n.fsm.ProcessorsPending() && !(hooks && time.Since(last) >= n.cfg.ProcessorIdleTickInterval) {
+		if !n.fsm.ProcessorsPending() && !(n.fsm.HasTickHooks() && time.Since(last) >= n.cfg.ProcessorIdleTickInterval) {
 			continue
 		}
 		last = time.Now()

@@ -23,6 +23,7 @@ type Engine struct {
 	procPhase ProcessorPhase // the running processor phase
 	settle    []*stream      // streams deliver appended to
 	pending   atomic.Bool    // a processor had records left after the last phase
+	ticking   atomic.Bool    // a processor with an OnTick hook had its input stream then
 }
 
 // lane is what one goroutine needs to run inputs: a handler, a reusable run and an arena

@@ -73,15 +73,11 @@ func (e *Engine) RunProcessors(ph ProcessorPhase) ProcessStats {
 // processor had records left to handle. Safe for concurrent use.
 func (e *Engine) ProcessorsPending() bool { return e.pending.Load() }
 
-// HasTickHooks reports whether a processor has an OnTick hook.
-func (e *Engine) HasTickHooks() bool {
-	for i := range e.procs {
-		if e.procs[i].OnTick != nil {
-			return true
-		}
-	}
-	return false
-}
+// HasTickHooks reports whether, after the last processor phase (or Restore), a processor
+// with an OnTick hook had its input stream: it waits for time to pass. A hook whose
+// processor waits for its stream still runs in every phase, but needs no ticks: its
+// processor has seen no record. Safe for concurrent use.
+func (e *Engine) HasTickHooks() bool { return e.ticking.Load() }
 
 // ensureDeadLetterStreams creates the missing dead-letter streams of processors whose
 // input exists, on every partition at once (streams are defined everywhere or nowhere).
@@ -225,10 +221,10 @@ func (e *Engine) deadLetter(p *Partition, d *procDef, rec *Record, cause error, 
 	s.settle(nowNs / 1e6)
 }
 
-// updatePending recomputes ProcessorsPending from the partitions; call it between
-// phases, from the goroutine that calls Execute.
+// updatePending recomputes ProcessorsPending and HasTickHooks from the partitions; call
+// it between phases, from the goroutine that calls Execute.
 func (e *Engine) updatePending() bool {
-	pending := false
+	pending, ticking := false, false
 	for _, p := range e.parts {
 		for i := range e.procs {
 			d := &e.procs[i]
@@ -236,6 +232,7 @@ func (e *Engine) updatePending() bool {
 			if s == nil {
 				continue
 			}
+			ticking = ticking || d.OnTick != nil
 			ps, ok := p.loadProcState(d.key)
 			if !ok || ps.next < s.next {
 				pending = true
@@ -243,6 +240,7 @@ func (e *Engine) updatePending() bool {
 		}
 	}
 	e.pending.Store(pending)
+	e.ticking.Store(ticking)
 	return pending
 }
 

@@ -419,3 +419,27 @@ func TestEmitUndelivered(t *testing.T) {
 		t.Fatalf("undelivered count %d on the target partition, want 1", n)
 	}
 }
+
+// TestHasTickHooks: a processor's OnTick hook asks for idle ticks only once its input
+// stream exists, so a registry whose tick-hooked processors all wait for their streams
+// (the built-in click pipeline on a fresh cluster) adds no ticks to an idle log.
+func TestHasTickHooks(t *testing.T) {
+	ticked := counting("t", false)
+	ticked.OnTick = func(*Tx) error { return nil }
+	e := newEngine(t, Config{Partitions: 2, Processors: []Processor{ticked}}, procStreamProcs)
+	e.RunProcessors(ProcessorPhase{Time: testTime})
+	if e.HasTickHooks() {
+		t.Fatal("tick hooks reported while the processor waits for its stream")
+	}
+	mustExecute(t, e, createInput(2, "in"))
+	e.RunProcessors(ProcessorPhase{Time: testTime})
+	if !e.HasTickHooks() {
+		t.Fatal("no tick hooks reported once the stream exists")
+	}
+	plain := newEngine(t, Config{Partitions: 2, Processors: []Processor{counting("c", false)}}, procStreamProcs)
+	mustExecute(t, plain, createInput(2, "in"))
+	plain.RunProcessors(ProcessorPhase{Time: testTime})
+	if plain.HasTickHooks() {
+		t.Fatal("tick hooks reported without an OnTick hook")
+	}
+}

@@ -25,8 +25,9 @@ func (f *FSM) endEntry(index uint64, now int64) {
 // without new input. Cheap; safe for concurrent use.
 func (f *FSM) ProcessorsPending() bool { return f.eng.ProcessorsPending() }
 
-// HasTickHooks reports whether a processor waits for time to pass (an OnTick hook): the
-// leader then appends ticks while the cluster is idle too.
+// HasTickHooks reports whether a processor whose input stream exists waits for time to
+// pass (an OnTick hook): the leader then appends ticks while the cluster is idle too.
+// Cheap; safe for concurrent use.
 func (f *FSM) HasTickHooks() bool { return f.eng.HasTickHooks() }
 
 // Processors returns every processor's position, lag, dead-letter and skipped counts on

@@ -129,6 +129,9 @@ func checkChainRef(t *rapid.T, f *FSM, ref chainRef, label string) {
 		t.Fatalf("%s: processors still pending after the drain ticks", label)
 	}
 	for _, st := range f.Processors() {
+		if st.Processor != "a.count" && st.Processor != "b.group" {
+			continue // the built-in click pipeline's, waiting for its streams
+		}
 		if st.Waiting || st.Lag != 0 {
 			t.Fatalf("%s: processor not drained: %+v", label, st)
 		}

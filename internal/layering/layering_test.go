@@ -19,7 +19,7 @@ var allowed = map[string][]string{
 	"partition":          {},
 	"procedures/builtin": {},
 	"procedures/schema":  {},
-	"procedures":         {"partition", "procedures/builtin", "procedures/schema", "internal/canon"},
+	"procedures":         {"partition", "procedures/builtin", "procedures/schema", "procedures/window", "internal/canon"},
 	"procedures/window":  {"partition", "internal/canon"},
 	"internal/batch":     {},
 	"internal/wire":      {},

@@ -43,6 +43,9 @@ and the generic calls reach any built-in by name:
 	stream.append             record key        StreamAppendArgs     uint64 (offset)
 	stream.append_batch MP    records' keys     StreamAppendBatchArgs []uint64 (offsets)
 
+The built-in click pipeline's streams carry Click and PageCount values (clicks.go; names
+ClickPipelinePrefix + ClicksStream, …).
+
 RO marks read-only procedures, MP multi-partition ones; "scope" means the procedure reads
 every partition of the input's scope (all partitions by default).
 
