@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockstepdb/lockstep/internal/testutil"
 )
 
 // Real node processes for the cluster benchmarks users compare: `lockstep node` built once
@@ -64,31 +65,17 @@ func TestMain(m *testing.M) {
 
 // proc is one `lockstep node` process.
 type proc struct {
-	id, raft, client, admin, log string
-	cmd                          *exec.Cmd
-	exited                       chan struct{}
+	*testutil.Proc
+	id, raft, client, admin string
 }
 
-// stop sends SIGTERM and waits up to 10 s for a clean exit, then kills the process.
-func (p *proc) stop() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.exited
-	}
-}
+// stopGrace is how long a node may take to exit after SIGTERM before it is killed.
+const stopGrace = 10 * time.Second
 
 // cpu returns the user+system CPU time the process has used so far (from /proc; zero
 // where it cannot be read).
 func (p *proc) cpu() time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Cmd.Process.Pid))
 	if err != nil {
 		return 0
 	}
@@ -157,8 +144,6 @@ func (c *procCluster) cpu() []time.Duration {
 	return d
 }
 
-var errPortTaken = errors.New("a port was taken")
-
 // startProcs starts n node processes bootstrapped together (extra flags appended to each
 // command line) and waits until every one is ready, which implies a leader. A port taken
 // between choosing and binding starts the cluster again on new ports. The processes are
@@ -171,101 +156,46 @@ func startProcs(tb testing.TB, n int, extra ...string) *procCluster {
 		if err == nil {
 			return c
 		}
-		if attempt == 3 || !errors.Is(err, errPortTaken) {
+		if attempt == 3 || !errors.Is(err, testutil.ErrPortTaken) {
 			tb.Fatal(err)
 		}
 	}
 }
 
 func tryStartProcs(tb testing.TB, bin string, n int, extra []string) (*procCluster, error) {
-	var lns []net.Listener
-	for range 3 * n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		lns = append(lns, ln)
-	}
+	addrs := testutil.FreeAddrs(tb, 3*n)
 	c := &procCluster{}
 	var peers []string
 	for i := range n {
-		p := &proc{id: fmt.Sprintf("n%d", i+1), raft: lns[3*i].Addr().String(),
-			client: lns[3*i+1].Addr().String(), admin: lns[3*i+2].Addr().String(), exited: make(chan struct{})}
+		p := &proc{id: fmt.Sprintf("n%d", i+1), raft: addrs[3*i], client: addrs[3*i+1], admin: addrs[3*i+2]}
 		c.nodes = append(c.nodes, p)
 		peers = append(peers, p.id+"="+p.raft+"="+p.client)
 	}
-	for _, ln := range lns {
-		ln.Close()
-	}
 	dir := tb.TempDir()
 	for _, p := range c.nodes {
-		p.log = filepath.Join(dir, p.id+".log")
-		logf, err := os.Create(p.log)
-		if err != nil {
-			tb.Fatal(err)
-		}
 		args := append([]string{"node", "--id", p.id, "--data", filepath.Join(dir, p.id),
 			"--raft", p.raft, "--client", p.client, "--admin", p.admin,
 			"--bootstrap", strings.Join(peers, ","), "--log-level", "warn"}, extra...)
-		p.cmd = exec.Command(bin, args...)
-		p.cmd.Stdout, p.cmd.Stderr = logf, logf
-		if err := p.cmd.Start(); err != nil {
-			logf.Close()
+		var err error
+		if p.Proc, err = testutil.StartProc(filepath.Join(dir, p.id+".log"), nil, bin, args...); err != nil {
 			tb.Fatal(err)
 		}
-		go func() {
-			p.cmd.Wait()
-			logf.Close()
-			close(p.exited)
-		}()
 		tb.Cleanup(func() {
-			p.stop()
+			p.Stop(stopGrace)
 			if tb.Failed() {
-				log, _ := os.ReadFile(p.log)
-				tb.Logf("log of node %s:\n%s", p.id, log)
+				tb.Logf("log of node %s:\n%s", p.id, p.Log())
 			}
 		})
 	}
 	for _, p := range c.nodes {
-		if err := waitProcReady(p); err != nil {
+		if err := p.WaitReady(p.admin, 30*time.Second); err != nil {
 			for _, q := range c.nodes {
-				q.stop()
+				q.Stop(stopGrace)
 			}
-			return nil, err
+			return nil, fmt.Errorf("node %s: %w", p.id, err)
 		}
 	}
 	return c, nil
-}
-
-// waitProcReady polls the node's /readyz until it answers 200, failing at once if the
-// process exits (with errPortTaken if its log says an address was in use).
-func waitProcReady(p *proc) error {
-	hc := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(30 * time.Second)
-	last := "no answer"
-	for time.Now().Before(deadline) {
-		select {
-		case <-p.exited:
-			log, _ := os.ReadFile(p.log)
-			if bytes.Contains(log, []byte("address already in use")) {
-				return fmt.Errorf("node %s: %w: %s", p.id, errPortTaken, log)
-			}
-			return fmt.Errorf("node %s exited: %s", p.id, log)
-		default:
-		}
-		resp, err := hc.Get("http://" + p.admin + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("node %s not ready after 30s: %s", p.id, last)
 }
 
 // metrics scrapes every node's metrics (see proc.metrics).

@@ -34,7 +34,7 @@ func TestCLI(t *testing.T) {
 	bin := buildBinary(t)
 
 	t.Run("Unreachable", func(t *testing.T) {
-		dead := freeAddrs(t, 1)[0]
+		dead := testutil.FreeAddrs(t, 1)[0]
 		for i, args := range [][]string{
 			{"invoke", "counter.get", "--key", "k"},
 			{"cluster", "status"},
@@ -248,7 +248,7 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("JoinByConfigAndRemove", func(t *testing.T) {
-		a := freeAddrs(t, 4)
+		a := testutil.FreeAddrs(t, 4)
 		n4 := &procNode{id: "n4", raft: a[0], client: a[1], admin: a[2]}
 		cfg := filepath.Join(t.TempDir(), "n4.yaml")
 		yaml := fmt.Sprintf("id: n4\ndata: %s\nraft: %s\nclient: %s\nadmin: %s\npartitions: 4\nlog-level: debug\n",
@@ -260,7 +260,7 @@ func TestCLI(t *testing.T) {
 		p := spawnNode(t, bin, "n4", "--config", cfg, "--admin", n4.admin, "--log-level", "warn")
 		p.raft, p.client, p.admin = n4.raft, n4.client, n4.admin
 		testutil.WaitFor(t, 10*time.Second, func() error {
-			if !p.running() {
+			if !p.Running() {
 				t.Fatal("n4 exited")
 			}
 			resp, err := http.Get("http://" + p.admin + "/healthz")
@@ -274,7 +274,7 @@ func TestCLI(t *testing.T) {
 		if !strings.Contains(r.stdout, "n4 joined") {
 			t.Fatalf("join: %v", r)
 		}
-		if err := waitReady(p); err != nil {
+		if err := p.WaitReady(p.admin, readyTimeout); err != nil {
 			t.Fatal(err)
 		}
 		// `cluster join` returns once the leader has applied the node's addresses: status
@@ -285,12 +285,12 @@ func TestCLI(t *testing.T) {
 		if r := mustRun(t, bin, "cluster", "remove", "n4", "--addr", addrs); !strings.Contains(r.stdout, "removed n4") {
 			t.Fatalf("remove: %v", r)
 		}
-		p.kill()
+		p.Kill()
 		checkMembers(t, bin, addrs, "n1", "n2", "n3")
 	})
 
 	t.Run("JoinByFlagAndRemove", func(t *testing.T) {
-		a := freeAddrs(t, 3)
+		a := testutil.FreeAddrs(t, 3)
 		p := spawnNode(t, bin, "n5", "--id", "n5", "--data", filepath.Join(t.TempDir(), "n5"), "--raft", a[0],
 			"--client", a[1], "--admin", a[2], "--partitions", "4", "--join", addrs, "--log-level", "warn")
 		p.raft, p.client, p.admin = a[0], a[1], a[2]
@@ -298,14 +298,14 @@ func TestCLI(t *testing.T) {
 		// join: the leader lists it, and its join loop is over, so the removal below
 		// cannot race with it (a join applied or retried after the removal would leave
 		// a dead member behind).
-		if err := waitReady(p); err != nil {
+		if err := p.WaitReady(p.admin, readyTimeout); err != nil {
 			t.Fatal(err)
 		}
 		if cs := clusterStatus(t, bin, addrs); len(cs.Nodes) != 4 || statusOf(cs, "n5").Error != "" {
 			t.Fatalf("status after --join: got %+v, want 4 nodes, n5 among them", cs)
 		}
 		mustRun(t, bin, "cluster", "remove", "n5", "--addr", addrs)
-		p.kill()
+		p.Kill()
 		checkMembers(t, bin, addrs, "n1", "n2", "n3")
 	})
 
@@ -331,7 +331,7 @@ func TestCLI(t *testing.T) {
 				victim = n
 			}
 		}
-		victim.kill()
+		victim.Kill()
 		r := run(t, bin, "cluster", "status", "--addr", addrs)
 		checkFailure(t, r, "1 of 3 nodes did not answer")
 		if !strings.Contains(r.stdout, "unreachable") || !strings.Contains(r.stdout, victim.client) {
@@ -452,9 +452,9 @@ func statusOf(cs clusterStatusJSON, id string) nodeRow {
 	return nodeRow{Error: "no row for " + id}
 }
 
-// followProc is a running `stream read --follow`.
+// followProc is a running `stream read --follow` or `stream tail`.
 type followProc struct {
-	node  *procNode // reuses the process plumbing; logs are its stderr
+	node  *testutil.Proc // its stdout is lines, not the log file
 	lines chan string
 }
 
@@ -462,14 +462,13 @@ type followProc struct {
 func startFollow(t *testing.T, bin string, args ...string) *followProc {
 	t.Helper()
 	f := &followProc{lines: make(chan string, 64)}
-	p := &procNode{id: "follow", exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = binaryEnv()
-	out, err := p.cmd.StdoutPipe()
+	p := &testutil.Proc{Cmd: exec.Command(bin, args...), Exited: make(chan struct{})}
+	p.Cmd.Env = binaryEnv()
+	out, err := p.Cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.cmd.Start(); err != nil {
+	if err := p.Cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
@@ -477,10 +476,10 @@ func startFollow(t *testing.T, bin string, args ...string) *followProc {
 		for sc.Scan() {
 			f.lines <- sc.Text()
 		}
-		p.cmd.Wait()
-		close(p.exited)
+		p.Cmd.Wait()
+		close(p.Exited)
 	}()
-	t.Cleanup(p.kill)
+	t.Cleanup(p.Kill)
 	f.node = p
 	return f
 }
@@ -488,11 +487,11 @@ func startFollow(t *testing.T, bin string, args ...string) *followProc {
 // interrupt sends SIGINT and returns the exit code.
 func (f *followProc) interrupt(t *testing.T) int {
 	t.Helper()
-	f.node.cmd.Process.Signal(os.Interrupt)
+	f.node.Cmd.Process.Signal(os.Interrupt)
 	select {
-	case <-f.node.exited:
+	case <-f.node.Exited:
 	case <-time.After(commandTimeout):
 		t.Fatal("--follow did not exit after SIGINT")
 	}
-	return f.node.cmd.ProcessState.ExitCode()
+	return f.node.Cmd.ProcessState.ExitCode()
 }

@@ -111,7 +111,7 @@ func TestFrozenLeaderUnderLoad(t *testing.T) {
 		}
 	}
 
-	if err := victim.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := victim.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	paused := time.Now()
@@ -120,7 +120,7 @@ func TestFrozenLeaderUnderLoad(t *testing.T) {
 	resume := func() {
 		if !resumed {
 			resumed = true
-			if err := victim.cmd.Process.Signal(syscall.SIGCONT); err != nil && victim.running() {
+			if err := victim.Cmd.Process.Signal(syscall.SIGCONT); err != nil && victim.Running() {
 				t.Errorf("SIGCONT: %v", err)
 			}
 		}

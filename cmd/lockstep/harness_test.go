@@ -5,14 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockstepdb/lockstep/internal/testutil"
 )
 
 // The harness runs the real binary: built once per test into a temp dir, nodes started
@@ -102,59 +102,25 @@ func checkFailure(t *testing.T, r result, want string) {
 	}
 }
 
-// freeAddrs returns n loopback addresses whose ports were free a moment ago. Another
-// process may take one before we use it; startCluster retries then.
-func freeAddrs(t *testing.T, n int) []string {
-	t.Helper()
-	var lns []net.Listener
-	var out []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return out
-}
-
 // procNode is one `lockstep node` process.
 type procNode struct {
+	*testutil.Proc
 	id, raft, client, admin string
 	data                    string // data directory, for restarts
-	cmd                     *exec.Cmd
-	logPath                 string
-	exited                  chan struct{} // closed when the process has been waited for
 }
 
 // spawnNode starts `lockstep node` with args, its output going to a log file, and kills
 // it when the test ends.
 func spawnNode(t *testing.T, bin, id string, args ...string) *procNode {
 	t.Helper()
-	n := &procNode{id: id, logPath: filepath.Join(t.TempDir(), id+".log"), exited: make(chan struct{})}
-	logf, err := os.Create(n.logPath)
+	p, err := testutil.StartProc(filepath.Join(t.TempDir(), id+".log"), binaryEnv(), bin, append([]string{"node"}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.cmd = exec.Command(bin, append([]string{"node"}, args...)...)
-	n.cmd.Env = binaryEnv()
-	n.cmd.Stdout, n.cmd.Stderr = logf, logf
-	if err := n.cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatal(err)
-	}
-	go func() {
-		n.cmd.Wait()
-		logf.Close()
-		close(n.exited)
-	}()
+	n := &procNode{Proc: p, id: id}
 	t.Cleanup(func() {
-		n.kill()
-		log, _ := os.ReadFile(n.logPath)
+		n.Kill()
+		log := n.Log()
 		if bytes.Contains(log, []byte("DATA RACE")) {
 			t.Errorf("node %s found a data race", n.id)
 		}
@@ -163,26 +129,6 @@ func spawnNode(t *testing.T, bin, id string, args ...string) *procNode {
 		}
 	})
 	return n
-}
-
-// kill stops the process at once (SIGKILL) and waits for it.
-func (n *procNode) kill() {
-	select {
-	case <-n.exited:
-		return
-	default:
-	}
-	n.cmd.Process.Kill()
-	<-n.exited
-}
-
-func (n *procNode) running() bool {
-	select {
-	case <-n.exited:
-		return false
-	default:
-		return true
-	}
 }
 
 // procCluster is a cluster of node processes.
@@ -199,8 +145,6 @@ func (c *procCluster) addrs() string {
 	return strings.Join(a, ",")
 }
 
-var errPortTaken = errors.New("a port was taken")
-
 // startCluster starts a bootstrapped cluster of n node processes and waits until all are
 // ready. If a port turned out to be taken, it starts the whole cluster again on new ports.
 func startCluster(t *testing.T, bin string, n int) *procCluster {
@@ -210,7 +154,7 @@ func startCluster(t *testing.T, bin string, n int) *procCluster {
 		if err == nil {
 			return c
 		}
-		if attempt == 3 || !errors.Is(err, errPortTaken) {
+		if attempt == 3 || !errors.Is(err, testutil.ErrPortTaken) {
 			t.Fatal(err)
 		}
 		t.Logf("starting the cluster again: %v", err)
@@ -218,7 +162,7 @@ func startCluster(t *testing.T, bin string, n int) *procCluster {
 }
 
 func tryStartCluster(t *testing.T, bin string, n int) (*procCluster, error) {
-	addrs := freeAddrs(t, 3*n)
+	addrs := testutil.FreeAddrs(t, 3*n)
 	c := &procCluster{}
 	var peers []string
 	for i := range n {
@@ -235,41 +179,12 @@ func tryStartCluster(t *testing.T, bin string, n int) (*procCluster, error) {
 		c.nodes[i] = p
 	}
 	for _, nd := range c.nodes {
-		if err := waitReady(nd); err != nil {
+		if err := nd.WaitReady(nd.admin, readyTimeout); err != nil {
 			for _, other := range c.nodes {
-				other.kill()
+				other.Kill()
 			}
-			return nil, err
+			return nil, fmt.Errorf("node %s: %w", nd.id, err)
 		}
 	}
 	return c, nil
-}
-
-// waitReady polls the node's /readyz until it answers 200; it fails at once if the process
-// exits (with errPortTaken if its log says an address was in use).
-func waitReady(n *procNode) error {
-	hc := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(readyTimeout)
-	last := "no answer"
-	for time.Now().Before(deadline) {
-		if !n.running() {
-			log, _ := os.ReadFile(n.logPath)
-			if bytes.Contains(log, []byte("address already in use")) {
-				return fmt.Errorf("node %s: %w: %s", n.id, errPortTaken, log)
-			}
-			return fmt.Errorf("node %s exited: %s", n.id, log)
-		}
-		resp, err := hc.Get("http://" + n.admin + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		time.Sleep(pollPause)
-	}
-	return fmt.Errorf("node %s not ready after %v: %s", n.id, readyTimeout, last)
 }

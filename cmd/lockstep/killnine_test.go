@@ -70,7 +70,7 @@ func TestKillNineLeaderUnderLoad(t *testing.T) {
 	if victim == nil {
 		t.Fatalf("no leader among %v", leaderID)
 	}
-	victim.kill() // SIGKILL
+	victim.Kill() // SIGKILL
 	before := total.Load()
 	testutil.WaitFor(t, 60*time.Second, func() error {
 		if n := total.Load() - before; n < 300 {
@@ -95,7 +95,7 @@ func TestKillNineLeaderUnderLoad(t *testing.T) {
 	restarted := spawnNode(t, bin, victim.id+"-again", "--id", victim.id, "--data", victim.data,
 		"--raft", victim.raft, "--client", victim.client, "--admin", victim.admin, "--partitions", "4", "--log-level", "warn")
 	restarted.raft, restarted.client, restarted.admin = victim.raft, victim.client, victim.admin
-	if err := waitReady(restarted); err != nil {
+	if err := restarted.WaitReady(restarted.admin, readyTimeout); err != nil {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, 30*time.Second, func() error {

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockstepdb/lockstep/internal/testutil"
 )
 
 // TestCLINodeGracefulShutdown checks that `lockstep node` shuts down cleanly, exit code 0,
@@ -18,22 +20,22 @@ func TestCLINodeGracefulShutdown(t *testing.T) {
 	}
 	bin := buildBinary(t)
 	for i, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
-		a := freeAddrs(t, 3)
+		a := testutil.FreeAddrs(t, 3)
 		p := spawnNode(t, bin, fmt.Sprintf("g%d", i), "--id", "g", "--data", filepath.Join(t.TempDir(), "g"),
 			"--raft", a[0], "--client", a[1], "--admin", a[2],
 			"--bootstrap", "g="+a[0]+"="+a[1])
 		p.admin = a[2]
-		if err := waitReady(p); err != nil {
+		if err := p.WaitReady(p.admin, readyTimeout); err != nil {
 			t.Fatal(err)
 		}
-		p.cmd.Process.Signal(sig)
+		p.Cmd.Process.Signal(sig)
 		select {
-		case <-p.exited:
+		case <-p.Exited:
 		case <-time.After(commandTimeout):
 			t.Fatalf("#%d: no exit within %v of %v", i, commandTimeout, sig)
 		}
-		log, _ := os.ReadFile(p.logPath)
-		if code := p.cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(string(log), "shutting down") {
+		log, _ := os.ReadFile(p.LogPath)
+		if code := p.Cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(string(log), "shutting down") {
 			t.Fatalf("#%d: exit %d after %v, want 0; log:\n%s", i, code, sig, log)
 		}
 	}

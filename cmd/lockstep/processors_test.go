@@ -118,7 +118,7 @@ func TestCLIProcessors(t *testing.T) {
 	}
 
 	// Bad input: a node nobody listens at, and an unknown format.
-	free := freeAddrs(t, 1)[0]
+	free := testutil.FreeAddrs(t, 1)[0]
 	checkFailure(t, run(t, bin, "processors", "--addr", addr, "--node", free), "--node "+free)
 	checkFailure(t, run(t, bin, "processors", "--addr", addr, "-o", "yaml"), `--output "yaml"`)
 }

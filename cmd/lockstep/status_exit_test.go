@@ -33,7 +33,7 @@ func TestClusterStatusExitCodes(t *testing.T) {
 			followers = append(followers, n)
 		}
 	}
-	followers[0].kill()
+	followers[0].Kill()
 	r = run(t, bin, "cluster", "status", "--addr", addrs)
 	checkExit(t, r, exitUnreachable, "1 of 3 nodes did not answer")
 	if !strings.Contains(r.stdout, "unreachable") || !strings.Contains(r.stdout, followers[0].client) {
@@ -42,7 +42,7 @@ func TestClusterStatusExitCodes(t *testing.T) {
 
 	// Without a majority the survivors lose the leader (the leader's lease ends, the
 	// follower's heartbeat timeout passes): from then on the command says so.
-	followers[1].kill()
+	followers[1].Kill()
 	testutil.WaitFor(t, 20*time.Second, func() error {
 		r = run(t, bin, "cluster", "status", "--addr", addrs)
 		if r.code != exitNoLeader {
