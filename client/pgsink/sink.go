@@ -187,13 +187,13 @@ func (s *Sink) write(ctx context.Context, recs []Record) error {
 	if _, err := tx.CopyFrom(ctx, s.table.ident(), columnNames(), pgx.CopyFromRows(rows)); err != nil {
 		return fmt.Errorf("pgsink: copy %d rows into %s: %w", len(rows), s.table, err)
 	}
+	if err := s.checkEpoch(ctx, tx); err != nil {
+		return err
+	}
 	if !s.cfg.AtLeastOnce {
 		if err := s.storeOffsets(ctx, tx, next); err != nil {
 			return err
 		}
-	}
-	if err := s.checkEpoch(ctx, tx); err != nil {
-		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("pgsink: commit: %w", err)
@@ -208,8 +208,9 @@ func (s *Sink) write(ctx context.Context, recs []Record) error {
 }
 
 // checkEpoch locks the sink's epoch row until tx ends and fails with a *FencedError if it
-// is no longer this instance's. It comes last in the transaction so the row is held
-// only for the commit.
+// is no longer this instance's. It comes after the rows' COPY, so the row is held only for
+// the offsets and the commit, and before the offsets, so a zombie meets the fence, not
+// ErrOffsetRegress.
 func (s *Sink) checkEpoch(ctx context.Context, tx pgx.Tx) error {
 	tag, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s SET epoch = epoch WHERE sink_table = $1 AND stream = $2 AND epoch = $3`,
 		s.table.meta(epochsTable)), s.table.String(), s.cfg.Stream, s.epoch)
@@ -253,10 +254,10 @@ func (s *Sink) commitOffsets(ctx context.Context) error {
 		return fmt.Errorf("pgsink: begin: %w", err)
 	}
 	defer tx.Rollback(context.Background())
-	if err := s.storeOffsets(ctx, tx, s.pending); err != nil {
+	if err := s.checkEpoch(ctx, tx); err != nil {
 		return err
 	}
-	if err := s.checkEpoch(ctx, tx); err != nil {
+	if err := s.storeOffsets(ctx, tx, s.pending); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
