@@ -222,3 +222,43 @@ func TestOpenBadInput(t *testing.T) {
 		t.Fatalf("%d rows written", rows)
 	}
 }
+
+// TestPausedInstanceCutOff: an instance paused inside a transaction that holds the epoch
+// row (between its epoch check and its commit) blocks a newer instance's start only until
+// the server ends the idle transaction (Config.IdleInTransactionTimeout); the paused
+// instance's transaction is then gone and writes nothing.
+func TestPausedInstanceCutOff(t *testing.T) {
+	cl := cluster(t)
+	db := pgtest.New(t)
+	createTarget(t, db, "events")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := config(db, t)
+	cfg.IdleInTransactionTimeout = 500 * time.Millisecond
+	old, err := pgsink.Open(ctx, cfg, &pgsink.PollOrigin{Client: cl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	tx, err := old.HoldEpoch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	octx, ocancel := context.WithTimeout(ctx, 20*time.Second)
+	defer ocancel()
+	newer, err := pgsink.Open(octx, config(db, t), &pgsink.PollOrigin{Client: cl})
+	if err != nil {
+		t.Fatalf("the newer instance did not start while the paused one held the epoch row: %v", err)
+	}
+	defer newer.Close()
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the newer instance waited %v", took)
+	}
+	if err := tx.Commit(ctx); err == nil {
+		t.Fatal("the paused instance's transaction committed after a newer instance started")
+	}
+	if newer.Epoch() != old.Epoch()+1 {
+		t.Fatalf("epochs %d then %d", old.Epoch(), newer.Epoch())
+	}
+}
