@@ -58,6 +58,7 @@ func newApp() *cli.App {
 			proceduresCommand(),
 			processorsCommand(),
 			streamCommand(),
+			groupCommand(),
 			demoCommand(),
 			completionCommand(),
 		},
