@@ -305,3 +305,46 @@ func TestClusterConsumerGroup(t *testing.T) {
 		t.Errorf("observed %d generations, want at least 3: the test did not rebalance under load", len(owners))
 	}
 }
+
+// TestClusterGroupMemberExpires: a member whose heartbeats come later than its session
+// timeout learns from its own next heartbeat that it is out (Err, Changed) and stops; its
+// refused heartbeat changes nothing (it is still listed, same generation), and the next
+// member's join removes it and joins in one new generation.
+func TestClusterGroupMemberExpires(t *testing.T) {
+	c := startCluster(t, clusterOptions{nodes: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := c.dial(ctx)
+	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := cl.JoinGroup(ctx, "g", "s", "slow", client.WithSessionTimeout(200*time.Millisecond), client.WithHeartbeatInterval(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	changed := m.Changed()
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("the member never learned it was out")
+	}
+	if err := m.Err(); !errors.Is(err, client.ErrNotGroupMember) {
+		t.Fatalf("Err: got %v, want ErrNotGroupMember", err)
+	}
+	d, err := cl.DescribeGroup(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Generation != 1 || len(d.Members) != 1 {
+		t.Errorf("after the refused heartbeat: got %+v, want generation 1 with the member still listed", d)
+	}
+	y, err := cl.JoinGroup(ctx, "g", "s", "y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer y.Close()
+	if gen, parts := y.Current(); gen != 2 || len(parts) != 4 {
+		t.Errorf("join after the expiry: generation %d partitions %v, want 2 and all 4", gen, parts)
+	}
+}
