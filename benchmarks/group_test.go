@@ -22,6 +22,8 @@ import (
 //	work: every partition the member owned has a batch committed by its new owner
 //
 // The member rejoins between rounds. Session timeout 3 s, heartbeat interval 1 s.
+// LeaveIdle has no producer: the remaining members learn of a leave only from their
+// heartbeats, and there is no work to measure.
 
 const (
 	rebalanceGroup   = "bench"
@@ -110,11 +112,12 @@ func (bm *benchMember) end(ctx context.Context, leave bool) error {
 }
 
 func BenchmarkGroupRebalanceProcs(b *testing.B) {
-	b.Run("Leave", func(b *testing.B) { benchGroupRebalance(b, true) })
-	b.Run("Expiry", func(b *testing.B) { benchGroupRebalance(b, false) })
+	b.Run("Leave", func(b *testing.B) { benchGroupRebalance(b, true, false) })
+	b.Run("Expiry", func(b *testing.B) { benchGroupRebalance(b, false, false) })
+	b.Run("LeaveIdle", func(b *testing.B) { benchGroupRebalance(b, true, true) })
 }
 
-func benchGroupRebalance(b *testing.B, leave bool) {
+func benchGroupRebalance(b *testing.B, leave, idle bool) {
 	if b.N > 1 {
 		b.Skip("runs once: use -benchtime 1x")
 	}
@@ -133,7 +136,7 @@ func benchGroupRebalance(b *testing.B, leave bool) {
 	// The producer: 40 records every 20 ms, about 2,000 records/s over all partitions.
 	prodDone := make(chan error, 1)
 	go func() {
-		for i := 0; ctx.Err() == nil; i++ {
+		for i := 0; ctx.Err() == nil && !idle; i++ {
 			recs := make([]client.StreamRecord, 40)
 			for j := range recs {
 				recs[j] = client.StreamRecord{Key: fmt.Sprintf("k%d-%d", i, j), Value: []byte("v")}
@@ -157,7 +160,7 @@ func benchGroupRebalance(b *testing.B, leave bool) {
 	b.ResetTimer()
 	for round := range rebalanceRounds {
 		// Wait until the three members hold one generation and have committed in it.
-		gen, err := settled(ctx, members, log)
+		gen, err := settled(ctx, members, log, idle)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -187,6 +190,9 @@ func benchGroupRebalance(b *testing.B, leave bool) {
 		seen = append(seen, time.Since(t0))
 		// work: each of the goer's partitions committed by its new owner.
 		var last time.Time
+		if idle {
+			owned, last = nil, t0
+		}
 		for _, p := range owned {
 			for {
 				if t, ok := log.at(newGen, p); ok {
@@ -221,13 +227,15 @@ func benchGroupRebalance(b *testing.B, leave bool) {
 	slices.Sort(work)
 	b.ReportMetric(ms(seen[len(seen)/2]), "seen-p50-ms")
 	b.ReportMetric(ms(seen[len(seen)-1]), "seen-max-ms")
-	b.ReportMetric(ms(work[len(work)/2]), "work-p50-ms")
-	b.ReportMetric(ms(work[len(work)-1]), "work-max-ms")
+	if !idle {
+		b.ReportMetric(ms(work[len(work)/2]), "work-p50-ms")
+		b.ReportMetric(ms(work[len(work)-1]), "work-max-ms")
+	}
 }
 
-// settled waits until every member holds the same generation and each of its partitions
-// has a commit in it, and returns that generation.
-func settled(ctx context.Context, members map[string]*benchMember, log *commitLog) (uint64, error) {
+// settled waits until every member holds the same generation and, unless idle, each of
+// its partitions has a commit in it, and returns that generation.
+func settled(ctx context.Context, members map[string]*benchMember, log *commitLog, idle bool) (uint64, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		var gen uint64
@@ -239,7 +247,7 @@ func settled(ctx context.Context, members map[string]*benchMember, log *commitLo
 			}
 			gen = g
 			for _, p := range ps {
-				if _, ok := log.at(g, p); !ok {
+				if _, ok := log.at(g, p); !ok && !idle {
 					done = false
 				}
 			}
