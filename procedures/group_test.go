@@ -399,3 +399,23 @@ func (te *testEngine) groupLog(t *testing.T, rng *rand.Rand, count int) []partit
 	}
 	return log
 }
+
+// TestGroupFull checks the member bound: the join past builtin.MaxGroupMembers fails
+// with a TooLarge error and changes nothing; a member already in the group still rejoins.
+func TestGroupFull(t *testing.T) {
+	te := groupEngine(t, 2)
+	for i := range builtin.MaxGroupMembers {
+		join(t, te, "g", fmt.Sprintf("m%04d", i), 0)
+	}
+	before := te.snapshot(t)
+	_, err := invoke[builtin.GroupAssignment](t, te, builtin.GroupJoin, "g", builtin.GroupJoinArgs{Stream: "in", Member: "one-more"})
+	if !errors.Is(err, ErrGroupFull) || !errors.Is(err, partition.ErrValueTooLarge) {
+		t.Fatalf("join past the bound: got %v, want ErrGroupFull (TooLarge)", err)
+	}
+	if after := te.snapshot(t); !after.same(before) {
+		t.Errorf("the refused join changed state")
+	}
+	if a := join(t, te, "g", "m0007", 0); a.Generation != builtin.MaxGroupMembers || a.Members != builtin.MaxGroupMembers {
+		t.Errorf("rejoin of a member of a full group: got %+v", a)
+	}
+}
