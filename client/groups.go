@@ -72,7 +72,9 @@ type GroupMember struct {
 
 // JoinGroup joins member to group, which consumes stream (the first join fixes the
 // group's stream; the stream must exist), and starts heartbeating in the background.
-// Joining with the id of a current member takes its place (same generation). It fails
+// Joining with the id of a current member takes its place in a new generation, which
+// fences the old incarnation's commits (a restarted process whose predecessor is
+// paused rather than dead). It fails
 // with ErrUnknownStream, ErrBadArguments (a bad name or id, another stream than the
 // group's) or ErrTooLarge (the group is full).
 func (c *Client) JoinGroup(ctx context.Context, group, stream, member string, opts ...GroupOption) (*GroupMember, error) {

@@ -41,7 +41,7 @@ var (
 func registerGroup(r *Registry) error {
 	return errors.Join(
 		Register(r, builtin.GroupJoin, groupJoin,
-			Doc("key = group; args GroupJoinArgs{s, m, t}; joins member m to the group consuming stream s (new generation unless m is a member); result GroupAssignment{g, s, p, n}")),
+			Doc("key = group; args GroupJoinArgs{s, m, t}; joins member m to the group consuming stream s (a new generation, also for a member's new incarnation); result GroupAssignment{g, s, p, n}")),
 		Register(r, builtin.GroupHeartbeat, groupHeartbeat,
 			Doc("key = group; args GroupMemberArgs{m}; keeps member m alive; result GroupAssignment{g, s, p, n} of the current generation")),
 		Register(r, builtin.GroupLeave, groupLeave,
@@ -79,7 +79,7 @@ func checkMember(member string) error {
 // openGroup is the common start of every group call on its home partition: it checks
 // the name, loads the group and removes the members whose session timed out by the
 // input's batch time, starting a new generation if any was. The caller stores the group
-// (g.dirty) if the call succeeds.
+// with save if the call succeeds.
 func openGroup(tx *partition.Tx, group string) (*groupCall, error) {
 	if err := checkGroupName(group); err != nil {
 		return nil, err
@@ -172,6 +172,7 @@ func groupJoin(tx *partition.Tx, a builtin.GroupJoinArgs) (builtin.GroupAssignme
 	now := tx.Now().UnixNano()
 	i, ok := c.g.find(a.Member)
 	if ok {
+		// A new incarnation of the member: the new generation fences the old one's commits.
 		c.g.Members[i].LastNs, c.g.Members[i].TimeoutMs = now, a.SessionTimeoutMs
 	} else {
 		if len(c.g.Members) >= builtin.MaxGroupMembers {
@@ -180,9 +181,8 @@ func groupJoin(tx *partition.Tx, a builtin.GroupJoinArgs) (builtin.GroupAssignme
 		c.g.Members = append(c.g.Members, memberState{})
 		copy(c.g.Members[i+1:], c.g.Members[i:])
 		c.g.Members[i] = memberState{ID: a.Member, TimeoutMs: a.SessionTimeoutMs, LastNs: now}
-		c.rebalance()
 	}
-	c.dirty = true
+	c.rebalance()
 	return c.assignment(i), c.save()
 }
 

@@ -119,6 +119,9 @@ func Assign(members, partitions int) [][]int32 {
 // assignmentOf returns member i's partitions of a group on a stream of n partitions.
 func (g *groupState) assignmentOf(i, n int) []int32 {
 	parts := []int32{}
+	if len(g.Members) == 0 {
+		return parts
+	}
 	for p := i; p < n; p += len(g.Members) {
 		parts = append(parts, int32(p))
 	}

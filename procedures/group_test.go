@@ -63,10 +63,6 @@ func TestGroupLifecycle(t *testing.T) {
 	if want := (builtin.GroupAssignment{Generation: 2, Stream: "in", Partitions: []int32{1, 3}, Members: 2}); !reflect.DeepEqual(b2, want) {
 		t.Fatalf("join b: got %+v, want %+v", b2, want)
 	}
-	// Joining again is a heartbeat: no new generation.
-	if again := join(t, te, "g", "b", 0); again.Generation != 2 {
-		t.Errorf("rejoin b: got generation %d, want 2", again.Generation)
-	}
 	hb := mustInvoke[builtin.GroupAssignment](t, te, builtin.GroupHeartbeat, "g", builtin.GroupMemberArgs{Member: "a"})
 	if want := (builtin.GroupAssignment{Generation: 2, Stream: "in", Partitions: []int32{0, 2}, Members: 2}); !reflect.DeepEqual(hb, want) {
 		t.Fatalf("heartbeat a: got %+v, want %+v", hb, want)
@@ -415,7 +411,31 @@ func TestGroupFull(t *testing.T) {
 	if after := te.snapshot(t); !after.same(before) {
 		t.Errorf("the refused join changed state")
 	}
-	if a := join(t, te, "g", "m0007", 0); a.Generation != builtin.MaxGroupMembers || a.Members != builtin.MaxGroupMembers {
+	if a := join(t, te, "g", "m0007", 0); a.Generation != builtin.MaxGroupMembers+1 || a.Members != builtin.MaxGroupMembers {
 		t.Errorf("rejoin of a member of a full group: got %+v", a)
+	}
+}
+
+// TestGroupRejoinFencesOldIncarnation: a member that joins again under its id (a
+// restarted process) starts a new generation with the same assignment, so the commits of
+// its old incarnation (paused, not dead) are refused.
+func TestGroupRejoinFencesOldIncarnation(t *testing.T) {
+	te := groupEngine(t, 4)
+	join(t, te, "g", "a", 0)
+	old := join(t, te, "g", "b", 0)
+	again := join(t, te, "g", "b", 0)
+	if again.Generation != old.Generation+1 || !reflect.DeepEqual(again.Partitions, old.Partitions) || again.Members != 2 {
+		t.Fatalf("rejoin: got %+v, want generation %d with the partitions %v of 2 members", again, old.Generation+1, old.Partitions)
+	}
+	commit := func(gen uint64) error {
+		_, err := invoke[builtin.NoArgs](t, te, builtin.GroupCommit, "g",
+			builtin.GroupCommitArgs{Member: "b", Generation: gen, Partition: old.Partitions[0], Offset: 3})
+		return err
+	}
+	if err := commit(old.Generation); !errors.Is(err, ErrStaleGeneration) {
+		t.Errorf("the old incarnation's commit: got %v, want ErrStaleGeneration", err)
+	}
+	if err := commit(again.Generation); err != nil {
+		t.Errorf("the new incarnation's commit: %v", err)
 	}
 }

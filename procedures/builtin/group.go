@@ -11,7 +11,9 @@ type GroupJoinArgs struct {
 	// life; the stream must exist.
 	Stream string `msgpack:"s"`
 	// Member identifies the member within the group, 1 to 128 bytes. Joining again with an
-	// id that is a member refreshes its heartbeat and keeps the generation.
+	// id that is a member starts a new generation too (same assignment): the new
+	// incarnation fences the old one, e.g. a restarted process whose predecessor is
+	// paused rather than dead.
 	Member string `msgpack:"m"`
 	// SessionTimeoutMs is how long, in milliseconds of batch time, the member stays in the
 	// group without a heartbeat; 0 means DefaultGroupSessionTimeoutMs. 1 to
