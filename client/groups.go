@@ -158,7 +158,9 @@ func (m *GroupMember) update(a builtin.GroupAssignment) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if a.Generation == m.gen && slices.Equal(parts, m.parts) {
+	// Generations only grow: an answer overtaken by a newer one (two heartbeats in
+	// flight) is stale.
+	if a.Generation < m.gen || a.Generation == m.gen && slices.Equal(parts, m.parts) {
 		return
 	}
 	m.gen, m.parts = a.Generation, parts
