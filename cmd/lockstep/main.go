@@ -60,6 +60,7 @@ func newApp() *cli.App {
 			processorsCommand(),
 			streamCommand(),
 			sinkCommand(),
+			groupCommand(),
 			demoCommand(),
 			completionCommand(),
 		},
