@@ -34,8 +34,9 @@ var allowed = map[string][]string{
 	// node reads window operators' watermarks (window.ReadOperator) for processor status.
 	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo"},
-	"cmd/lockstep":        {"client", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency"},
+	"cmd/lockstep":        {"client", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen"},
 	"benchmarks":          {"client", "internal/latency"},
+	"jepsen":              {"client", "procedures/builtin"},
 	"examples/customproc": {"client", "node", "partition", "procedures", "procedures/builtin", "procedures/window"},
 }
 
