@@ -1,0 +1,58 @@
+package jepsen
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// short runs one short harness run and fails the test unless it is valid and passes.
+func short(t *testing.T, cfg Config) *Report {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("real-process harness run")
+	}
+	cfg.Bin = testBin
+	cfg.Results = t.TempDir()
+	if cfg.Duration == 0 {
+		cfg.Duration = 15 * time.Second
+	}
+	cfg.IntervalMin, cfg.IntervalMax = 2*time.Second, 4*time.Second
+	cfg.Workers = 4
+	cfg.Out = tWriter{t}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"summary.json", "summary.txt", "history.jsonl", "timeline.jsonl", "schedule.json"} {
+		if _, err := os.Stat(filepath.Join(rep.Dir, f)); err != nil {
+			t.Errorf("results: %v", err)
+		}
+	}
+	return rep
+}
+
+// tWriter sends progress lines to t.Log.
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// mustPass fails the test unless rep is valid and passed.
+func mustPass(t *testing.T, rep *Report) {
+	t.Helper()
+	if !rep.Valid || !rep.Passed {
+		t.Fatalf("run did not pass:\n%s", rep.Text())
+	}
+}
+
+// TestRegisterPartition: the register workload under partitions stays linearizable
+// (DESIGN.md invariant 5).
+func TestRegisterPartition(t *testing.T) {
+	mustPass(t, short(t, Config{Workload: "register", Nemesis: "partition", Seed: 1}))
+}
