@@ -338,6 +338,10 @@ func (cc *clientConn) invoke(req *wire.Request) {
 		cc.fail(req.ID, fmt.Errorf("%w: unknown consistency level %d", wire.ErrBadArguments, req.Consistency))
 		return
 	}
+	if plantedLostWrite(info.Name) { // a test-only build's planted bug; never in a normal build
+		cc.reply(&wire.Response{ID: req.ID, Value: []byte{0xc2}, Session: req.Session}) // msgpack false
+		return
+	}
 	cc.submit(req.ID, it)
 }
 
