@@ -57,10 +57,11 @@ func TestRegisterPartition(t *testing.T) {
 	mustPass(t, short(t, Config{Workload: "register", Nemesis: "partition", Seed: 1}))
 }
 
-// TestCheckerCatchesLostWrite proves the register checker can fail: nodes built with the
-// planted bug jepsen_lostwrite acknowledge every tenth kv.put without committing it, and
-// the linearizability verdict must say so, with no fault injected at all.
-func TestCheckerCatchesLostWrite(t *testing.T) {
+// TestCheckersCatchLostWrites proves the register and counter checkers can fail: nodes
+// built with the planted bug jepsen_lostwrite acknowledge every tenth kv.put and
+// counter.add without committing it, and each workload's verdict must say so, with no
+// fault injected at all.
+func TestCheckersCatchLostWrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-process harness run")
 	}
@@ -68,20 +69,27 @@ func TestCheckerCatchesLostWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(context.Background(), Config{Bin: bin, Results: t.TempDir(), Workload: "register",
-		Duration: 5 * time.Second, Workers: 4, Seed: 7, Out: tWriter{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rep.Valid || rep.Passed {
-		t.Fatalf("want a valid, failed run:\n%s", rep.Text())
-	}
-	for _, v := range rep.Verdicts {
-		if v.Checker == "linearizable" && v.Valid {
-			t.Fatalf("the linearizability checker missed the lost writes:\n%s", rep.Text())
+	for i, tc := range []struct{ workload, checker, artifact string }{
+		{"register", "linearizable", "linearizability.html"},
+		{"counter", "counter-bounds", ""},
+	} {
+		rep, err := Run(context.Background(), Config{Bin: bin, Results: t.TempDir(), Workload: tc.workload,
+			Duration: 4 * time.Second, Workers: 4, Seed: 7, Out: tWriter{t}})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if _, err := os.Stat(filepath.Join(rep.Dir, "linearizability.html")); err != nil {
-		t.Error(err)
+		if !rep.Valid || rep.Passed {
+			t.Fatalf("#%d: want a valid, failed run:\n%s", i, rep.Text())
+		}
+		for _, v := range rep.Verdicts {
+			if v.Checker == tc.checker && v.Valid {
+				t.Fatalf("#%d: checker %s missed the lost writes:\n%s", i, tc.checker, rep.Text())
+			}
+		}
+		if tc.artifact != "" {
+			if _, err := os.Stat(filepath.Join(rep.Dir, tc.artifact)); err != nil {
+				t.Errorf("#%d: %v", i, err)
+			}
+		}
 	}
 }

@@ -5,14 +5,21 @@ package node
 import "sync/atomic"
 
 // A planted bug, for the fault-injection harness's tests only (jepsen/): built with
-// -tags jepsen_lostwrite, a node acknowledges every tenth kv.put it receives without
-// sending it to the log — "acknowledge before commit" at its worst. The register
-// workload's linearizability checker must catch it (jepsen.TestCheckerCatchesLostWrite).
+// -tags jepsen_lostwrite, a node acknowledges every tenth kv.put and every tenth
+// counter.add it receives without sending them to the log — "acknowledge before commit"
+// at its worst. The register and counter checkers must catch it
+// (jepsen.TestCheckersCatchLostWrites).
 
-var plantedPuts atomic.Uint64
+var plantedCalls atomic.Uint64
 
-// plantedLostWrite reports whether this invocation of proc is to be acknowledged and
-// dropped.
-func plantedLostWrite(proc string) bool {
-	return proc == "kv.put" && plantedPuts.Add(1)%10 == 0
+// plantedLostWrite returns the msgpack result to acknowledge an invocation of proc with,
+// or nil to run it normally.
+func plantedLostWrite(proc string) []byte {
+	if proc != "kv.put" && proc != "counter.add" || plantedCalls.Add(1)%10 != 0 {
+		return nil
+	}
+	if proc == "kv.put" {
+		return []byte{0xc2} // false: the key was not new
+	}
+	return []byte{0x00} // 0: the counter's "new value"
 }
