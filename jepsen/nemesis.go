@@ -241,7 +241,7 @@ func (nm *nemesis) start(ctx context.Context, st Step) {
 		var parts []string
 		for i, d := range st.Skews {
 			err = c.SetClock(i, d)
-			parts = append(parts, fmt.Sprintf("%s%+v", c.Nodes[i].ID, d))
+			parts = append(parts, fmt.Sprintf("%s:%+.3fs", c.Nodes[i].ID, d.Seconds()))
 		}
 		ev.Detail = strings.Join(parts, " ")
 	case FaultReplace:
