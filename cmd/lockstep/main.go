@@ -10,6 +10,7 @@
 //	lockstep processors       the stream processors per partition: position, lag, watermark
 //	lockstep stream read S    print an output stream's records
 //	lockstep demo             an embedded 3-node cluster under load, with failover
+//	lockstep jepsen run       fault-injection run: workload, nemesis, history checkers
 //	lockstep completion bash  the shell completion script
 //	lockstep --version        the binary's version, as nodes report it in their status
 //
@@ -59,6 +60,7 @@ func newApp() *cli.App {
 			processorsCommand(),
 			streamCommand(),
 			demoCommand(),
+			jepsenCommand(),
 			completionCommand(),
 		},
 	}
