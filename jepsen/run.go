@@ -384,7 +384,10 @@ func writeResults(dir string, rep *Report, hist []Op, timeline []Event) error {
 	if err := writeLines(filepath.Join(dir, "history.jsonl"), hist); err != nil {
 		return err
 	}
-	return writeLines(filepath.Join(dir, "timeline.jsonl"), timeline)
+	if err := writeLines(filepath.Join(dir, "timeline.jsonl"), timeline); err != nil {
+		return err
+	}
+	return writeChart(filepath.Join(dir, "chart.svg"), hist, timeline, rep.Duration)
 }
 
 func writeJSON(path string, v any) error {

@@ -31,7 +31,7 @@ func short(t *testing.T, cfg Config) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"summary.json", "summary.txt", "history.jsonl", "timeline.jsonl", "schedule.json"} {
+	for _, f := range []string{"summary.json", "summary.txt", "history.jsonl", "timeline.jsonl", "schedule.json", "chart.svg"} {
 		if _, err := os.Stat(filepath.Join(rep.Dir, f)); err != nil {
 			t.Errorf("results: %v", err)
 		}
