@@ -19,7 +19,7 @@ type Config struct {
 	Bin string
 	// Results is the folder under which the run's own folder is made. Required.
 	Results string
-	// Workload is register, bank, counter or set. Required.
+	// Workload is register, bank, counter, set or voter. Required.
 	Workload string
 	// Nemesis is a comma-separated list of nemesis names (NemesisNames). Default none.
 	Nemesis string
@@ -85,8 +85,10 @@ func NewWorkload(name string) (Workload, error) {
 		return &Counter{}, nil
 	case "set":
 		return &Set{}, nil
+	case "voter":
+		return &Voter{}, nil
 	}
-	return nil, fmt.Errorf("jepsen: unknown workload %q: want register, bank, counter or set", name)
+	return nil, fmt.Errorf("jepsen: unknown workload %q: want register, bank, counter, set or voter", name)
 }
 
 func (cfg *Config) defaults() error {

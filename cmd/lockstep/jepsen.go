@@ -35,13 +35,13 @@ history.jsonl, timeline.jsonl, schedule.json, nodes/*/node.*.log, and
 linearizability.html for register runs. Exits 0 only when the run is valid and passed.
 Insecure mode only (no TLS yet). See docs/jepsen.md.
 
-Workloads: register, bank, counter, set.
+Workloads: register, bank, counter, set, voter.
 Nemeses (comma-separated): ` + strings.Join(jepsen.NemesisNames(), ", ") + `.
 
 Example:
   lockstep jepsen run --workload register --nemesis partition --nodes 5 --duration 5m --seed 42`,
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "workload", Aliases: []string{"w"}, Usage: "register, bank, counter or set", Required: true},
+					&cli.StringFlag{Name: "workload", Aliases: []string{"w"}, Usage: "register, bank, counter, set or voter", Required: true},
 					&cli.StringFlag{Name: "nemesis", Aliases: []string{"n"}, Usage: "faults to mix, comma-separated", Value: "none"},
 					&cli.IntFlag{Name: "nodes", Usage: "cluster size", Value: 3},
 					&cli.DurationFlag{Name: "duration", Aliases: []string{"d"}, Usage: "how long the workers run", Value: 60e9},
