@@ -36,6 +36,19 @@ func waitFor(t *testing.T, timeout time.Duration, cond func() error) {
 	}
 }
 
+// waitLeader waits until the cluster names a leader and returns its index.
+func waitLeader(t *testing.T, c *Cluster, cl *client.Client) int {
+	t.Helper()
+	leader := -1
+	waitFor(t, 30*time.Second, func() error {
+		if leader = c.Leader(context.Background(), cl); leader < 0 {
+			return fmt.Errorf("no leader")
+		}
+		return nil
+	})
+	return leader
+}
+
 // put writes key=val and fails the test on error.
 func put(t *testing.T, cl *client.Client, key, val string) {
 	t.Helper()
@@ -60,17 +73,14 @@ func TestClusterControl(t *testing.T) {
 	defer cl.Close()
 	put(t, cl, "k", "0")
 
-	leader := c.Leader(ctx, cl)
-	if leader < 0 {
-		t.Fatal("no leader")
-	}
+	leader := waitLeader(t, c, cl)
 	c.Kill(leader)
 	put(t, cl, "k", "1")
 	if err := c.Restart(ctx, leader); err != nil {
 		t.Fatal(err)
 	}
 
-	leader = c.Leader(ctx, cl)
+	leader = waitLeader(t, c, cl)
 	if err := c.Pause(leader); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +90,7 @@ func TestClusterControl(t *testing.T) {
 	}
 
 	// Isolate the leader: the others elect a new one.
-	old := c.Leader(ctx, cl)
+	old := waitLeader(t, c, cl)
 	var rest []int
 	for i := range c.Nodes {
 		if i != old {
@@ -102,7 +112,7 @@ func TestClusterControl(t *testing.T) {
 	c.Net.Heal()
 
 	// Replace a follower with an empty one.
-	leader = c.Leader(ctx, cl)
+	leader = waitLeader(t, c, cl)
 	victim := (leader + 1) % len(c.Nodes)
 	if err := c.Replace(ctx, victim); err != nil {
 		t.Fatal(err)

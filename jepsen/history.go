@@ -132,6 +132,9 @@ type Verdict struct {
 	Valid bool `json:"valid"`
 	// Detail explains a failure, or summarises a pass.
 	Detail string `json:"detail,omitempty"`
+	// Undecided is set when the checker could not decide (porcupine timed out): the run
+	// is then invalid rather than failed.
+	Undecided bool `json:"undecided,omitempty"`
 }
 
 // Workload generates operations and checks the history they made.

@@ -180,6 +180,7 @@ func (r *Register) Check(_ context.Context, _ *client.Client, hist []Op, dir str
 	case porcupine.Illegal:
 		v.Detail = fmt.Sprintf("%d operations are not linearizable: see linearizability.html", len(ops))
 	default:
+		v.Undecided = true
 		v.Detail = fmt.Sprintf("porcupine gave up after %v on %d operations", timeout, len(ops))
 	}
 	if dir != "" {

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -139,7 +140,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(cfg.Results, fmt.Sprintf("%s-%s-%d-%s", cfg.Workload, cfg.Nemesis, cfg.Seed, time.Now().UTC().Format("20060102T150405")))
+	dir := filepath.Join(cfg.Results, fmt.Sprintf("%s-%s-%d-%s", cfg.Workload, strings.ReplaceAll(cfg.Nemesis, ",", "+"), cfg.Seed, time.Now().UTC().Format("20060102T150405")))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -239,10 +240,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Verdicts = verdicts
 
 	summarize(rep, hist, timeline, cfg)
-	rep.Valid = nemErr == nil && rep.HealthyThroughput >= cfg.MinThroughput
+	undecided := ""
+	for _, v := range verdicts {
+		if v.Undecided {
+			undecided = v.Checker + " could not decide: " + v.Detail
+		}
+	}
+	rep.Valid = nemErr == nil && undecided == "" && rep.HealthyThroughput >= cfg.MinThroughput
 	switch {
 	case nemErr != nil:
 		rep.Reason = nemErr.Error()
+	case undecided != "":
+		rep.Reason = undecided
 	case !rep.Valid:
 		rep.Reason = fmt.Sprintf("healthy throughput %.1f ops/s below the minimum %.1f", rep.HealthyThroughput, cfg.MinThroughput)
 	}
