@@ -64,6 +64,9 @@ func put(t *testing.T, cl *client.Client, key, val string) {
 // wiping and replacing a node, killing all and restarting — and checks after each that
 // the cluster takes writes, and at the end that the replicas are identical.
 func TestClusterControl(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real node processes")
+	}
 	c := startTestCluster(t, 3)
 	ctx := context.Background()
 	cl, err := c.Client(ctx)
