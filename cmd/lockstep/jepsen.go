@@ -31,7 +31,7 @@ harness; runs --workers clients of the workload for --duration while the nemesis
 faults on a schedule drawn from --seed (printed first; the same seed gives the same
 schedule); then heals and restarts everything, checks the history and the replicas'
 state hashes, and writes a folder under --results: summary.txt, summary.json,
-history.jsonl, timeline.jsonl, schedule.json, nodes/*/node.*.log, and
+history.jsonl, timeline.jsonl, schedule.json, chart.svg, nodes/*/node.*.log, and
 linearizability.html for register runs. Exits 0 only when the run is valid and passed.
 Insecure mode only (no TLS yet). See docs/jepsen.md.
 
