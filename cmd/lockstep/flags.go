@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/lockstepdb/lockstep/node"
@@ -70,6 +71,9 @@ func nodeConfigFromFlags(c *cli.Context) (node.Config, error) {
 	}
 	cfg.Replica.Partitions = c.Int("partitions")
 	cfg.Sequencer.SnapshotThreshold = c.Uint64("snapshot-threshold")
+	if err := applyFaultEnv(&cfg, os.Getenv); err != nil {
+		return node.Config{}, err
+	}
 	return cfg, cfg.Validate()
 }
 

@@ -11,6 +11,7 @@
 //	lockstep stream read S    print an output stream's records
 //	lockstep sink postgres    copy a stream into a PostgreSQL table exactly once
 //	lockstep demo             an embedded 3-node cluster under load, with failover
+//	lockstep jepsen run       fault-injection run: workload, nemesis, history checkers
 //	lockstep completion bash  the shell completion script
 //	lockstep --version        the binary's version, as nodes report it in their status
 //
@@ -62,6 +63,7 @@ func newApp() *cli.App {
 			sinkCommand(),
 			groupCommand(),
 			demoCommand(),
+			jepsenCommand(),
 			completionCommand(),
 		},
 	}

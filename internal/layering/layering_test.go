@@ -37,8 +37,9 @@ var allowed = map[string][]string{
 	// node reads window operators' watermarks (window.ReadOperator) for processor status.
 	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo"},
-	"cmd/lockstep":        {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency"},
+	"cmd/lockstep":        {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen"},
 	"benchmarks":          {"client", "client/pgsink", "internal/latency"},
+	"jepsen":              {"client", "procedures/builtin"},
 	"examples/customproc": {"client", "node", "partition", "procedures", "procedures/builtin", "procedures/window"},
 }
 
