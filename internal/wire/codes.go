@@ -62,9 +62,12 @@ const (
 	// CodeOffsetTrimmed means a stream read asked for records below the partition's first
 	// offset, trimmed by retention; Response.NextOffset is the first offset available.
 	CodeOffsetTrimmed Code = 21
+	// CodeOffsetPastEnd means a subscription asked to start beyond the partition's next
+	// offset (the offset the next append gets); Response.NextOffset is that next offset.
+	CodeOffsetPastEnd Code = 22
 
 	// lastCode is the highest code in the catalogue.
-	lastCode = CodeOffsetTrimmed
+	lastCode = CodeOffsetPastEnd
 )
 
 // describe returns the stable name and the human-readable text of a catalogued code.
@@ -114,6 +117,8 @@ func (c Code) describe() (name, text string, ok bool) {
 		return "StreamExists", "stream exists", true
 	case CodeOffsetTrimmed:
 		return "OffsetTrimmed", "offset trimmed", true
+	case CodeOffsetPastEnd:
+		return "OffsetPastEnd", "offset past the end", true
 	}
 	return "", "", false
 }
@@ -186,6 +191,8 @@ var (
 	ErrStreamExists error = codeError(CodeStreamExists)
 	// ErrOffsetTrimmed matches CodeOffsetTrimmed.
 	ErrOffsetTrimmed error = codeError(CodeOffsetTrimmed)
+	// ErrOffsetPastEnd matches CodeOffsetPastEnd.
+	ErrOffsetPastEnd error = codeError(CodeOffsetPastEnd)
 )
 
 // Error is a non-OK outcome carried by a Response: what a client gets back from

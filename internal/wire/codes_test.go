@@ -37,6 +37,7 @@ func TestCodeCatalogueIsAppendOnly(t *testing.T) {
 		{CodeUnknownStream, 19, "UnknownStream"},
 		{CodeStreamExists, 20, "StreamExists"},
 		{CodeOffsetTrimmed, 21, "OffsetTrimmed"},
+		{CodeOffsetPastEnd, 22, "OffsetPastEnd"},
 	}
 	for i, p := range pinned {
 		if uint16(p.code) != p.num {
@@ -77,7 +78,7 @@ func sentinels() []error {
 		ErrOverloaded, ErrSessionExpired, ErrDivergent, ErrTimeout, ErrMalformed,
 		ErrProtocolVersion, ErrClusterMismatch, ErrUnknownOutcome, ErrInternal, ErrTooLarge,
 		ErrShuttingDown, ErrNotReady, ErrBadScope, ErrUnknownSession, ErrUnknownStream, ErrStreamExists,
-		ErrOffsetTrimmed}
+		ErrOffsetTrimmed, ErrOffsetPastEnd}
 }
 
 // TestSentinelPerCode checks that sentinel i has code i and that a decoded *Error matches
@@ -180,7 +181,8 @@ func TestOpString(t *testing.T) {
 		{OpInvoke, "Invoke"}, {OpOpenSession, "OpenSession"}, {OpCloseSession, "CloseSession"},
 		{OpStatus, "Status"}, {OpStreamRead, "StreamRead"}, {OpPing, "Ping"}, {OpJoin, "Join"},
 		{OpRemove, "Remove"}, {OpTransferLeader, "TransferLeader"}, {OpProcedures, "Procedures"},
-		{OpProcessors, "Processors"}, {Op(0), "Op(0)"}, {Op(12), "Op(12)"},
+		{OpProcessors, "Processors"}, {OpSubscribe, "Subscribe"}, {OpCredit, "Credit"},
+		{OpUnsubscribe, "Unsubscribe"}, {Op(0), "Op(0)"}, {Op(15), "Op(15)"},
 	}
 	for i, tt := range tests {
 		if got := tt.op.String(); got != tt.want {
@@ -191,7 +193,8 @@ func TestOpString(t *testing.T) {
 		op  Op
 		num uint8
 	}{{OpInvoke, 1}, {OpOpenSession, 2}, {OpCloseSession, 3}, {OpStatus, 4}, {OpStreamRead, 5}, {OpPing, 6},
-		{OpJoin, 7}, {OpRemove, 8}, {OpTransferLeader, 9}, {OpProcedures, 10}, {OpProcessors, 11}}
+		{OpJoin, 7}, {OpRemove, 8}, {OpTransferLeader, 9}, {OpProcedures, 10}, {OpProcessors, 11},
+		{OpSubscribe, 12}, {OpCredit, 13}, {OpUnsubscribe, 14}}
 	for i, p := range pinned {
 		if uint8(p.op) != p.num {
 			t.Errorf("#%d: got %d, want %d", i, uint8(p.op), p.num)
