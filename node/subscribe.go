@@ -23,7 +23,8 @@ import (
 //  2. The pusher waits until the replica has applied the log up to Request.MinIndex (a
 //     client moving the subscription from another replica asks for this, so nothing it
 //     received there is missing here), checks the start offset against the stream and
-//     answers the request: OK, or UnknownStream, OffsetTrimmed, OffsetPastEnd, NotReady.
+//     answers the request: OK, or UnknownStream, OffsetTrimmed, OffsetPastEnd (after
+//     pastEndGrace, in case this replica is only behind), NotReady.
 //  3. Then, whenever it has credit and the partition has records from its next offset on,
 //     it reads them from the applied state (partition.ReadStream: no copy, no queue of its
 //     own) and sends one push frame; when it has neither it waits for the FSM's
@@ -56,6 +57,11 @@ const (
 	// catchUpTimeout bounds the wait for Request.MinIndex; a replica that does not get there
 	// in time answers NotReady and the client tries another.
 	catchUpTimeout = 5 * time.Second
+	// pastEndGrace is how long a subscription that starts past its partition's next offset
+	// waits for this replica to apply the records up to it before it fails with
+	// OffsetPastEnd. A replica that is caught up learns a commit within the leader's commit
+	// timeout (tens of milliseconds).
+	pastEndGrace = time.Second
 )
 
 // applySignal wakes the goroutines waiting for the replica to apply more of the log. The
@@ -243,8 +249,18 @@ func (s *subscription) end(err error) {
 	if s.cc.n.ctx.Err() != nil {
 		return
 	}
-	resp := wire.ErrorResponse(0, s.cc.n.toWire(err))
+	resp := s.cc.n.subscriptionError(0, err)
 	resp.Sub = s.id
+	if err := s.cc.c.SendPush(noWait, &resp); err != nil && !errors.Is(err, context.Canceled) {
+		s.cc.sendFailed(reasonOf(err), 0, err)
+	}
+}
+
+// subscriptionError is the Response that reports err for request id: with NextOffset set
+// to the first offset available (OffsetTrimmed) or the partition's next offset
+// (OffsetPastEnd).
+func (n *Node) subscriptionError(id uint64, err error) wire.Response {
+	resp := wire.ErrorResponse(id, n.toWire(err))
 	resp.Message = truncateMessage(resp.Message, maxMessageBytes)
 	var trimmed *partition.OffsetTrimmedError
 	var past *pastEndError
@@ -254,9 +270,7 @@ func (s *subscription) end(err error) {
 	case errors.As(err, &past):
 		resp.NextOffset = past.next
 	}
-	if err := s.cc.c.SendPush(noWait, &resp); err != nil && !errors.Is(err, context.Canceled) {
-		s.cc.sendFailed(reasonOf(err), 0, err)
-	}
+	return resp
 }
 
 // pastEndError is a subscription's start beyond its partition's next offset.
@@ -295,10 +309,11 @@ func (s *subscription) run(reqID, minIndex uint64, earliest bool) {
 		s.cc.subs.wg.Done()
 	}()
 	if err := s.start(minIndex, earliest); err != nil {
-		s.cc.fail(reqID, err)
+		resp := n.subscriptionError(reqID, err)
+		s.cc.reply(&resp)
 		return
 	}
-	s.cc.reply(&wire.Response{ID: reqID, NextOffset: s.next})
+	s.cc.reply(&wire.Response{ID: reqID, NextOffset: s.next, Index: n.state.Visible()})
 	p := n.state.Engine().Partitions()[s.part]
 	for {
 		wake := n.applied.wait() // before looking: an apply from now on wakes us
@@ -348,21 +363,38 @@ func (s *subscription) start(minIndex uint64, earliest bool) error {
 			}
 		}
 	}
-	if err := n.ready(); err != nil {
-		return err
+	var grace *time.Timer
+	for {
+		wake := n.applied.wait()
+		if err := n.ready(); err != nil {
+			return err
+		}
+		info, ok := n.state.Engine().Partitions()[s.part].StreamInfo(s.stream)
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: %q", wire.ErrUnknownStream, s.stream)
+		case s.next < info.FirstOffset && earliest:
+			s.next = info.FirstOffset
+		case s.next < info.FirstOffset:
+			return streamErr(&partition.OffsetTrimmedError{Stream: s.stream, Offset: s.next, First: info.FirstOffset})
+		case s.next > info.NextOffset:
+			// The offset may come from a replica ahead of this one (a consumer's stored
+			// position, another replica's read): give this one pastEndGrace to apply it.
+			if grace == nil {
+				grace = time.NewTimer(pastEndGrace)
+				defer grace.Stop()
+			}
+			select {
+			case <-wake:
+				continue
+			case <-grace.C:
+				return &pastEndError{stream: s.stream, part: s.part, from: s.next, next: info.NextOffset}
+			case <-s.ctx.Done():
+				return fmt.Errorf("%w: connection closing", wire.ErrShuttingDown)
+			}
+		}
+		return nil
 	}
-	info, ok := n.state.Engine().Partitions()[s.part].StreamInfo(s.stream)
-	switch {
-	case !ok:
-		return fmt.Errorf("%w: %q", wire.ErrUnknownStream, s.stream)
-	case s.next < info.FirstOffset && earliest:
-		s.next = info.FirstOffset
-	case s.next < info.FirstOffset:
-		return streamErr(&partition.OffsetTrimmedError{Stream: s.stream, Offset: s.next, First: info.FirstOffset})
-	case s.next > info.NextOffset:
-		return &pastEndError{stream: s.stream, part: s.part, from: s.next, next: info.NextOffset}
-	}
-	return nil
 }
 
 // push sends the records from s.next on that the credit allows, in one frame; sent
