@@ -34,11 +34,11 @@ type conn struct {
 	log  *slog.Logger
 
 	mu      sync.Mutex
-	pending map[uint64]*waiter // guarded by mu; see waiter for the delivery rule
-	nextID  uint64             // guarded by mu; numbers requests and subscriptions alike
+	pending map[uint64]*waiter     // guarded by mu; see waiter for the delivery rule
+	nextID  uint64                 // guarded by mu; numbers requests and subscriptions alike
 	subs    map[uint64]*attachment // live subscriptions by id; guarded by mu (subscribe.go)
-	err     error              // why the conn died, nil while alive; guarded by mu
-	dead    atomic.Bool        // err != nil, readable without mu
+	err     error                  // why the conn died, nil while alive; guarded by mu
+	dead    atomic.Bool            // err != nil, readable without mu
 
 	// lastHeard is when the node last sent a frame on the connection (the handshake
 	// counts), and owingSince when pending last became non-empty; both in monoNow units.

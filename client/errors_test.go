@@ -35,6 +35,7 @@ var sentinelOf = map[wire.Code]error{
 	wire.CodeUnknownStream:    ErrUnknownStream,
 	wire.CodeStreamExists:     ErrStreamExists,
 	wire.CodeOffsetTrimmed:    ErrOffsetTrimmed,
+	wire.CodeOffsetPastEnd:    ErrOffsetPastEnd,
 }
 
 // catalogue returns every code of the wire catalogue but OK: the codes from 1 on whose

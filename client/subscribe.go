@@ -537,7 +537,7 @@ func (s *Subscription) Next(ctx context.Context) ([]Record, error) {
 
 // grant is credit to send to one attachment.
 type grant struct {
-	a            *attachment
+	a           *attachment
 	recs, bytes int64
 }
 

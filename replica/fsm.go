@@ -43,7 +43,7 @@ type FSM struct {
 
 	sessionCount atomic.Int64
 	visible      atomic.Uint64 // see Visible
-	serving      atomic.Bool // cluster known, compatible, not divergent: see Serving
+	serving      atomic.Bool   // cluster known, compatible, not divergent: see Serving
 
 	sessStats atomic.Pointer[SessionStats] // at the latest hash check: see SessionStats
 
