@@ -38,6 +38,11 @@ const (
 	DefaultSubscribeCreditBytes   = 4 << 20
 )
 
+// keepaliveInterval is how often a subscription pings the node it is attached to, so that
+// a node that stops answering (paused, cut off) without closing the connection is left
+// like a lost one: a ping unanswered within RequestTimeout moves the subscription.
+const keepaliveInterval = 2 * time.Second
+
 // subscribeWait is how long, beyond RequestTimeout, a subscribe request may wait for its
 // answer: a replica may wait for itself to catch up before answering (5 s at most).
 const subscribeWait = 6 * time.Second
@@ -405,6 +410,8 @@ func (s *Subscription) run() {
 	defer c.wg.Done()
 	defer close(s.done)
 	defer s.detach()
+	keepalive := time.NewTicker(keepaliveInterval)
+	defer keepalive.Stop()
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -413,6 +420,9 @@ func (s *Subscription) run() {
 		case <-c.closing:
 			s.end(ErrClosed)
 			return
+		case <-keepalive.C:
+			s.ping()
+			continue
 		case <-s.trouble:
 		}
 		s.mu.Lock()
@@ -446,6 +456,32 @@ func (s *Subscription) run() {
 			}
 		}
 	}
+}
+
+// ping asks the node the subscription is attached to for a Ping; no answer within
+// RequestTimeout is a fault of the attachment.
+func (s *Subscription) ping() {
+	s.mu.Lock()
+	var a *attachment
+	for _, f := range s.feeds {
+		if f.att != nil {
+			a = f.att
+			break
+		}
+	}
+	s.mu.Unlock()
+	if a == nil {
+		return
+	}
+	_, _, err := a.cn.roundTrip(s.ctx, &wire.Request{Op: wire.OpPing}, s.c.cfg.RequestTimeout, s.c.closing, nil)
+	if err == nil || s.ctx.Err() != nil || errors.Is(err, ErrClosed) {
+		return
+	}
+	s.mu.Lock()
+	if a.feed.att == a {
+		s.troubleLocked(&subFault{feed: a.feed, err: fmt.Errorf("%w: %s: no answer to a ping: %w", ErrConnLost, a.cn.addr, err)})
+	}
+	s.mu.Unlock()
 }
 
 // end ends the subscription with err, unless it has ended already, and wakes Next.

@@ -251,9 +251,7 @@ func (s *subscription) end(err error) {
 	}
 	resp := s.cc.n.subscriptionError(0, err)
 	resp.Sub = s.id
-	if err := s.cc.c.SendPush(noWait, &resp); err != nil && !errors.Is(err, context.Canceled) {
-		s.cc.sendFailed(reasonOf(err), 0, err)
-	}
+	s.cc.send(&resp) // never dropped in silence: a client that does not read loses its connection
 }
 
 // subscriptionError is the Response that reports err for request id: with NextOffset set

@@ -12,6 +12,7 @@ import (
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
+	"github.com/lockstepdb/lockstep/replica"
 )
 
 // servingNode returns the index of the running node that serves a subscription, or -1.
@@ -352,4 +353,64 @@ func TestSubscriptionsPerConnBounded(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestSubscriptionLeavesDivergentReplica: a replica that marks itself divergent ends the
+// subscriptions it serves (an end push, woken by the divergence itself, not by a timer),
+// and the subscription goes on from another replica without gap or duplicate (DESIGN.md
+// invariant 6: a divergent replica stops serving).
+func TestSubscriptionLeavesDivergentReplica(t *testing.T) {
+	c := startCluster(t, clusterOptions{nodes: 3, partitions: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := c.dial(ctx)
+	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := cl.SubscribeAll(ctx, "d", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	next := map[int]uint64{}
+	total := 0
+	appendAndReceive := func(n int) {
+		t.Helper()
+		for i := range n {
+			if _, err := cl.Append(ctx, "d", fmt.Sprintf("k%d", i), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		total += n
+		for got := 0; got < n; {
+			recs, err := sub.Next(ctx)
+			if err != nil {
+				t.Fatalf("next: %v", err)
+			}
+			for _, r := range recs {
+				if r.Offset != next[r.Partition] {
+					t.Fatalf("partition %d: offset %d, want %d", r.Partition, r.Offset, next[r.Partition])
+				}
+				next[r.Partition]++
+				got++
+			}
+		}
+	}
+	appendAndReceive(50)
+	bad := c.servingNode()
+	if bad < 0 {
+		t.Fatal("no node serves the subscription")
+	}
+	c.Nodes[bad].fsm.MarkDivergent(fmt.Errorf("%w: planted by the test", replica.ErrDivergent))
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if s := c.Nodes[bad].Subscriptions(); len(s) != 0 {
+			return fmt.Errorf("divergent node %d still serves %d subscriptions", bad, len(s))
+		}
+		if i := c.servingNode(); i < 0 {
+			return errors.New("the subscription has not moved yet")
+		}
+		return nil
+	})
+	appendAndReceive(50)
+	t.Logf("moved from node %d to node %d; %d records in order", bad, c.servingNode(), total)
 }
