@@ -109,6 +109,8 @@ leader would only add to its load.
 	recs, next, err := c.ReadStream(ctx, "events", partition, offset, 100)
 	sub, err := c.Subscribe(ctx, "events", partition, offset) // records pushed as they are applied
 	recs, err = sub.Next(ctx)
+	m, err := c.JoinGroup(ctx, "workers", "events", "worker-1") // a consumer group member (see groups.go)
+	err = m.Consume(ctx, handle, client.ConsumeOptions{})      // its partitions, from the committed offsets
 
 # Subscriptions
 

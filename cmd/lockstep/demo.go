@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -9,22 +10,41 @@ import (
 func demoCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
-		Usage: "run an embedded cluster with the Voter workload, kill its leader, check exactly-once",
+		Usage: "run an embedded cluster with the Voter workload (or the click pipeline), kill its leader, check exactly-once",
 		Description: `Starts a cluster inside this process (real Raft over loopback, real fsynced logs in a
 temp dir that is removed afterwards), runs VoltDB's Voter workload from many concurrent
 clients, kills the leader halfway, restarts it, and checks that every acknowledged vote was
 counted exactly once and that every replica holds the same state.
 Exits non-zero if a vote was lost or doubled or the replicas' state hashes differ.
 
-Example:
-  lockstep demo --duration 10s`,
+With --workload pipeline it runs the built-in click pipeline instead (docs/streams.md):
+producers (--clients) append batches of clicks whose event times run 12 times faster than
+the wall clock and arrive out of order, some after their window fired or closed; a live
+view follows the per-page one-minute window results as they are emitted; the leader is
+killed halfway. At the end it waits for the watermark to close the last windows and checks
+that each window's final count plus its late clicks equals the clicks the producers were
+told were acknowledged, and that every replica holds the same state.
+
+Examples:
+  lockstep demo --duration 10s
+  lockstep demo --workload pipeline --duration 30s`,
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "duration", Usage: "how long to drive the workload", Value: 20 * time.Second},
 			&cli.IntFlag{Name: "nodes", Usage: "cluster size", Value: 3},
 			&cli.BoolFlag{Name: "kill", Usage: "kill the leader halfway through", Value: true},
 			&cli.IntFlag{Name: "clients", Usage: "concurrent voters (one request outstanding each)", Value: 64},
 			&cli.IntFlag{Name: "partitions", Usage: "partition count", Value: 4},
+			&cli.StringFlag{Name: "workload", Usage: "what to run: voter (VoltDB's Voter) or pipeline (the built-in click pipeline)", Value: "voter"},
 		},
-		Action: runDemo,
+		Action: func(c *cli.Context) error {
+			switch w := c.String("workload"); w {
+			case "voter":
+				return runDemo(c)
+			case "pipeline":
+				return runPipelineDemo(c)
+			default:
+				return fmt.Errorf("demo: unknown --workload %q: want voter or pipeline", w)
+			}
+		},
 	}
 }

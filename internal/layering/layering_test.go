@@ -31,11 +31,14 @@ var allowed = map[string][]string{
 	"sequencer":          {"internal/batch"},
 	"replica":            {"partition", "procedures", "procedures/builtin", "internal/batch"},
 	"client":             {"internal/wire", "procedures/builtin", "procedures/schema"},
+	// client/pgsink is a user of the client, as any application is.
+	"client/pgsink":            {"client"},
+	"internal/testutil/pgtest": {},
 	// node reads window operators' watermarks (window.ReadOperator) for processor status.
 	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo"},
-	"cmd/lockstep":        {"client", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency"},
-	"benchmarks":          {"client", "internal/latency"},
+	"cmd/lockstep":        {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency"},
+	"benchmarks":          {"client", "client/pgsink", "internal/latency"},
 	"examples/customproc": {"client", "node", "partition", "procedures", "procedures/builtin", "procedures/window"},
 }
 

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// resultView is the pipeline demo's live view of the window results: it follows every
+// partition of the results stream and keeps each window's latest result.
+type resultView struct {
+	mu                         sync.Mutex
+	latest                     map[clickWindowKey]builtin.PageCount
+	records, finals, revisions int
+	lastFinal                  clickWindowKey
+	err                        error
+	cancel                     context.CancelFunc
+	done                       chan struct{}
+}
+
+// watchWindowResults starts following stream and prints a line a second with the clicks
+// acknowledged (acked) and the results that arrived.
+func watchWindowResults(ctx context.Context, cl *client.Client, stream string, partitions int, out io.Writer, acked func() int64) (*resultView, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	v := &resultView{latest: map[clickWindowKey]builtin.PageCount{}, cancel: cancel, done: make(chan struct{})}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		v.follow(ctx, cl, stream, partitions)
+	}()
+	go func() {
+		defer wg.Done()
+		v.print(ctx, out, acked)
+	}()
+	go func() {
+		wg.Wait()
+		close(v.done)
+	}()
+	return v, nil
+}
+
+// lockedWriter serializes the writes of the demo's goroutines to one output.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (v *resultView) stop() {
+	v.cancel()
+	<-v.done
+}
+
+// follow reads the results as they are applied, in offset order per partition.
+func (v *resultView) follow(ctx context.Context, cl *client.Client, stream string, partitions int) {
+	next := make([]uint64, partitions)
+	for ctx.Err() == nil {
+		got := 0
+		for p := range partitions {
+			recs, n, err := cl.ReadStream(ctx, stream, p, next[p], 0)
+			if err != nil {
+				if ctx.Err() == nil {
+					v.fail(fmt.Errorf("read %s partition %d: %w", stream, p, err))
+				}
+				return
+			}
+			next[p] = n
+			got += len(recs)
+			if err := v.take(recs); err != nil {
+				v.fail(err)
+				return
+			}
+		}
+		if got == 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}
+
+func (v *resultView) take(recs []client.Record) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, r := range recs {
+		var pc builtin.PageCount
+		if err := msgpack.Unmarshal(r.Data, &pc); err != nil {
+			return fmt.Errorf("window result at offset %d: %w", r.Offset, err)
+		}
+		k := clickWindowKey{pc.Page, pc.Start}
+		if prev, ok := v.latest[k]; (ok && (prev.Final || pc.Revision != prev.Revision+1)) || (!ok && pc.Revision != 0) {
+			return fmt.Errorf("window %s [%d, %d): result %+v after %+v", pc.Page, pc.Start, pc.End, pc, prev)
+		}
+		v.latest[k] = pc
+		v.records++
+		if pc.Revision > 0 {
+			v.revisions++
+		}
+		if pc.Final {
+			v.finals++
+			v.lastFinal = k
+		}
+	}
+	return nil
+}
+
+func (v *resultView) fail(err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.err == nil {
+		v.err = err
+	}
+}
+
+// print writes a live line every second until ctx ends.
+func (v *resultView) print(ctx context.Context, out io.Writer, acked func() int64) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last, lastAt := acked(), time.Now()
+	for {
+		var now time.Time
+		select {
+		case <-ctx.Done():
+			return
+		case now = <-tick.C:
+		}
+		n := acked()
+		rate := float64(n-last) / now.Sub(lastAt).Seconds()
+		last, lastAt = n, now
+		v.mu.Lock()
+		line := fmt.Sprintf("%7.0f clicks/s | window results: %d received, %d final, %d revisions", rate, v.records, v.finals, v.revisions)
+		if v.finals > 0 {
+			k := v.lastFinal
+			line += fmt.Sprintf("; latest final: %s in [%s, +1m) = %d clicks", k.page,
+				time.UnixMilli(k.start).UTC().Format("15:04:05"), v.latest[k].Count)
+		}
+		v.mu.Unlock()
+		fmt.Fprintln(out, line)
+	}
+}
+
+// snapshot returns the latest result of every window and the view's error, if any.
+func (v *resultView) snapshot() (map[clickWindowKey]builtin.PageCount, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	m := make(map[clickWindowKey]builtin.PageCount, len(v.latest))
+	for k, pc := range v.latest {
+		m[k] = pc
+	}
+	return m, v.err
+}
