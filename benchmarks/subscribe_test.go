@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/latency"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
@@ -189,7 +190,17 @@ func benchSubscribeLatency(b *testing.B, producers int, pace time.Duration) {
 	b.StopTimer()
 	secs := time.Since(began).Seconds()
 	cpu1, self1 := pc.cpu(), selfCPU()
-	time.Sleep(500 * time.Millisecond) // the last records' pushes
+	testutil.WaitFor(b, 10*time.Second, func() error { // the last records' pushes
+		for i, l := range lats {
+			l.mu.Lock()
+			n := len(l.acked)
+			l.mu.Unlock()
+			if n > 0 {
+				return fmt.Errorf("subscriber %d: %d acknowledged records not received", i, n)
+			}
+		}
+		return nil
+	})
 	stop()
 	subsWG.Wait()
 	if p := subErr.Load(); p != nil {

@@ -127,7 +127,6 @@ type feed struct {
 	bufBytes            int64
 	lentRecs, lentBytes int64 // handed out by the last Next
 	owedRecs, owedBytes int64 // consumed, not granted back yet
-
 }
 
 // attachment is one wire subscription: a feed attached on a connection under an id.
