@@ -202,11 +202,14 @@ func TestSubscriptionSlowSubscriberBounded(t *testing.T) {
 			n++
 		}
 	}
-	var slowStats SubscriptionStats
-	for _, s := range c.Nodes[0].Subscriptions() {
-		if s.SentRecords < total {
-			slowStats = s
-		}
+	// The slow one has sent the fewest (the fast one's count may trail its last push).
+	stats := c.Nodes[0].Subscriptions()
+	if len(stats) != 2 {
+		t.Fatalf("node holds %d subscriptions, want 2", len(stats))
+	}
+	slowStats := stats[0]
+	if stats[1].SentRecords < slowStats.SentRecords {
+		slowStats = stats[1]
 	}
 	t.Logf("slow subscription after %d records appended: %+v", total, slowStats)
 	if slowStats.SentRecords > window || slowStats.SentBytes > windowBytes+recSize {
