@@ -34,10 +34,11 @@ type conn struct {
 	log  *slog.Logger
 
 	mu      sync.Mutex
-	pending map[uint64]*waiter // guarded by mu; see waiter for the delivery rule
-	nextID  uint64             // guarded by mu
-	err     error              // why the conn died, nil while alive; guarded by mu
-	dead    atomic.Bool        // err != nil, readable without mu
+	pending map[uint64]*waiter     // guarded by mu; see waiter for the delivery rule
+	nextID  uint64                 // guarded by mu; numbers requests and subscriptions alike
+	subs    map[uint64]*attachment // live subscriptions by id; guarded by mu (subscribe.go)
+	err     error                  // why the conn died, nil while alive; guarded by mu
+	dead    atomic.Bool            // err != nil, readable without mu
 
 	// lastHeard is when the node last sent a frame on the connection (the handshake
 	// counts), and owingSince when pending last became non-empty; both in monoNow units.
@@ -113,6 +114,10 @@ func (c *conn) readLoop(wg *sync.WaitGroup) {
 			break
 		}
 		c.lastHeard.Store(monoNow())
+		if resp.Sub != 0 {
+			c.push(&resp)
+			continue
+		}
 		if resp.ID == 0 {
 			// A connection-level error, sent just before the node closes the connection.
 			why = resp.Err()
@@ -131,10 +136,9 @@ func (c *conn) readLoop(wg *sync.WaitGroup) {
 	c.fail(fmt.Errorf("%w: %s: %w", ErrConnLost, c.addr, why))
 }
 
-// fail marks the conn dead and fails every waiting caller with err.
+// fail marks the conn dead and fails every waiting caller and subscription with err.
 func (c *conn) fail(err error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.err == nil {
 		c.err = err
 		c.dead.Store(true)
@@ -142,6 +146,13 @@ func (c *conn) fail(err error) {
 	for id, w := range c.pending {
 		delete(c.pending, id)
 		w.ch <- reply{err: c.err}
+	}
+	subs := c.subs
+	c.subs = nil
+	err = c.err
+	c.mu.Unlock()
+	for _, a := range subs {
+		a.sub.lost(a, err)
 	}
 }
 

@@ -107,8 +107,20 @@ leader would only add to its load.
 	res, err := client.InvokeAs[MyResult](ctx, c, "my.proc", key, MyArgs{...}) // any procedure, typed
 	got, err := client.QueryAs[builtin.KVGetResult](ctx, c, builtin.KVGet, key, builtin.NoArgs{}, client.ReadAny) // a local, possibly stale read
 	recs, next, err := c.ReadStream(ctx, "events", partition, offset, 100)
+	sub, err := c.Subscribe(ctx, "events", partition, offset) // records pushed as they are applied
+	recs, err = sub.Next(ctx)
 	m, err := c.JoinGroup(ctx, "workers", "events", "worker-1") // a consumer group member (see groups.go)
 	err = m.Consume(ctx, handle, client.ConsumeOptions{})      // its partitions, from the committed offsets
+
+# Subscriptions
+
+Subscribe and SubscribeAll open push subscriptions (subscribe.go explains the machinery):
+a ready replica pushes each record of the stream partitions as it applies it, within a
+credit window per partition (WithCredit) that bounds what the client holds and how far
+the node may run ahead of a subscriber that stops calling Next. A supervisor goroutine per
+Subscription moves it to another replica when its node is lost or stops serving, from
+the next record not received and at a log position that holds every record received:
+no gap, no duplicate. Close the Subscription when done (the Client's Close ends it too).
 
 # Calls and keys
 

@@ -58,6 +58,9 @@ const (
 	CodeStreamExists Code = Code(wire.CodeStreamExists)
 	// CodeOffsetTrimmed: the offset read is below the first one retention kept.
 	CodeOffsetTrimmed Code = Code(wire.CodeOffsetTrimmed)
+	// CodeOffsetPastEnd: a subscription's start offset is beyond the partition's next
+	// offset.
+	CodeOffsetPastEnd Code = Code(wire.CodeOffsetPastEnd)
 	// CodeUnknownGroup: the consumer group does not exist (no member ever joined it).
 	CodeUnknownGroup Code = Code(wire.CodeUnknownGroup)
 	// CodeNotGroupMember: the member is not in the consumer group.
@@ -180,6 +183,9 @@ var (
 	// ErrOffsetTrimmed: ReadStream asked for an offset below the first one the stream's
 	// retention kept; the error is an *OffsetTrimmedError naming that first offset.
 	ErrOffsetTrimmed error = codeError(CodeOffsetTrimmed)
+	// ErrOffsetPastEnd: Subscribe asked to start beyond the partition's next offset; the
+	// error is an *OffsetPastEndError naming that next offset. Definite.
+	ErrOffsetPastEnd error = codeError(CodeOffsetPastEnd)
 	// ErrUnknownGroup: the consumer group does not exist: no member ever joined it.
 	// Definite: nothing changed.
 	ErrUnknownGroup error = codeError(CodeUnknownGroup)

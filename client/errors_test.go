@@ -35,6 +35,7 @@ var sentinelOf = map[wire.Code]error{
 	wire.CodeUnknownStream:    ErrUnknownStream,
 	wire.CodeStreamExists:     ErrStreamExists,
 	wire.CodeOffsetTrimmed:    ErrOffsetTrimmed,
+	wire.CodeOffsetPastEnd:    ErrOffsetPastEnd,
 	wire.CodeUnknownGroup:     ErrUnknownGroup,
 	wire.CodeNotGroupMember:   ErrNotGroupMember,
 	wire.CodeStaleGeneration:  ErrStaleGeneration,

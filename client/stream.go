@@ -12,6 +12,8 @@ import (
 
 // Record is one record of a stream.
 type Record struct {
+	// Partition is the stream partition the record belongs to.
+	Partition int
 	// Offset is the record's position in its stream partition, identical on every replica.
 	// Offsets of a key-compacted stream have gaps where older records of a key were.
 	Offset uint64
@@ -77,7 +79,7 @@ func (c *Client) ReadStream(ctx context.Context, stream string, partition int, o
 		return nil, offset, c.opErr(err)
 	}
 	if len(resp.Records) > 0 && len(resp.Entries) == 0 {
-		return legacyRecords(stream, offset, &resp)
+		return legacyRecords(stream, partition, offset, &resp)
 	}
 	recs := make([]Record, len(resp.Entries))
 	prev := offset
@@ -87,7 +89,7 @@ func (c *Client) ReadStream(ctx context.Context, stream string, partition int, o
 				stream, ErrMalformed, e.Offset, offset, resp.NextOffset)
 		}
 		prev = e.Offset + 1
-		recs[i] = Record{Offset: e.Offset, Key: e.Key, Data: e.Value, EventTime: time.UnixMilli(e.EventTime).UTC()}
+		recs[i] = Record{Partition: partition, Offset: e.Offset, Key: e.Key, Data: e.Value, EventTime: time.UnixMilli(e.EventTime).UTC()}
 	}
 	if resp.NextOffset < offset {
 		return nil, offset, fmt.Errorf("client: read stream %q: %w: next offset %d before %d", stream, ErrMalformed, resp.NextOffset, offset)
@@ -97,7 +99,7 @@ func (c *Client) ReadStream(ctx context.Context, stream string, partition int, o
 
 // legacyRecords reads the answer of a node that predates full records: values only, with
 // consecutive offsets ending just before NextOffset.
-func legacyRecords(stream string, offset uint64, resp *wire.Response) ([]Record, uint64, error) {
+func legacyRecords(stream string, partition int, offset uint64, resp *wire.Response) ([]Record, uint64, error) {
 	n := uint64(len(resp.Records))
 	if resp.NextOffset < offset+n {
 		return nil, offset, fmt.Errorf("client: read stream %q: %w: %d records from offset %d, next offset %d",
@@ -106,7 +108,7 @@ func legacyRecords(stream string, offset uint64, resp *wire.Response) ([]Record,
 	first := resp.NextOffset - n
 	recs := make([]Record, n)
 	for i, data := range resp.Records {
-		recs[i] = Record{Offset: first + uint64(i), Data: data}
+		recs[i] = Record{Partition: partition, Offset: first + uint64(i), Data: data}
 	}
 	return recs, resp.NextOffset, nil
 }

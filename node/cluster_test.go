@@ -35,6 +35,8 @@ type clusterOptions struct {
 	processorTick time.Duration
 	// processorIdleTick is Config.ProcessorIdleTickInterval; 0: the default.
 	processorIdleTick time.Duration
+	// maxSubscriptions is Config.MaxSubscriptionsPerConn; 0: the default.
+	maxSubscriptions int
 }
 
 // testLogger sends the nodes' warnings and errors to t.Log.
@@ -53,6 +55,7 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 		HashCompareInterval:       200 * time.Millisecond,
 		ProcessorTickInterval:     opts.processorTick,
 		ProcessorIdleTickInterval: opts.processorIdleTick,
+		MaxSubscriptionsPerConn:   opts.maxSubscriptions,
 	}
 	node.Sequencer.HashCheckInterval = 100 * time.Millisecond
 	if opts.idleChecksOnly {

@@ -31,6 +31,10 @@ type stateMachine interface {
 	Query(in *partition.Input) partition.Result
 	// Engine returns the partition engine, for stream reads.
 	Engine() *partition.Engine
+	// Applied returns the index of the last log entry applied.
+	Applied() uint64
+	// Visible returns a log index at or after every entry whose effects reads may see.
+	Visible() uint64
 }
 
 var (

@@ -19,6 +19,9 @@ type Metrics struct {
 	applySeconds prometheus.Histogram
 
 	sendFailures *sendFailures // responses the server could not queue
+
+	subscriptions prometheus.Gauge   // live push subscriptions
+	pushedRecords prometheus.Counter // records pushed to subscribers
 }
 
 func newMetrics(n *Node) *Metrics {
@@ -38,10 +41,17 @@ func newMetrics(n *Node) *Metrics {
 		Buckets: prometheus.ExponentialBuckets(10e-6, 2, 16),
 	})
 	m.sendFailures = newSendFailures(m.Registry)
+	m.subscriptions = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "lockstep_subscriptions", Help: "Live push subscriptions to stream partitions.",
+	})
+	m.pushedRecords = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lockstep_subscription_records_pushed_total", Help: "Stream records pushed to subscribers.",
+	})
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
 	m.Registry.MustRegister(m.inputs, m.entries, m.entryInputs, m.applySeconds, newProcessorCollector(n),
+		m.subscriptions, m.pushedRecords,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		gauge("lockstep_raft_is_leader", "1 if this node is the Raft leader.", func() float64 { return b2f(n.seq.IsLeader()) }),
 		gauge("lockstep_raft_term", "Current Raft term.", func() float64 { return float64(n.seq.Stats().Term) }),

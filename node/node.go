@@ -73,6 +73,9 @@ type Config struct {
 	// are pending but a processor has an OnTick hook (windows waiting for time to pass).
 	// Default 1s.
 	ProcessorIdleTickInterval time.Duration
+	// MaxSubscriptionsPerConn bounds the push subscriptions one client connection may have
+	// open; one more is refused with Overloaded. Default DefaultMaxSubscriptionsPerConn.
+	MaxSubscriptionsPerConn int
 	// AdminAddr is the address of the HTTP admin server (/metrics, /status, /healthz,
 	// /readyz; see AdminHandler); port 0 picks a free port. Default "": no admin server.
 	AdminAddr string
@@ -93,6 +96,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxInflightPerConn == 0 {
 		c.MaxInflightPerConn = 1024
+	}
+	if c.MaxSubscriptionsPerConn == 0 {
+		c.MaxSubscriptionsPerConn = DefaultMaxSubscriptionsPerConn
 	}
 	if c.ProcessorTickInterval == 0 {
 		c.ProcessorTickInterval = 100 * time.Millisecond
@@ -119,6 +125,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: data dir is required", ErrNodeConfig)
 	case c.MaxInflightPerConn < 1:
 		return fmt.Errorf("%w: max in-flight per connection must be positive", ErrNodeConfig)
+	case c.MaxSubscriptionsPerConn < 0:
+		return fmt.Errorf("%w: max subscriptions per connection must be positive", ErrNodeConfig)
 	case c.ProcessorTickInterval < 0 || c.ProcessorIdleTickInterval < 0:
 		return fmt.Errorf("%w: processor tick intervals must be positive", ErrNodeConfig)
 	}
@@ -149,13 +157,14 @@ type Node struct {
 	peers         *client.Client // this node's calls to its peers (hash checks), on kept connections
 	admin         *adminServer   // nil without Config.AdminAddr
 	abstainCh     chan struct{}  // wakes abstainLoop (capacity 1): see wakeAbstain
+	applied       applySignal    // fired when the FSM has applied more of the log, or diverged
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
 	mu     sync.Mutex
-	conns  map[*wire.Conn]struct{}
+	conns  map[*wire.Conn]*clientConn
 	closed bool
 }
 
@@ -168,19 +177,22 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	}
 	cfg = cfg.withDefaults()
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), started: time.Now(),
-		conns: map[*wire.Conn]struct{}{}, abstainCh: make(chan struct{}, 1)}
+		conns: map[*wire.Conn]*clientConn{}, abstainCh: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	// Everything the FSM reports to is in place before Raft can apply a single entry (a
 	// restarting node replays its log as soon as the sequencer opens).
 	n.metrics = newMetrics(n)
 	rcfg := cfg.Replica
-	rcfg.Observer = n.metrics
+	rcfg.Observer = applyObserver{n}
 	fsm, err := replica.New(rcfg, reg, cfg.Logger)
 	if err != nil {
 		n.cancel()
 		return nil, err
 	}
-	fsm.OnDivergent(n.wakeAbstain)
+	fsm.OnDivergent(func() {
+		n.wakeAbstain()
+		n.applied.fire() // subscriptions see the replica stop serving
+	})
 	n.fsm, n.allPartitions = fsm, partition.AllPartitions(fsm.Partitions())
 	if n.ln, err = net.Listen("tcp", cfg.ClientAddr); err != nil {
 		n.cancel()
@@ -299,6 +311,16 @@ func (n *Node) Close() error {
 	n.peers.Close()
 	n.fsm.Close()
 	return err
+}
+
+// applyObserver is the node's replica.ApplyObserver: the metrics count each apply, and
+// the subscriptions waiting for records wake.
+type applyObserver struct{ n *Node }
+
+// ObserveApply implements replica.ApplyObserver.
+func (o applyObserver) ObserveApply(s *replica.ApplyStats) {
+	o.n.metrics.ObserveApply(s)
+	o.n.applied.fire()
 }
 
 // leaderClientAddr returns the current leader's client address, if known.

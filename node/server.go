@@ -39,9 +39,10 @@ func (n *Node) acceptLoop() {
 // clientConn is one client connection. Its read loop decodes requests; answers come from
 // the loop itself or from the sequencer's completion callback.
 type clientConn struct {
-	n   *Node
-	c   *wire.Conn
-	sem chan struct{} // one slot per request being served
+	n    *Node
+	c    *wire.Conn
+	sem  chan struct{} // one slot per request being served
+	subs subscriptions // push subscriptions (subscribe.go)
 }
 
 // serveConn handshakes and serves one connection. A frame that cannot be read closes
@@ -64,13 +65,14 @@ func (n *Node) serveConn(nc net.Conn) {
 		c.Close()
 		return
 	}
-	n.conns[c] = struct{}{}
-	n.mu.Unlock()
 	cc := &clientConn{n: n, c: c, sem: make(chan struct{}, n.cfg.MaxInflightPerConn)}
+	n.conns[c] = cc
+	n.mu.Unlock()
 	defer func() {
 		n.mu.Lock()
 		delete(n.conns, c)
 		n.mu.Unlock()
+		cc.closeSubscriptions()
 		c.Close()
 	}()
 	for {
@@ -199,6 +201,13 @@ func (cc *clientConn) handle(req *wire.Request) {
 		cc.processors(req)
 	case wire.OpStreamRead:
 		cc.readStream(req)
+	case wire.OpSubscribe:
+		cc.subscribe(req)
+	case wire.OpCredit:
+		cc.credit(req)
+		<-cc.sem // one-way: no answer frees the slot
+	case wire.OpUnsubscribe:
+		cc.unsubscribe(req)
 	case wire.OpOpenSession:
 		cc.submit(req.ID, batch.Item{Kind: batch.KindOpenSession})
 	case wire.OpCloseSession:

@@ -42,7 +42,8 @@ type FSM struct {
 	applied      uint64
 
 	sessionCount atomic.Int64
-	serving      atomic.Bool // cluster known, compatible, not divergent: see Serving
+	visible      atomic.Uint64 // see Visible
+	serving      atomic.Bool   // cluster known, compatible, not divergent: see Serving
 
 	sessStats atomic.Pointer[SessionStats] // at the latest hash check: see SessionStats
 
@@ -137,6 +138,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		f.entries = make([]batch.Entry, len(logs))
 	}
 	f.entries = f.entries[:len(logs)]
+	if len(logs) > 0 {
+		f.raiseVisible(logs[len(logs)-1].Index) // before any of their effects can be read
+	}
 	var last uint64
 	for i, l := range logs {
 		last = l.Index
@@ -339,6 +343,23 @@ func (f *FSM) advance(index uint64) {
 	}
 	f.applied = index
 }
+
+// raiseVisible moves Visible up to index.
+func (f *FSM) raiseVisible(index uint64) {
+	for {
+		v := f.visible.Load()
+		if index <= v || f.visible.CompareAndSwap(v, index) {
+			return
+		}
+	}
+}
+
+// Visible returns a log index at or after every entry whose effects a read of the state
+// may already see: the last entry of the apply in progress, else Applied. Entries given to
+// the FSM are committed, so every replica applies them: a replica whose Applied has reached
+// Visible, read after some records, holds those records too. Subscriptions use it to move
+// between replicas without a gap.
+func (f *FSM) Visible() uint64 { return f.visible.Load() }
 
 // Applied returns the log index of the last entry applied.
 func (f *FSM) Applied() uint64 {

@@ -93,6 +93,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err := msgpack.Unmarshal(meta, &m); err != nil {
 		return fmt.Errorf("%w: meta: %w", partition.ErrBadSnapshot, err)
 	}
+	f.raiseVisible(m.Applied) // the restored state becomes visible as it is read in
 	if err := f.eng.Restore(br); err != nil {
 		return err
 	}

@@ -30,6 +30,13 @@ const (
 	DefaultHeartbeatTimeout   = 500 * time.Millisecond
 	DefaultElectionTimeout    = 500 * time.Millisecond
 	DefaultLeaderLeaseTimeout = 250 * time.Millisecond
+	// DefaultCommitTimeout is Raft's CommitTimeout: how long the leader may go without
+	// sending followers an AppendEntries RPC, which tells them the commit index. Followers
+	// apply an entry only once they learn it is committed, so this bounds how far a
+	// follower's applied state (what its stream subscribers see) trails the leader's when
+	// no new entry carries the news; hashicorp/raft's own default is 50ms (randomised up to
+	// twice that). An idle leader sends an empty RPC this often, per follower.
+	DefaultCommitTimeout = 5 * time.Millisecond
 )
 
 // Limits that Validate enforces, so a typo cannot make the sequencer unbounded.
@@ -123,6 +130,8 @@ type Config struct {
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
+	// CommitTimeout is Raft's CommitTimeout; see DefaultCommitTimeout.
+	CommitTimeout time.Duration
 
 	// Logger receives the sequencer's and Raft's logs. Default slog.Default().
 	Logger *slog.Logger
@@ -163,6 +172,7 @@ func (c Config) withDefaults() Config {
 	setDur(&c.HeartbeatTimeout, DefaultHeartbeatTimeout)
 	setDur(&c.ElectionTimeout, DefaultElectionTimeout)
 	setDur(&c.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
+	setDur(&c.CommitTimeout, DefaultCommitTimeout)
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = DefaultTrailingLogs
 	}
@@ -210,7 +220,7 @@ func (c Config) Validate() error {
 		return bad("MaxBatchDelay %v must be shorter than ApplyTimeout %v", c.MaxBatchDelay, c.ApplyTimeout)
 	case c.SnapshotInterval < 0:
 		return bad("SnapshotInterval %v is negative", c.SnapshotInterval)
-	case c.HeartbeatTimeout < 0 || c.ElectionTimeout < 0 || c.LeaderLeaseTimeout < 0:
+	case c.HeartbeatTimeout < 0 || c.ElectionTimeout < 0 || c.LeaderLeaseTimeout < 0 || c.CommitTimeout < 0:
 		return bad("negative Raft timeout")
 	}
 	if err := raft.ValidateConfig(c.raftConfig(nil)); err != nil {
@@ -247,6 +257,7 @@ func (c Config) raftConfig(logger *hclogAdapter) *raft.Config {
 	rc.HeartbeatTimeout = c.HeartbeatTimeout
 	rc.ElectionTimeout = c.ElectionTimeout
 	rc.LeaderLeaseTimeout = c.LeaderLeaseTimeout
+	rc.CommitTimeout = c.CommitTimeout
 	rc.TrailingLogs = c.TrailingLogs
 	if c.SnapshotThreshold == 0 {
 		rc.SnapshotThreshold = math.MaxUint64

@@ -15,7 +15,7 @@
 // argument, the table schemas and the operations.
 //
 //	s, err := pgsink.Open(ctx, pgsink.Config{DSN: dsn, Table: "events", Stream: "clicks"},
-//		&pgsink.PollOrigin{Client: cl})
+//		&pgsink.SubscribeOrigin{Client: cl}) // or &pgsink.PollOrigin{Client: cl}
 //	if err != nil { ... }           // ErrBadDSN, ErrConnect, ErrMissingTable, ErrUnknownStream, ...
 //	defer s.Close()
 //	err = s.Run(ctx)                // nil when ctx ends; *FencedError when superseded

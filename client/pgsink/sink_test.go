@@ -102,14 +102,26 @@ func run(t *testing.T, s *pgsink.Sink, db *pgtest.DB, want int) {
 }
 
 // TestSinkResumesExactlyOnce: a second instance resumes from the offsets the first
-// stored with its rows (DESIGN.md section 5, "Out"): every record once.
+// stored with its rows (DESIGN.md section 5, "Out"): every record once, read by polling
+// and by a push subscription.
 func TestSinkResumesExactlyOnce(t *testing.T) {
+	t.Run("Poll", func(t *testing.T) {
+		testResumesExactlyOnce(t, func(cl *client.Client) pgsink.Origin { return &pgsink.PollOrigin{Client: cl, Batch: 700} })
+	})
+	t.Run("Subscribe", func(t *testing.T) {
+		testResumesExactlyOnce(t, func(cl *client.Client) pgsink.Origin {
+			return &pgsink.SubscribeOrigin{Client: cl, Options: []client.SubscribeOption{client.WithCredit(700, 1<<20)}}
+		})
+	})
+}
+
+func testResumesExactlyOnce(t *testing.T, origin func(*client.Client) pgsink.Origin) {
 	cl := cluster(t)
 	db := pgtest.New(t)
 	createTarget(t, db, "events")
 	appendN(t, cl, 0, 3000)
 	ctx := context.Background()
-	s1, err := pgsink.Open(ctx, config(db, t), &pgsink.PollOrigin{Client: cl, Batch: 700})
+	s1, err := pgsink.Open(ctx, config(db, t), origin(cl))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +129,7 @@ func TestSinkResumesExactlyOnce(t *testing.T) {
 	s1.Close()
 
 	appendN(t, cl, 3000, 2000)
-	s2, err := pgsink.Open(ctx, config(db, t), &pgsink.PollOrigin{Client: cl, Batch: 700})
+	s2, err := pgsink.Open(ctx, config(db, t), origin(cl))
 	if err != nil {
 		t.Fatal(err)
 	}

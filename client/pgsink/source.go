@@ -33,10 +33,8 @@ type Source interface {
 
 // Origin opens Sources on the streams of a cluster.
 //
-// PollOrigin reads with client.ReadStream. An Origin on push subscriptions is a few
-// lines: CheckStream as PollOrigin's, Open returning a Source whose Next converts the
-// client.Records of client.(*Client).SubscribeAll(ctx, stream, from).Next(ctx) (which
-// carry Partition) into Records.
+// SubscribeOrigin reads by push subscription (client.SubscribeAll); PollOrigin reads with
+// client.ReadStream.
 type Origin interface {
 	// CheckStream fails with an error matching ErrUnknownStream if stream does not exist.
 	CheckStream(ctx context.Context, stream string) error

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/client/pgsink"
 	"github.com/urfave/cli/v2"
 )
@@ -34,6 +35,11 @@ written once. Each start takes a new epoch (table lockstep_sink_epochs); a trans
 commits only while its epoch is the current one, so an older instance still running
 (paused, partitioned) writes nothing once a newer one has started, and exits.
 
+Records come from a push subscription to every partition (--read subscribe, the default):
+a node sends each record as it applies it, at most --batch records per partition ahead of
+the sink, and the subscription moves to another node, without gap or duplicate, when its
+node is lost. --read poll reads with stream reads instead, every --poll when idle.
+
 The DSN, the connection, the table's columns and the stream are checked before anything
 is read or written. Runs until SIGINT or SIGTERM (exit 0); exits 1 when fenced or on
 an error it cannot go on from. Logs go to stderr.
@@ -52,8 +58,9 @@ Example:
 			&cli.StringFlag{Name: "table", Usage: "target table, TABLE or SCHEMA.TABLE; it must exist", Required: true},
 			&cli.BoolFlag{Name: "at-least-once", Usage: "DEMONSTRATION ONLY: commit offsets apart from the rows, so a crash writes duplicates"},
 			&cli.DurationFlag{Name: "offset-commit-interval", Usage: "with --at-least-once, how often offsets are committed", Value: time.Second},
-			&cli.DurationFlag{Name: "poll", Usage: "pause before reading a partition again that had no new records", Value: 20 * time.Millisecond},
-			&cli.IntFlag{Name: "batch", Usage: "most records read from one partition at once", Value: 4096},
+			&cli.StringFlag{Name: "read", Usage: "how records are read: subscribe (pushed by a node) or poll (stream reads)", Value: "subscribe"},
+			&cli.DurationFlag{Name: "poll", Usage: "with --read poll, pause before reading a partition again that had no new records", Value: 20 * time.Millisecond},
+			&cli.IntFlag{Name: "batch", Usage: "most records read from one partition at once (with --read subscribe: the credit window per partition)", Value: 4096},
 			&cli.StringFlag{Name: "log-format", Usage: "text or json", Value: "text"},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
 		),
@@ -82,7 +89,15 @@ func runSinkPostgres(c *cli.Context) error {
 		OffsetCommitInterval: c.Duration("offset-commit-interval"),
 		Logger:               log,
 	}
-	origin := &pgsink.PollOrigin{Client: cl, Poll: c.Duration("poll"), Batch: c.Int("batch")}
+	var origin pgsink.Origin
+	switch c.String("read") {
+	case "subscribe":
+		origin = &pgsink.SubscribeOrigin{Client: cl, Options: []client.SubscribeOption{client.WithCredit(c.Int("batch"), 0)}}
+	case "poll":
+		origin = &pgsink.PollOrigin{Client: cl, Poll: c.Duration("poll"), Batch: c.Int("batch")}
+	default:
+		return fmt.Errorf("--read %q: want subscribe or poll", c.String("read"))
+	}
 
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -22,18 +21,21 @@ func streamTailCommand() *cli.Command {
 		Description: `Follows every partition of STREAM at once and prints each record as it is applied:
 partition, offset, event time, key, value (one JSON object a line with --output json).
 It starts at each partition's end, or with --from-beginning at its first retained offset,
-and runs until interrupted (Ctrl-C). Any ready node answers; offsets are the same on
-every node, so nothing is skipped or repeated when reads move between nodes.
+and runs until interrupted (Ctrl-C).
 
-It polls each partition (--poll between reads that found nothing); push subscriptions
-with flow control are planned to replace the polling.
+It is a push subscription (client.SubscribeAll): a ready node sends each record as it
+applies it, within a credit window, so nothing is polled. If that node stops or stops
+serving, the subscription moves to another one and goes on from the next record not yet
+printed: offsets are the same on every node, so nothing is skipped or repeated. If
+retention trims records before they are printed, tail says so on stderr and goes on from
+the first record kept.
 
 Example:
   lockstep stream tail page_counts
   lockstep stream tail clicks --from-beginning --output json`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "from-beginning", Usage: "start at each partition's first retained record instead of its end"},
-			&cli.DurationFlag{Name: "poll", Usage: "pause between reads of a partition that found nothing", Value: 200 * time.Millisecond},
+			&cli.DurationFlag{Name: "poll", Usage: "ignored: tail no longer polls (kept so that scripts using it still run)", Value: 200 * time.Millisecond},
 			outputFlag(outputTable),
 		}, clientFlags()...),
 		Action: runStreamTail,
@@ -48,9 +50,6 @@ func runStreamTail(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return errors.New("stream tail needs exactly one STREAM name")
 	}
-	if c.Duration("poll") <= 0 {
-		return errors.New("--poll must be positive")
-	}
 	stream := c.Args().First()
 	ctx, cl, done, err := adminCommand(c)
 	if err != nil {
@@ -63,76 +62,69 @@ func runStreamTail(c *cli.Context) error {
 	}
 	sigCtx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	t := &tailer{c: c, cl: cl, stream: stream, format: format}
+	// from is where each partition goes on: its end, or (absent) its first retained record.
+	from := map[int]uint64{}
+	if !c.Bool("from-beginning") {
+		for _, p := range desc.Partitions {
+			from[int(p.Partition)] = p.NextOffset
+		}
+	}
 	if format == outputTable {
 		fmt.Fprintf(c.App.Writer, "%-9s %-10s %-24s %-16s %s\n", "PARTITION", "OFFSET", "EVENT TIME", "KEY", "VALUE")
 	}
-	errs := make(chan error, len(desc.Partitions))
-	var wg sync.WaitGroup
-	for _, p := range desc.Partitions {
-		from := p.NextOffset
-		if c.Bool("from-beginning") {
-			from = p.FirstOffset
+	for {
+		err := tail(sigCtx, c, cl, stream, format, from)
+		var trimmed *client.OffsetTrimmedError
+		switch {
+		case sigCtx.Err() != nil:
+			return nil
+		case errors.As(err, &trimmed):
+			fmt.Fprintf(c.App.ErrWriter, "stream tail %s: partition %d: records %d to %d were trimmed by retention before they were printed\n",
+				stream, trimmed.Partition, trimmed.Offset, trimmed.First-1)
+			from[trimmed.Partition] = trimmed.First
+		default:
+			return fmt.Errorf("stream tail %s: %w", stream, err)
 		}
-		wg.Go(func() { errs <- t.follow(sigCtx, int(p.Partition), from) })
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+}
+
+// tail subscribes to every partition of stream from the offsets of from (absent: the
+// first retained) and prints the records until ctx ends or the subscription does; from is
+// kept at the next offset to print of each partition that printed something.
+func tail(ctx context.Context, c *cli.Context, cl *client.Client, stream, format string, from map[int]uint64) error {
+	sctx, cancel := context.WithTimeout(ctx, c.Duration("timeout"))
+	sub, err := cl.SubscribeAll(sctx, stream, from)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	for {
+		recs, err := sub.Next(ctx)
 		if err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// tailer follows the partitions of one stream and prints their records, one partition's
-// batch at a time so that lines never interleave.
-type tailer struct {
-	c      *cli.Context
-	cl     *client.Client
-	stream string
-	format string
-	mu     sync.Mutex // serialises printing
-}
-
-// follow prints partition part's records from offset next on until ctx ends (a normal
-// end) or a read fails.
-func (t *tailer) follow(ctx context.Context, part int, next uint64) error {
-	for {
-		rctx, cancel := context.WithTimeout(ctx, t.c.Duration("timeout"))
-		recs, nx, err := t.cl.ReadStream(rctx, t.stream, part, next, streamReadBatch)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, client.ErrOffsetTrimmed):
-			next = nx // retention trimmed what was not printed yet: go on from the first kept
-			continue
-		case err != nil:
-			return fmt.Errorf("tail %s partition %d at offset %d: %w", t.stream, part, next, err)
-		}
-		if err := t.print(part, recs); err != nil {
-			return err
-		}
-		next = nx
-		if len(recs) > 0 {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(t.c.Duration("poll")):
+		// Next returns the records partition by partition: print each run as one batch.
+		for len(recs) > 0 {
+			n := 1
+			for n < len(recs) && recs[n].Partition == recs[0].Partition {
+				n++
+			}
+			if err := printTail(c, format, stream, recs[:n]); err != nil {
+				return err
+			}
+			from[recs[0].Partition] = recs[n-1].Offset + 1
+			recs = recs[n:]
 		}
 	}
 }
 
-func (t *tailer) print(part int, recs []client.Record) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	w := t.c.App.Writer
-	if t.format != outputTable {
-		return printRecords(w, t.format, t.stream, part, recs)
+// printTail prints records of one partition.
+func printTail(c *cli.Context, format, stream string, recs []client.Record) error {
+	w := c.App.Writer
+	part := recs[0].Partition
+	if format != outputTable {
+		return printRecords(w, format, stream, part, recs)
 	}
 	for _, r := range recs {
 		if _, err := fmt.Fprintf(w, "%-9d %-10d %-24s %-16s %s\n", part, r.Offset, r.EventTime.Format(eventTimeFormat), bytesText(r.Key), bytesText(r.Data)); err != nil {

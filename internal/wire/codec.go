@@ -77,7 +77,8 @@ func AppendRequest(dst []byte, r *Request) []byte {
 	n := b2i(r.ID != 0) + b2i(r.Op != 0) + b2i(r.Session != 0) + b2i(r.Seq != 0) +
 		b2i(r.AckThrough != 0) + b2i(r.Procedure != "") + b2i(len(r.Key) != 0) + b2i(r.HasKey) +
 		b2i(len(r.Keys) != 0) + b2i(len(r.Args) != 0) + b2i(r.Consistency != 0) +
-		b2i(r.Stream != "") + b2i(r.Partition != 0) + b2i(r.Offset != 0) + b2i(r.Max != 0) + b2i(r.Full)
+		b2i(r.Stream != "") + b2i(r.Partition != 0) + b2i(r.Offset != 0) + b2i(r.Max != 0) + b2i(r.Full) +
+		b2i(r.Sub != 0) + b2i(r.Bytes != 0) + b2i(r.MinIndex != 0) + b2i(r.Earliest)
 	dst = appendMapHeader(dst, n)
 	if r.ID != 0 {
 		dst = appendUint(appendStr(dst, "id"), r.ID)
@@ -126,6 +127,18 @@ func AppendRequest(dst []byte, r *Request) []byte {
 	}
 	if r.Full {
 		dst = appendBool(appendStr(dst, "full"), true)
+	}
+	if r.Sub != 0 {
+		dst = appendUint(appendStr(dst, "sub"), r.Sub)
+	}
+	if r.Bytes != 0 {
+		dst = appendUint(appendStr(dst, "bytes"), r.Bytes)
+	}
+	if r.MinIndex != 0 {
+		dst = appendUint(appendStr(dst, "midx"), r.MinIndex)
+	}
+	if r.Earliest {
+		dst = appendBool(appendStr(dst, "early"), true)
 	}
 	return dst
 }
@@ -178,6 +191,15 @@ func DecodeRequest(b []byte, r *Request) error {
 		case "full":
 			f = 16
 			r.Full, err = d.readBool()
+		case "sub":
+			f, err = 17, decodeUint(&d, &r.Sub)
+		case "bytes":
+			f, err = 18, decodeUint(&d, &r.Bytes)
+		case "midx":
+			f, err = 19, decodeUint(&d, &r.MinIndex)
+		case "early":
+			f = 20
+			r.Earliest, err = d.readBool()
 		default:
 			err = d.skip()
 		}
@@ -189,7 +211,7 @@ func DecodeRequest(b []byte, r *Request) error {
 func AppendResponse(dst []byte, r *Response) []byte {
 	n := b2i(r.ID != 0) + b2i(r.Code != 0) + b2i(r.Message != "") + b2i(len(r.Value) != 0) +
 		b2i(r.Leader != "") + b2i(r.Session != 0) + b2i(len(r.Records) != 0) + b2i(r.NextOffset != 0) +
-		b2i(len(r.Entries) != 0)
+		b2i(len(r.Entries) != 0) + b2i(r.Sub != 0) + b2i(r.Index != 0)
 	dst = appendMapHeader(dst, n)
 	if r.ID != 0 {
 		dst = appendUint(appendStr(dst, "id"), r.ID)
@@ -217,6 +239,12 @@ func AppendResponse(dst []byte, r *Response) []byte {
 	}
 	if len(r.Entries) != 0 {
 		dst = appendStreamRecords(appendStr(dst, "ents"), r.Entries)
+	}
+	if r.Sub != 0 {
+		dst = appendUint(appendStr(dst, "sub"), r.Sub)
+	}
+	if r.Index != 0 {
+		dst = appendUint(appendStr(dst, "idx"), r.Index)
 	}
 	return dst
 }
@@ -251,6 +279,10 @@ func DecodeResponse(b []byte, r *Response) error {
 		case "ents":
 			f = 9
 			r.Entries, err = d.readStreamRecords()
+		case "sub":
+			f, err = 10, decodeUint(&d, &r.Sub)
+		case "idx":
+			f, err = 11, decodeUint(&d, &r.Index)
 		default:
 			err = d.skip()
 		}

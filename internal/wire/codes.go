@@ -62,8 +62,11 @@ const (
 	// CodeOffsetTrimmed means a stream read asked for records below the partition's first
 	// offset, trimmed by retention; Response.NextOffset is the first offset available.
 	CodeOffsetTrimmed Code = 21
+	// CodeOffsetPastEnd means a subscription asked to start beyond the partition's next
+	// offset (the offset the next append gets); Response.NextOffset is that next offset.
+	CodeOffsetPastEnd Code = 22
 
-	// Codes 22 and 23 are reserved for the subscriptions of branch sub.
+	// Code 23 is reserved (it was held for the subscriptions of branch sub, which needed one).
 
 	// CodeUnknownGroup means the consumer group named does not exist (no member ever
 	// joined it).
@@ -84,7 +87,7 @@ const (
 
 // reservedCodes are numbers below lastCode that this catalogue does not name yet: held
 // for codes another branch adds.
-var reservedCodes = map[Code]bool{22: true, 23: true}
+var reservedCodes = map[Code]bool{23: true}
 
 // describe returns the stable name and the human-readable text of a catalogued code.
 func (c Code) describe() (name, text string, ok bool) {
@@ -133,6 +136,8 @@ func (c Code) describe() (name, text string, ok bool) {
 		return "StreamExists", "stream exists", true
 	case CodeOffsetTrimmed:
 		return "OffsetTrimmed", "offset trimmed", true
+	case CodeOffsetPastEnd:
+		return "OffsetPastEnd", "offset past the end", true
 	case CodeUnknownGroup:
 		return "UnknownGroup", "unknown consumer group", true
 	case CodeNotGroupMember:
@@ -213,6 +218,8 @@ var (
 	ErrStreamExists error = codeError(CodeStreamExists)
 	// ErrOffsetTrimmed matches CodeOffsetTrimmed.
 	ErrOffsetTrimmed error = codeError(CodeOffsetTrimmed)
+	// ErrOffsetPastEnd matches CodeOffsetPastEnd.
+	ErrOffsetPastEnd error = codeError(CodeOffsetPastEnd)
 	// ErrUnknownGroup matches CodeUnknownGroup.
 	ErrUnknownGroup error = codeError(CodeUnknownGroup)
 	// ErrNotGroupMember matches CodeNotGroupMember.

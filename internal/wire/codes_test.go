@@ -37,7 +37,7 @@ func TestCodeCatalogueIsAppendOnly(t *testing.T) {
 		{CodeUnknownStream, 19, "UnknownStream"},
 		{CodeStreamExists, 20, "StreamExists"},
 		{CodeOffsetTrimmed, 21, "OffsetTrimmed"},
-		{22, 22, "Code(22)"}, // reserved (reservedCodes)
+		{CodeOffsetPastEnd, 22, "OffsetPastEnd"},
 		{23, 23, "Code(23)"}, // reserved (reservedCodes)
 		{CodeUnknownGroup, 24, "UnknownGroup"},
 		{CodeNotGroupMember, 25, "NotGroupMember"},
@@ -86,7 +86,7 @@ func sentinels() []error {
 		ErrOverloaded, ErrSessionExpired, ErrDivergent, ErrTimeout, ErrMalformed,
 		ErrProtocolVersion, ErrClusterMismatch, ErrUnknownOutcome, ErrInternal, ErrTooLarge,
 		ErrShuttingDown, ErrNotReady, ErrBadScope, ErrUnknownSession, ErrUnknownStream, ErrStreamExists,
-		ErrOffsetTrimmed, nil, nil, // 22 and 23 are reserved
+		ErrOffsetTrimmed, ErrOffsetPastEnd, nil, // 23 is reserved
 		ErrUnknownGroup, ErrNotGroupMember, ErrStaleGeneration, ErrNotAssigned}
 }
 
@@ -199,7 +199,8 @@ func TestOpString(t *testing.T) {
 		{OpInvoke, "Invoke"}, {OpOpenSession, "OpenSession"}, {OpCloseSession, "CloseSession"},
 		{OpStatus, "Status"}, {OpStreamRead, "StreamRead"}, {OpPing, "Ping"}, {OpJoin, "Join"},
 		{OpRemove, "Remove"}, {OpTransferLeader, "TransferLeader"}, {OpProcedures, "Procedures"},
-		{OpProcessors, "Processors"}, {Op(0), "Op(0)"}, {Op(12), "Op(12)"},
+		{OpProcessors, "Processors"}, {OpSubscribe, "Subscribe"}, {OpCredit, "Credit"},
+		{OpUnsubscribe, "Unsubscribe"}, {Op(0), "Op(0)"}, {Op(15), "Op(15)"},
 	}
 	for i, tt := range tests {
 		if got := tt.op.String(); got != tt.want {
@@ -210,7 +211,8 @@ func TestOpString(t *testing.T) {
 		op  Op
 		num uint8
 	}{{OpInvoke, 1}, {OpOpenSession, 2}, {OpCloseSession, 3}, {OpStatus, 4}, {OpStreamRead, 5}, {OpPing, 6},
-		{OpJoin, 7}, {OpRemove, 8}, {OpTransferLeader, 9}, {OpProcedures, 10}, {OpProcessors, 11}}
+		{OpJoin, 7}, {OpRemove, 8}, {OpTransferLeader, 9}, {OpProcedures, 10}, {OpProcessors, 11},
+		{OpSubscribe, 12}, {OpCredit, 13}, {OpUnsubscribe, 14}}
 	for i, p := range pinned {
 		if uint8(p.op) != p.num {
 			t.Errorf("#%d: got %d, want %d", i, uint8(p.op), p.num)

@@ -172,24 +172,32 @@ func (c *Conn) Send(ctx context.Context, body []byte) error {
 	if err := checkFrameLen(len(body), c.cfg.MaxFrameBytes); err != nil {
 		return err
 	}
-	return c.enqueue(ctx, func(dst []byte) []byte { return append(dst, body...) })
+	return c.enqueue(ctx, false, func(dst []byte) []byte { return append(dst, body...) })
 }
 
 // SendRequest encodes r and queues it as one frame, like Send.
 func (c *Conn) SendRequest(ctx context.Context, r *Request) error {
-	return c.enqueue(ctx, func(dst []byte) []byte { return AppendRequest(dst, r) })
+	return c.enqueue(ctx, false, func(dst []byte) []byte { return AppendRequest(dst, r) })
 }
 
 // SendResponse encodes r and queues it as one frame, like Send.
 func (c *Conn) SendResponse(ctx context.Context, r *Response) error {
-	return c.enqueue(ctx, func(dst []byte) []byte { return AppendResponse(dst, r) })
+	return c.enqueue(ctx, false, func(dst []byte) []byte { return AppendResponse(dst, r) })
 }
 
-// enqueue waits for room, then encodes one frame at the end of pending and wakes the
-// writer if pending was empty.
-func (c *Conn) enqueue(ctx context.Context, encode func(dst []byte) []byte) error {
+// SendPush encodes r and queues it as one frame, like Send, but waits while the queue is
+// half full (in frames or bytes): pushes the peer did not ask for one by one (a
+// subscription's records) never take the second half of the queue, which stays free
+// for answers that must not wait.
+func (c *Conn) SendPush(ctx context.Context, r *Response) error {
+	return c.enqueue(ctx, true, func(dst []byte) []byte { return AppendResponse(dst, r) })
+}
+
+// enqueue waits for room (half the queue for a push), then encodes one frame at the end
+// of pending and wakes the writer if pending was empty.
+func (c *Conn) enqueue(ctx context.Context, push bool, encode func(dst []byte) []byte) error {
 	c.mu.Lock()
-	for c.sendErr == nil && c.full() {
+	for c.sendErr == nil && c.full(push) {
 		room := c.room
 		c.waiters++
 		c.mu.Unlock()
@@ -232,9 +240,14 @@ func (c *Conn) enqueue(ctx context.Context, encode func(dst []byte) []byte) erro
 	return nil
 }
 
-// full reports whether pending has no room for another frame; c.mu is held.
-func (c *Conn) full() bool {
-	return c.frames >= c.cfg.SendQueueFrames || (c.frames > 0 && len(c.pending) >= c.cfg.SendQueueBytes)
+// full reports whether pending has no room for another frame, or for a push half the
+// queue is taken; c.mu is held.
+func (c *Conn) full(push bool) bool {
+	frames, bytes := c.cfg.SendQueueFrames, c.cfg.SendQueueBytes
+	if push {
+		frames, bytes = max(frames/2, 1), bytes/2
+	}
+	return c.frames >= frames || (c.frames > 0 && len(c.pending) >= bytes)
 }
 
 // take hands the writer everything pending, leaving spare (emptied) in its place, and

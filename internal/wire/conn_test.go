@@ -334,3 +334,43 @@ func TestConnQueueBoundInBytes(t *testing.T) {
 		t.Fatalf("got 20 sends of 600 bytes queued, want Send to block past 1 KiB pending")
 	}
 }
+
+// TestConnPushLeavesHalfTheQueue: pushes (SendPush) block once half the send queue is
+// taken, while responses still find the other half.
+func TestConnPushLeavesHalfTheQueue(t *testing.T) {
+	nc, peer := net.Pipe() // a peer that never reads: the writer blocks on its first write
+	defer peer.Close()
+	c, err := NewConn(nc, ConnConfig{SendQueueFrames: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	push := &Response{Sub: 1, Entries: []StreamRecord{{Offset: 1, Value: make([]byte, 100)}}}
+	blocked, timeouts := false, 0
+	for i := 0; i < 20 && !blocked; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		err := c.SendPush(ctx, push)
+		cancel()
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			timeouts++
+			blocked = timeouts == 2
+		case err == nil:
+			timeouts = 0
+		default:
+			t.Fatalf("#%d: got %v, want nil or context.DeadlineExceeded", i, err)
+		}
+	}
+	if !blocked {
+		t.Fatal("got 20 pushes queued, want SendPush to block at half the queue")
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel() // a send that would wait fails at once
+	answers := 0
+	for c.SendResponse(done, &Response{ID: uint64(answers + 1)}) == nil {
+		answers++
+	}
+	if answers != 4 {
+		t.Errorf("got %d responses queued behind the blocked pushes, want 4 (half of 8)", answers)
+	}
+}

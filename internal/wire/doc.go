@@ -70,6 +70,21 @@ Server side, per accepted connection:
 		}()
 	}
 
+# Subscriptions
+
+Two exceptions to one Response per Request serve push subscriptions (OpSubscribe):
+
+  - a push is a Response the client did not ask for one by one: ID 0, Sub set to the
+    subscription's id, records in Entries (or, with a Code other than CodeOK, the end of
+    the subscription); the client's reader tells it from a connection-level error by Sub;
+  - OpCredit, which grants a subscription more credit (records in Max, bytes in Bytes), is
+    one-way: ID 0 and no Response.
+
+The node sends a subscription's records only within the credit granted, and a push with
+Conn.SendPush, which leaves half of the send queue to Responses. Response.Index and
+Request.MinIndex let a subscription move to another replica without a gap (see the
+field docs and docs/protocol.md).
+
 # Error catalogue
 
 Every Response carries a Code. CodeOK is success; every other code has a stable name

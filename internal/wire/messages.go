@@ -64,6 +64,19 @@ const (
 	// Response carries a msgpack array of ProcessorStatus in Value, by processor name, then
 	// partition.
 	OpProcessors Op = 11
+	// OpSubscribe opens a push subscription to one stream partition (see Subscriptions in
+	// the package documentation). Uses Sub (the subscription's id, chosen by the client,
+	// unique among the connection's live subscriptions), Stream, Partition, Offset (the
+	// first offset wanted), Earliest, MinIndex, and the initial credit in Max (records)
+	// and Bytes. The OK Response comes before any push of the subscription.
+	OpSubscribe Op = 12
+	// OpCredit grants the subscription Sub more credit: Max records and Bytes bytes. It is
+	// one-way: the node sends no Response (a grant to a subscription that has ended is
+	// ignored), and the Request's ID is 0.
+	OpCredit Op = 13
+	// OpUnsubscribe ends the subscription Sub. The OK Response comes after the last push
+	// of the subscription; ending one that has ended already is OK too.
+	OpUnsubscribe Op = 14
 )
 
 // JoinArgs describes a node asking to join a cluster (OpJoin).
@@ -104,6 +117,12 @@ func (o Op) String() string {
 		return "Procedures"
 	case OpProcessors:
 		return "Processors"
+	case OpSubscribe:
+		return "Subscribe"
+	case OpCredit:
+		return "Credit"
+	case OpUnsubscribe:
+		return "Unsubscribe"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }
@@ -152,6 +171,19 @@ type Request struct {
 	// Full asks for full records (offset, key, value, event time) in Response.Entries,
 	// which may skip the offsets key compaction removed (OpStreamRead).
 	Full bool `msgpack:"full,omitempty"`
+	// Sub is the subscription's id (OpSubscribe, OpCredit, OpUnsubscribe).
+	Sub uint64 `msgpack:"sub,omitempty"`
+	// Bytes is credit in bytes, counted as StreamRecordSize per record (OpSubscribe,
+	// OpCredit); Max is the credit in records.
+	Bytes uint64 `msgpack:"bytes,omitempty"`
+	// MinIndex asks the node to wait until it has applied the log up to this index before
+	// it starts the subscription: a client moving a subscription to another replica sends
+	// the highest Response.Index it received, so that the new replica holds at least
+	// every record already delivered (OpSubscribe).
+	MinIndex uint64 `msgpack:"midx,omitempty"`
+	// Earliest starts the subscription at the partition's first retained offset when
+	// Offset is below it, instead of failing with CodeOffsetTrimmed (OpSubscribe).
+	Earliest bool `msgpack:"early,omitempty"`
 }
 
 // Response is the server's answer to a Request, matched to it by ID. Responses on one
@@ -176,8 +208,16 @@ type Response struct {
 	// NextOffset is the offset to read from next (OpStreamRead); with CodeOffsetTrimmed,
 	// the first offset available.
 	NextOffset uint64 `msgpack:"next,omitempty"`
-	// Entries are the full stream records read, in offset order (OpStreamRead with Full).
+	// Entries are the full stream records read, in offset order (OpStreamRead with Full,
+	// and pushes).
 	Entries []StreamRecord `msgpack:"ents,omitempty"`
+	// Sub, when not 0, makes the Response a push of subscription Sub rather than an answer
+	// to a Request (ID is then 0): records in Entries and the offset after them in
+	// NextOffset, or, with a Code other than CodeOK, the end of the subscription.
+	Sub uint64 `msgpack:"sub,omitempty"`
+	// Index is a log index at or after the one that appended the records of a push: a
+	// replica that has applied it holds them all (see Request.MinIndex).
+	Index uint64 `msgpack:"idx,omitempty"`
 }
 
 // Err returns nil if r reports success, else an *Error with r's code, message and leader.

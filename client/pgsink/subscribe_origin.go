@@ -1,0 +1,65 @@
+package pgsink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/lockstepdb/lockstep/client"
+)
+
+// SubscribeOrigin is an Origin on push subscriptions (client.SubscribeAll): a node pushes
+// each record as it applies it, within a credit window, and the subscription moves to
+// another node without gap or duplicate when its node is lost. Nothing polls.
+type SubscribeOrigin struct {
+	// Client subscribes to the stream. Required.
+	Client *client.Client
+	// Options configure the subscription (client.WithCredit). Default: the client's.
+	Options []client.SubscribeOption
+}
+
+// CheckStream implements Origin.
+func (o *SubscribeOrigin) CheckStream(ctx context.Context, stream string) error {
+	_, err := o.Client.DescribeStream(ctx, stream)
+	if errors.Is(err, client.ErrUnknownStream) {
+		return fmt.Errorf("%w %q: %w", ErrUnknownStream, stream, err)
+	}
+	return err
+}
+
+// Open implements Origin.
+func (o *SubscribeOrigin) Open(ctx context.Context, stream string, from map[int]uint64) (Source, error) {
+	sub, err := o.Client.SubscribeAll(ctx, stream, from, o.Options...)
+	if errors.Is(err, client.ErrUnknownStream) {
+		return nil, fmt.Errorf("%w %q: %w", ErrUnknownStream, stream, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &subscribeSource{sub: sub, stream: stream}, nil
+}
+
+// subscribeSource is the Source of a SubscribeOrigin.
+type subscribeSource struct {
+	sub    *client.Subscription
+	stream string
+}
+
+// Next implements Source.
+func (s *subscribeSource) Next(ctx context.Context) ([]Record, error) {
+	recs, err := s.sub.Next(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("pgsink: subscription to %s: %w", s.stream, err)
+	}
+	out := make([]Record, len(recs))
+	for i, r := range recs {
+		out[i] = Record{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Data, EventTime: r.EventTime}
+	}
+	return out, nil
+}
+
+// Close implements Source.
+func (s *subscribeSource) Close() error { return s.sub.Close() }

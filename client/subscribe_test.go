@@ -1,0 +1,146 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/internal/wire"
+)
+
+// pushRecords pushes records from offset from to to-1 of subscription sub, naming log
+// index index.
+func pushRecords(fc *fakeConn, sub, from, to, index uint64) {
+	resp := wire.Response{Sub: sub, NextOffset: to, Index: index}
+	for o := from; o < to; o++ {
+		resp.Entries = append(resp.Entries, wire.StreamRecord{Offset: o, Value: []byte{byte(o)}})
+	}
+	fc.reply(resp)
+}
+
+// TestSubscriptionLeavesSilentNode: a node that keeps the connection open but stops
+// answering (paused, cut off) is left like a lost one: an unanswered keepalive ping moves
+// the subscription to another node, which is asked to start at the next offset not
+// received, at a log index that holds every record received (MinIndex).
+func TestSubscriptionLeavesSilentNode(t *testing.T) {
+	var mu sync.Mutex
+	var atB []wire.Request
+	a := newFakeNode(t, "a", func(fc *fakeConn, req wire.Request) {
+		if req.Op == wire.OpSubscribe {
+			fc.reply(wire.Response{ID: req.ID, NextOffset: req.Offset, Index: 5})
+			pushRecords(fc, req.Sub, 0, 3, 7)
+		}
+		// Pings and everything else: no answer, ever.
+	})
+	b := newFakeNode(t, "b", func(fc *fakeConn, req wire.Request) {
+		switch req.Op {
+		case wire.OpSubscribe:
+			mu.Lock()
+			atB = append(atB, req)
+			mu.Unlock()
+			fc.reply(wire.Response{ID: req.ID, NextOffset: req.Offset, Index: 9})
+			pushRecords(fc, req.Sub, req.Offset, 5, 9)
+		case wire.OpPing, wire.OpUnsubscribe:
+			fc.reply(wire.Response{ID: req.ID})
+		}
+	})
+	cfg := testConfig(t, a.addr, b.addr)
+	cfg.RequestTimeout = 300 * time.Millisecond
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sub, err := c.Subscribe(ctx, "s", 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	var got []uint64
+	for len(got) < 5 {
+		recs, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatalf("next after %v: %v", got, err)
+		}
+		for _, r := range recs {
+			if r.Partition != 2 {
+				t.Errorf("record %d: partition %d, want 2", r.Offset, r.Partition)
+			}
+			got = append(got, r.Offset)
+		}
+	}
+	for i, o := range got {
+		if o != uint64(i) {
+			t.Fatalf("got offsets %v, want 0 to 4 in order", got)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(atB) != 1 || atB[0].Offset != 3 || atB[0].MinIndex != 7 || atB[0].Partition != 2 {
+		t.Fatalf("subscribe requests at b: %+v, want one from offset 3 with MinIndex 7", atB)
+	}
+}
+
+// TestSubscriptionRefusesPushOverCredit: a node that pushes more records than the credit
+// granted breaks the protocol; the client drops it and goes on elsewhere, and never holds
+// more than its window.
+func TestSubscriptionRefusesPushOverCredit(t *testing.T) {
+	var mu sync.Mutex
+	var atB []wire.Request
+	a := newFakeNode(t, "a", func(fc *fakeConn, req wire.Request) {
+		switch req.Op {
+		case wire.OpSubscribe:
+			fc.reply(wire.Response{ID: req.ID, NextOffset: req.Offset})
+			pushRecords(fc, req.Sub, 0, 2, 1)
+			pushRecords(fc, req.Sub, 2, 6, 1) // 6 records against a credit of 4
+		case wire.OpPing, wire.OpUnsubscribe:
+			fc.reply(wire.Response{ID: req.ID})
+		}
+	})
+	b := newFakeNode(t, "b", func(fc *fakeConn, req wire.Request) {
+		switch req.Op {
+		case wire.OpSubscribe:
+			mu.Lock()
+			atB = append(atB, req)
+			mu.Unlock()
+			fc.reply(wire.Response{ID: req.ID, NextOffset: req.Offset})
+		case wire.OpPing, wire.OpUnsubscribe:
+			fc.reply(wire.Response{ID: req.ID})
+		}
+	})
+	c, err := Open(testConfig(t, a.addr, b.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sub, err := c.Subscribe(ctx, "s", 0, 0, WithCredit(4, 1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	recs, err := sub.Next(ctx)
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("next: %d records, %v; want the 2 within credit", len(recs), err)
+	}
+	var req wire.Request
+	testutil.WaitFor(t, 5*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(atB) == 0 {
+			return errors.New("the subscription did not leave the node that overran its credit")
+		}
+		req = atB[0]
+		return nil
+	})
+	// The 2 records handed out by the last Next are still the caller's: 2 of 4 left.
+	if req.Offset != 2 || req.Max != 2 {
+		t.Fatalf("subscribe at b: offset %d, credit %d; want offset 2, credit 2", req.Offset, req.Max)
+	}
+}
