@@ -149,8 +149,8 @@ func (n *Node) removeNode(ctx context.Context, id string) error {
 // leader), the cluster refuses it, or the node closes. Started by startJoin.
 func (n *Node) joinLoop(seeds []string) {
 	defer n.wg.Done()
-	cl, err := client.Open(client.Config{Addrs: seeds, ClusterID: n.cfg.ClusterID, Logger: n.log,
-		RequestTimeout: membershipTimeout, MaxRetries: -1})
+	cl, err := client.Open(n.peerClientConfig(client.Config{Addrs: seeds, ClusterID: n.cfg.ClusterID, Logger: n.log,
+		RequestTimeout: membershipTimeout, MaxRetries: -1}))
 	if err != nil {
 		n.log.Error("cannot join: bad seeds", "seeds", seeds, "err", err)
 		n.admission.set(fmt.Errorf("%w: %v", ErrJoining, err))

@@ -143,3 +143,28 @@ func PeerOf(cs tls.ConnectionState) Peer {
 	leaf := cs.PeerCertificates[0]
 	return Peer{Name: leaf.Subject.CommonName, Kind: KindOf(leaf)}
 }
+
+// LibraryConfig returns a TLS 1.3 configuration for the client library, which clones it
+// per connection and sets ServerName to the host it dials: the standard verification
+// against the CA loaded now checks the node's chain and host, and VerifyConnection that
+// it holds a node certificate. The certificate presented is the Store's current one, so
+// a Reload renews it; the CA is the one loaded when LibraryConfig was called.
+func (s *Store) LibraryConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS13,
+		RootCAs:    s.cur.Load().CA,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return &s.cur.Load().Cert, nil
+		},
+		ClientSessionCache: s.caches,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return fmt.Errorf("%w: the node presented no certificate", ErrPeerRefused)
+			}
+			if k := KindOf(cs.PeerCertificates[0]); k != KindNode {
+				return fmt.Errorf("%w: the server presented a %s certificate, not a node's", ErrPeerRefused, k)
+			}
+			return nil
+		},
+	}
+}
