@@ -32,6 +32,9 @@ func nodeFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "join", Usage: "client addresses ADDR,... of a running cluster to join (empty data dir only)"},
 		&cli.IntFlag{Name: "partitions", Usage: "partition count, fixed when the cluster is created", Value: node.DefaultPartitions},
 		&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "Raft snapshot after this many log entries (0 = never)", Value: 8192},
+		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt, node.crt and node.key (see `lockstep cert`): mutual TLS on every port; reloaded on SIGHUP",
+			EnvVars: []string{certsDirEnv}},
+		&cli.BoolFlag{Name: "insecure", Usage: "run without TLS or authentication, for development only (instead of --certs-dir)"},
 		&cli.StringFlag{Name: "log-format", Usage: "text or json", Value: "text"},
 		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
 	}
@@ -63,6 +66,8 @@ func nodeConfigFromFlags(c *cli.Context) (node.Config, error) {
 		RaftAddr:   c.String("raft"),
 		ClientAddr: c.String("client"),
 		AdminAddr:  c.String("admin"),
+		CertsDir:   c.String("certs-dir"),
+		Insecure:   c.Bool("insecure"),
 		ClusterID:  c.String("cluster-id"),
 		Bootstrap:  peers,
 		Join:       c.StringSlice("join"),
@@ -80,8 +85,14 @@ func clientFlags() []cli.Flag {
 			Value: cli.NewStringSlice(defaultClientAddr)},
 		&cli.DurationFlag{Name: "timeout", Usage: "give up after this long", Value: defaultTimeout},
 		&cli.StringFlag{Name: "cluster-id", Usage: "refuse nodes of another cluster (empty: any)"},
+		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt and client.USER.crt/.key (see `lockstep cert`)", EnvVars: []string{certsDirEnv}},
+		&cli.StringFlag{Name: "user", Usage: "the client certificate to present: client.USER.crt in --certs-dir", Value: "root", EnvVars: []string{"LOCKSTEP_USER"}},
+		&cli.BoolFlag{Name: "insecure", Usage: "connect in plaintext, to nodes started with --insecure (instead of --certs-dir)"},
 	}
 }
+
+// certsDirEnv names the environment variable that is the default of every --certs-dir.
+const certsDirEnv = "LOCKSTEP_CERTS_DIR"
 
 // outputFlag is the --output flag of commands that print data.
 func outputFlag(def string) cli.Flag {
