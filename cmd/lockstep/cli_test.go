@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -235,8 +234,8 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("AdminHTTP", func(t *testing.T) {
-		hc := &http.Client{Timeout: 10 * time.Second}
-		resp, err := hc.Get("http://" + c.nodes[1].admin + "/status")
+		hc := testutil.HTTPClient(t)
+		resp, err := hc.Get("https://" + c.nodes[1].admin + "/status")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,7 +262,7 @@ func TestCLI(t *testing.T) {
 			if !p.Running() {
 				t.Fatal("n4 exited")
 			}
-			resp, err := http.Get("http://" + p.admin + "/healthz")
+			resp, err := testutil.HTTPClient(t).Get("https://" + p.admin + "/healthz")
 			if err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -64,7 +65,7 @@ func clientConfig(c *cli.Context) (client.Config, error) {
 func clientTLS(c *cli.Context) (*tls.Config, bool, error) {
 	dir, insecure := c.String("certs-dir"), c.Bool("insecure")
 	switch {
-	case insecure && c.IsSet("certs-dir"):
+	case insecure && dir != "" && dir != os.Getenv(certsDirEnv): // --insecure wins over the variable
 		return nil, false, fmt.Errorf("--certs-dir and --insecure: give one of them")
 	case insecure:
 		return nil, true, nil

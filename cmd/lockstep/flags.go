@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/lockstepdb/lockstep/node"
@@ -60,13 +61,17 @@ func nodeConfigFromFlags(c *cli.Context) (node.Config, error) {
 	if len(peers) > 0 && len(c.StringSlice("join")) > 0 {
 		return node.Config{}, fmt.Errorf("--bootstrap creates a new cluster and --join enters an existing one: give one of them")
 	}
+	certsDir := c.String("certs-dir")
+	if c.Bool("insecure") && certsDir == os.Getenv(certsDirEnv) {
+		certsDir = "" // --insecure wins over the environment's default
+	}
 	cfg := node.Config{
 		ID:         c.String("id"),
 		DataDir:    c.String("data"),
 		RaftAddr:   c.String("raft"),
 		ClientAddr: c.String("client"),
 		AdminAddr:  c.String("admin"),
-		CertsDir:   c.String("certs-dir"),
+		CertsDir:   certsDir,
 		Insecure:   c.Bool("insecure"),
 		ClusterID:  c.String("cluster-id"),
 		Bootstrap:  peers,

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/testutil"
 )
 
@@ -44,9 +46,27 @@ func buildBinary(t *testing.T) string {
 }
 
 // binaryEnv is the environment of the processes started: a race-enabled binary would
-// otherwise pause a second at exit.
+// otherwise pause a second at exit, and nodes and commands use the shared test
+// certificates (testutil.CertsDir) unless given --certs-dir or --insecure.
 func binaryEnv() []string {
-	return append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	dir, err := testutil.SharedCertsDir()
+	if err != nil {
+		panic(fmt.Sprintf("test certificates: %v", err))
+	}
+	return append(os.Environ(), "GORACE=atexit_sleep_ms=0", testutil.CertsDirEnv+"="+dir)
+}
+
+// testTLS returns client root's TLS configuration of the shared test certificates that
+// binaryEnv gives the processes.
+func testTLS() *tls.Config {
+	dir, err := testutil.SharedCertsDir()
+	if err == nil {
+		var cfg *tls.Config
+		if cfg, err = client.LoadTLS(dir, "root"); err == nil {
+			return cfg
+		}
+	}
+	panic(fmt.Sprintf("test certificates: %v", err))
 }
 
 // result is what one run of the binary did.
