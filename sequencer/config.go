@@ -77,7 +77,7 @@ type Config struct {
 	// and the owner closes it (if it has a Close) after Close. An injected log store must
 	// make an entry durable before StoreLogs returns, as raft-boltdb does (RAFT-NOTES:
 	// never NoSync); the Sequencer cannot check this.
-	Transport     raft.Transport
+	Transport raft.Transport
 	// StreamLayer, if set, carries the default transport instead of plain TCP on RaftAddr
 	// (the node's mutual-TLS layer): the Sequencer builds its network transport over it
 	// with the same pool, timeout and logging, and Close closes it. If Open fails, the
