@@ -126,6 +126,9 @@ func (n *Node) addNode(ctx context.Context, payload []byte) error {
 			"%v: node %s has %d partitions and procedure set %x; the cluster has %d and %x",
 			ErrJoinRefused, j.ID, j.Partitions, j.Procedures, info.Partitions, info.Procedures)}
 	}
+	if err := n.checkReachable(ctx, j.ID, j.RaftAddr, j.ClientAddr); err != nil {
+		return err
+	}
 	if err := n.seq.AddVoter(ctx, j.ID, j.RaftAddr); err != nil {
 		return err
 	}
