@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstepdb/lockstep/internal/certs"
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/node"
@@ -389,6 +391,12 @@ func startFlakyLeader(t *testing.T, first wire.Code) *flakyLeader {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// It poses as a node of the shared test certificates' cluster, as the commands expect.
+	st, err := certs.NewNodeStore(testutil.CertsDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln = tls.NewListener(ln, st.ServerConfig(certs.KindClient))
 	f := &flakyLeader{addr: ln.Addr().String()}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

@@ -169,8 +169,15 @@ func (c *procCluster) addrs() string {
 // ready. If a port turned out to be taken, it starts the whole cluster again on new ports.
 func startCluster(t *testing.T, bin string, n int) *procCluster {
 	t.Helper()
+	return startClusterWith(t, bin, n)
+}
+
+// startClusterWith is startCluster with extra flags for every node (--insecure, another
+// --certs-dir).
+func startClusterWith(t *testing.T, bin string, n int, extra ...string) *procCluster {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		c, err := tryStartCluster(t, bin, n)
+		c, err := tryStartCluster(t, bin, n, extra...)
 		if err == nil {
 			return c
 		}
@@ -181,7 +188,7 @@ func startCluster(t *testing.T, bin string, n int) *procCluster {
 	}
 }
 
-func tryStartCluster(t *testing.T, bin string, n int) (*procCluster, error) {
+func tryStartCluster(t *testing.T, bin string, n int, extra ...string) (*procCluster, error) {
 	addrs := testutil.FreeAddrs(t, 3*n)
 	c := &procCluster{}
 	var peers []string
@@ -192,9 +199,9 @@ func tryStartCluster(t *testing.T, bin string, n int) (*procCluster, error) {
 	}
 	for i, nd := range c.nodes {
 		data := filepath.Join(t.TempDir(), nd.id)
-		p := spawnNode(t, bin, nd.id, "--id", nd.id, "--data", data,
+		p := spawnNode(t, bin, nd.id, append([]string{"--id", nd.id, "--data", data,
 			"--raft", nd.raft, "--client", nd.client, "--admin", nd.admin, "--partitions", "4",
-			"--bootstrap", strings.Join(peers, ","), "--log-level", "warn")
+			"--bootstrap", strings.Join(peers, ","), "--log-level", "warn"}, extra...)...)
 		p.raft, p.client, p.admin, p.data = nd.raft, nd.client, nd.admin, data
 		c.nodes[i] = p
 	}
