@@ -27,6 +27,7 @@ func BenchmarkTLSProcs(b *testing.B) {
 	const clients, inflight = 64, 512
 	ctx := context.Background()
 	sum := map[string][]Report{}
+	cpuPerOp := map[string][]float64{} // µs of CPU, nodes and client, per operation
 	for round := range rounds {
 		for _, mode := range []string{"tls", "insecure"} {
 			var extra []string
@@ -49,11 +50,16 @@ func BenchmarkTLSProcs(b *testing.B) {
 			}
 			cpu1, self1 := pc.cpu(), selfCPU()
 			var cpus string
+			total := self1 - self0
 			for i := range cpu1 {
 				cpus += fmt.Sprintf("%s %.0f%%, ", pc.nodes[i].id, 100*(cpu1[i]-cpu0[i]).Seconds()/r.Elapsed.Seconds())
+				total += cpu1[i] - cpu0[i]
 			}
-			b.Logf("round %d %s: %s; CPU of 200%%: %sclient %.0f%%", round+1, mode, r, cpus, 100*(self1-self0).Seconds()/r.Elapsed.Seconds())
+			perOp := float64(total.Microseconds()) / float64(max(r.Ops, 1))
+			b.Logf("round %d %s: %s; CPU of 200%%: %sclient %.0f%%; %.1f µs CPU per op (nodes + client)",
+				round+1, mode, r, cpus, 100*(self1-self0).Seconds()/r.Elapsed.Seconds(), perOp)
 			sum[mode] = append(sum[mode], r)
+			cpuPerOp[mode] = append(cpuPerOp[mode], perOp)
 			for _, p := range pc.nodes {
 				p.Stop(stopGrace)
 			}
@@ -73,4 +79,12 @@ func BenchmarkTLSProcs(b *testing.B) {
 	b.ReportMetric(tP99, "tls-p99-ms")
 	b.ReportMetric(iP99, "insecure-p99-ms")
 	b.ReportMetric(100*(1-tOps/iOps), "tls-cost-%")
+	avg := func(xs []float64) (m float64) {
+		for _, x := range xs {
+			m += x / float64(len(xs))
+		}
+		return
+	}
+	b.ReportMetric(avg(cpuPerOp["tls"]), "tls-cpu-µs/op")
+	b.ReportMetric(avg(cpuPerOp["insecure"]), "insecure-cpu-µs/op")
 }

@@ -78,7 +78,11 @@ func (l *tlsStreamLayer) handshake(tc *tls.Conn) {
 	err := tc.HandshakeContext(ctx)
 	cancel()
 	if err != nil {
-		l.log.Warn("raft connection refused", "remote", tc.RemoteAddr().String(), "err", err)
+		select {
+		case <-l.done:
+		default:
+			l.log.Warn("raft connection refused", "remote", tc.RemoteAddr().String(), "err", err)
+		}
 		tc.Close()
 		return
 	}

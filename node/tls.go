@@ -86,7 +86,9 @@ func (n *Node) acceptTLS(nc net.Conn) (net.Conn, Identity, error) {
 	ctx, cancel := context.WithTimeout(n.ctx, handshakeTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
-		n.log.Warn("client connection refused", "remote", nc.RemoteAddr().String(), "err", err)
+		if n.ctx.Err() == nil {
+			n.log.Warn("client connection refused", "remote", nc.RemoteAddr().String(), "err", err)
+		}
 		return nil, Identity{}, err
 	}
 	p := certs.PeerOf(tc.ConnectionState())
