@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
+	"time"
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/certs"
+	"github.com/lockstepdb/lockstep/internal/wire"
 )
 
 // Security of a node (docs/security.md). A secure node (Config.CertsDir) speaks mutual
@@ -82,9 +85,29 @@ func (n *Node) acceptTLS(nc net.Conn) (net.Conn, Identity, error) {
 	if n.certs == nil {
 		return nc, Identity{}, nil
 	}
-	tc := tls.Server(nc, n.clientTLS)
 	ctx, cancel := context.WithTimeout(n.ctx, handshakeTimeout)
 	defer cancel()
+	// A TLS connection starts with a handshake record (type 22). Anything else is most
+	// likely a plaintext Lockstep client (--insecure): it gets a definite refusal in its
+	// own protocol, so that it stops at once and says why, and nothing else.
+	nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	stop := context.AfterFunc(ctx, func() { nc.SetReadDeadline(time.Unix(1, 0)) }) // Close interrupts
+	var first [1]byte
+	_, err := io.ReadFull(nc, first[:])
+	if !stop() {
+		return nil, Identity{}, ctx.Err()
+	}
+	if err != nil {
+		return nil, Identity{}, err
+	}
+	if first[0] != recordTypeHandshake {
+		resp := wire.ErrorResponse(0, &wire.Error{Code: wire.CodeProtocolVersion, Message: errPlaintext})
+		nc.SetWriteDeadline(time.Now().Add(time.Second))
+		nc.Write(wire.AppendFrame(nil, wire.AppendResponse(nil, &resp)))
+		return nil, Identity{}, fmt.Errorf("plaintext connection refused")
+	}
+	nc.SetReadDeadline(time.Time{})
+	tc := tls.Server(&prefixConn{Conn: nc, first: first[:]}, n.clientTLS)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		if n.ctx.Err() == nil {
 			n.log.Warn("client connection refused", "remote", nc.RemoteAddr().String(), "err", err)
@@ -93,4 +116,25 @@ func (n *Node) acceptTLS(nc net.Conn) (net.Conn, Identity, error) {
 	}
 	p := certs.PeerOf(tc.ConnectionState())
 	return tc, Identity{Name: p.Name, Kind: p.Kind}, nil
+}
+
+// recordTypeHandshake is the first byte of every TLS connection: a handshake record.
+const recordTypeHandshake = 22
+
+// errPlaintext is what a secure node answers a plaintext client.
+const errPlaintext = "this node requires TLS: connect with certificates (--certs-dir), not --insecure"
+
+// prefixConn is a connection whose first bytes were read already: Read returns them first.
+type prefixConn struct {
+	net.Conn
+	first []byte
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) {
+	if len(c.first) > 0 {
+		n := copy(p, c.first)
+		c.first = c.first[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
 }

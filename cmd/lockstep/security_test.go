@@ -62,6 +62,12 @@ func TestSecurity(t *testing.T) {
 				t.Errorf("admin port: plain HTTP got %s %q", resp.Status, body)
 			}
 		}
+		// A plaintext Lockstep client is told, at once, that the node requires TLS.
+		r := run(t, bin, "cluster", "status", "--insecure", "--addr", n.client, "--timeout", "20s")
+		checkFailure(t, r, "requires TLS")
+		if r.took > 10*time.Second {
+			t.Errorf("an insecure client gave up after %v, want a prompt refusal", r.took)
+		}
 		// With the shared client certificate, the same ports answer.
 		if r := run(t, bin, "cluster", "status", "--addr", n.client); r.code != 0 {
 			t.Fatalf("cluster status with the right certificate: %v", r)
