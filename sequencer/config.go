@@ -191,6 +191,8 @@ func (c Config) Validate() error {
 		return bad("Transport and StreamLayer are both set; give one")
 	case c.StreamLayer != nil && c.RaftAddr != "" && c.RaftAddr != c.StreamLayer.Addr().String():
 		return bad("RaftAddr %q differs from the StreamLayer's address %q", c.RaftAddr, c.StreamLayer.Addr())
+	case c.StreamLayer != nil && !advertisable(c.StreamLayer.Addr().String()):
+		return bad("the StreamLayer's address %q must be host:port with a host other nodes can dial", c.StreamLayer.Addr())
 	case c.Transport == nil && c.StreamLayer == nil && !advertisable(c.RaftAddr):
 		return bad("RaftAddr %q must be host:port with a host other nodes can dial", c.RaftAddr)
 	case c.Transport != nil && c.Transport.LocalAddr() == "":
