@@ -52,8 +52,13 @@ func tlsHandshake(ctx context.Context, nc net.Conn, base *tls.Config, addr strin
 }
 
 // tlsConn is a TLS connection whose read errors say when the node refused the client
-// certificate.
+// certificate, and whose Close closes the TCP connection at once: tls.Conn.Close sends a
+// close_notify alert, which waits for any write in progress, and a write to a node that
+// stopped reading (paused, frozen) never ends — Close must not hang with it. The protocol
+// frames every message, so nothing relies on close_notify.
 type tlsConn struct{ *tls.Conn }
+
+func (c *tlsConn) Close() error { return c.Conn.NetConn().Close() }
 
 func (c *tlsConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)

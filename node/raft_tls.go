@@ -87,7 +87,7 @@ func (l *tlsStreamLayer) handshake(tc *tls.Conn) {
 		return
 	}
 	select {
-	case l.accepted <- tc:
+	case l.accepted <- &rawClose{Conn: tc, raw: tc.NetConn()}:
 	case <-l.done:
 		tc.Close()
 	}
@@ -121,5 +121,9 @@ func (l *tlsStreamLayer) Addr() net.Addr { return l.ln.Addr() }
 // that address's host.
 func (l *tlsStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	d := &net.Dialer{Timeout: timeout}
-	return tls.DialWithDialer(d, "tcp", string(address), l.st.ClientConfig(string(address)))
+	tc, err := tls.DialWithDialer(d, "tcp", string(address), l.st.ClientConfig(string(address)))
+	if err != nil {
+		return nil, err
+	}
+	return &rawClose{Conn: tc, raw: tc.NetConn()}, nil // see rawClose: a stalled peer must not block Close
 }

@@ -115,8 +115,21 @@ func (n *Node) acceptTLS(nc net.Conn) (net.Conn, Identity, error) {
 		return nil, Identity{}, err
 	}
 	p := certs.PeerOf(tc.ConnectionState())
-	return tc, Identity{Name: p.Name, Kind: p.Kind}, nil
+	return &rawClose{Conn: tc, raw: nc}, Identity{Name: p.Name, Kind: p.Kind}, nil
 }
+
+// rawClose is a TLS connection whose Close closes the TCP connection at once, without the
+// close_notify alert of tls.Conn.Close: that alert waits for the lock of any write in
+// progress, and a write to a peer that does not read never ends, so closing the
+// connection of a client that does not read its answers — what the node does to it, from
+// the goroutine that answers every client — would block (DESIGN.md invariant 7). The
+// protocol frames every message, so nothing relies on close_notify.
+type rawClose struct {
+	net.Conn
+	raw net.Conn
+}
+
+func (c *rawClose) Close() error { return c.raw.Close() }
 
 // recordTypeHandshake is the first byte of every TLS connection: a handshake record.
 const recordTypeHandshake = 22
