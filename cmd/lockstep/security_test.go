@@ -455,3 +455,54 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// TestCertCommands: `lockstep cert` makes a usable directory, lists it, and refuses bad
+// input with one clear line, changing nothing.
+func TestCertCommands(t *testing.T) {
+	bin := buildBinary(t)
+	dir := filepath.Join(t.TempDir(), "certs")
+	mustRun(t, bin, "cert", "create-ca", "--certs-dir", dir)
+	mustRun(t, bin, "cert", "create-node", "--certs-dir", dir, "127.0.0.1", "localhost")
+	mustRun(t, bin, "cert", "create-client", "--certs-dir", dir, "alice")
+	r := mustRun(t, bin, "cert", "list", "--certs-dir", dir)
+	for _, want := range []string{"ca.crt", "node.crt", "localhost,127.0.0.1", "client.alice.crt", "alice"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("list lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	for _, f := range []string{certs.CAKeyFile, certs.NodeKeyFile, certs.ClientKeyFile("alice")} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want mode 0600", f, fi.Mode(), err)
+		}
+	}
+	ca, _ := os.ReadFile(filepath.Join(dir, certs.CAFile))
+	for i, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cert", "create-ca", "--certs-dir", dir}, "file exists"},
+		{[]string{"cert", "create-node", "--certs-dir", dir}, "hosts"},
+		{[]string{"cert", "create-client", "--certs-dir", dir, "node"}, "reserved"},
+		{[]string{"cert", "create-client", "--certs-dir", t.TempDir(), "bob"}, "missing file"},
+		{[]string{"cert", "list", "--certs-dir", filepath.Join(dir, "nope")}, "no such file"},
+	} {
+		r := run(t, bin, tt.args...)
+		if r.code == 0 || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("#%d: %v: got %v, want a failure saying %q", i, tt.args, r, tt.want)
+		}
+	}
+	if now, _ := os.ReadFile(filepath.Join(dir, certs.CAFile)); !bytes.Equal(now, ca) {
+		t.Error("a refused create-ca changed ca.crt")
+	}
+	// A key that is not its certificate's: list says which, and fails.
+	other := t.TempDir()
+	if err := certs.CreateLoopback(other, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := os.ReadFile(filepath.Join(other, certs.ClientKeyFile("alice")))
+	os.WriteFile(filepath.Join(dir, certs.ClientKeyFile("alice")), key, 0o600)
+	r = run(t, bin, "cert", "list", "--certs-dir", dir)
+	if r.code == 0 || !strings.Contains(r.stdout, "does not belong") {
+		t.Errorf("list with a mismatched key: %v", r)
+	}
+}
