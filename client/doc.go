@@ -109,6 +109,8 @@ leader would only add to its load.
 	res, err := client.InvokeAs[MyResult](ctx, c, "my.proc", key, MyArgs{...}) // any procedure, typed
 	got, err := client.QueryAs[builtin.KVGetResult](ctx, c, builtin.KVGet, key, builtin.NoArgs{}, client.ReadAny) // a local, possibly stale read
 	recs, next, err := c.ReadStream(ctx, "events", partition, offset, 100)
+	m, err := c.JoinGroup(ctx, "workers", "events", "worker-1") // a consumer group member (see groups.go)
+	err = m.Consume(ctx, handle, client.ConsumeOptions{})      // its partitions, from the committed offsets
 
 # Security
 

@@ -58,6 +58,14 @@ const (
 	CodeStreamExists Code = Code(wire.CodeStreamExists)
 	// CodeOffsetTrimmed: the offset read is below the first one retention kept.
 	CodeOffsetTrimmed Code = Code(wire.CodeOffsetTrimmed)
+	// CodeUnknownGroup: the consumer group does not exist (no member ever joined it).
+	CodeUnknownGroup Code = Code(wire.CodeUnknownGroup)
+	// CodeNotGroupMember: the member is not in the consumer group.
+	CodeNotGroupMember Code = Code(wire.CodeNotGroupMember)
+	// CodeStaleGeneration: a group commit named an old generation.
+	CodeStaleGeneration Code = Code(wire.CodeStaleGeneration)
+	// CodeNotAssigned: a group commit named a partition not assigned to the member.
+	CodeNotAssigned Code = Code(wire.CodeNotAssigned)
 )
 
 // String returns the code's stable name ("NotLeader", "ProcedureError", ...), or
@@ -172,6 +180,21 @@ var (
 	// ErrOffsetTrimmed: ReadStream asked for an offset below the first one the stream's
 	// retention kept; the error is an *OffsetTrimmedError naming that first offset.
 	ErrOffsetTrimmed error = codeError(CodeOffsetTrimmed)
+	// ErrUnknownGroup: the consumer group does not exist: no member ever joined it.
+	// Definite: nothing changed.
+	ErrUnknownGroup error = codeError(CodeUnknownGroup)
+	// ErrNotGroupMember: the member is not in the consumer group: it never joined, it
+	// left, or it was removed when its session timed out (batch time). Definite: nothing
+	// changed; join again to take part.
+	ErrNotGroupMember error = codeError(CodeNotGroupMember)
+	// ErrStaleGeneration: a commit named a generation older than the group's: the members
+	// changed since the assignment it was made under (a zombie's commit). Definite:
+	// nothing changed, including the writes of a procedure that committed in the same
+	// step; heartbeat to learn the new generation and assignment.
+	ErrStaleGeneration error = codeError(CodeStaleGeneration)
+	// ErrNotAssigned: a commit named a stream partition the member does not own in the
+	// group's current generation. Definite: nothing changed.
+	ErrNotAssigned error = codeError(CodeNotAssigned)
 )
 
 // ErrSpeaksHTTP is returned when the address answered the handshake in HTTP: it is an

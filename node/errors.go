@@ -24,6 +24,10 @@ var wireCodes = [...]wire.Code{
 	replica.CodeInternal:         wire.CodeInternal,
 	replica.CodeUnknownStream:    wire.CodeUnknownStream,
 	replica.CodeStreamExists:     wire.CodeStreamExists,
+	replica.CodeUnknownGroup:     wire.CodeUnknownGroup,
+	replica.CodeNotGroupMember:   wire.CodeNotGroupMember,
+	replica.CodeStaleGeneration:  wire.CodeStaleGeneration,
+	replica.CodeNotAssigned:      wire.CodeNotAssigned,
 }
 
 // toWire is the one translation of the errors of the layers below — sequencer, replica,

@@ -345,6 +345,10 @@ func (cc *clientConn) invoke(req *wire.Request) {
 		cc.fail(req.ID, fmt.Errorf("%w: unknown consistency level %d", wire.ErrBadArguments, req.Consistency))
 		return
 	}
+	if ack := plantedLostWrite(info.Name); ack != nil { // a test-only build's planted bug; nil in a normal build
+		cc.reply(&wire.Response{ID: req.ID, Value: ack, Session: req.Session})
+		return
+	}
 	cc.submit(req.ID, it)
 }
 

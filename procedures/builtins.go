@@ -14,7 +14,7 @@ import (
 var ErrCorruptValue = errors.New("stored value has the wrong encoding")
 
 // RegisterBuiltins registers every built-in procedure (kv.*, counter.*, bank.*, voter.*,
-// stream.*) and the processors of the built-in click pipeline (DefaultClickPipeline) in r,
+// stream.*, group.*) and the processors of the built-in click pipeline (DefaultClickPipeline) in r,
 // and declares the replicated tables they use. It fails if a name is
 // already registered, e.g. when called twice on one registry.
 func RegisterBuiltins(r *Registry) error {
@@ -24,6 +24,7 @@ func RegisterBuiltins(r *Registry) error {
 		registerBank,
 		registerVoter,
 		registerStream,
+		registerGroup,
 		func(r *Registry) error { return RegisterClickPipeline(r, DefaultClickPipeline) },
 	} {
 		if err := register(r); err != nil {

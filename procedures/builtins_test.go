@@ -15,6 +15,7 @@ import (
 var builtinNames = []string{
 	"bank.open", "bank.total", "bank.transfer",
 	"counter.add", "counter.get",
+	"group.commit", "group.describe", "group.heartbeat", "group.join", "group.leave", "group.list", "group.offsets",
 	"kv.cas", "kv.delete", "kv.get", "kv.put",
 	"stream.append", "stream.append_batch", "stream.create", "stream.delete", "stream.describe", "stream.list",
 	"voter.area_totals", "voter.init", "voter.results", "voter.vote",
@@ -33,9 +34,10 @@ func TestBuiltinsRegistry(t *testing.T) {
 		family := info.Name[:strings.IndexByte(info.Name, '.')]
 		wantRO := strings.HasSuffix(info.Name, ".get") || info.Name == "bank.total" ||
 			info.Name == "voter.results" || info.Name == "voter.area_totals" ||
-			info.Name == "stream.list" || info.Name == "stream.describe"
+			info.Name == "stream.list" || info.Name == "stream.describe" ||
+			info.Name == "group.offsets" || info.Name == "group.describe" || info.Name == "group.list"
 		wantMulti := family == "bank" && info.Name != "bank.open" || family == "voter" && info.Name != "voter.vote" ||
-			family == "stream" && info.Name != "stream.append"
+			family == "stream" && info.Name != "stream.append" || info.Name == "group.list"
 		if info.ReadOnly != wantRO || info.Multi != wantMulti {
 			t.Errorf("#%d %s: got read-only %t multi %t, want %t %t", i, info.Name, info.ReadOnly, info.Multi, wantRO, wantMulti)
 		}

@@ -65,7 +65,7 @@ every node (Registry.Fingerprint).
 
 # Built-in procedures
 
-RegisterBuiltins registers kv.*, counter.*, bank.*, voter.* and stream.*. Their
+RegisterBuiltins registers kv.*, counter.*, bank.*, voter.*, stream.* and group.*. Their
 names and their argument and result types are defined once, in package builtin
 (procedures/builtin), which imports nothing from Lockstep so that the client library
 shares the same definitions; its documentation lists every built-in with its partition
@@ -76,5 +76,14 @@ Stored numbers are fixed-width big-endian, so scans visit them in order. Each fa
 keeps its tables under its own prefix (KVTable, CounterTable, BankAccountsTable,
 Voter*Table) and its errors as sentinels here (ErrInsufficientFunds,
 ErrCounterOverflow, …).
+
+# Consumer groups
+
+The group.* built-ins keep consumer groups in the reserved table partition.SysGroups of
+each group's home partition (the partition of the group name): members, generation and
+committed offsets, as partition state. Assign is the assignment function; expiry is by
+batch time at the start of every group call. CommitGroupOffset commits a group offset
+inside any procedure, in the same atomic step as its writes; its refusals are
+ErrUnknownGroup, ErrNotGroupMember, ErrStaleGeneration and ErrNotAssigned.
 */
 package procedures

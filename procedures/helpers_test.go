@@ -18,6 +18,8 @@ type testEngine struct {
 	eng *partition.Engine
 	n   int
 	seq uint64
+	// skew is added to every input's batch time: tests move the clock forward with it.
+	skew int64
 }
 
 // newTestEngine builds an engine with n partitions running the built-ins plus whatever
@@ -47,7 +49,7 @@ func newTestEngineConfig(t tb, cfg partition.Config, extra ...func(*Registry)) *
 // multi-partition procedure on scope (all partitions when scope is nil).
 func (te *testEngine) input(proc, key string, args []byte, scope []int) partition.Input {
 	te.seq++
-	in := partition.Input{Procedure: proc, Args: args, Seq: te.seq, Time: 1_700_000_000e9 + int64(te.seq)}
+	in := partition.Input{Procedure: proc, Args: args, Seq: te.seq, Time: 1_700_000_000e9 + int64(te.seq) + te.skew}
 	if key != "" {
 		in.Key = []byte(key)
 	}

@@ -99,6 +99,10 @@ func seed(t tb, te *testEngine) {
 	for i, phone := range []string{"2125550001", "2125550002", "4155550003"} {
 		add("voter.vote", phone, builtin.VoteArgs{Contestant: int32(i%3 + 1)})
 	}
+	for _, m := range []string{"m0", "m1"} {
+		add("group.join", "g", builtin.GroupJoinArgs{Stream: "s", Member: m})
+	}
+	add("group.commit", "g", builtin.GroupCommitArgs{Member: "m0", Generation: 2, Partition: 0, Offset: 1})
 	for i, r := range te.eng.Execute(log) {
 		if r.Err != nil {
 			t.Fatalf("seed #%d %s: %v", i, log[i].Procedure, r.Err)

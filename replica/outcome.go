@@ -47,6 +47,18 @@ const (
 	CodeUnknownStream
 	// CodeStreamExists: stream.create named a stream that exists; nothing changed.
 	CodeStreamExists
+	// CodeUnknownGroup: a group call named a consumer group no member ever joined; the
+	// effects were undone.
+	CodeUnknownGroup
+	// CodeNotGroupMember: the member is not in the consumer group (never joined, left, or
+	// expired); the effects were undone.
+	CodeNotGroupMember
+	// CodeStaleGeneration: a group commit named an old generation (a zombie member); the
+	// effects were undone.
+	CodeStaleGeneration
+	// CodeNotAssigned: a group commit named a stream partition not assigned to the member;
+	// the effects were undone.
+	CodeNotAssigned
 )
 
 var codeNames = [...]string{
@@ -55,6 +67,8 @@ var codeNames = [...]string{
 	CodeSessionExpired: "SessionExpired", CodeUnknownSession: "UnknownSession",
 	CodeOverloaded: "Overloaded", CodeIncompatible: "Incompatible", CodeInternal: "Internal",
 	CodeUnknownStream: "UnknownStream", CodeStreamExists: "StreamExists",
+	CodeUnknownGroup: "UnknownGroup", CodeNotGroupMember: "NotGroupMember",
+	CodeStaleGeneration: "StaleGeneration", CodeNotAssigned: "NotAssigned",
 }
 
 // String returns the code's name, as metrics label outcomes with it.
@@ -104,6 +118,14 @@ func CodeOf(err error) Code {
 		return CodeUnknownStream
 	case errors.Is(err, partition.ErrStreamExists):
 		return CodeStreamExists
+	case errors.Is(err, procedures.ErrUnknownGroup):
+		return CodeUnknownGroup
+	case errors.Is(err, procedures.ErrNotGroupMember):
+		return CodeNotGroupMember
+	case errors.Is(err, procedures.ErrStaleGeneration):
+		return CodeStaleGeneration
+	case errors.Is(err, procedures.ErrNotAssigned):
+		return CodeNotAssigned
 	case errors.Is(err, procedures.ErrUnknownProcedure):
 		return CodeUnknownProcedure
 	case errors.Is(err, partition.ErrBadScope), errors.Is(err, procedures.ErrWrongScope):

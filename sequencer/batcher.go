@@ -234,7 +234,7 @@ func (s *Sequencer) propose(st *batcherState, props []*Proposal) {
 		return
 	}
 	now := s.cfg.Now().UnixNano()
-	if now < st.lastTime {
+	if now < st.lastTime && !plantedNoClamp { // plantedNoClamp: a test-only build's planted bug
 		now = st.lastTime
 	}
 	st.lastTime = now

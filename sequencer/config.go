@@ -135,6 +135,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock that stamps batch times. Default time.Now; tests may inject one.
 	Now func() time.Time
+	// Dial, when set, opens the built TCP transport's outbound connections to a peer's
+	// Raft address instead of a plain net.DialTimeout: the fault-injection harness
+	// (jepsen/) routes each directed link through a proxy it controls. Ignored with an
+	// injected Transport. Default nil (dial the address).
+	Dial func(addr string, timeout time.Duration) (net.Conn, error)
 }
 
 // DefaultConfig returns a Config with every default filled in; the caller sets NodeID,

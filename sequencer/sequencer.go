@@ -350,11 +350,17 @@ func openParts(cfg Config, hlog *hclogAdapter) (p raftParts, err error) {
 		p.trans = trans
 	}
 	if p.trans == nil {
-		trans, err := raft.NewTCPTransportWithConfig(cfg.RaftAddr, nil, &raft.NetworkTransportConfig{
+		tcfg := &raft.NetworkTransportConfig{
 			MaxPool: transportMaxPool,
 			Timeout: transportTimeout,
 			Logger:  hlog.Named("net"),
-		})
+		}
+		var trans *raft.NetworkTransport
+		if cfg.Dial != nil {
+			trans, err = newDialTransport(cfg.RaftAddr, cfg.Dial, tcfg)
+		} else {
+			trans, err = raft.NewTCPTransportWithConfig(cfg.RaftAddr, nil, tcfg)
+		}
 		if err != nil {
 			return p, fmt.Errorf("sequencer: raft transport on %s: %w", cfg.RaftAddr, err)
 		}

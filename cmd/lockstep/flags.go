@@ -80,6 +80,9 @@ func nodeConfigFromFlags(c *cli.Context) (node.Config, error) {
 	}
 	cfg.Replica.Partitions = c.Int("partitions")
 	cfg.Sequencer.SnapshotThreshold = c.Uint64("snapshot-threshold")
+	if err := applyFaultEnv(&cfg, os.Getenv); err != nil {
+		return node.Config{}, err
+	}
 	return cfg, cfg.Validate()
 }
 

@@ -10,7 +10,9 @@
 //	lockstep procedures       list the procedures
 //	lockstep processors       the stream processors per partition: position, lag, watermark
 //	lockstep stream read S    print an output stream's records
+//	lockstep sink postgres    copy a stream into a PostgreSQL table exactly once
 //	lockstep demo             an embedded 3-node cluster under load, with failover
+//	lockstep jepsen run       fault-injection run: workload, nemesis, history checkers
 //	lockstep completion bash  the shell completion script
 //	lockstep --version        the binary's version, as nodes report it in their status
 //
@@ -60,7 +62,10 @@ func newApp() *cli.App {
 			proceduresCommand(),
 			processorsCommand(),
 			streamCommand(),
+			sinkCommand(),
+			groupCommand(),
 			demoCommand(),
+			jepsenCommand(),
 			completionCommand(),
 		},
 	}

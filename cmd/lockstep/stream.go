@@ -163,6 +163,9 @@ func withSession(c *cli.Context, call func(*client.Client) (any, error)) error {
 	if format == outputJSON {
 		return writeJSON(c.App.Writer, v)
 	}
+	if d, ok := v.(builtin.GroupDescription); ok {
+		return writeGroupDescription(c.App.Writer, d)
+	}
 	if d, ok := v.(builtin.StreamDescription); ok {
 		if err := writeValueTable(c.App.Writer, reflect.ValueOf(d.Definition)); err != nil {
 			return err

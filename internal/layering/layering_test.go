@@ -32,11 +32,15 @@ var allowed = map[string][]string{
 	"replica":            {"partition", "procedures", "procedures/builtin", "internal/batch"},
 	"internal/certs":     {},
 	"client":             {"internal/wire", "internal/certs", "procedures/builtin", "procedures/schema"},
+	// client/pgsink is a user of the client, as any application is.
+	"client/pgsink":            {"client"},
+	"internal/testutil/pgtest": {},
 	// node reads window operators' watermarks (window.ReadOperator) for processor status.
 	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs"},
-	"cmd/lockstep":        {"client", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "internal/certs"},
-	"benchmarks":          {"client", "internal/latency"},
+	"cmd/lockstep":        {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs"},
+	"benchmarks":          {"client", "client/pgsink", "internal/latency"},
+	"jepsen":              {"client", "procedures/builtin"},
 	"examples/customproc": {"client", "node", "partition", "procedures", "procedures/builtin", "procedures/window"},
 }
 

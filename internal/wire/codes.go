@@ -63,9 +63,28 @@ const (
 	// offset, trimmed by retention; Response.NextOffset is the first offset available.
 	CodeOffsetTrimmed Code = 21
 
+	// Codes 22 and 23 are reserved for the subscriptions of branch sub.
+
+	// CodeUnknownGroup means the consumer group named does not exist (no member ever
+	// joined it).
+	CodeUnknownGroup Code = 24
+	// CodeNotGroupMember means the member is not in the consumer group: it never joined,
+	// left, or was removed when its session timed out.
+	CodeNotGroupMember Code = 25
+	// CodeStaleGeneration means a consumer-group commit named an older generation than the
+	// group's: the membership changed since the member got its assignment.
+	CodeStaleGeneration Code = 26
+	// CodeNotAssigned means a consumer-group commit named a stream partition that is not
+	// assigned to the member in the group's current generation.
+	CodeNotAssigned Code = 27
+
 	// lastCode is the highest code in the catalogue.
-	lastCode = CodeOffsetTrimmed
+	lastCode = CodeNotAssigned
 )
+
+// reservedCodes are numbers below lastCode that this catalogue does not name yet: held
+// for codes another branch adds.
+var reservedCodes = map[Code]bool{22: true, 23: true}
 
 // describe returns the stable name and the human-readable text of a catalogued code.
 func (c Code) describe() (name, text string, ok bool) {
@@ -114,6 +133,14 @@ func (c Code) describe() (name, text string, ok bool) {
 		return "StreamExists", "stream exists", true
 	case CodeOffsetTrimmed:
 		return "OffsetTrimmed", "offset trimmed", true
+	case CodeUnknownGroup:
+		return "UnknownGroup", "unknown consumer group", true
+	case CodeNotGroupMember:
+		return "NotGroupMember", "not a consumer group member", true
+	case CodeStaleGeneration:
+		return "StaleGeneration", "stale consumer group generation", true
+	case CodeNotAssigned:
+		return "NotAssigned", "partition not assigned to the member", true
 	}
 	return "", "", false
 }
@@ -186,6 +213,14 @@ var (
 	ErrStreamExists error = codeError(CodeStreamExists)
 	// ErrOffsetTrimmed matches CodeOffsetTrimmed.
 	ErrOffsetTrimmed error = codeError(CodeOffsetTrimmed)
+	// ErrUnknownGroup matches CodeUnknownGroup.
+	ErrUnknownGroup error = codeError(CodeUnknownGroup)
+	// ErrNotGroupMember matches CodeNotGroupMember.
+	ErrNotGroupMember error = codeError(CodeNotGroupMember)
+	// ErrStaleGeneration matches CodeStaleGeneration.
+	ErrStaleGeneration error = codeError(CodeStaleGeneration)
+	// ErrNotAssigned matches CodeNotAssigned.
+	ErrNotAssigned error = codeError(CodeNotAssigned)
 )
 
 // Error is a non-OK outcome carried by a Response: what a client gets back from

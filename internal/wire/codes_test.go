@@ -37,6 +37,12 @@ func TestCodeCatalogueIsAppendOnly(t *testing.T) {
 		{CodeUnknownStream, 19, "UnknownStream"},
 		{CodeStreamExists, 20, "StreamExists"},
 		{CodeOffsetTrimmed, 21, "OffsetTrimmed"},
+		{22, 22, "Code(22)"}, // reserved (reservedCodes)
+		{23, 23, "Code(23)"}, // reserved (reservedCodes)
+		{CodeUnknownGroup, 24, "UnknownGroup"},
+		{CodeNotGroupMember, 25, "NotGroupMember"},
+		{CodeStaleGeneration, 26, "StaleGeneration"},
+		{CodeNotAssigned, 27, "NotAssigned"},
 	}
 	for i, p := range pinned {
 		if uint16(p.code) != p.num {
@@ -58,6 +64,9 @@ func TestCodeNamesAndTextsUnique(t *testing.T) {
 	names := map[string]Code{}
 	texts := map[string]Code{}
 	for c := CodeOK; c <= lastCode; c++ {
+		if reservedCodes[c] {
+			continue
+		}
 		name, text, ok := c.describe()
 		if !ok || name == "" || text == "" {
 			t.Errorf("#%d: code has no name or text", c)
@@ -77,7 +86,8 @@ func sentinels() []error {
 		ErrOverloaded, ErrSessionExpired, ErrDivergent, ErrTimeout, ErrMalformed,
 		ErrProtocolVersion, ErrClusterMismatch, ErrUnknownOutcome, ErrInternal, ErrTooLarge,
 		ErrShuttingDown, ErrNotReady, ErrBadScope, ErrUnknownSession, ErrUnknownStream, ErrStreamExists,
-		ErrOffsetTrimmed}
+		ErrOffsetTrimmed, nil, nil, // 22 and 23 are reserved
+		ErrUnknownGroup, ErrNotGroupMember, ErrStaleGeneration, ErrNotAssigned}
 }
 
 // TestSentinelPerCode checks that sentinel i has code i and that a decoded *Error matches
@@ -88,12 +98,21 @@ func TestSentinelPerCode(t *testing.T) {
 		t.Fatalf("got %d sentinels, want %d: add the new code's sentinel", len(all)-1, lastCode)
 	}
 	for i := 1; i < len(all); i++ {
+		if reservedCodes[Code(i)] {
+			if all[i] != nil {
+				t.Errorf("#%d: reserved code has a sentinel", i)
+			}
+			continue
+		}
 		if got := CodeOf(all[i]); got != Code(i) {
 			t.Errorf("#%d: got code %v, want %v", i, got, Code(i))
 		}
 		resp := Response{ID: 1, Code: Code(i), Message: "m"}
 		err := resp.Err()
 		for j := 1; j < len(all); j++ {
+			if all[j] == nil {
+				continue
+			}
 			if got, want := errors.Is(err, all[j]), i == j; got != want {
 				t.Errorf("#%d: errors.Is(%v, %v): got %v, want %v", i, err, all[j], got, want)
 			}

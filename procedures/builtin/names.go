@@ -26,3 +26,14 @@ const (
 // NoArgs is the argument type of procedures that take no arguments, built-in or not.
 // Absent or empty argument bytes, a msgpack nil and an empty map all decode to it.
 type NoArgs struct{}
+
+// Names of the consumer-group built-ins (see GroupJoinArgs and the other Group types).
+const (
+	GroupJoin      = "group.join"
+	GroupHeartbeat = "group.heartbeat"
+	GroupLeave     = "group.leave"
+	GroupCommit    = "group.commit"
+	GroupOffsets   = "group.offsets"
+	GroupDescribe  = "group.describe"
+	GroupList      = "group.list"
+)

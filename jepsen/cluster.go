@@ -1,0 +1,441 @@
+package jepsen
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockstepdb/lockstep/client"
+)
+
+// Cluster control: real `lockstep node` processes on loopback, each with its own data
+// directory, log file and clock file, its Raft links routed through the harness's Net.
+
+// ErrPortTaken is returned when a node exited because a port chosen for it was taken
+// meanwhile; StartCluster then starts again on new ports.
+var ErrPortTaken = errors.New("jepsen: a port was taken")
+
+// Environment variables `lockstep node` reads to inject faults (cmd/lockstep/faultenv.go).
+const (
+	envRaftRoutes = "LOCKSTEP_FAULT_RAFT_ROUTES"
+	envClockFile  = "LOCKSTEP_FAULT_CLOCK_FILE"
+)
+
+// ClusterConfig describes the cluster to start.
+type ClusterConfig struct {
+	// Bin is the lockstep binary. Required.
+	Bin string
+	// Nodes is the number of nodes, 1 to 9. Default 3.
+	Nodes int
+	// Dir holds one folder per node (data/, node.log, clock). Required.
+	Dir string
+	// Partitions is the partition count. Default 4.
+	Partitions int
+	// ReadyTimeout bounds the wait for a started node to be ready. Default 30s.
+	ReadyTimeout time.Duration
+	// Env is added to the nodes' environment (GORACE=..., for example).
+	Env []string
+}
+
+func (c *ClusterConfig) defaults() error {
+	if c.Nodes == 0 {
+		c.Nodes = 3
+	}
+	if c.Partitions == 0 {
+		c.Partitions = 4
+	}
+	if c.ReadyTimeout == 0 {
+		c.ReadyTimeout = 30 * time.Second
+	}
+	switch {
+	case c.Bin == "":
+		return fmt.Errorf("jepsen: no lockstep binary given")
+	case c.Dir == "":
+		return fmt.Errorf("jepsen: no directory given")
+	case c.Nodes < 1 || c.Nodes > 9:
+		return fmt.Errorf("jepsen: %d nodes: want 1 to 9", c.Nodes)
+	}
+	return nil
+}
+
+// Node is one node process of a Cluster and the addresses it keeps across restarts.
+type Node struct {
+	// ID is the node's id: n1, n2, ...
+	ID string
+	// Raft, Client and Admin are its listen addresses.
+	Raft, Client, Admin string
+	// Dir holds its data directory, log and clock file.
+	Dir string
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+	paused bool
+	killed bool // the harness ended the latest process
+	starts int  // processes started, for the log file names
+}
+
+// DataDir is the node's data directory.
+func (n *Node) DataDir() string { return filepath.Join(n.Dir, "data") }
+
+// ClockFile is the file whose duration offsets the node's batch clock.
+func (n *Node) ClockFile() string { return filepath.Join(n.Dir, "clock") }
+
+// LogPath is the log of the node's latest process.
+func (n *Node) LogPath() string { return filepath.Join(n.Dir, fmt.Sprintf("node.%d.log", n.starts)) }
+
+// Running reports whether the node's process is alive (paused or not).
+func (n *Node) Running() bool {
+	if n.cmd == nil {
+		return false
+	}
+	select {
+	case <-n.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Cluster is a running cluster of node processes. Its methods are not safe for
+// concurrent use: one goroutine (the nemesis) controls it.
+type Cluster struct {
+	cfg   ClusterConfig
+	Nodes []*Node
+	Net   *Net
+}
+
+// StartCluster starts a bootstrapped cluster and waits until every node is ready. A port
+// taken between choosing and binding makes it start again on new ports (three tries).
+func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		c, err := tryStart(ctx, cfg)
+		if err == nil {
+			return c, nil
+		}
+		if attempt == 3 || !errors.Is(err, ErrPortTaken) {
+			return nil, err
+		}
+	}
+}
+
+func tryStart(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
+	addrs, err := freeAddrs(3 * cfg.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg}
+	var raft []string
+	for i := range cfg.Nodes {
+		n := &Node{ID: fmt.Sprintf("n%d", i+1), Raft: addrs[3*i], Client: addrs[3*i+1], Admin: addrs[3*i+2],
+			Dir: filepath.Join(cfg.Dir, fmt.Sprintf("n%d", i+1))}
+		if err := os.RemoveAll(n.Dir); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, n)
+		raft = append(raft, n.Raft)
+	}
+	if c.Net, err = NewNet(raft); err != nil {
+		return nil, err
+	}
+	var peers []string
+	for _, n := range c.Nodes {
+		peers = append(peers, n.ID+"="+n.Raft+"="+n.Client)
+	}
+	for i := range c.Nodes {
+		if err := c.spawn(i, "--bootstrap", strings.Join(peers, ",")); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	for i := range c.Nodes {
+		if err := c.WaitReady(ctx, i); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// spawn starts node i's process with the common flags and extra.
+func (c *Cluster) spawn(i int, extra ...string) error {
+	n := c.Nodes[i]
+	if n.Running() {
+		return fmt.Errorf("jepsen: %s is running already", n.ID)
+	}
+	n.starts++
+	logf, err := os.Create(n.LogPath())
+	if err != nil {
+		return err
+	}
+	args := append([]string{"node", "--id", n.ID, "--data", n.DataDir(), "--raft", n.Raft, "--client", n.Client,
+		"--admin", n.Admin, "--partitions", fmt.Sprint(c.cfg.Partitions), "--log-level", "info"}, extra...)
+	cmd := exec.Command(c.cfg.Bin, args...)
+	cmd.Env = append(append(os.Environ(), c.cfg.Env...),
+		envRaftRoutes+"="+c.Net.Routes(i), envClockFile+"="+n.ClockFile())
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	n.cmd, n.exited, n.paused, n.killed = cmd, make(chan struct{}), false, false
+	exited := n.exited
+	go func() { // owned by the process: ends when it exits
+		cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	return nil
+}
+
+// WaitReady waits until node i answers /readyz with 200.
+func (c *Cluster) WaitReady(ctx context.Context, i int) error {
+	n := c.Nodes[i]
+	hc := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(c.cfg.ReadyTimeout)
+	last := "no answer"
+	for time.Now().Before(deadline) {
+		if !n.Running() {
+			log, _ := os.ReadFile(n.LogPath())
+			if bytes.Contains(log, []byte("address already in use")) {
+				return fmt.Errorf("%w: %s", ErrPortTaken, n.ID)
+			}
+			return fmt.Errorf("jepsen: %s exited while starting: %s", n.ID, lastLines(log, 5))
+		}
+		resp, err := hc.Get("http://" + n.Admin + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("jepsen: %s not ready after %v: %s", n.ID, c.cfg.ReadyTimeout, last)
+}
+
+// Kill kills node i's process with SIGKILL and waits for it.
+func (c *Cluster) Kill(i int) {
+	n := c.Nodes[i]
+	if !n.Running() {
+		return
+	}
+	n.killed = true
+	n.cmd.Process.Kill()
+	<-n.exited
+	n.paused = false
+}
+
+// Restart starts node i again on its data directory (after Kill) and waits until it is
+// ready.
+func (c *Cluster) Restart(ctx context.Context, i int) error {
+	if err := c.spawn(i); err != nil {
+		return err
+	}
+	return c.WaitReady(ctx, i)
+}
+
+// Pause stops node i's process with SIGSTOP.
+func (c *Cluster) Pause(i int) error {
+	n := c.Nodes[i]
+	if !n.Running() || n.paused {
+		return nil
+	}
+	n.paused = true
+	return n.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+// Resume continues a paused node with SIGCONT.
+func (c *Cluster) Resume(i int) error {
+	n := c.Nodes[i]
+	if !n.Running() || !n.paused {
+		return nil
+	}
+	n.paused = false
+	return n.cmd.Process.Signal(syscall.SIGCONT)
+}
+
+// KillAll kills every node at once (power loss).
+func (c *Cluster) KillAll() {
+	for _, n := range c.Nodes {
+		if n.Running() {
+			n.killed = true
+			n.cmd.Process.Kill()
+		}
+	}
+	for i := range c.Nodes {
+		c.Kill(i)
+	}
+}
+
+// RestartAll starts every node that is not running and resumes every paused one, then
+// waits until all are ready.
+func (c *Cluster) RestartAll(ctx context.Context) error {
+	for i, n := range c.Nodes {
+		if n.Running() {
+			if err := c.Resume(i); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := c.spawn(i); err != nil {
+			return err
+		}
+	}
+	for i := range c.Nodes {
+		if err := c.WaitReady(ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Replace wipes node i: it is removed from the cluster (through the leader), killed, its
+// data directory deleted, and a new process with the same id and addresses joins the
+// running cluster as a new member. Node i must not be the leader.
+func (c *Cluster) Replace(ctx context.Context, i int) error {
+	cl, err := c.Client(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	n := c.Nodes[i]
+	c.Kill(i)
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	err = cl.Remove(rctx, n.ID)
+	cancel()
+	if err != nil && !errors.Is(err, client.ErrUnknownMember) {
+		return fmt.Errorf("jepsen: remove %s: %w", n.ID, err)
+	}
+	if err := os.RemoveAll(n.DataDir()); err != nil {
+		return err
+	}
+	var join []string
+	for j, m := range c.Nodes {
+		if j != i {
+			join = append(join, m.Client)
+		}
+	}
+	if err := c.spawn(i, "--join", strings.Join(join, ",")); err != nil {
+		return err
+	}
+	return c.WaitReady(ctx, i)
+}
+
+// SetClock makes node i's batch clock run offset from the wall clock (0 resets it).
+func (c *Cluster) SetClock(i int, offset time.Duration) error {
+	return os.WriteFile(c.Nodes[i].ClockFile(), []byte(offset.String()+"\n"), 0o644)
+}
+
+// Addrs returns the nodes' client addresses.
+func (c *Cluster) Addrs() []string {
+	var a []string
+	for _, n := range c.Nodes {
+		a = append(a, n.Client)
+	}
+	return a
+}
+
+// Client dials a client of the cluster with the harness's settings.
+func (c *Cluster) Client(ctx context.Context) (*client.Client, error) {
+	cfg := client.DefaultConfig()
+	cfg.Addrs = c.Addrs()
+	cfg.RequestTimeout = 2 * time.Second
+	cfg.MaxRetries = 10
+	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	return client.Dial(dctx, cfg)
+}
+
+// Unexpected returns the nodes whose latest process exited without the harness killing
+// it, with the end of its log.
+func (c *Cluster) Unexpected() []string {
+	var out []string
+	for _, n := range c.Nodes {
+		if n.cmd != nil && !n.Running() && !n.killed {
+			log, _ := os.ReadFile(n.LogPath())
+			out = append(out, fmt.Sprintf("%s exited: %s", n.ID, lastLines(log, 3)))
+		}
+	}
+	return out
+}
+
+// Index returns the index of the node with id, -1 if none has it.
+func (c *Cluster) Index(id string) int {
+	for i, n := range c.Nodes {
+		if n.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// Leader returns the index of the node the cluster names leader, -1 if none.
+func (c *Cluster) Leader(ctx context.Context, cl *client.Client) int {
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	cs, err := cl.ClusterStatus(sctx)
+	if err != nil {
+		return -1
+	}
+	return c.Index(cs.Leader)
+}
+
+// Close kills every process (resuming paused ones first is not needed for SIGKILL) and
+// closes the proxies.
+func (c *Cluster) Close() {
+	c.KillAll()
+	if c.Net != nil {
+		c.Net.Close()
+	}
+}
+
+// freeAddrs returns n loopback addresses whose ports were free a moment ago.
+func freeAddrs(n int) ([]string, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	var out []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln)
+		out = append(out, ln.Addr().String())
+	}
+	return out, nil
+}
+
+// lastLines returns the last k lines of b.
+func lastLines(b []byte, k int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > k {
+		lines = lines[len(lines)-k:]
+	}
+	return strings.Join(lines, "\n")
+}

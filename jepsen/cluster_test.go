@@ -1,0 +1,136 @@
+package jepsen
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lockstepdb/lockstep/client"
+)
+
+// startTestCluster starts n nodes of testBin in a temp dir, closed when the test ends.
+func startTestCluster(t *testing.T, n int) *Cluster {
+	t.Helper()
+	c, err := StartCluster(context.Background(), ClusterConfig{Bin: testBin, Nodes: n, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// waitFor polls cond until nil or timeout.
+func waitFor(t *testing.T, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still failing after %v: %v", timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitLeader waits until the cluster names a leader and returns its index.
+func waitLeader(t *testing.T, c *Cluster, cl *client.Client) int {
+	t.Helper()
+	leader := -1
+	waitFor(t, 30*time.Second, func() error {
+		if leader = c.Leader(context.Background(), cl); leader < 0 {
+			return fmt.Errorf("no leader")
+		}
+		return nil
+	})
+	return leader
+}
+
+// put writes key=val and fails the test on error.
+func put(t *testing.T, cl *client.Client, key, val string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := cl.KVPut(ctx, key, []byte(val)); err != nil {
+		t.Fatalf("put %s: %v", key, err)
+	}
+}
+
+// TestClusterControl drives every cluster-control move on three real node processes —
+// kill -9 and restart, pause and resume, isolating the leader through the link proxies,
+// wiping and replacing a node, killing all and restarting — and checks after each that
+// the cluster takes writes, and at the end that the replicas are identical.
+func TestClusterControl(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real node processes")
+	}
+	c := startTestCluster(t, 3)
+	ctx := context.Background()
+	cl, err := c.Client(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	put(t, cl, "k", "0")
+
+	leader := waitLeader(t, c, cl)
+	c.Kill(leader)
+	put(t, cl, "k", "1")
+	if err := c.Restart(ctx, leader); err != nil {
+		t.Fatal(err)
+	}
+
+	leader = waitLeader(t, c, cl)
+	if err := c.Pause(leader); err != nil {
+		t.Fatal(err)
+	}
+	put(t, cl, "k", "2")
+	if err := c.Resume(leader); err != nil {
+		t.Fatal(err)
+	}
+
+	// Isolate the leader: the others elect a new one.
+	old := waitLeader(t, c, cl)
+	var rest []int
+	for i := range c.Nodes {
+		if i != old {
+			rest = append(rest, i)
+		}
+	}
+	c.Net.Partition([]int{old}, rest)
+	waitFor(t, 30*time.Second, func() error {
+		st, err := cl.Status(ctx, c.Nodes[rest[0]].Client)
+		if err != nil {
+			return err
+		}
+		if st.LeaderID == "" || st.LeaderID == c.Nodes[old].ID {
+			return fmt.Errorf("leader %q", st.LeaderID)
+		}
+		return nil
+	})
+	put(t, cl, "k", "3")
+	c.Net.Heal()
+
+	// Replace a follower with an empty one.
+	leader = waitLeader(t, c, cl)
+	victim := (leader + 1) % len(c.Nodes)
+	if err := c.Replace(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	put(t, cl, "k", "4")
+
+	c.KillAll()
+	if err := c.RestartAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	put(t, cl, "k", "5")
+	if err := WaitConverged(ctx, cl, c, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if u := c.Unexpected(); len(u) > 0 {
+		t.Fatalf("unexpected exits: %v", u)
+	}
+}

@@ -1,0 +1,323 @@
+package jepsen
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockstepdb/lockstep/client"
+)
+
+// Fault kinds of the nemesis. Each starts at a step's Start and is healed at its End.
+const (
+	FaultIsolate       = "isolate"        // one node cut from all others
+	FaultIsolateLeader = "isolate-leader" // the leader cut from all others
+	FaultHalves        = "halves"         // a minority and a majority, cut from each other
+	FaultBridge        = "bridge"         // two sides cut from each other, one node reaching both
+	FaultOneWay        = "one-way"        // one node's outbound bytes stalled, inbound flowing
+	FaultDelay         = "delay"          // every Raft link slowed by Step.Dur
+	FaultKill          = "kill"           // one node killed (SIGKILL), restarted at the end
+	FaultKillLeader    = "kill-leader"    // the leader killed, restarted at the end
+	FaultPause         = "pause"          // one node paused (SIGSTOP), resumed at the end
+	FaultPauseLeader   = "pause-leader"   // the leader paused, resumed at the end
+	FaultKillAll       = "kill-all"       // every node killed at once, all restarted at the end
+	FaultClock         = "clock"          // nodes' batch clocks skewed up to ±Step.Dur, reset at the end (a jump)
+	FaultReplace       = "replace"        // a follower wiped, removed and joined again empty
+	FaultTransfer      = "transfer"       // leadership handed to another node
+)
+
+// nemeses maps the names --nemesis takes to the faults they mix.
+var nemeses = map[string][]string{
+	"none":       nil,
+	"partition":  {FaultIsolate, FaultIsolateLeader, FaultHalves, FaultBridge, FaultOneWay},
+	"delay":      {FaultDelay},
+	"kill":       {FaultKill, FaultKillLeader},
+	"pause":      {FaultPause, FaultPauseLeader},
+	"kill-all":   {FaultKillAll},
+	"clock":      {FaultClock},
+	"membership": {FaultReplace, FaultTransfer},
+}
+
+// NemesisNames returns the names ParseNemesis accepts, sorted; "all" mixes every fault.
+func NemesisNames() []string {
+	var out []string
+	for k := range nemeses {
+		out = append(out, k)
+	}
+	out = append(out, "all")
+	slices.Sort(out)
+	return out
+}
+
+// ParseNemesis returns the faults of a comma-separated list of nemesis names.
+func ParseNemesis(s string) ([]string, error) {
+	var faults []string
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if name == "all" {
+			for _, k := range NemesisNames() {
+				faults = append(faults, nemeses[k]...)
+			}
+			continue
+		}
+		f, ok := nemeses[name]
+		if !ok {
+			return nil, fmt.Errorf("jepsen: unknown nemesis %q: want one of %v", name, NemesisNames())
+		}
+		faults = append(faults, f...)
+	}
+	slices.Sort(faults)
+	return slices.Compact(faults), nil
+}
+
+// Step is one fault of a schedule. Node choices are a permutation drawn from the seed;
+// the leader faults resolve "the leader" when they start.
+type Step struct {
+	// Start and End are offsets from the start of the run.
+	Start time.Duration `json:"start"`
+	End   time.Duration `json:"end"`
+	// Fault is the kind.
+	Fault string `json:"fault"`
+	// Perm is a permutation of the node indexes: a fault on one node takes Perm[0],
+	// halves take the first n/2 as the minority.
+	Perm []int `json:"perm"`
+	// Dur is the delay of FaultDelay and the largest skew of FaultClock.
+	Dur time.Duration `json:"dur,omitempty"`
+	// Skews are FaultClock's offsets per node.
+	Skews []time.Duration `json:"skews,omitempty"`
+}
+
+// ScheduleConfig is what a schedule is drawn from.
+type ScheduleConfig struct {
+	Seed     uint64
+	Faults   []string
+	Nodes    int
+	Duration time.Duration
+	// IntervalMin and IntervalMax bound both a fault's length and the quiet gap after it.
+	// Defaults 5s and 10s.
+	IntervalMin, IntervalMax time.Duration
+}
+
+// Schedule draws the faults of a run: a quiet gap, a fault, a quiet gap, ... until
+// Duration, each length uniform in [IntervalMin, IntervalMax]. It is a pure function of
+// cfg: the same seed gives the same schedule.
+func Schedule(cfg ScheduleConfig) []Step {
+	if cfg.IntervalMin <= 0 {
+		cfg.IntervalMin = 5 * time.Second
+	}
+	if cfg.IntervalMax < cfg.IntervalMin {
+		cfg.IntervalMax = max(cfg.IntervalMin, 10*time.Second)
+	}
+	if len(cfg.Faults) == 0 {
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6a657073656e)) // "jepsen"
+	span := func() time.Duration {
+		return cfg.IntervalMin + time.Duration(rng.Int64N(int64(cfg.IntervalMax-cfg.IntervalMin)+1))
+	}
+	var steps []Step
+	at := span()
+	for {
+		st := Step{Start: at, Fault: cfg.Faults[rng.IntN(len(cfg.Faults))], Perm: rng.Perm(cfg.Nodes)}
+		st.End = at + span()
+		if st.End > cfg.Duration {
+			break
+		}
+		switch st.Fault {
+		case FaultDelay:
+			st.Dur = time.Duration(20+rng.IntN(180)) * time.Millisecond
+		case FaultClock:
+			st.Dur = time.Duration(1+rng.IntN(30)) * time.Second
+			for range cfg.Nodes {
+				st.Skews = append(st.Skews, time.Duration(rng.Int64N(int64(2*st.Dur)))-st.Dur)
+			}
+		}
+		steps = append(steps, st)
+		at = st.End + span()
+	}
+	return steps
+}
+
+// Event is one line of a run's fault timeline.
+type Event struct {
+	// At is the offset from the start of the run.
+	At time.Duration `json:"at"`
+	// Fault is the fault's kind; Phase is "start" or "heal".
+	Fault string `json:"fault"`
+	Phase string `json:"phase"`
+	// Nodes are the nodes it touched, Detail the rest (cuts, skews, errors).
+	Nodes  []string `json:"nodes,omitempty"`
+	Detail string   `json:"detail,omitempty"`
+}
+
+// nemesis applies a schedule to a cluster.
+type nemesis struct {
+	c   *Cluster
+	cl  *client.Client
+	rec *Recorder
+	log func(Event)
+	// killed and paused are the nodes to restart or resume at the heal.
+	killed, paused []int
+}
+
+// leaderOr returns the leader's index, or def when none is known.
+func (nm *nemesis) leaderOr(ctx context.Context, def int) int {
+	if l := nm.c.Leader(ctx, nm.cl); l >= 0 {
+		return l
+	}
+	return def
+}
+
+func (nm *nemesis) ids(idx ...int) []string {
+	var out []string
+	for _, i := range idx {
+		out = append(out, nm.c.Nodes[i].ID)
+	}
+	return out
+}
+
+// others returns every node index but i.
+func others(n, i int) []int {
+	var out []int
+	for j := range n {
+		if j != i {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// start applies st's fault and logs it.
+func (nm *nemesis) start(ctx context.Context, st Step) {
+	c, n := nm.c, len(nm.c.Nodes)
+	ev := Event{At: time.Duration(nm.rec.Since()), Fault: st.Fault, Phase: "start"}
+	var err error
+	target := st.Perm[0]
+	switch st.Fault {
+	case FaultIsolateLeader, FaultKillLeader, FaultPauseLeader:
+		target = nm.leaderOr(ctx, target)
+	case FaultReplace:
+		// A follower: the leader cannot be removed by itself in this harness.
+		if l := nm.leaderOr(ctx, -1); l == target {
+			target = st.Perm[1%n]
+		}
+	}
+	switch st.Fault {
+	case FaultIsolate, FaultIsolateLeader:
+		c.Net.Partition([]int{target}, others(n, target))
+		ev.Nodes, ev.Detail = nm.ids(target), strings.Join(c.Net.Cuts(), " ")
+	case FaultHalves:
+		c.Net.Partition(st.Perm[:n/2], st.Perm[n/2:])
+		ev.Nodes, ev.Detail = nm.ids(st.Perm[:n/2]...), strings.Join(c.Net.Cuts(), " ")
+	case FaultBridge:
+		k := (n - 1) / 2
+		c.Net.Partition(st.Perm[:k], st.Perm[n-k:])
+		ev.Nodes, ev.Detail = nm.ids(st.Perm[k]), "bridge; "+strings.Join(c.Net.Cuts(), " ")
+	case FaultOneWay:
+		for _, j := range others(n, target) {
+			c.Net.Cut(target, j)
+		}
+		ev.Nodes, ev.Detail = nm.ids(target), strings.Join(c.Net.Cuts(), " ")
+	case FaultDelay:
+		c.Net.SetDelay(st.Dur)
+		ev.Detail = st.Dur.String()
+	case FaultKill, FaultKillLeader:
+		c.Kill(target)
+		nm.killed = append(nm.killed, target)
+		ev.Nodes = nm.ids(target)
+	case FaultPause, FaultPauseLeader:
+		err = c.Pause(target)
+		nm.paused = append(nm.paused, target)
+		ev.Nodes = nm.ids(target)
+	case FaultKillAll:
+		c.KillAll()
+		for i := range n {
+			nm.killed = append(nm.killed, i)
+		}
+	case FaultClock:
+		var parts []string
+		for i, d := range st.Skews {
+			err = c.SetClock(i, d)
+			parts = append(parts, fmt.Sprintf("%s:%+.3fs", c.Nodes[i].ID, d.Seconds()))
+		}
+		ev.Detail = strings.Join(parts, " ")
+	case FaultReplace:
+		ev.Nodes = nm.ids(target)
+		err = c.Replace(ctx, target)
+	case FaultTransfer:
+		to := st.Perm[0]
+		if l := nm.leaderOr(ctx, -1); l == to {
+			to = st.Perm[1%n]
+		}
+		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = nm.cl.TransferLeadership(tctx, c.Nodes[to].ID)
+		cancel()
+		ev.Nodes = nm.ids(to)
+	}
+	if err != nil {
+		ev.Detail += " error: " + err.Error()
+	}
+	nm.log(ev)
+}
+
+// heal undoes every fault in force: links healed, clocks reset, killed nodes restarted,
+// paused ones resumed.
+func (nm *nemesis) heal(ctx context.Context, fault string) error {
+	c := nm.c
+	c.Net.Heal()
+	var errs []string
+	for i := range c.Nodes {
+		if err := c.SetClock(i, 0); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	for _, i := range nm.paused {
+		if err := c.Resume(i); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	nm.paused = nil
+	if len(nm.killed) > 0 {
+		if err := c.RestartAll(ctx); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	ev := Event{At: time.Duration(nm.rec.Since()), Fault: fault, Phase: "heal", Nodes: nm.ids(nm.killed...)}
+	nm.killed = nil
+	if len(errs) > 0 {
+		ev.Detail = "error: " + strings.Join(errs, "; ")
+		nm.log(ev)
+		return fmt.Errorf("jepsen: heal %s: %s", fault, ev.Detail)
+	}
+	nm.log(ev)
+	return nil
+}
+
+// run applies steps at their times until they are done or ctx ends, then heals.
+func (nm *nemesis) run(ctx context.Context, begin time.Time, steps []Step) error {
+	wait := func(at time.Duration) bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Until(begin.Add(at))):
+			return true
+		}
+	}
+	for _, st := range steps {
+		if !wait(st.Start) {
+			return nil
+		}
+		nm.start(ctx, st)
+		ok := wait(st.End)
+		if err := nm.heal(context.WithoutCancel(ctx), st.Fault); err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+package jepsen
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestScheduleSeeded: the same seed gives the same schedule, another seed another one;
+// faults stay within the run and are spaced by the interval bounds.
+func TestScheduleSeeded(t *testing.T) {
+	faults, err := ParseNemesis("all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ScheduleConfig{Seed: 42, Faults: faults, Nodes: 5, Duration: 5 * time.Minute}
+	a, b := Schedule(cfg), Schedule(cfg)
+	if len(a) == 0 || !reflect.DeepEqual(a, b) {
+		t.Fatalf("same seed: got %d and %d steps, or different ones", len(a), len(b))
+	}
+	cfg.Seed = 43
+	if c := Schedule(cfg); reflect.DeepEqual(a, c) {
+		t.Fatal("seeds 42 and 43 gave the same schedule")
+	}
+	last := time.Duration(0)
+	for i, st := range a {
+		if st.Start-last < 5*time.Second || st.End-st.Start < 5*time.Second || st.End-st.Start > 10*time.Second || st.End > cfg.Duration {
+			t.Errorf("#%d: fault %v–%v after %v: want gaps and lengths in [5s, 10s] within %v", i, st.Start, st.End, last, cfg.Duration)
+		}
+		if len(st.Perm) != 5 {
+			t.Errorf("#%d: permutation %v", i, st.Perm)
+		}
+		last = st.End
+	}
+}
+
+// TestParseNemesis: names combine; an unknown one is a clear error.
+func TestParseNemesis(t *testing.T) {
+	got, err := ParseNemesis("kill,pause")
+	want := []string{FaultKill, FaultKillLeader, FaultPause, FaultPauseLeader}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, %v; want %v", got, err, want)
+	}
+	if _, err := ParseNemesis("kill,flood"); err == nil {
+		t.Fatal("unknown nemesis accepted")
+	}
+	if got, err := ParseNemesis("none"); err != nil || len(got) != 0 {
+		t.Fatalf("none: got %v, %v", got, err)
+	}
+}

@@ -1,0 +1,192 @@
+package jepsen
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
+)
+
+// Register is the linearizable-register workload: kv.get, kv.put and kv.cas on a few
+// keys, values 0 to 4 (an absent key reads as -1). The history is checked with
+// porcupine, partitioned by key; unknown-outcome writes are open-ended (they may take
+// effect at any time after they began), unknown reads are dropped.
+type Register struct {
+	// Keys is the number of keys. Default 3.
+	Keys int
+	// CheckTimeout bounds porcupine's search per run. Default 60s.
+	CheckTimeout time.Duration
+}
+
+// Name implements Workload.
+func (r *Register) Name() string { return "register" }
+
+func (r *Register) keys() int {
+	if r.Keys <= 0 {
+		return 3
+	}
+	return r.Keys
+}
+
+// Setup implements Workload: nothing to prepare, keys start absent.
+func (r *Register) Setup(context.Context, *client.Client) error { return nil }
+
+// Invoke implements Workload.
+func (r *Register) Invoke(ctx context.Context, w *Worker) {
+	key := fmt.Sprintf("r%d", w.Rand.IntN(r.keys()))
+	switch w.Rand.IntN(3) {
+	case 0:
+		w.Do(Op{F: "read", Key: key}, func() ([]int64, error) {
+			v, found, err := w.Client.KVGet(ctx, key)
+			if err != nil || !found {
+				return []int64{-1}, err
+			}
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			return []int64{n}, err
+		})
+	case 1:
+		v := int64(w.Rand.IntN(5))
+		w.Do(Op{F: "write", Key: key, Args: []int64{v}}, func() ([]int64, error) {
+			_, err := w.Client.KVPut(ctx, key, []byte(strconv.FormatInt(v, 10)))
+			return nil, err
+		})
+	default:
+		old, nw := int64(w.Rand.IntN(5)), int64(w.Rand.IntN(5))
+		w.Do(Op{F: "cas", Key: key, Args: []int64{old, nw}}, func() ([]int64, error) {
+			res, err := w.Client.KVCas(ctx, key, builtin.KVCasArgs{Old: []byte(strconv.FormatInt(old, 10)), New: []byte(strconv.FormatInt(nw, 10))})
+			if err != nil {
+				return nil, err
+			}
+			if res.Swapped {
+				return []int64{1}, nil
+			}
+			return []int64{0}, nil
+		})
+	}
+}
+
+// regInput and regOutput are porcupine's view of one operation.
+type regInput struct {
+	key  string
+	f    string
+	args []int64
+}
+
+type regOutput struct {
+	value   int64 // read: value read; cas: 1 swapped, 0 not
+	unknown bool
+}
+
+// registerModel is a register per key holding an int64 (-1: absent).
+var registerModel = porcupine.Model{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		byKey := map[string][]porcupine.Operation{}
+		var keys []string
+		for _, op := range history {
+			k := op.Input.(regInput).key
+			if _, ok := byKey[k]; !ok {
+				keys = append(keys, k)
+			}
+			byKey[k] = append(byKey[k], op)
+		}
+		var out [][]porcupine.Operation
+		for _, k := range keys {
+			out = append(out, byKey[k])
+		}
+		return out
+	},
+	Init: func() any { return int64(-1) },
+	Step: func(state, input, output any) (bool, any) {
+		s, in, out := state.(int64), input.(regInput), output.(regOutput)
+		switch in.f {
+		case "read":
+			return out.value == s, s
+		case "write":
+			return true, in.args[0]
+		default: // cas
+			swaps := s == in.args[0]
+			switch {
+			case out.unknown && swaps:
+				// Open-ended: taking effect now is one choice; never taking effect is the
+				// other, which placing it after every other operation covers.
+				return true, in.args[1]
+			case out.unknown:
+				return true, s
+			case out.value == 1:
+				return swaps, in.args[1]
+			default:
+				return !swaps, s
+			}
+		}
+	},
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(regInput), output.(regOutput)
+		res := fmt.Sprint(out.value)
+		if out.unknown {
+			res = "?"
+		}
+		switch in.f {
+		case "read":
+			return fmt.Sprintf("get(%s) → %s", in.key, res)
+		case "write":
+			return fmt.Sprintf("put(%s, %d)", in.key, in.args[0])
+		default:
+			return fmt.Sprintf("cas(%s, %d, %d) → %s", in.key, in.args[0], in.args[1], res)
+		}
+	},
+	DescribeState: func(state any) string { return fmt.Sprint(state.(int64)) },
+}
+
+// registerOps turns a history into porcupine operations: failed operations and unknown
+// reads are left out, unknown writes end at the end of time.
+func registerOps(hist []Op) []porcupine.Operation {
+	var ops []porcupine.Operation
+	for _, op := range hist {
+		if op.Process < 0 || op.Status == StatusFail || (op.Status == StatusInfo && op.F == "read") {
+			continue
+		}
+		out := regOutput{unknown: op.Status == StatusInfo}
+		ret := op.End
+		if out.unknown {
+			ret = math.MaxInt64
+		} else if len(op.Result) > 0 {
+			out.value = op.Result[0]
+		}
+		ops = append(ops, porcupine.Operation{ClientId: op.Process, Input: regInput{key: op.Key, f: op.F, args: op.Args},
+			Call: op.Start, Output: out, Return: ret})
+	}
+	return ops
+}
+
+// Check implements Workload: porcupine's linearizability check of the history; the
+// visualization goes to dir/linearizability.html.
+func (r *Register) Check(_ context.Context, _ *client.Client, hist []Op, dir string) []Verdict {
+	timeout := r.CheckTimeout
+	if timeout == 0 {
+		timeout = 60 * time.Second
+	}
+	ops := registerOps(hist)
+	res, info := porcupine.CheckOperationsVerbose(registerModel, ops, timeout)
+	v := Verdict{Checker: "linearizable", Valid: res == porcupine.Ok}
+	switch res {
+	case porcupine.Ok:
+		v.Detail = fmt.Sprintf("%d operations linearizable", len(ops))
+	case porcupine.Illegal:
+		v.Detail = fmt.Sprintf("%d operations are not linearizable: see linearizability.html", len(ops))
+	default:
+		v.Undecided = true
+		v.Detail = fmt.Sprintf("porcupine gave up after %v on %d operations", timeout, len(ops))
+	}
+	if dir != "" {
+		if err := porcupine.VisualizePath(registerModel, info, filepath.Join(dir, "linearizability.html")); err != nil {
+			v.Detail += fmt.Sprintf(" (visualization: %v)", err)
+		}
+	}
+	return []Verdict{v}
+}

@@ -1,0 +1,421 @@
+package jepsen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config is one run of the harness.
+type Config struct {
+	// Bin is the lockstep binary the nodes run. Required.
+	Bin string
+	// Results is the folder under which the run's own folder is made. Required.
+	Results string
+	// Workload is register, bank, counter, set or voter. Required.
+	Workload string
+	// Nemesis is a comma-separated list of nemesis names (NemesisNames). Default none.
+	Nemesis string
+	// Nodes is the cluster size. Default 3.
+	Nodes int
+	// Duration is how long the workers run. Default 60s.
+	Duration time.Duration
+	// Seed draws the schedule and the workers' operations; 0 picks one at random.
+	Seed uint64
+	// IntervalMin and IntervalMax bound each fault and each quiet gap. Default 5s–10s.
+	IntervalMin, IntervalMax time.Duration
+	// Workers is the number of client workers, each with its own client and session.
+	// Default 5.
+	Workers int
+	// MinThroughput is the fewest acknowledged operations per second outside fault
+	// intervals for a run to count as valid. Default 5.
+	MinThroughput float64
+	// KeepData keeps the nodes' data directories (logs are always kept).
+	KeepData bool
+	// Env is added to the nodes' environment.
+	Env []string
+	// Out receives progress lines (the seed first). Default: none.
+	Out io.Writer
+}
+
+// Report is the outcome of a run, written to summary.json in its folder.
+type Report struct {
+	Dir      string        `json:"dir"`
+	Seed     uint64        `json:"seed"`
+	Workload string        `json:"workload"`
+	Nemesis  string        `json:"nemesis"`
+	Nodes    int           `json:"nodes"`
+	Duration time.Duration `json:"duration"`
+	// OK, Failed and Unknown count the workers' operations by outcome.
+	OK      int `json:"ok"`
+	Failed  int `json:"failed"`
+	Unknown int `json:"unknown"`
+	// Faults counts the faults started, by kind.
+	Faults map[string]int `json:"faults"`
+	// HealthyThroughput and FaultThroughput are acknowledged operations per second
+	// outside and inside fault intervals.
+	HealthyThroughput float64 `json:"healthy_ops_per_s"`
+	FaultThroughput   float64 `json:"fault_ops_per_s"`
+	// Recovery is, for each leader kill or pause, the time from the fault to the first
+	// acknowledged operation that began after it.
+	Recovery []time.Duration `json:"recovery,omitempty"`
+	Verdicts []Verdict       `json:"verdicts"`
+	// Valid is false when the run could not judge anything (too little healthy
+	// throughput, a harness error); Passed when it is valid and every verdict holds.
+	Valid  bool   `json:"valid"`
+	Passed bool   `json:"passed"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// NewWorkload returns the workload of that name.
+func NewWorkload(name string) (Workload, error) {
+	switch name {
+	case "register":
+		return &Register{}, nil
+	case "bank":
+		return &Bank{}, nil
+	case "counter":
+		return &Counter{}, nil
+	case "set":
+		return &Set{}, nil
+	case "voter":
+		return &Voter{}, nil
+	}
+	return nil, fmt.Errorf("jepsen: unknown workload %q: want register, bank, counter, set or voter", name)
+}
+
+func (cfg *Config) defaults() error {
+	if cfg.Nemesis == "" {
+		cfg.Nemesis = "none"
+	}
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 3
+	}
+	if cfg.Duration == 0 {
+		cfg.Duration = 60 * time.Second
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 5
+	}
+	if cfg.MinThroughput == 0 {
+		cfg.MinThroughput = 5
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = rand.Uint64() >> 1 // fits an int64 for readers of summary.json
+	}
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	switch {
+	case cfg.Results == "":
+		return fmt.Errorf("jepsen: no results folder given")
+	case cfg.Duration < 0 || cfg.Workers < 0:
+		return fmt.Errorf("jepsen: negative duration or workers")
+	}
+	return nil
+}
+
+// Run starts a cluster, runs the workload's workers for Duration while the nemesis
+// applies its schedule, heals and restarts everything, checks the history and the
+// replicas, and writes the run's folder: summary.json and summary.txt, history.jsonl,
+// timeline.jsonl, schedule.json, the nodes' logs, and the workload's artifacts. The error
+// is for runs that could not happen at all; a failed check is in the Report.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	wl, err := NewWorkload(cfg.Workload)
+	if err != nil {
+		return nil, err
+	}
+	faults, err := ParseNemesis(cfg.Nemesis)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(cfg.Results, fmt.Sprintf("%s-%s-%d-%s", cfg.Workload, strings.ReplaceAll(cfg.Nemesis, ",", "+"), cfg.Seed, time.Now().UTC().Format("20060102T150405")))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cfg.Out, "jepsen: seed %d, workload %s, nemesis %s, %d nodes, %v; results in %s\n",
+		cfg.Seed, cfg.Workload, cfg.Nemesis, cfg.Nodes, cfg.Duration, dir)
+	steps := Schedule(ScheduleConfig{Seed: cfg.Seed, Faults: faults, Nodes: cfg.Nodes, Duration: cfg.Duration,
+		IntervalMin: cfg.IntervalMin, IntervalMax: cfg.IntervalMax})
+	if err := writeJSON(filepath.Join(dir, "schedule.json"), steps); err != nil {
+		return nil, err
+	}
+	rep := &Report{Dir: dir, Seed: cfg.Seed, Workload: cfg.Workload, Nemesis: cfg.Nemesis, Nodes: cfg.Nodes,
+		Duration: cfg.Duration, Faults: map[string]int{}}
+
+	c, err := StartCluster(ctx, ClusterConfig{Bin: cfg.Bin, Nodes: cfg.Nodes, Dir: filepath.Join(dir, "nodes"), Env: cfg.Env})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		c.Close()
+		if !cfg.KeepData {
+			for _, n := range c.Nodes {
+				os.RemoveAll(n.DataDir())
+			}
+		}
+	}()
+	admin, err := c.Client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = wl.Setup(sctx, admin)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("jepsen: setup: %w", err)
+	}
+
+	rec := NewRecorder()
+	var timeline []Event
+	var tlMu sync.Mutex
+	logEvent := func(ev Event) {
+		tlMu.Lock()
+		timeline = append(timeline, ev)
+		tlMu.Unlock()
+		fmt.Fprintf(cfg.Out, "jepsen: %8.1fs %-14s %-5s %v %s\n", ev.At.Seconds(), ev.Fault, ev.Phase, ev.Nodes, ev.Detail)
+	}
+	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
+	defer stop()
+	var wg sync.WaitGroup
+	for p := range cfg.Workers {
+		cl, err := c.Client(ctx)
+		if err != nil {
+			stop()
+			wg.Wait()
+			return nil, fmt.Errorf("jepsen: worker %d: %w", p, err)
+		}
+		w := &Worker{Process: p, Client: cl, Rand: rand.New(rand.NewPCG(cfg.Seed, uint64(p)+1)), rec: rec}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cl.Close()
+			for runCtx.Err() == nil {
+				// Operations outlive the run's end by up to opTimeout: cutting them at the
+				// deadline would only turn results into unknowns.
+				octx, cancel := context.WithTimeout(context.WithoutCancel(runCtx), opTimeout)
+				wl.Invoke(octx, w)
+				cancel()
+			}
+		}()
+	}
+	nm := &nemesis{c: c, cl: admin, rec: rec, log: logEvent}
+	nemErr := nm.run(runCtx, rec.begin, steps)
+	<-runCtx.Done()
+	wg.Wait()
+
+	// Heal everything, note unexpected exits first, restart, then check.
+	unexpected := c.Unexpected()
+	if err := nm.heal(ctx, "final"); err != nil && nemErr == nil {
+		nemErr = err
+	}
+	hist := rec.Ops()
+	var verdicts []Verdict
+	if err := WaitConverged(ctx, admin, c, 60*time.Second); err != nil {
+		verdicts = append(verdicts, Verdict{Checker: "replicas-caught-up", Detail: err.Error()})
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	verdicts = append(verdicts, wl.Check(cctx, admin, hist, dir)...)
+	cancel()
+	rv := Verdict{Checker: "replicas-identical", Valid: true, Detail: "same applied index and state hashes on every node"}
+	if err := WaitConverged(ctx, admin, c, 60*time.Second); err != nil {
+		rv.Valid, rv.Detail = false, err.Error()
+	}
+	verdicts = append(verdicts, rv)
+	ev := Verdict{Checker: "no-unexpected-exit", Valid: len(unexpected) == 0, Detail: fmt.Sprint(unexpected)}
+	verdicts = append(verdicts, ev)
+	verdicts = append(verdicts, scanLogs(c))
+	rep.Verdicts = verdicts
+
+	summarize(rep, hist, timeline, cfg)
+	undecided := ""
+	for _, v := range verdicts {
+		if v.Undecided {
+			undecided = v.Checker + " could not decide: " + v.Detail
+		}
+	}
+	rep.Valid = nemErr == nil && undecided == "" && rep.HealthyThroughput >= cfg.MinThroughput
+	switch {
+	case nemErr != nil:
+		rep.Reason = nemErr.Error()
+	case undecided != "":
+		rep.Reason = undecided
+	case !rep.Valid:
+		rep.Reason = fmt.Sprintf("healthy throughput %.1f ops/s below the minimum %.1f", rep.HealthyThroughput, cfg.MinThroughput)
+	}
+	rep.Passed = rep.Valid
+	for _, v := range verdicts {
+		rep.Passed = rep.Passed && v.Valid
+	}
+	if err := writeResults(dir, rep, hist, timeline); err != nil {
+		return rep, err
+	}
+	fmt.Fprint(cfg.Out, rep.Text())
+	return rep, nil
+}
+
+// opTimeout bounds one operation of a worker, retries included.
+const opTimeout = 10 * time.Second
+
+// scanLogs fails if a node's log holds a panic or a data race.
+func scanLogs(c *Cluster) Verdict {
+	v := Verdict{Checker: "logs-clean", Valid: true, Detail: "no panic or data race in the node logs"}
+	for _, n := range c.Nodes {
+		logs, _ := filepath.Glob(filepath.Join(n.Dir, "node.*.log"))
+		for _, p := range logs {
+			b, _ := os.ReadFile(p)
+			for _, bad := range []string{"panic:", "DATA RACE", "fatal error:"} {
+				if bytes.Contains(b, []byte(bad)) {
+					v.Valid, v.Detail = false, fmt.Sprintf("%s contains %q", p, bad)
+				}
+			}
+		}
+	}
+	return v
+}
+
+// summarize fills rep's counts, throughputs and recovery times.
+func summarize(rep *Report, hist []Op, timeline []Event, cfg Config) {
+	type span struct{ from, to int64 }
+	var faults []span
+	open := map[string]int64{}
+	for _, ev := range timeline {
+		switch ev.Phase {
+		case "start":
+			rep.Faults[ev.Fault]++
+			open[ev.Fault] = int64(ev.At)
+		case "heal":
+			if from, ok := open[ev.Fault]; ok {
+				faults = append(faults, span{from, int64(ev.At)})
+				delete(open, ev.Fault)
+			}
+		}
+	}
+	inFault := func(t int64) bool {
+		for _, f := range faults {
+			if t >= f.from && t <= f.to {
+				return true
+			}
+		}
+		return false
+	}
+	var faultNs int64
+	for _, f := range faults {
+		faultNs += f.to - f.from
+	}
+	var okHealthy, okFault int
+	for _, op := range hist {
+		switch op.Status {
+		case StatusOK:
+			rep.OK++
+			if inFault(op.End) {
+				okFault++
+			} else {
+				okHealthy++
+			}
+		case StatusFail:
+			rep.Failed++
+		default:
+			rep.Unknown++
+		}
+	}
+	healthyNs := int64(cfg.Duration) - faultNs
+	if healthyNs > 0 {
+		rep.HealthyThroughput = float64(okHealthy) / time.Duration(healthyNs).Seconds()
+	}
+	if faultNs > 0 {
+		rep.FaultThroughput = float64(okFault) / time.Duration(faultNs).Seconds()
+	}
+	for _, ev := range timeline {
+		if ev.Phase != "start" || (ev.Fault != FaultKillLeader && ev.Fault != FaultPauseLeader) {
+			continue
+		}
+		best := int64(-1)
+		for _, op := range hist {
+			if op.Status == StatusOK && op.Start >= int64(ev.At) && (best < 0 || op.End < best) {
+				best = op.End
+			}
+		}
+		if best >= 0 {
+			rep.Recovery = append(rep.Recovery, time.Duration(best-int64(ev.At)))
+		}
+	}
+}
+
+// Text renders the report for people.
+func (r *Report) Text() string {
+	var b bytes.Buffer
+	verdict := "PASSED"
+	switch {
+	case !r.Valid:
+		verdict = "INVALID: " + r.Reason
+	case !r.Passed:
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(&b, "jepsen: %s (seed %d, workload %s, nemesis %s, %d nodes, %v)\n", verdict, r.Seed, r.Workload, r.Nemesis, r.Nodes, r.Duration)
+	fmt.Fprintf(&b, "  ops: %d ok, %d failed, %d unknown; %.1f ops/s healthy, %.1f ops/s during faults\n",
+		r.OK, r.Failed, r.Unknown, r.HealthyThroughput, r.FaultThroughput)
+	if len(r.Faults) > 0 {
+		fmt.Fprintf(&b, "  faults: %v\n", r.Faults)
+	}
+	if len(r.Recovery) > 0 {
+		fmt.Fprintf(&b, "  first write after leader kill/pause: %v\n", r.Recovery)
+	}
+	for _, v := range r.Verdicts {
+		mark := "ok  "
+		if !v.Valid {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(&b, "  %s %-22s %s\n", mark, v.Checker, v.Detail)
+	}
+	fmt.Fprintf(&b, "  results: %s\n", r.Dir)
+	return b.String()
+}
+
+// writeResults writes the run's files into dir.
+func writeResults(dir string, rep *Report, hist []Op, timeline []Event) error {
+	if err := writeJSON(filepath.Join(dir, "summary.json"), rep); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(rep.Text()), 0o644); err != nil {
+		return err
+	}
+	if err := writeLines(filepath.Join(dir, "history.jsonl"), hist); err != nil {
+		return err
+	}
+	if err := writeLines(filepath.Join(dir, "timeline.jsonl"), timeline); err != nil {
+		return err
+	}
+	return writeChart(filepath.Join(dir, "chart.svg"), hist, timeline, rep.Duration)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func writeLines[T any](path string, xs []T) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for _, x := range xs {
+		if err := enc.Encode(x); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
+}
