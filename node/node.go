@@ -221,7 +221,7 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	}
 	var layer *tlsStreamLayer
 	if n.certs != nil && scfg.Transport == nil {
-		if layer, err = newTLSStreamLayer(cfg.RaftAddr, n.certs, n.log); err != nil {
+		if layer, err = newTLSStreamLayer(cfg.RaftAddr, n.certs, n.log, scfg.Dial); err != nil {
 			n.cancel()
 			n.peers.Close()
 			n.ln.Close()

@@ -24,9 +24,10 @@ const handshakeTimeout = 10 * time.Second
 // never decoded by Raft. Handshakes run in their own goroutines, each bounded by
 // handshakeTimeout, so a slow peer does not hold up the others.
 type tlsStreamLayer struct {
-	ln  net.Listener
-	st  *certs.Store
-	log *slog.Logger
+	ln   net.Listener
+	st   *certs.Store
+	log  *slog.Logger
+	dial func(addr string, timeout time.Duration) (net.Conn, error) // the TCP dial; nil: net.DialTimeout
 
 	accepted chan net.Conn
 	done     chan struct{}
@@ -39,13 +40,14 @@ var _ raft.StreamLayer = (*tlsStreamLayer)(nil)
 // errLayerClosed is returned by Accept once the layer is closed.
 var errLayerClosed = errors.New("raft TLS layer closed")
 
-// newTLSStreamLayer listens on addr and starts accepting.
-func newTLSStreamLayer(addr string, st *certs.Store, log *slog.Logger) (*tlsStreamLayer, error) {
+// newTLSStreamLayer listens on addr and starts accepting. dial opens the TCP connections
+// to peers (Config.Sequencer.Dial, for fault injection); nil dials the address.
+func newTLSStreamLayer(addr string, st *certs.Store, log *slog.Logger, dial func(string, time.Duration) (net.Conn, error)) (*tlsStreamLayer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	l := &tlsStreamLayer{ln: ln, st: st, log: log, accepted: make(chan net.Conn), done: make(chan struct{})}
+	l := &tlsStreamLayer{ln: ln, st: st, log: log, dial: dial, accepted: make(chan net.Conn), done: make(chan struct{})}
 	l.wg.Add(1)
 	go l.acceptLoop()
 	return l, nil
@@ -120,9 +122,23 @@ func (l *tlsStreamLayer) Addr() net.Addr { return l.ln.Addr() }
 // Dial connects to the node at address and verifies it holds a node certificate for
 // that address's host.
 func (l *tlsStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	d := &net.Dialer{Timeout: timeout}
-	tc, err := tls.DialWithDialer(d, "tcp", string(address), l.st.ClientConfig(string(address)))
+	dial := l.dial
+	if dial == nil {
+		dial = func(addr string, timeout time.Duration) (net.Conn, error) {
+			return net.DialTimeout("tcp", addr, timeout)
+		}
+	}
+	nc, err := dial(string(address), timeout)
 	if err != nil {
+		return nil, err
+	}
+	// The certificate must name the peer's address, wherever the TCP dial went (a fault
+	// injection proxy).
+	tc := tls.Client(nc, l.st.ClientConfig(string(address)))
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		nc.Close()
 		return nil, err
 	}
 	return &rawClose{Conn: tc, raw: tc.NetConn()}, nil // see rawClose: a stalled peer must not block Close

@@ -138,7 +138,8 @@ type Config struct {
 	// Dial, when set, opens the built TCP transport's outbound connections to a peer's
 	// Raft address instead of a plain net.DialTimeout: the fault-injection harness
 	// (jepsen/) routes each directed link through a proxy it controls. Ignored with an
-	// injected Transport. Default nil (dial the address).
+	// injected Transport or StreamLayer (a StreamLayer dials for itself; the node's TLS
+	// layer takes this function). Default nil (dial the address).
 	Dial func(addr string, timeout time.Duration) (net.Conn, error)
 }
 
