@@ -79,6 +79,8 @@ type Status struct {
 	Inputs  uint64 `json:"inputs"`
 	// QueueDepth is the number of inputs waiting to be batched.
 	QueueDepth int `json:"queue_depth"`
+	// Insecure is true for a node started with --insecure: no TLS, no authentication.
+	Insecure bool `json:"insecure"`
 	// Nodes are the cluster's members as recorded in the log the node has applied,
 	// ordered by id. Only the leader's list is current: a follower may not have applied a
 	// recent join or removal yet.
@@ -133,6 +135,7 @@ func statusFromWire(w *wire.Status) Status {
 		Batches:          w.Batches,
 		Inputs:           w.Inputs,
 		QueueDepth:       w.QueueDepth,
+		Insecure:         w.Insecure,
 	}
 	if len(w.HashChecks) > 0 {
 		st.HashChecks = make([]HashCheck, len(w.HashChecks))

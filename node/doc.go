@@ -25,18 +25,24 @@
 //  6. decides readiness by one rule (Readiness) that /readyz, /status, the lockstep_ready
 //     metric and `lockstep cluster status` all report, and exports Prometheus metrics;
 //  7. translates every lower layer's error into the wire catalogue in one place
-//     (errors.go).
+//     (errors.go);
+//  8. speaks mutual TLS 1.3 on every port with Config.CertsDir (tls.go, raft_tls.go): Raft
+//     gets only connections from node certificates of the cluster's CA, the client and
+//     admin ports node or client certificates, each client connection knows its peer's
+//     Identity, and ReloadCerts (SIGHUP) renews them; without certificates a node runs
+//     only with Config.Insecure, and says so in its status.
 //
 // Usage:
 //
-//	n, err := node.Start(node.Config{ID: "n1", DataDir: dir,
+//	n, err := node.Start(node.Config{ID: "n1", DataDir: dir, CertsDir: "/etc/lockstep/certs",
 //		RaftAddr: "127.0.0.1:7001", ClientAddr: "127.0.0.1:8001", Bootstrap: peers},
 //		procedures.Builtins())
 //	if err != nil { ... }
 //	defer n.Close()
 //
 // LocalCluster starts several real nodes in one process (Raft over loopback TCP, fsynced
-// logs in a temp dir) for the demo, benchmarks and tests.
+// logs in a temp dir, a throw-away CA unless told otherwise) for the demo, benchmarks and
+// tests; ClientConfig gives a client its addresses and certificate.
 //
 // Contract: every node of a cluster runs the same procedure registry and partition count
 // (a node refuses a cluster whose differ); Close stops every goroutine the node started

@@ -126,6 +126,9 @@ func (n *Node) addNode(ctx context.Context, payload []byte) error {
 			"%v: node %s has %d partitions and procedure set %x; the cluster has %d and %x",
 			ErrJoinRefused, j.ID, j.Partitions, j.Procedures, info.Partitions, info.Procedures)}
 	}
+	if err := n.checkReachable(ctx, j.ID, j.RaftAddr, j.ClientAddr); err != nil {
+		return err
+	}
 	if err := n.seq.AddVoter(ctx, j.ID, j.RaftAddr); err != nil {
 		return err
 	}
@@ -149,8 +152,8 @@ func (n *Node) removeNode(ctx context.Context, id string) error {
 // leader), the cluster refuses it, or the node closes. Started by startJoin.
 func (n *Node) joinLoop(seeds []string) {
 	defer n.wg.Done()
-	cl, err := client.Open(client.Config{Addrs: seeds, ClusterID: n.cfg.ClusterID, Logger: n.log,
-		RequestTimeout: membershipTimeout, MaxRetries: -1})
+	cl, err := client.Open(n.peerClientConfig(client.Config{Addrs: seeds, ClusterID: n.cfg.ClusterID, Logger: n.log,
+		RequestTimeout: membershipTimeout, MaxRetries: -1}))
 	if err != nil {
 		n.log.Error("cannot join: bad seeds", "seeds", seeds, "err", err)
 		n.admission.set(fmt.Errorf("%w: %v", ErrJoining, err))

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/batch"
+	"github.com/lockstepdb/lockstep/internal/certs"
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
@@ -76,6 +78,13 @@ type Config struct {
 	// MaxSubscriptionsPerConn bounds the push subscriptions one client connection may have
 	// open; one more is refused with Overloaded. Default DefaultMaxSubscriptionsPerConn.
 	MaxSubscriptionsPerConn int
+	// CertsDir holds the node's certificates: ca.crt, node.crt and node.key (see
+	// `lockstep cert`). The node then runs mutual TLS 1.3 on every port and reloads the
+	// files on ReloadCerts. Required unless Insecure.
+	CertsDir string
+	// Insecure runs the node without TLS or authentication on any port, for development;
+	// it logs a warning and reports itself insecure in its status. Not with CertsDir.
+	Insecure bool
 	// AdminAddr is the address of the HTTP admin server (/metrics, /status, /healthz,
 	// /readyz; see AdminHandler); port 0 picks a free port. Default "": no admin server.
 	AdminAddr string
@@ -129,6 +138,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: max subscriptions per connection must be positive", ErrNodeConfig)
 	case c.ProcessorTickInterval < 0 || c.ProcessorIdleTickInterval < 0:
 		return fmt.Errorf("%w: processor tick intervals must be positive", ErrNodeConfig)
+	case c.CertsDir == "" && !c.Insecure:
+		return ErrNoCertificates
+	case c.CertsDir != "" && c.Insecure:
+		return fmt.Errorf("%w: a certificates directory and insecure mode: give one of them", ErrNodeConfig)
 	}
 	for _, p := range c.Bootstrap {
 		if p.ID == "" || p.RaftAddr == "" || p.ClientAddr == "" {
@@ -156,6 +169,8 @@ type Node struct {
 	metrics       *Metrics
 	peers         *client.Client // this node's calls to its peers (hash checks), on kept connections
 	admin         *adminServer   // nil without Config.AdminAddr
+	certs         *certs.Store   // the node's certificates; nil on an insecure node
+	clientTLS     *tls.Config    // the client port's TLS configuration; nil if insecure
 	abstainCh     chan struct{}  // wakes abstainLoop (capacity 1): see wakeAbstain
 	applied       applySignal    // fired when the FSM has applied more of the log, or diverged
 
@@ -179,6 +194,10 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), started: time.Now(),
 		conns: map[*wire.Conn]*clientConn{}, abstainCh: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if err := n.loadCerts(); err != nil {
+		n.cancel()
+		return nil, err
+	}
 	// Everything the FSM reports to is in place before Raft can apply a single entry (a
 	// restarting node replays its log as soon as the sequencer opens).
 	n.metrics = newMetrics(n)
@@ -200,8 +219,8 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		return nil, fmt.Errorf("client listener: %w", err)
 	}
 	// The client seeds nothing: the hash-compare loop names each peer's address.
-	if n.peers, err = client.Open(client.Config{Addrs: []string{n.ln.Addr().String()}, ClusterID: cfg.ClusterID,
-		Logger: n.log}); err != nil {
+	if n.peers, err = client.Open(n.peerClientConfig(client.Config{Addrs: []string{n.ln.Addr().String()}, ClusterID: cfg.ClusterID,
+		Logger: n.log})); err != nil {
 		n.cancel()
 		n.ln.Close()
 		fsm.Close()
@@ -212,7 +231,21 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	if scfg.Logger == nil {
 		scfg.Logger = cfg.Logger
 	}
+	var layer *tlsStreamLayer
+	if n.certs != nil && scfg.Transport == nil {
+		if layer, err = newTLSStreamLayer(cfg.RaftAddr, n.certs, n.log, scfg.Dial); err != nil {
+			n.cancel()
+			n.peers.Close()
+			n.ln.Close()
+			fsm.Close()
+			return nil, fmt.Errorf("raft listener: %w", err)
+		}
+		scfg.StreamLayer, scfg.RaftAddr = layer, ""
+	}
 	if n.seq, err = sequencer.Open(scfg, fsm); err != nil {
+		if layer != nil {
+			layer.Close()
+		}
 		n.cancel()
 		n.peers.Close()
 		n.ln.Close()

@@ -33,6 +33,7 @@ func (n *Node) statusFrom() wire.Status {
 		Batches:      st.Batches,
 		Inputs:       st.Inputs,
 		QueueDepth:   st.QueueDepth,
+		Insecure:     n.Insecure(),
 	}
 	s.LeaderID, _ = n.seq.Leader()
 	s.LeaderClientAddr = n.leaderClientAddr()

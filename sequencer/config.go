@@ -84,7 +84,14 @@ type Config struct {
 	// and the owner closes it (if it has a Close) after Close. An injected log store must
 	// make an entry durable before StoreLogs returns, as raft-boltdb does (RAFT-NOTES:
 	// never NoSync); the Sequencer cannot check this.
-	Transport     raft.Transport
+	Transport raft.Transport
+	// StreamLayer, if set, carries the default transport instead of plain TCP on RaftAddr
+	// (the node's mutual-TLS layer): the Sequencer builds its network transport over it
+	// with the same pool, timeout and logging, and Close closes it. If Open fails, the
+	// caller closes it (a StreamLayer's Close should be idempotent). RaftAddr must then
+	// be empty or equal to its Addr().
+	// Not with Transport.
+	StreamLayer   raft.StreamLayer
 	LogStore      raft.LogStore
 	StableStore   raft.StableStore
 	SnapshotStore raft.SnapshotStore
@@ -140,7 +147,8 @@ type Config struct {
 	// Dial, when set, opens the built TCP transport's outbound connections to a peer's
 	// Raft address instead of a plain net.DialTimeout: the fault-injection harness
 	// (jepsen/) routes each directed link through a proxy it controls. Ignored with an
-	// injected Transport. Default nil (dial the address).
+	// injected Transport or StreamLayer (a StreamLayer dials for itself; the node's TLS
+	// layer takes this function). Default nil (dial the address).
 	Dial func(addr string, timeout time.Duration) (net.Conn, error)
 }
 
@@ -195,7 +203,13 @@ func (c Config) Validate() error {
 	switch {
 	case c.NodeID == "":
 		return bad("NodeID is required")
-	case c.Transport == nil && !advertisable(c.RaftAddr):
+	case c.Transport != nil && c.StreamLayer != nil:
+		return bad("Transport and StreamLayer are both set; give one")
+	case c.StreamLayer != nil && c.RaftAddr != "" && c.RaftAddr != c.StreamLayer.Addr().String():
+		return bad("RaftAddr %q differs from the StreamLayer's address %q", c.RaftAddr, c.StreamLayer.Addr())
+	case c.StreamLayer != nil && !advertisable(c.StreamLayer.Addr().String()):
+		return bad("the StreamLayer's address %q must be host:port with a host other nodes can dial", c.StreamLayer.Addr())
+	case c.Transport == nil && c.StreamLayer == nil && !advertisable(c.RaftAddr):
 		return bad("RaftAddr %q must be host:port with a host other nodes can dial", c.RaftAddr)
 	case c.Transport != nil && c.Transport.LocalAddr() == "":
 		return bad("Transport has an empty LocalAddr")

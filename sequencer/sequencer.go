@@ -336,6 +336,19 @@ func openParts(cfg Config, hlog *hclogAdapter) (p raftParts, err error) {
 		}
 		p.snaps = snaps
 	}
+	if p.trans == nil && cfg.StreamLayer != nil {
+		trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream:  cfg.StreamLayer,
+			MaxPool: transportMaxPool,
+			Timeout: transportTimeout,
+			Logger:  hlog.Named("net"),
+		})
+		p.closers = append(p.closers, func() error {
+			trans.CloseStreams()
+			return trans.Close() // closes the stream layer
+		})
+		p.trans = trans
+	}
 	if p.trans == nil {
 		tcfg := &raft.NetworkTransportConfig{
 			MaxPool: transportMaxPool,

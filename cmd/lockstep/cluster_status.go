@@ -229,6 +229,15 @@ func writeStatusTable(w io.Writer, cs clusterStatusJSON) error {
 		return err
 	}
 	fmt.Fprintln(w, hashSummary(answered))
+	insecure := 0
+	for _, r := range answered {
+		if r.Insecure {
+			insecure++
+		}
+	}
+	if insecure > 0 {
+		fmt.Fprintf(w, "WARNING: %d of %d nodes run insecure (--insecure): no TLS, no authentication\n", insecure, len(answered))
+	}
 	return nil
 }
 

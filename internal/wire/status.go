@@ -34,6 +34,8 @@ type Status struct {
 	Batches        uint64 `msgpack:"batches" json:"batches"`
 	Inputs         uint64 `msgpack:"inputs" json:"inputs"`
 	QueueDepth     int    `msgpack:"queue_depth" json:"queue_depth"`
+	// Insecure is true for a node started with --insecure: no TLS, no authentication.
+	Insecure bool `msgpack:"insecure" json:"insecure"`
 	// Nodes are the cluster's members as recorded in the log, ordered by id.
 	Nodes []NodeAddr `msgpack:"nodes" json:"nodes,omitempty"`
 }
