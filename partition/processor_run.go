@@ -128,8 +128,8 @@ func (e *Engine) runProcessorsOn(l *lane, p *Partition, ph *ProcessorPhase) {
 			ps.next = s.first
 		}
 		k, n := s.find(ps.next), 0
-		for k < len(s.ents) && n < ph.Budget {
-			en := &s.ents[k]
+		for k < s.log.len() && n < ph.Budget {
+			en := s.log.at(k)
 			k++
 			if en.dead {
 				continue // compacted away
@@ -143,7 +143,7 @@ func (e *Engine) runProcessorsOn(l *lane, p *Partition, ph *ProcessorPhase) {
 			}
 			ps.next = rec.Offset + 1
 		}
-		if k == len(s.ents) {
+		if k == s.log.len() {
 			ps.next = s.next // past trailing compaction gaps
 		}
 		st.Processed += n
@@ -216,7 +216,7 @@ func (e *Engine) deadLetter(p *Partition, d *procDef, rec *Record, cause error, 
 	if err != nil {
 		panic(fmt.Sprintf("partition: encode dead letter: %v", err))
 	}
-	s.settleFrom = len(s.ents)
+	s.settleFrom = s.log.len()
 	s.append(append([]byte(nil), rec.Key...), v, rec.EventTime)
 	s.settle(nowNs / 1e6)
 }
