@@ -145,7 +145,7 @@ func (e *Engine) Restore(r io.Reader) error {
 	}
 	for i, p := range e.parts {
 		p.mu.Lock()
-		p.tables, p.streams = parts[i].tables, parts[i].streams
+		p.tables, p.streams, p.appended = parts[i].tables, parts[i].streams, 0
 		for _, name := range e.cfg.ReplicatedTables {
 			if p.tables[name] == nil {
 				p.tables[name] = newTable(name, true)
