@@ -79,7 +79,7 @@ type refConfig struct {
 
 type refPipeline struct {
 	parts, budget int
-	perAppend     int // Config.ProcessorBudgetPerAppend
+	perAppend     int               // Config.ProcessorBudgetPerAppend
 	clicks        [][]builtin.Click // per partition: the input, completed as the repartitioner does
 	byPage        [][]builtin.Click
 	posIn, posBy  []int
