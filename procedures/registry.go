@@ -69,9 +69,9 @@ func Register[A, R any](r *Registry, name string, fn func(tx *partition.Tx, args
 	return register(r, name, fn, nil, opts...)
 }
 
-// register is Register with an optional decoder for the arguments' common shapes
-// (newFast may be nil), which the reflective decoder backs.
-func register[A, R any](r *Registry, name string, fn func(tx *partition.Tx, args A) (R, error), newFast func() fastArgs[A], opts ...Option) error {
+// register is Register with an optional codec for the arguments' common shapes and the
+// results (newFast may be nil), which the reflective decoder backs.
+func register[A, R any](r *Registry, name string, fn func(tx *partition.Tx, args A) (R, error), newFast func() fastCodec[A, R], opts ...Option) error {
 	if len(name) == 0 || len(name) > MaxNameBytes {
 		return fmt.Errorf("%w: %q", ErrBadName, name)
 	}

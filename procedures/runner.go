@@ -12,7 +12,7 @@ import (
 // instance is one goroutine's copy of a procedure, holding reusable argument and result
 // values so that decoding and encoding allocate nothing of their own.
 type instance interface {
-	run(tx *partition.Tx, raw []byte, args *bytes.Reader, dec *msgpack.Decoder, enc *msgpack.Encoder) error
+	run(tx *partition.Tx, raw []byte, args *bytes.Reader, dec *msgpack.Decoder, w *appendWriter, enc *msgpack.Encoder) error
 }
 
 // runner is a partition.Handler for one goroutine.
@@ -57,7 +57,7 @@ func (r *runner) Run(tx *partition.Tx, in *partition.Input, out []byte) ([]byte,
 	r.enc.Reset(&r.w)
 	r.enc.SetSortMapKeys(true)
 	start := len(out)
-	err := inst.run(tx, in.Args, &r.rd, r.dec, r.enc)
+	err := inst.run(tx, in.Args, &r.rd, r.dec, &r.w, r.enc)
 	out, r.w.b = r.w.b, nil
 	if err == nil && e.canon {
 		// Results are cached in the replicated session table and hashed: a map's entries
@@ -84,14 +84,14 @@ type typed[A, R any] struct {
 	name     string
 	fn       func(*partition.Tx, A) (R, error)
 	readOnly bool
-	fast     fastArgs[A] // nil: reflection only
+	fast     fastCodec[A, R] // nil: reflection only
 	args     A
 	result   R
 }
 
 // run decodes the arguments raw (also readable from rd through dec), runs the procedure
-// and encodes its result with enc.
-func (t *typed[A, R]) run(tx *partition.Tx, raw []byte, rd *bytes.Reader, dec *msgpack.Decoder, enc *msgpack.Encoder) error {
+// and encodes its result with enc, which writes to w.
+func (t *typed[A, R]) run(tx *partition.Tx, raw []byte, rd *bytes.Reader, dec *msgpack.Decoder, w *appendWriter, enc *msgpack.Encoder) error {
 	var zeroA A
 	var zeroR R
 	t.args = zeroA
@@ -115,6 +115,10 @@ func (t *typed[A, R]) run(tx *partition.Tx, raw []byte, rd *bytes.Reader, dec *m
 	}
 	if t.readOnly && tx.Changes() > 0 {
 		return fmt.Errorf("%w: %s", ErrReadOnly, t.name)
+	}
+	if t.fast != nil {
+		w.b = t.fast.appendResult(w.b, res)
+		return nil
 	}
 	t.result = res
 	err = enc.Encode(&t.result)

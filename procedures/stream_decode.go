@@ -6,24 +6,27 @@ import (
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
-// fastArgs decodes one procedure's arguments without reflection. It handles the shapes
-// clients send and declines everything else, which the reflective decoder then decodes
-// or rejects, so a procedure accepts and refuses exactly what it would without one (the
-// property and fuzz tests of stream_decode_test.go hold it to that). One instance serves
-// one goroutine's copy of the procedure.
-type fastArgs[A any] interface {
+// fastCodec decodes one procedure's arguments and encodes its results without
+// reflection. It handles the argument shapes clients send and declines everything else,
+// which the reflective decoder then decodes or rejects, so a procedure accepts and
+// refuses exactly what it would without one (the property and fuzz tests of
+// stream_decode_test.go hold it to that); its results are byte for byte msgpack's. One
+// instance serves one goroutine's copy of the procedure.
+type fastCodec[A, R any] interface {
 	// decode sets *a from raw, the whole argument bytes, and reports true; or reports
 	// false, leaving *a in any state, when raw is not a shape it handles. The values it
 	// sets may point into raw.
 	decode(raw []byte, a *A) bool
 	// release drops the references into the last raw the instance holds.
 	release()
+	// appendResult appends r encoded as the runner's msgpack encoder encodes it.
+	appendResult(out []byte, r R) []byte
 }
 
 // maxKeptRecords bounds the record scratch an appendBatchArgs keeps between calls.
 const maxKeptRecords = 4096
 
-// appendBatchArgs is the fastArgs of stream.append_batch, its hot path: a 100-record
+// appendBatchArgs is the fastCodec of stream.append_batch, its hot path: a 100-record
 // call spent half its apply time in reflection and in copying every key and value, which
 // Tx.Append copies again. It handles a map of the fields "s" and "r", each at most once,
 // whose "s" is a string (str or bin) and "r" an array of records, each a map of "k", "v"
@@ -34,7 +37,28 @@ type appendBatchArgs struct {
 	used int
 }
 
-func newAppendBatchArgs() fastArgs[builtin.StreamAppendBatchArgs] { return &appendBatchArgs{} }
+func newAppendBatchArgs() fastCodec[builtin.StreamAppendBatchArgs, []uint64] {
+	return &appendBatchArgs{}
+}
+
+// appendResult encodes the offsets as msgpack encodes a []uint64 without compact
+// integers: an array header (nil for a nil slice), then each offset as uint64 (0xcf).
+func (d *appendBatchArgs) appendResult(out []byte, offs []uint64) []byte {
+	switch n := len(offs); {
+	case offs == nil:
+		return append(out, 0xc0)
+	case n <= 15:
+		out = append(out, 0x90|byte(n))
+	case n <= 0xffff:
+		out = binary.BigEndian.AppendUint16(append(out, 0xdc), uint16(n))
+	default:
+		out = binary.BigEndian.AppendUint32(append(out, 0xdd), uint32(n))
+	}
+	for _, o := range offs {
+		out = binary.BigEndian.AppendUint64(append(out, 0xcf), o)
+	}
+	return out
+}
 
 func (d *appendBatchArgs) release() {
 	clear(d.recs[:d.used])

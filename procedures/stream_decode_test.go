@@ -32,7 +32,7 @@ func reflectAppendBatch(raw []byte) (builtin.StreamAppendBatchArgs, error) {
 // checkAppendBatchDecoder fails t if the fast decoder accepts raw while the reflective
 // decoder refuses it, or decodes it to another value. It reports whether the fast decoder
 // accepted raw.
-func checkAppendBatchDecoder(t testing.TB, d fastArgs[builtin.StreamAppendBatchArgs], raw []byte) bool {
+func checkAppendBatchDecoder(t testing.TB, d fastCodec[builtin.StreamAppendBatchArgs, []uint64], raw []byte) bool {
 	t.Helper()
 	var got builtin.StreamAppendBatchArgs
 	ok := d.decode(raw, &got)
@@ -308,6 +308,30 @@ func TestAppendBatchDecoderClientShapes(t *testing.T) {
 	for i, r := range d.recs[:cap(d.recs)] {
 		if r.Key != nil || r.Value != nil {
 			t.Fatalf("record %d of the scratch still points into the arguments after release: %+v", i, r)
+		}
+	}
+}
+
+// TestAppendBatchResultEncoding: the offsets are encoded byte for byte as the runner's
+// msgpack encoder encodes a []uint64, at every array header width.
+func TestAppendBatchResultEncoding(t *testing.T) {
+	d := newAppendBatchArgs()
+	for i, n := range []int{-1, 0, 1, 15, 16, 1000, 65535, 65536, 70000} {
+		var offs []uint64
+		if n >= 0 {
+			offs = make([]uint64, n)
+		}
+		for j := range offs {
+			offs[j] = uint64(j) * 0x0123456789 << (j % 30)
+		}
+		var w appendWriter
+		enc := msgpack.NewEncoder(&w)
+		enc.SetSortMapKeys(true)
+		if err := enc.Encode(&offs); err != nil {
+			t.Fatal(err)
+		}
+		if got := d.appendResult([]byte("prefix"), offs); !bytes.Equal(got[6:], w.b) || string(got[:6]) != "prefix" {
+			t.Fatalf("#%d: %d offsets: encoded %.40x…, msgpack %.40x…", i, n, got, w.b)
 		}
 	}
 }
