@@ -83,6 +83,23 @@ type Status struct {
 	// ordered by id. Only the leader's list is current: a follower may not have applied a
 	// recent join or removal yet.
 	Nodes []NodeAddr `json:"nodes,omitempty"`
+	// Suffrage is the node's part in the Raft configuration: "voter", "learner" (a
+	// non-voter catching up before its automatic promotion), or "" when it is in none.
+	Suffrage string `json:"suffrage,omitempty"`
+	// Learners are, in the leader's status, the learners waiting for promotion and how far
+	// they have caught up.
+	Learners []LearnerProgress `json:"learners,omitempty"`
+}
+
+// LearnerProgress is how far a learner has caught up, as the leader last saw it.
+type LearnerProgress struct {
+	// ID is the learner's node id.
+	ID string `json:"id"`
+	// Applied is the learner's applied index, Target the leader's when it asked.
+	Applied uint64 `json:"applied"`
+	Target  uint64 `json:"target"`
+	// Note says why it is not promoted yet.
+	Note string `json:"note,omitempty"`
 }
 
 // NodeAddr is where a cluster member is reached.
@@ -133,6 +150,10 @@ func statusFromWire(w *wire.Status) Status {
 		Batches:          w.Batches,
 		Inputs:           w.Inputs,
 		QueueDepth:       w.QueueDepth,
+		Suffrage:         w.Suffrage,
+	}
+	for _, l := range w.Learners {
+		st.Learners = append(st.Learners, LearnerProgress{ID: l.ID, Applied: l.Applied, Target: l.Target, Note: l.Note})
 	}
 	if len(w.HashChecks) > 0 {
 		st.HashChecks = make([]HashCheck, len(w.HashChecks))

@@ -105,6 +105,7 @@ func (f *FSM) metaHash() uint64 {
 		str(n.ID)
 		str(n.RaftAddr)
 		str(n.ClientAddr)
+		str(n.Incarnation)
 	}
 	f.mu.Unlock()
 

@@ -38,4 +38,8 @@ type NodeInfo struct {
 	RaftAddr string `msgpack:"raft"`
 	// ClientAddr is the address the node serves clients on.
 	ClientAddr string `msgpack:"client"`
+	// Incarnation identifies the node's data directory (a random id written when the
+	// directory was created); empty when not known. A node that restarts under this ID
+	// with another incarnation has lost its log.
+	Incarnation string `msgpack:"inc,omitempty"`
 }

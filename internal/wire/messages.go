@@ -77,6 +77,10 @@ type JoinArgs struct {
 	Partitions int `msgpack:"p"`
 	// Procedures is the fingerprint of the node's procedure set; it must equal the cluster's.
 	Procedures uint64 `msgpack:"procs"`
+	// Incarnation identifies the joining node's data directory (node.Identity); a node
+	// whose recorded incarnation differs has lost its data and must be removed first.
+	// Empty from a node that does not send it.
+	Incarnation string `msgpack:"inc,omitempty"`
 }
 
 // String returns the operation's name, or "Op(n)" for an unknown one.

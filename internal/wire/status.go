@@ -36,6 +36,24 @@ type Status struct {
 	QueueDepth     int    `msgpack:"queue_depth" json:"queue_depth"`
 	// Nodes are the cluster's members as recorded in the log, ordered by id.
 	Nodes []NodeAddr `msgpack:"nodes" json:"nodes,omitempty"`
+	// Suffrage is the node's part in the Raft configuration it knows: "voter", "learner"
+	// (a non-voter catching up before its promotion), or "" when it is in none.
+	Suffrage string `msgpack:"suffrage,omitempty" json:"suffrage,omitempty"`
+	// Learners are, on the leader, the learners waiting for promotion and how far they
+	// have caught up; empty elsewhere.
+	Learners []LearnerProgress `msgpack:"learners,omitempty" json:"learners,omitempty"`
+}
+
+// LearnerProgress is how far a learner (a non-voter waiting for promotion) has caught up,
+// as the leader last saw it.
+type LearnerProgress struct {
+	ID string `msgpack:"id" json:"id"`
+	// Applied is the learner's applied index, Target the leader's applied index when it
+	// asked; the learner is promoted once Target-Applied is within the bound.
+	Applied uint64 `msgpack:"applied" json:"applied"`
+	Target  uint64 `msgpack:"target" json:"target"`
+	// Note says why it is not promoted yet (unreachable, catching up, quorum check).
+	Note string `msgpack:"note,omitempty" json:"note,omitempty"`
 }
 
 // NodeAddr is where a cluster member is reached.
