@@ -86,6 +86,9 @@ type Status struct {
 	// Suffrage is the node's part in the Raft configuration: "voter", "learner" (a
 	// non-voter catching up before its automatic promotion), or "" when it is in none.
 	Suffrage string `json:"suffrage,omitempty"`
+	// Incarnation identifies the node's data directory: a random id drawn when it was first
+	// used. A node whose data directory was wiped comes back with another one.
+	Incarnation string `json:"incarnation,omitempty"`
 	// Learners are, in the leader's status, the learners waiting for promotion and how far
 	// they have caught up.
 	Learners []LearnerProgress `json:"learners,omitempty"`
@@ -109,6 +112,8 @@ type NodeAddr struct {
 	// RaftAddr is its Raft transport's address; ClientAddr the address clients use.
 	RaftAddr   string `json:"raft"`
 	ClientAddr string `json:"client"`
+	// Incarnation is the member's recorded data-directory incarnation; empty if unknown.
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
 // HashCheck is one replica's partition state hashes at a hash-check log index.
@@ -151,6 +156,7 @@ func statusFromWire(w *wire.Status) Status {
 		Inputs:           w.Inputs,
 		QueueDepth:       w.QueueDepth,
 		Suffrage:         w.Suffrage,
+		Incarnation:      w.Incarnation,
 	}
 	for _, l := range w.Learners {
 		st.Learners = append(st.Learners, LearnerProgress{ID: l.ID, Applied: l.Applied, Target: l.Target, Note: l.Note})
@@ -164,7 +170,7 @@ func statusFromWire(w *wire.Status) Status {
 	if len(w.Nodes) > 0 {
 		st.Nodes = make([]NodeAddr, len(w.Nodes))
 		for i, n := range w.Nodes {
-			st.Nodes[i] = NodeAddr{ID: n.ID, RaftAddr: n.RaftAddr, ClientAddr: n.ClientAddr}
+			st.Nodes[i] = NodeAddr{ID: n.ID, RaftAddr: n.RaftAddr, ClientAddr: n.ClientAddr, Incarnation: n.Incarnation}
 		}
 	}
 	return st

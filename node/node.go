@@ -146,17 +146,20 @@ type Node struct {
 	admission     admission     // a joining node's admission: not ready until acknowledged
 	allPartitions []int         // the scope of a multi-partition input without keys
 	metrics       *Metrics
-	peers         *client.Client // this node's calls to its peers (hash checks), on kept connections
-	admin         *adminServer   // nil without Config.AdminAddr
-	abstainCh     chan struct{}  // wakes abstainLoop (capacity 1): see wakeAbstain
+	peers         *client.Client        // this node's calls to its peers (hash checks), on kept connections
+	admin         *adminServer          // nil without Config.AdminAddr
+	abstainCh     chan struct{}         // wakes abstainLoop (capacity 1): see wakeAbstain
+	learners      learnerBook           // the leader's view of its learners
+	stale         atomic.Pointer[error] // set once the cluster records another incarnation: see identity.go
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	conns  map[*wire.Conn]struct{}
-	closed bool
+	mu       sync.Mutex
+	conns    map[*wire.Conn]struct{}
+	closed   bool
+	identity Identity // the data directory's identity (identity.go); guarded by mu
 }
 
 // Start opens the node's storage, starts Raft and the client listener, and bootstraps a
@@ -195,22 +198,47 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		fsm.Close()
 		return nil, err
 	}
-	scfg := cfg.Sequencer
-	scfg.NodeID, scfg.RaftAddr, scfg.DataDir = cfg.ID, cfg.RaftAddr, cfg.DataDir
-	if scfg.Logger == nil {
-		scfg.Logger = cfg.Logger
-	}
-	if n.seq, err = sequencer.Open(scfg, fsm); err != nil {
+	fail := func(err error) (*Node, error) {
 		n.cancel()
 		n.peers.Close()
 		n.ln.Close()
 		fsm.Close()
 		return nil, err
 	}
+	if n.identity, err = openIdentity(cfg); err != nil {
+		return fail(err)
+	}
+	if len(cfg.Bootstrap) > 0 && !n.identity.Confirmed {
+		if err := n.checkBootstrapPeers(n.identity); err != nil {
+			return fail(err)
+		}
+	}
+	scfg := cfg.Sequencer
+	scfg.NodeID, scfg.RaftAddr, scfg.DataDir = cfg.ID, cfg.RaftAddr, cfg.DataDir
+	scfg.HoldVotes, scfg.LegacyLog = !n.identity.Confirmed, n.identity.Legacy
+	if scfg.Logger == nil {
+		scfg.Logger = cfg.Logger
+	}
+	if n.seq, err = sequencer.Open(scfg, fsm); err != nil {
+		if errors.Is(err, sequencer.ErrLogCorrupt) || errors.Is(err, sequencer.ErrSnapshotCorrupt) {
+			err = fmt.Errorf("%w: %w. This node must not serve from it. Replace it: run \"lockstep cluster remove %s\" "+
+				"against the cluster, empty %s, and start the node again with --join "+
+				"(docs/operations.md, \"Wiped or damaged data directory\")", ErrDataDamaged, err, cfg.ID, cfg.DataDir)
+		}
+		return fail(err)
+	}
 	seq := n.seq
 	n.proposer, n.state = seq, fsm
 	if cfg.AdminAddr != "" {
 		if err := n.startAdmin(cfg.AdminAddr); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
+	if len(cfg.Bootstrap) > 0 && seq.Stats().LastLogIndex == 0 {
+		// A new cluster: this node founds it, and its identity is the cluster's from the
+		// start (identity.go, rule 4).
+		if err := n.confirmIdentity(); err != nil {
 			n.Close()
 			return nil, err
 		}
@@ -225,10 +253,21 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 			return nil, err
 		}
 	}
-	if len(cfg.Join) > 0 && len(cfg.Bootstrap) == 0 && seq.Stats().LastLogIndex == 0 {
+	switch {
+	case len(cfg.Join) > 0 && len(cfg.Bootstrap) == 0 && seq.Stats().LastLogIndex == 0:
 		n.startJoin(cfg.Join)
+	case seq.Suffrage() == sequencer.SuffrageLearner:
+		// A learner restarted before its promotion.
+		n.admission.set(ErrLearner)
+		n.wg.Add(1)
+		go func() { defer n.wg.Done(); n.awaitPromotion() }()
 	}
-	n.wg.Add(5)
+	if !n.identity.Confirmed {
+		n.wg.Add(1)
+		go n.identityLoop()
+	}
+	n.wg.Add(6)
+	go n.memberLoop()
 	go n.acceptLoop()
 	go n.leaderLoop()
 	go n.hashCompareLoop()
@@ -248,6 +287,11 @@ func (n *Node) Bootstrap(peers []Peer) error {
 	n.mu.Lock()
 	n.cfg.Bootstrap = peers
 	n.mu.Unlock()
+	if n.seq.Stats().LastLogIndex == 0 {
+		if err := n.confirmIdentity(); err != nil {
+			return err
+		}
+	}
 	return n.seq.Bootstrap(servers)
 }
 
@@ -363,7 +407,14 @@ func (n *Node) becomeLeader() error {
 		}
 	}
 	known := n.fsm.Nodes()
-	want := []batch.NodeInfo{{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), ClientAddr: n.ClientAddr()}}
+	n.mu.Lock()
+	inc := n.identity.Incarnation
+	n.mu.Unlock()
+	if rec := known[n.cfg.ID].Incarnation; rec != "" && rec != inc {
+		n.checkIdentity() // fences this node; abstainLoop hands the leadership off
+		return fmt.Errorf("%w: not leading", n.staleIdentity())
+	}
+	want := []batch.NodeInfo{{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), ClientAddr: n.ClientAddr(), Incarnation: inc}}
 	n.mu.Lock()
 	peers := n.cfg.Bootstrap
 	n.mu.Unlock()

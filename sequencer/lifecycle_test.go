@@ -60,7 +60,7 @@ func TestAddNonvoterThenPromote(t *testing.T) {
 
 // askVote sends one RequestVote, as a candidate with a long log in a high term would,
 // to the Raft transport at target.
-func askVote(t *testing.T, target string, term uint64) *raft.RequestVoteResponse {
+func askVote(t *testing.T, target string, term, lastIndex uint64) *raft.RequestVoteResponse {
 	t.Helper()
 	trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 5*time.Second, nil)
 	if err != nil {
@@ -68,7 +68,7 @@ func askVote(t *testing.T, target string, term uint64) *raft.RequestVoteResponse
 	}
 	defer trans.Close()
 	req := &raft.RequestVoteRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,
-		ID: []byte("candidate"), Addr: []byte(trans.LocalAddr())}, Term: term, LastLogIndex: 1000, LastLogTerm: term - 1}
+		ID: []byte("candidate"), Addr: []byte(trans.LocalAddr())}, Term: term, LastLogIndex: lastIndex, LastLogTerm: 1}
 	var resp raft.RequestVoteResponse
 	if err := trans.RequestVote("target", raft.ServerAddress(target), req, &resp); err != nil {
 		t.Fatal(err)
@@ -77,14 +77,14 @@ func askVote(t *testing.T, target string, term uint64) *raft.RequestVoteResponse
 }
 
 // TestVoteGate: a node opened with HoldVotes, whose empty log would make it vote for any
-// candidate (a wiped voter), refuses every vote until AllowVotes; without the gate the
-// same node grants it.
+// candidate (a wiped voter), refuses the votes of candidates with a history until
+// AllowVotes; without the gate the same node grants them.
 func TestVoteGate(t *testing.T) {
 	for _, hold := range []bool{false, true} {
 		cfg := testConfig(t, fmt.Sprintf("gate-%t", hold))
 		cfg.HoldVotes = hold
 		n := openNode(t, cfg, newTestFSM())
-		resp := askVote(t, n.seq.Addr(), 5)
+		resp := askVote(t, n.seq.Addr(), 5, 1000)
 		if resp.Granted == hold {
 			t.Fatalf("HoldVotes %t: vote granted %t", hold, resp.Granted)
 		}
@@ -95,8 +95,13 @@ func TestVoteGate(t *testing.T) {
 			if n.seq.Term() != 0 {
 				t.Fatalf("a held vote reached Raft: term %d", n.seq.Term())
 			}
+			// A candidate of a new cluster (its log at most a bootstrap configuration)
+			// gets the vote, so that a cluster bootstrapped from one node elects a leader.
+			if resp := askVote(t, n.seq.Addr(), 6, 1); !resp.Granted {
+				t.Fatalf("vote for a new cluster's candidate not granted: %+v", resp)
+			}
 			n.seq.AllowVotes()
-			if resp := askVote(t, n.seq.Addr(), 6); !resp.Granted {
+			if resp := askVote(t, n.seq.Addr(), 7, 1000); !resp.Granted {
 				t.Fatalf("vote after AllowVotes not granted: %+v", resp)
 			}
 		}

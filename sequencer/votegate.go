@@ -10,6 +10,14 @@ package sequencer
 // it receives is answered "not granted" without reaching Raft, as if the node were down,
 // until the owner calls AllowVotes. Replication (AppendEntries, InstallSnapshot,
 // heartbeats) passes through: the node still receives the log.
+//
+// One exception keeps a new cluster able to elect its first leader when its nodes are
+// bootstrapped from one of them (the others, with new data directories, hold their votes
+// until the log they receive names them): a candidate whose log ends at index 1 or
+// before, a bootstrap configuration at most, gets the vote through to Raft. Nothing can
+// have been committed by such a candidate's cluster but that configuration, so a node that
+// forgot its log cannot hand it a history it lacks — unless a majority lost theirs too,
+// which no Raft cluster survives.
 
 import (
 	"sync"
@@ -27,6 +35,10 @@ type voteGate struct {
 	stop    chan struct{}
 	wg      sync.WaitGroup
 }
+
+// freshLogIndex is the last index of a candidate whose log holds at most a bootstrap
+// configuration; its vote requests pass the gate.
+const freshLogIndex = 1
 
 // newVoteGate starts the gate's forwarding goroutine; stopGate ends it.
 func newVoteGate(t raft.Transport, held bool) *voteGate {
@@ -70,8 +82,14 @@ func (g *voteGate) refuse(rpc raft.RPC) bool {
 	hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, Addr: []byte(g.LocalAddr())}
 	switch req := rpc.Command.(type) {
 	case *raft.RequestVoteRequest:
+		if req.LastLogIndex <= freshLogIndex {
+			return false
+		}
 		rpc.Respond(&raft.RequestVoteResponse{RPCHeader: hdr, Term: req.Term}, nil)
 	case *raft.RequestPreVoteRequest:
+		if req.LastLogIndex <= freshLogIndex {
+			return false
+		}
 		rpc.Respond(&raft.RequestPreVoteResponse{RPCHeader: hdr, Term: req.Term}, nil)
 	default:
 		return false

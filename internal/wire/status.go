@@ -39,6 +39,8 @@ type Status struct {
 	// Suffrage is the node's part in the Raft configuration it knows: "voter", "learner"
 	// (a non-voter catching up before its promotion), or "" when it is in none.
 	Suffrage string `msgpack:"suffrage,omitempty" json:"suffrage,omitempty"`
+	// Incarnation identifies the node's data directory (node.Identity).
+	Incarnation string `msgpack:"inc,omitempty" json:"incarnation,omitempty"`
 	// Learners are, on the leader, the learners waiting for promotion and how far they
 	// have caught up; empty elsewhere.
 	Learners []LearnerProgress `msgpack:"learners,omitempty" json:"learners,omitempty"`
@@ -61,6 +63,8 @@ type NodeAddr struct {
 	ID         string `msgpack:"id" json:"id"`
 	RaftAddr   string `msgpack:"raft" json:"raft"`
 	ClientAddr string `msgpack:"client" json:"client"`
+	// Incarnation is the member's recorded data-directory incarnation; empty if unknown.
+	Incarnation string `msgpack:"inc,omitempty" json:"incarnation,omitempty"`
 }
 
 // HashCheck is one replica's state hashes at a hash-check log index: one per partition,
