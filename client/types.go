@@ -85,13 +85,13 @@ type Status struct {
 	Nodes []NodeAddr `json:"nodes,omitempty"`
 	// Suffrage is the node's part in the Raft configuration: "voter", "learner" (a
 	// non-voter catching up before its automatic promotion), or "" when it is in none.
-	Suffrage string `json:"suffrage,omitempty"`
+	Suffrage string `json:"suffrage"`
 	// Incarnation identifies the node's data directory: a random id drawn when it was first
 	// used. A node whose data directory was wiped comes back with another one.
-	Incarnation string `json:"incarnation,omitempty"`
+	Incarnation string `json:"incarnation"`
 	// Learners are, in the leader's status, the learners waiting for promotion and how far
 	// they have caught up.
-	Learners []LearnerProgress `json:"learners,omitempty"`
+	Learners []LearnerProgress `json:"learners"`
 }
 
 // LearnerProgress is how far a learner has caught up, as the leader last saw it.

@@ -14,7 +14,8 @@ package node
 //     identity file too (ErrDataDamaged), as is a log entry or snapshot that fails its
 //     checksum (the sequencer checks them all before Raft starts);
 //  3. a new directory gets a new, unconfirmed incarnation. Until the node finds its own id
-//     recorded with this incarnation in the applied log, it holds its votes
+//     recorded with this incarnation (or with none: a bootstrap peer the first leader
+//     recorded before it knew its incarnation) in the applied log, it holds its votes
 //     (sequencer.Config.HoldVotes), while it still receives the log; if it finds another
 //     incarnation recorded under its id, the directory was wiped or replaced: it stays
 //     out of votes and leadership and is not ready (ErrStaleIdentity);
@@ -245,6 +246,15 @@ func (n *Node) checkIdentity() bool {
 			return false
 		}
 		return true
+	case rec.ID != "" && rec.Incarnation == "":
+		// The log names this node without an incarnation: a bootstrap peer the first
+		// leader recorded before it knew its incarnation (the leader records it within a
+		// memberCheckInterval). Nothing says this directory was wiped; it votes.
+		if err := n.confirmIdentity(); err != nil {
+			n.log.Error("cannot confirm identity", "err", err)
+			return false
+		}
+		return true
 	case rec.Incarnation != "":
 		err := fmt.Errorf("%w: the cluster records node %s with incarnation %s, this data directory is incarnation %s: "+
 			"this node does not vote, lead or serve. Replace it: run \"lockstep cluster remove %s\", empty %s and start it with --join",
@@ -278,7 +288,7 @@ func (n *Node) identityLoop() {
 
 // identityCheckInterval is how often an unconfirmed node looks for its incarnation in the
 // applied log.
-const identityCheckInterval = 200 * time.Millisecond
+const identityCheckInterval = 50 * time.Millisecond
 
 // Recover rewrites the Raft membership of the stopped node whose data directory cfg names
 // to members, for a cluster that lost its quorum for good (sequencer.Recover does the

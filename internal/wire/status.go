@@ -38,12 +38,12 @@ type Status struct {
 	Nodes []NodeAddr `msgpack:"nodes" json:"nodes,omitempty"`
 	// Suffrage is the node's part in the Raft configuration it knows: "voter", "learner"
 	// (a non-voter catching up before its promotion), or "" when it is in none.
-	Suffrage string `msgpack:"suffrage,omitempty" json:"suffrage,omitempty"`
+	Suffrage string `msgpack:"suffrage" json:"suffrage"`
 	// Incarnation identifies the node's data directory (node.Identity).
-	Incarnation string `msgpack:"inc,omitempty" json:"incarnation,omitempty"`
+	Incarnation string `msgpack:"incarnation" json:"incarnation"`
 	// Learners are, on the leader, the learners waiting for promotion and how far they
 	// have caught up; empty elsewhere.
-	Learners []LearnerProgress `msgpack:"learners,omitempty" json:"learners,omitempty"`
+	Learners []LearnerProgress `msgpack:"learners" json:"learners"`
 }
 
 // LearnerProgress is how far a learner (a non-voter waiting for promotion) has caught up,
