@@ -32,6 +32,8 @@ func nodeFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "join", Usage: "client addresses ADDR,... of a running cluster to join (empty data dir only)"},
 		&cli.IntFlag{Name: "partitions", Usage: "partition count, fixed when the cluster is created", Value: node.DefaultPartitions},
 		&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "Raft snapshot after this many log entries (0 = never)", Value: 8192},
+		&cli.Int64Flag{Name: "snapshot-bytes", Usage: "also snapshot when the entries applied since the last snapshot pass this many bytes (-1: by entry count only)", Value: 64 << 20},
+		&cli.Uint64Flag{Name: "trailing-logs", Usage: "log entries a snapshot leaves in the log for lagging followers (fewer when they pass --snapshot-bytes)", Value: 10240},
 		&cli.StringFlag{Name: "log-format", Usage: "text or json", Value: "text"},
 		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
 	}
@@ -70,6 +72,8 @@ func nodeConfigFromFlags(c *cli.Context) (node.Config, error) {
 	}
 	cfg.Replica.Partitions = c.Int("partitions")
 	cfg.Sequencer.SnapshotThreshold = c.Uint64("snapshot-threshold")
+	cfg.Sequencer.SnapshotBytes = c.Int64("snapshot-bytes")
+	cfg.Sequencer.TrailingLogs = c.Uint64("trailing-logs")
 	return cfg, cfg.Validate()
 }
 
