@@ -43,9 +43,10 @@ const (
 // to promote it. It matches wire.ErrNotReady.
 var ErrLearner error = &notReady{"learner: catching up, not yet promoted to voter"}
 
-// ErrPromotionRefused is the note of a learner the leader will not promote: promoting it
-// would leave the cluster unable to reach a quorum with the members alive now.
-var ErrPromotionRefused = errors.New("promotion refused")
+// ErrPromotionRefused is the note of a learner the leader will not promote, and the
+// refusal of a join: making the node a voter would leave the cluster unable to reach a
+// quorum with the members alive now. It matches wire.ErrNotReady (the client tries again).
+var ErrPromotionRefused error = &notReady{"join or promotion refused"}
 
 // learnerBook is the leader's latest view of its learners, for its status.
 type learnerBook struct {
@@ -88,17 +89,17 @@ type memberView struct {
 	err    error
 }
 
-// tendMembers asks every other member for its status, records incarnations the log lacks,
-// and promotes the learners that have caught up.
-func (n *Node) tendMembers() {
+// viewMembers asks every other member of the configuration (only the voters, with
+// votersOnly) for its status, in turn, each within memberStatusTimeout.
+func (n *Node) viewMembers(votersOnly bool) ([]memberView, error) {
 	members, err := n.seq.Members()
 	if err != nil {
-		return
+		return nil, err
 	}
 	nodes := n.fsm.Nodes()
 	var views []memberView
 	for _, m := range members {
-		if m.ID == n.cfg.ID {
+		if m.ID == n.cfg.ID || (votersOnly && !m.Voter) {
 			continue
 		}
 		v := memberView{Member: m, info: nodes[m.ID]}
@@ -119,15 +120,27 @@ func (n *Node) tendMembers() {
 				v.status = &w
 			}
 		}
+		views = append(views, v)
+	}
+	return views, nil
+}
+
+// tendMembers asks every other member for its status, records incarnations the log lacks,
+// and promotes the learners that have caught up.
+func (n *Node) tendMembers() {
+	views, err := n.viewMembers(false)
+	if err != nil {
+		return
+	}
+	for _, v := range views {
 		if v.status != nil && v.info.ID != "" && v.info.Incarnation == "" && v.status.Incarnation != "" {
 			v.info.Incarnation = v.status.Incarnation
 			ctx, cancel := context.WithTimeout(n.ctx, membershipTimeout)
 			if err := n.recordNode(ctx, v.info); err != nil {
-				n.log.Warn("cannot record a member's incarnation", "member", m.ID, "err", err)
+				n.log.Warn("cannot record a member's incarnation", "member", v.ID, "err", err)
 			}
 			cancel()
 		}
-		views = append(views, v)
 	}
 	var book []wire.LearnerProgress
 	for _, v := range views {

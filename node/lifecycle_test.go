@@ -157,3 +157,42 @@ func TestIdentityRules(t *testing.T) {
 		t.Fatalf("damaged identity file: got %v", err)
 	}
 }
+
+// TestJoinRefusedWithoutLiveQuorum: while only the leader of three voters answers (the
+// followers' client listeners are shut, so their status cannot be asked), a join is
+// refused with a message naming the quorum, and the cluster still takes writes.
+func TestJoinRefusedWithoutLiveQuorum(t *testing.T) {
+	c := startCluster(t, clusterOptions{nodes: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	leader := c.leader()
+	for _, n := range c.Nodes {
+		if n == leader {
+			continue
+		}
+		n.ln.Close()
+		n.mu.Lock()
+		for conn := range n.conns {
+			conn.Close()
+		}
+		n.mu.Unlock()
+	}
+	cl, err := client.Open(client.Config{Addrs: []string{leader.ClientAddr()}, RequestTimeout: 5 * time.Second, MaxRetries: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	jctx, jcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer jcancel()
+	err = cl.AddVoter(jctx, client.JoinRequest{ID: "n9", RaftAddr: "127.0.0.1:1", ClientAddr: "127.0.0.1:2",
+		Partitions: 4, Procedures: procedures.Builtins().Fingerprint()})
+	if err == nil || !strings.Contains(err.Error(), "join or promotion refused: 1 of 3 voters answer") {
+		t.Fatalf("join without a live quorum: got %v", err)
+	}
+	members, _ := leader.seq.Members()
+	if len(members) != 3 {
+		t.Fatalf("members after the refused join: %+v", members)
+	}
+	wcl := c.dial(ctx)
+	putKV(t, wcl, "after-refusal", "v")
+}

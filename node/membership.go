@@ -138,13 +138,25 @@ func (n *Node) addNode(ctx context.Context, payload []byte) error {
 				"was wiped or replaced. Remove it first (lockstep cluster remove %s), then join again",
 			ErrJoinRefused, j.ID, rec.Incarnation, j.Incarnation, j.ID)}
 	}
-	voter := false
+	voter, member := false, false
 	members, err := n.seq.Members()
 	if err != nil {
 		return err
 	}
 	for _, m := range members {
 		voter = voter || (m.ID == j.ID && m.Voter)
+		member = member || m.ID == j.ID
+	}
+	if !member {
+		// A learner never counts towards the quorum, but it is here to become a voter:
+		// refuse now what its promotion would be refused for (learners.go).
+		views, err := n.viewMembers(true)
+		if err != nil {
+			return err
+		}
+		if err := promotionQuorum(j.ID, views); err != nil {
+			return fmt.Errorf("join %s: %w", j.ID, err)
+		}
 	}
 	if voter {
 		err = n.seq.AddVoter(ctx, j.ID, j.RaftAddr) // a voter's address update
