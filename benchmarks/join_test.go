@@ -104,4 +104,3 @@ func BenchmarkJoinReplayProcs(b *testing.B) {
 		})
 	}
 }
-
