@@ -14,8 +14,8 @@ package node
 //     identity file too (ErrDataDamaged), as is a log entry or snapshot that fails its
 //     checksum (the sequencer checks them all before Raft starts);
 //  3. a new directory gets a new, unconfirmed incarnation. Until the node finds its own id
-//     recorded with this incarnation (or with none: a bootstrap peer the first leader
-//     recorded before it knew its incarnation) in the applied log, it holds its votes
+//     recorded with this incarnation (or with none, once caught up: a bootstrap peer the
+//     first leader recorded before it knew its incarnation) in the applied log, it holds its votes
 //     (sequencer.Config.HoldVotes), while it still receives the log; if it finds another
 //     incarnation recorded under its id, the directory was wiped or replaced: it stays
 //     out of votes and leadership and is not ready (ErrStaleIdentity);
@@ -232,30 +232,21 @@ func (n *Node) staleIdentity() error {
 }
 
 // checkIdentity compares the incarnation the applied log records under this node's id
-// with its own (rule 3): equal confirms it, different fences the node. It returns true
-// once settled either way.
-func (n *Node) checkIdentity() bool {
+// with its own (rule 3): another one fences the node, for good, confirmed or not; its own
+// confirms an unconfirmed identity, and so does none at all (a bootstrap peer the first
+// leader recorded before it knew its incarnation) once the node has caught up, so that
+// the record it compares with is the latest. It reports whether the node is fenced.
+func (n *Node) checkIdentity() (fenced bool) {
+	if n.staleIdentity() != nil {
+		return true
+	}
 	n.mu.Lock()
 	mine := n.identity
 	n.mu.Unlock()
 	rec := n.fsm.Nodes()[n.cfg.ID]
+	confirm := false
 	switch {
-	case rec.Incarnation == mine.Incarnation:
-		if err := n.confirmIdentity(); err != nil {
-			n.log.Error("cannot confirm identity", "err", err)
-			return false
-		}
-		return true
-	case rec.ID != "" && rec.Incarnation == "":
-		// The log names this node without an incarnation: a bootstrap peer the first
-		// leader recorded before it knew its incarnation (the leader records it within a
-		// memberCheckInterval). Nothing says this directory was wiped; it votes.
-		if err := n.confirmIdentity(); err != nil {
-			n.log.Error("cannot confirm identity", "err", err)
-			return false
-		}
-		return true
-	case rec.Incarnation != "":
+	case rec.Incarnation != "" && rec.Incarnation != mine.Incarnation:
 		err := fmt.Errorf("%w: the cluster records node %s with incarnation %s, this data directory is incarnation %s: "+
 			"this node does not vote, lead or serve. Replace it: run \"lockstep cluster remove %s\", empty %s and start it with --join",
 			ErrStaleIdentity, n.cfg.ID, rec.Incarnation, mine.Incarnation, n.cfg.ID, n.cfg.DataDir)
@@ -264,24 +255,37 @@ func (n *Node) checkIdentity() bool {
 			n.wakeAbstain()
 		}
 		return true
+	case mine.Confirmed:
+	case rec.Incarnation == mine.Incarnation:
+		confirm = true
+	case rec.ID != "":
+		st := n.seq.Stats()
+		confirm = st.CommitIndex > 0 && n.fsm.Applied()+ReadyMaxLag >= st.CommitIndex
+	}
+	if confirm {
+		if err := n.confirmIdentity(); err != nil {
+			n.log.Error("cannot confirm identity", "err", err)
+		}
 	}
 	return false
 }
 
-// identityLoop runs checkIdentity until it settles, for a node whose identity is not
-// confirmed yet.
+// identityLoop runs checkIdentity for as long as the node runs, until it fences the
+// node: every identityCheckInterval while the identity is unconfirmed, every
+// identityRecheckInterval after.
 func (n *Node) identityLoop() {
 	defer n.wg.Done()
-	t := time.NewTicker(identityCheckInterval)
-	defer t.Stop()
-	for {
-		if n.checkIdentity() {
-			return
+	for !n.checkIdentity() {
+		n.mu.Lock()
+		wait := identityCheckInterval
+		if n.identity.Confirmed {
+			wait = identityRecheckInterval
 		}
+		n.mu.Unlock()
 		select {
 		case <-n.ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
 	}
 }
@@ -289,6 +293,10 @@ func (n *Node) identityLoop() {
 // identityCheckInterval is how often an unconfirmed node looks for its incarnation in the
 // applied log.
 const identityCheckInterval = 50 * time.Millisecond
+
+// identityRecheckInterval is how often a confirmed node looks whether the cluster records
+// another incarnation under its id.
+const identityRecheckInterval = 500 * time.Millisecond
 
 // Recover rewrites the Raft membership of the stopped node whose data directory cfg names
 // to members, for a cluster that lost its quorum for good (sequencer.Recover does the

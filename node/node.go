@@ -262,11 +262,8 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		n.wg.Add(1)
 		go func() { defer n.wg.Done(); n.awaitPromotion() }()
 	}
-	if !n.identity.Confirmed {
-		n.wg.Add(1)
-		go n.identityLoop()
-	}
-	n.wg.Add(6)
+	n.wg.Add(7)
+	go n.identityLoop()
 	go n.memberLoop()
 	go n.acceptLoop()
 	go n.leaderLoop()
