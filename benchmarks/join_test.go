@@ -57,6 +57,20 @@ func BenchmarkJoinReplayProcs(b *testing.B) {
 				b.Fatal(err)
 			}
 			history := lst.Inputs
+			// Client latency with a moderate load, first alone, then while the node joins.
+			probe := Load{Clients: 1, Inflight: 64, Duration: 5 * time.Second, Op: CounterAdd}
+			base, err := Run(ctx, c.clientAddrs(), probe)
+			if err != nil {
+				b.Fatal(err)
+			}
+			during := make(chan Report, 1)
+			go func() {
+				r, err := Run(ctx, c.clientAddrs(), probe)
+				if err != nil {
+					b.Error(err)
+				}
+				during <- r
+			}()
 
 			a := testutil.FreeAddrs(b, 3)
 			j := &proc{id: "n2", raft: a[0], client: a[1], admin: a[2]}
@@ -95,6 +109,11 @@ func BenchmarkJoinReplayProcs(b *testing.B) {
 			if applied == 0 {
 				applied = voter
 			}
+			dr := <-during
+			b.Logf("client load alone: %s", base)
+			b.Logf("client load while the node joins: %s", dr)
+			b.ReportMetric(float64(base.Latency.P99.Microseconds())/1000, "p99-ms-alone")
+			b.ReportMetric(float64(dr.Latency.P99.Microseconds())/1000, "p99-ms-joining")
 			b.ReportMetric(float64(history), "inputs-history")
 			b.ReportMetric(voter.Seconds(), "s-to-voter")
 			b.ReportMetric(applied.Seconds(), "s-to-caught-up")
