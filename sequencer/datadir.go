@@ -166,8 +166,13 @@ func Recover(cfg Config, fsm raft.FSM, members []Server) error {
 	hlog := newHclogAdapter(cfg.Logger.With("node", cfg.NodeID), "raft")
 	_, trans := raft.NewInmemTransport(raft.ServerAddress(cfg.RaftAddr))
 	cfg.Transport = trans
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "raft.db")); err != nil {
+		return fmt.Errorf("sequencer: recover: %w: %s holds no raft.db: %w", ErrBadConfig, cfg.DataDir, err)
+	}
 	parts, err := openParts(cfg, hlog)
-	if err != nil {
+	if errors.Is(err, bbolt.ErrTimeout) {
+		return fmt.Errorf("sequencer: recover: %s is locked: is the node still running? Recovery runs on a stopped node: %w", cfg.DataDir, err)
+	} else if err != nil {
 		return err
 	}
 	err = raft.RecoverCluster(cfg.raftConfig(hlog), fsm, parts.logs, parts.stable, parts.snaps, parts.trans, conf)

@@ -507,3 +507,23 @@ func TestWipedDataDirRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestClusterRecoverBadInput: "cluster recover" refuses bad input with a clear message
+// and changes nothing: a malformed member, members without the node, a directory with no
+// Raft log (not created), a running node's directory.
+func TestClusterRecoverBadInput(t *testing.T) {
+	bin := buildBinary(t)
+	missing := filepath.Join(t.TempDir(), "missing")
+	checkFailure(t, run(t, bin, "cluster", "recover", "--data", missing, "--id", "n1", "--members", "n1"), "want ID=RAFTADDR")
+	checkFailure(t, run(t, bin, "cluster", "recover", "--data", missing, "--id", "n1", "--members", "n2=127.0.0.1:7002"),
+		"the members must include this node, n1")
+	checkFailure(t, run(t, bin, "cluster", "recover", "--data", missing, "--id", "n1", "--members", "n1=127.0.0.1:7001"),
+		"holds no raft.db")
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Fatalf("a refused recovery created %s: %v", missing, err)
+	}
+	c := startCluster(t, bin, 1)
+	n := c.nodes[0]
+	checkFailure(t, run(t, bin, "cluster", "recover", "--data", n.data, "--members", n.id+"="+n.raft, "--partitions", "4"),
+		"is the node still running?")
+}
