@@ -38,6 +38,9 @@ type JoinRequest struct {
 	// Incarnation identifies the node's data directory; the leader refuses a join under an
 	// id whose recorded incarnation differs (the node lost its data). Optional.
 	Incarnation string
+	// ReadReplica joins the node as a read replica: a permanent non-voter that serves reads
+	// at consistency Any and stream reads; the leader never promotes it.
+	ReadReplica bool
 }
 
 // NodeStatus is one node's part of a ClusterStatus: its status, or why it did not answer.
@@ -210,7 +213,8 @@ func (c *Client) AddVoter(ctx context.Context, j JoinRequest) error {
 		return fmt.Errorf("client: %s: %w: a join request needs an id, a raft and a client address", what, ErrBadArguments)
 	}
 	args, err := msgpack.Marshal(&wire.JoinArgs{ID: j.ID, RaftAddr: j.RaftAddr, ClientAddr: j.ClientAddr,
-		Partitions: j.Partitions, Procedures: j.Procedures, Incarnation: j.Incarnation})
+		Partitions: j.Partitions, Procedures: j.Procedures, Incarnation: j.Incarnation,
+		ReadReplica: j.ReadReplica})
 	if err != nil {
 		return fmt.Errorf("client: %s: %w: %w", what, ErrBadArguments, err)
 	}

@@ -89,6 +89,9 @@ type Status struct {
 	// Incarnation identifies the node's data directory: a random id drawn when it was first
 	// used. A node whose data directory was wiped comes back with another one.
 	Incarnation string `json:"incarnation"`
+	// ReadReplica is set on a read replica: a permanent non-voter that serves reads at
+	// consistency Any and stream reads.
+	ReadReplica bool `json:"read_replica"`
 	// Learners are, in the leader's status, the learners waiting for promotion and how far
 	// they have caught up.
 	Learners []LearnerProgress `json:"learners"`
@@ -157,6 +160,7 @@ func statusFromWire(w *wire.Status) Status {
 		QueueDepth:       w.QueueDepth,
 		Suffrage:         w.Suffrage,
 		Incarnation:      w.Incarnation,
+		ReadReplica:      w.ReadReplica,
 	}
 	for _, l := range w.Learners {
 		st.Learners = append(st.Learners, LearnerProgress{ID: l.ID, Applied: l.Applied, Target: l.Target, Note: l.Note})

@@ -144,8 +144,8 @@ func (n *Node) tendMembers() {
 	}
 	var book []wire.LearnerProgress
 	for _, v := range views {
-		if v.Voter {
-			continue
+		if v.Voter || v.info.ReadReplica {
+			continue // read replicas stay non-voters
 		}
 		p := n.considerPromotion(v, views)
 		if p.Note != "" {
@@ -220,6 +220,12 @@ func promotionQuorum(id string, views []memberView) error {
 	return nil
 }
 
+// isReadReplica reports whether this node is a read replica: configured as one, or
+// recorded as one in the applied log.
+func (n *Node) isReadReplica() bool {
+	return n.cfg.ReadReplica || n.fsm.Nodes()[n.cfg.ID].ReadReplica
+}
+
 // awaitPromotion keeps a learner not ready (ErrLearner) until the leader promotes it.
 func (n *Node) awaitPromotion() {
 	n.admission.set(ErrLearner)
@@ -231,6 +237,11 @@ func (n *Node) awaitPromotion() {
 			n.log.Info("promoted to voter")
 			n.admission.set(nil)
 			return
+		case sequencer.SuffrageLearner:
+			if n.isReadReplica() { // restarted without Config.ReadReplica: the log says so
+				n.admission.set(nil)
+				return
+			}
 		case "":
 			// Removed, or not yet in the configuration this node knows.
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/lockstepdb/lockstep/sequencer"
 )
 
@@ -195,4 +196,61 @@ func TestJoinRefusedWithoutLiveQuorum(t *testing.T) {
 	}
 	wcl := c.dial(ctx)
 	putKV(t, wcl, "after-refusal", "v")
+}
+
+// TestReadReplica: a node started with Join and ReadReplica is admitted as a non-voter,
+// ready once caught up, serves reads at consistency Any from its own state, and is never
+// promoted: the voters stay three and the leader lists no learner (issue 13, item 4).
+func TestReadReplica(t *testing.T) {
+	c := startCluster(t, clusterOptions{nodes: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := c.dial(ctx)
+	for i := range 100 {
+		putKV(t, cl, fmt.Sprintf("k%d", i), "v")
+	}
+	cfg := c.cfgs[0]
+	cfg.ID, cfg.DataDir, cfg.AdminAddr, cfg.ReadReplica = "r1", t.TempDir(), "", true
+	cfg.RaftAddr, cfg.ClientAddr, cfg.Bootstrap = "127.0.0.1:0", "127.0.0.1:0", nil
+	cfg.Join = []string{c.cfgs[0].ClientAddr, c.cfgs[1].ClientAddr, c.cfgs[2].ClientAddr}
+	r, err := Start(cfg, c.reg(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	testutil.WaitFor(t, 30*time.Second, func() error { return r.Ready() })
+	putKV(t, cl, "late", "v2")
+	rcl, err := client.Open(client.Config{Addrs: []string{r.ClientAddr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcl.Close()
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		res, err := client.QueryAs[builtin.KVGetResult](ctx, rcl, builtin.KVGet, []byte("late"), builtin.NoArgs{}, client.ReadAny)
+		if err != nil {
+			return err
+		}
+		if !res.Found || string(res.Value) != "v2" {
+			return fmt.Errorf("read replica answers %+v", res)
+		}
+		return nil
+	})
+	// Several promotion rounds pass; the replica stays a non-voter.
+	deadline := time.Now().Add(4 * memberCheckInterval)
+	for time.Now().Before(deadline) {
+		if v := c.voters(); len(v) != 3 {
+			t.Fatalf("voters with a read replica: %v", v)
+		}
+		time.Sleep(memberCheckInterval / 4)
+	}
+	st := r.Status()
+	if !st.ReadReplica || st.Suffrage != sequencer.SuffrageLearner || !st.Ready {
+		t.Fatalf("read replica status: replica %t suffrage %q ready %t (%s)", st.ReadReplica, st.Suffrage, st.Ready, st.NotReadyReason)
+	}
+	if l := c.leader().Status().Learners; len(l) != 0 {
+		t.Fatalf("the leader lists learners %+v", l)
+	}
+	if !c.leader().FSM().Nodes()["r1"].ReadReplica {
+		t.Fatal("the log does not record r1 as a read replica")
+	}
 }

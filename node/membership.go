@@ -147,7 +147,11 @@ func (n *Node) addNode(ctx context.Context, payload []byte) error {
 		voter = voter || (m.ID == j.ID && m.Voter)
 		member = member || m.ID == j.ID
 	}
-	if !member {
+	if j.ReadReplica && voter {
+		return &wire.Error{Code: wire.CodeBadArguments, Message: fmt.Sprintf(
+			"%v: node %s is a voter; remove it before it joins again as a read replica", ErrJoinRefused, j.ID)}
+	}
+	if !member && !j.ReadReplica {
 		// A learner never counts towards the quorum, but it is here to become a voter:
 		// refuse now what its promotion would be refused for (learners.go).
 		views, err := n.viewMembers(true)
@@ -170,7 +174,8 @@ func (n *Node) addNode(ctx context.Context, payload []byte) error {
 	if inc == "" {
 		inc = rec.Incarnation
 	}
-	return n.recordNode(ctx, batch.NodeInfo{ID: j.ID, RaftAddr: j.RaftAddr, ClientAddr: j.ClientAddr, Incarnation: inc})
+	return n.recordNode(ctx, batch.NodeInfo{ID: j.ID, RaftAddr: j.RaftAddr, ClientAddr: j.ClientAddr, Incarnation: inc,
+		ReadReplica: j.ReadReplica || (member && !voter && rec.ReadReplica)})
 }
 
 func (n *Node) removeNode(ctx context.Context, id string) error {
@@ -203,11 +208,16 @@ func (n *Node) joinLoop(seeds []string) {
 	inc := n.identity.Incarnation
 	n.mu.Unlock()
 	join := client.JoinRequest{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), ClientAddr: n.ClientAddr(),
-		Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint(), Incarnation: inc}
+		Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint(), Incarnation: inc, ReadReplica: n.cfg.ReadReplica}
 	for attempt := 0; ; attempt++ {
 		err := cl.AddVoter(n.ctx, join)
 		switch {
 		case err == nil:
+			if n.cfg.ReadReplica {
+				n.log.Info("joined the cluster as a read replica", "seeds", seeds)
+				n.admission.set(nil)
+				return
+			}
 			n.log.Info("joined the cluster as a learner", "seeds", seeds)
 			n.awaitPromotion()
 			return

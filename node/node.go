@@ -50,9 +50,14 @@ type Config struct {
 	// Ignored when the data directory already holds a cluster.
 	Bootstrap []Peer
 	// Join lists client addresses of an existing cluster's nodes; a node with an empty
-	// data directory asks the cluster to add it as a voter, and is not ready until the
-	// leader has acknowledged the join (ErrJoining).
+	// data directory asks the cluster to add it, and is not ready until the leader has
+	// acknowledged the join (ErrJoining) and promoted it from learner to voter (ErrLearner).
 	Join []string
+	// ReadReplica makes a node started with Join a read replica: a permanent non-voter
+	// that replays the log and serves reads at consistency Any and stream reads, adding
+	// read capacity without taking part in commits. It is ready once admitted and caught
+	// up; the leader never promotes it.
+	ReadReplica bool
 	// Replica configures the state machine (partition count, sessions).
 	Replica replica.Config
 	// Sequencer tunes batching and Raft; its NodeID, RaftAddr and DataDir are set from
@@ -121,6 +126,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: max in-flight per connection must be positive", ErrNodeConfig)
 	case c.ProcessorTickInterval < 0 || c.ProcessorIdleTickInterval < 0:
 		return fmt.Errorf("%w: processor tick intervals must be positive", ErrNodeConfig)
+	}
+	if c.ReadReplica && len(c.Bootstrap) > 0 {
+		return fmt.Errorf("%w: a read replica joins a running cluster (Join); it cannot bootstrap one", ErrNodeConfig)
 	}
 	for _, p := range c.Bootstrap {
 		if p.ID == "" || p.RaftAddr == "" || p.ClientAddr == "" {
@@ -256,7 +264,7 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	switch {
 	case len(cfg.Join) > 0 && len(cfg.Bootstrap) == 0 && seq.Stats().LastLogIndex == 0:
 		n.startJoin(cfg.Join)
-	case seq.Suffrage() == sequencer.SuffrageLearner:
+	case seq.Suffrage() == sequencer.SuffrageLearner && !cfg.ReadReplica:
 		// A learner restarted before its promotion.
 		n.admission.set(ErrLearner)
 		n.wg.Add(1)

@@ -54,6 +54,7 @@ func (n *Node) statusFrom() wire.Status {
 			Incarnation: nodes[id].Incarnation})
 	}
 	s.Suffrage = n.seq.Suffrage()
+	s.ReadReplica = n.isReadReplica()
 	n.mu.Lock()
 	s.Incarnation = n.identity.Incarnation
 	n.mu.Unlock()

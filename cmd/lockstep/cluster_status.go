@@ -198,7 +198,10 @@ func writeStatusTable(w io.Writer, cs clusterStatusJSON) error {
 			version = "-" // a node that does not report it
 		}
 		role := string(r.State)
-		if r.Suffrage == "learner" {
+		switch {
+		case r.ReadReplica:
+			role = "read-replica" // a permanent non-voter serving reads
+		case r.Suffrage == "learner":
 			role = "learner" // a non-voter catching up; the leader promotes it
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.NodeID, role, r.Term, r.LastLogIndex,

@@ -30,6 +30,7 @@ func nodeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "cluster-id", Usage: "cluster name clients and nodes must present", Value: "lockstep"},
 		&cli.StringSliceFlag{Name: "bootstrap", Usage: "initial voters as ID=RAFTADDR=CLIENTADDR,... (new cluster only)"},
 		&cli.StringSliceFlag{Name: "join", Usage: "client addresses ADDR,... of a running cluster to join (empty data dir only)"},
+		&cli.BoolFlag{Name: "read-replica", Usage: "with --join: join as a read replica, a permanent non-voter serving reads at consistency Any and stream reads"},
 		&cli.IntFlag{Name: "partitions", Usage: "partition count, fixed when the cluster is created", Value: node.DefaultPartitions},
 		&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "Raft snapshot after this many log entries (0 = never)", Value: 8192},
 		&cli.Int64Flag{Name: "snapshot-bytes", Usage: "also snapshot when the entries applied since the last snapshot pass this many bytes (-1: by entry count only)", Value: 64 << 20},
@@ -60,15 +61,16 @@ func nodeConfigFromFlags(c *cli.Context) (node.Config, error) {
 		return node.Config{}, fmt.Errorf("--bootstrap creates a new cluster and --join enters an existing one: give one of them")
 	}
 	cfg := node.Config{
-		ID:         c.String("id"),
-		DataDir:    c.String("data"),
-		RaftAddr:   c.String("raft"),
-		ClientAddr: c.String("client"),
-		AdminAddr:  c.String("admin"),
-		ClusterID:  c.String("cluster-id"),
-		Bootstrap:  peers,
-		Join:       c.StringSlice("join"),
-		Logger:     log,
+		ID:          c.String("id"),
+		DataDir:     c.String("data"),
+		RaftAddr:    c.String("raft"),
+		ClientAddr:  c.String("client"),
+		AdminAddr:   c.String("admin"),
+		ClusterID:   c.String("cluster-id"),
+		Bootstrap:   peers,
+		Join:        c.StringSlice("join"),
+		ReadReplica: c.Bool("read-replica"),
+		Logger:      log,
 	}
 	cfg.Replica.Partitions = c.Int("partitions")
 	cfg.Sequencer.SnapshotThreshold = c.Uint64("snapshot-threshold")

@@ -527,3 +527,47 @@ func TestClusterRecoverBadInput(t *testing.T) {
 	checkFailure(t, run(t, bin, "cluster", "recover", "--data", n.data, "--members", n.id+"="+n.raft, "--partitions", "4"),
 		"is the node still running?")
 }
+
+// TestReadReplicaProcess: `lockstep node --join ... --read-replica` joins as a permanent
+// non-voter; it becomes ready, `cluster status` shows it as read-replica and the cluster
+// healthy, and its state hashes equal the voters'.
+func TestReadReplicaProcess(t *testing.T) {
+	bin := buildBinary(t)
+	c := startCluster(t, bin, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	load := startLoad(t, ctx, strings.Split(c.addrs(), ","), "rr", 4)
+	load.waitAcked(t, 200)
+	a := testutil.FreeAddrs(t, 3)
+	r := spawnNode(t, bin, "r1", "--id", "r1", "--data", filepath.Join(t.TempDir(), "r1"), "--raft", a[0], "--client", a[1],
+		"--admin", a[2], "--partitions", "4", "--join", c.addrs(), "--read-replica", "--log-level", "warn")
+	if err := r.WaitReady(a[2], readyTimeout); err != nil {
+		t.Fatal(err)
+	}
+	load.waitAcked(t, 200)
+	load.halt()
+	load.check(t, ctx, load.cl)
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		res := run(t, bin, "cluster", "status", "--addr", c.addrs())
+		if res.code != 0 || !strings.Contains(res.stdout, "read-replica") {
+			return fmt.Errorf("cluster status: %v", res)
+		}
+		if !strings.Contains(res.stdout, "4 replicas at applied index") {
+			return fmt.Errorf("replicas not converged: %v", res)
+		}
+		return nil
+	})
+	cs := statusAnyHealth(t, bin, c.addrs())
+	voters := 0
+	for _, n := range cs.Nodes {
+		if n.Suffrage == "voter" {
+			voters++
+		}
+		if n.NodeID == "r1" && (!n.ReadReplica || n.Suffrage != "learner") {
+			t.Fatalf("r1: read replica %t, suffrage %q", n.ReadReplica, n.Suffrage)
+		}
+	}
+	if voters != 3 {
+		t.Fatalf("%d voters, want 3", voters)
+	}
+}

@@ -42,4 +42,6 @@ type NodeInfo struct {
 	// directory was created); empty when not known. A node that restarts under this ID
 	// with another incarnation has lost its log.
 	Incarnation string `msgpack:"inc,omitempty"`
+	// ReadReplica marks a permanent non-voter that the leader never promotes.
+	ReadReplica bool `msgpack:"rr,omitempty"`
 }

@@ -81,6 +81,8 @@ type JoinArgs struct {
 	// whose recorded incarnation differs has lost its data and must be removed first.
 	// Empty from a node that does not send it.
 	Incarnation string `msgpack:"inc,omitempty"`
+	// ReadReplica asks to join as a read replica: a non-voter never promoted.
+	ReadReplica bool `msgpack:"rr,omitempty"`
 }
 
 // String returns the operation's name, or "Op(n)" for an unknown one.

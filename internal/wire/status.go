@@ -41,6 +41,8 @@ type Status struct {
 	Suffrage string `msgpack:"suffrage" json:"suffrage"`
 	// Incarnation identifies the node's data directory (node.Identity).
 	Incarnation string `msgpack:"incarnation" json:"incarnation"`
+	// ReadReplica is set on a read replica: a permanent non-voter serving reads.
+	ReadReplica bool `msgpack:"read_replica" json:"read_replica"`
 	// Learners are, on the leader, the learners waiting for promotion and how far they
 	// have caught up; empty elsewhere.
 	Learners []LearnerProgress `msgpack:"learners" json:"learners"`
