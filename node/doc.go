@@ -6,8 +6,11 @@
 //
 // A node, once started:
 //
-//  1. opens its Raft log and snapshots and replays them into a fresh state machine (state
-//     lives in memory and is rebuilt from the log: no checkpoints);
+//  1. checks its data directory's identity (identity.go: a directory whose log is lost,
+//     damaged or another node's is refused) and, through the sequencer, every log
+//     entry's and snapshot's checksum; then opens its Raft log and snapshots and replays
+//     them into a fresh state machine (state lives in memory and is rebuilt from the log:
+//     no checkpoints). A node whose identity the cluster has not confirmed holds its votes;
 //  2. serves the client protocol (server.go): it validates each request, computes the
 //     partition of its key, and hands writes and linearizable reads to the sequencer when
 //     it leads — a follower answers NotLeader with the leader's client address, it never
@@ -16,9 +19,11 @@
 //  3. when it becomes leader, commits an entry of its term, records the cluster's
 //     identity on a new cluster and the members' addresses, and only then takes writes
 //     (leading);
-//  4. runs membership changes on the leader (join as a voter after checking the
-//     newcomer's partition count and procedure set; remove; leadership transfer), and
-//     joins a cluster itself through the client library when started with Join;
+//  4. runs membership changes on the leader (join as a learner after checking the
+//     newcomer's partition count, procedure set, incarnation and the live quorum; the
+//     promotion of caught-up learners to voters, learners.go; remove; leadership
+//     transfer), and joins a cluster itself through the client library when started with
+//     Join;
 //  5. compares its hash-check records with its peers' every HashCompareInterval, through
 //     the client library on kept connections, and stops serving — and leading — when a
 //     majority disagrees with it (DESIGN.md invariant 6);

@@ -23,6 +23,8 @@ const (
 	DefaultHashCheckInterval  = time.Second
 	DefaultSnapshotInterval   = 10 * time.Second
 	DefaultTrailingLogs       = 10240
+	DefaultSnapshotBytes      = 64 << 20
+	DefaultTrailingBytes      = 64 << 20
 	// The Raft timeouts are tuned for a loopback or LAN cluster: a follower that has heard
 	// nothing for HeartbeatTimeout (randomised up to twice that) starts a pre-vote, and a
 	// leader that has not reached a quorum for LeaderLeaseTimeout steps down. Raise all
@@ -131,6 +133,14 @@ type Config struct {
 	// TrailingLogs is how many entries a snapshot leaves in the log, so a follower that is
 	// a little behind catches up from the log rather than by a snapshot. Default 10240.
 	TrailingLogs uint64
+	// SnapshotBytes is how many bytes of entries applied since the last snapshot make the
+	// node take a snapshot too, whatever their count (compaction.go). Default 64 MiB;
+	// negative: by entry count only. Ignored while automatic snapshots are off.
+	SnapshotBytes int64
+	// TrailingBytes bounds the bytes a snapshot by bytes leaves in the log: the entries
+	// kept are TrailingLogs or TrailingBytes' worth at the recent mean entry size, the
+	// fewer. Default 64 MiB; negative: TrailingLogs only.
+	TrailingBytes int64
 
 	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout are Raft's timeouts; see
 	// DefaultHeartbeatTimeout. ElectionTimeout >= HeartbeatTimeout >= LeaderLeaseTimeout.
@@ -139,6 +149,16 @@ type Config struct {
 	LeaderLeaseTimeout time.Duration
 	// CommitTimeout is Raft's CommitTimeout; see DefaultCommitTimeout.
 	CommitTimeout time.Duration
+
+	// HoldVotes opens the node with its vote gate held: it refuses every vote request
+	// until AllowVotes is called, while it still receives the log. For a node that cannot
+	// yet vouch for its log (a new or wiped data directory); see votegate.go.
+	HoldVotes bool
+	// LegacyLog accepts log entries stored without a checksum, as versions before
+	// checksums wrote them, in the raft.db Open builds; new entries get one either way.
+	// Leave it off for directories created since: an entry without a checksum is then
+	// ErrLogCorrupt.
+	LegacyLog bool
 
 	// Logger receives the sequencer's and Raft's logs. Default slog.Default().
 	Logger *slog.Logger
@@ -181,6 +201,12 @@ func (c Config) withDefaults() Config {
 	setDur(&c.ElectionTimeout, DefaultElectionTimeout)
 	setDur(&c.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
 	setDur(&c.CommitTimeout, DefaultCommitTimeout)
+	if c.SnapshotBytes == 0 {
+		c.SnapshotBytes = DefaultSnapshotBytes
+	}
+	if c.TrailingBytes == 0 {
+		c.TrailingBytes = DefaultTrailingBytes
+	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = DefaultTrailingLogs
 	}
