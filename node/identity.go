@@ -243,9 +243,22 @@ func (n *Node) checkIdentity() (fenced bool) {
 	n.mu.Lock()
 	mine := n.identity
 	n.mu.Unlock()
+	// The commit index, then the applied index, then the record: the record reflects at
+	// least the applied index. A node replaying the log passes records of its id's earlier
+	// incarnations (a node removed and replaced before): another incarnation means a
+	// wiped directory only once the state read holds everything committed when the check
+	// began.
+	commit := n.seq.Stats().CommitIndex
+	caughtUp := commit > 0 && n.fsm.Applied() >= commit
 	rec := n.fsm.Nodes()[n.cfg.ID]
 	confirm := false
 	switch {
+	case rec.Incarnation != "" && rec.Incarnation != mine.Incarnation && (!caughtUp || (!mine.Confirmed && n.joining.Load())):
+		// Look again once the replay has caught up. A node that joins receives the log in
+		// pieces (its commit index is the end of each piece, so it seems caught up), and
+		// the record of its own incarnation follows the removal of the one before: it
+		// waits for that record, unless the cluster refuses its join.
+		return false
 	case rec.Incarnation != "" && rec.Incarnation != mine.Incarnation:
 		err := fmt.Errorf("%w: the cluster records node %s with incarnation %s, this data directory is incarnation %s: "+
 			"this node does not vote, lead or serve. Replace it: run \"lockstep cluster remove %s\", empty %s and start it with --join",

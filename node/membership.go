@@ -71,6 +71,7 @@ func (n *Node) joinPending() error {
 // it succeeds, the node is not ready.
 func (n *Node) startJoin(seeds []string) {
 	n.admission.set(ErrJoining)
+	n.joining.Store(true)
 	n.wg.Add(1)
 	go n.joinLoop(seeds)
 }
@@ -227,6 +228,7 @@ func (n *Node) joinLoop(seeds []string) {
 		case errors.Is(err, client.ErrBadArguments), errors.Is(err, client.ErrClusterMismatch),
 			errors.Is(err, client.ErrProtocolVersion):
 			n.log.Error("cluster refused this node", "err", err)
+			n.joining.Store(false)
 			// The refusal's text, not its code: clients of this node get NotReady.
 			n.admission.set(fmt.Errorf("%w: %v", ErrJoining, err))
 			return

@@ -183,6 +183,9 @@ type Node struct {
 	applied       applySignal           // fired when the FSM has applied more of the log, or diverged
 	learners      learnerBook           // the leader's view of its learners
 	stale         atomic.Pointer[error] // set once the cluster records another incarnation: see identity.go
+	replayTo      uint64                // the last index of the log found at start (readiness.go)
+	replayed      atomic.Bool           // applied has reached replayTo
+	joining       atomic.Bool           // a join of this process is under way or acknowledged (not refused)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -277,6 +280,7 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		return fail(err)
 	}
 	seq := n.seq
+	n.replayTo = seq.Stats().LastLogIndex
 	n.proposer, n.state = seq, fsm
 	if cfg.AdminAddr != "" {
 		if err := n.startAdmin(cfg.AdminAddr); err != nil {

@@ -46,9 +46,10 @@ func (e *notReady) Unwrap() error { return wire.ErrNotReady }
 //
 //  1. its state machine may serve: a node started with Config.Join has been admitted
 //     (ErrJoining), the cluster's partition count and procedures are this
-//     node's (replica.ErrIncompatible), its state has not diverged (replica.ErrDivergent), and it has
+//     node's (replica.ErrIncompatible), its state has not diverged (replica.ErrDivergent), it has
 //     applied the cluster's first entry (ErrNotInitialised, or ErrCatchingUp when it has
-//     a log it has not replayed yet);
+//     a log it has not replayed yet), and, after a restart, the log it found at start
+//     (ErrCatchingUp);
 //  2. it knows a leader: it leads and has applied every entry committed before its term,
 //     or it has heard from the leader within its lease (ErrNoLeader, ErrCatchingUp);
 //  3. it is caught up: at most ReadyMaxLag committed entries left to apply (ErrCatchingUp).
@@ -85,7 +86,7 @@ func (n *Node) readiness(st sequencer.Stats) error {
 // leader refuses writes until it is ready (see submit), and a read at consistency Any or a
 // stream read may come from a replica that lags, leader or not.
 func (n *Node) ready() error {
-	if n.fsm.Serving() && n.admission.err() == nil && n.stale.Load() == nil { // the common case: three atomic loads
+	if n.fsm.Serving() && n.replayed.Load() && n.admission.err() == nil && n.stale.Load() == nil { // the common case: four atomic loads
 		return nil
 	}
 	return n.fsmReadiness(n.seq.Stats().LastLogIndex, n.fsm.Applied())
@@ -111,6 +112,15 @@ func (n *Node) fsmReadiness(lastIndex, applied uint64) error {
 			return fmt.Errorf("%w: applied %d of %d", ErrCatchingUp, applied, lastIndex)
 		}
 		return ErrNotInitialised
+	}
+	// A restarted node replays its log from the start (or its last compaction snapshot):
+	// until it is back where it was, it would answer reads at consistency Any with state
+	// older than it served before, so a client reading it twice could see time go back.
+	if !n.replayed.Load() {
+		if applied < n.replayTo {
+			return fmt.Errorf("%w: replaying its log after a restart: applied %d of %d", ErrCatchingUp, applied, n.replayTo)
+		}
+		n.replayed.Store(true)
 	}
 	return nil
 }
