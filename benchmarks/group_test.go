@@ -90,7 +90,7 @@ func joinBench(ctx context.Context, addrs []string, id string, log *commitLog) (
 				log.add(b.Generation, b.Partition)
 			}
 			return err
-		}, client.ConsumeOptions{MaxRecords: 200, PollInterval: 10 * time.Millisecond})
+		}, client.ConsumeOptions{MaxRecords: 200})
 	}()
 	return bm, nil
 }
