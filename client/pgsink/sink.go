@@ -86,10 +86,8 @@ func (s *Sink) start(ctx context.Context) error {
 			return fmt.Errorf("pgsink: join group %q as %q: %w", s.cfg.Group, s.cfg.Member, err)
 		}
 	}
-	for _, ddl := range []string{fmt.Sprintf(createEpochs, t.meta(epochsTable)), fmt.Sprintf(createOffsets, t.meta(offsetsTable))} {
-		if _, err := s.conn.Exec(ctx, ddl); err != nil {
-			return fmt.Errorf("pgsink: create the sink's tables: %w", err)
-		}
+	if err := s.createTables(ctx); err != nil {
+		return err
 	}
 	if err := checkEpochsLayout(ctx, s.conn, t); err != nil {
 		return err
@@ -112,6 +110,29 @@ func (s *Sink) start(ctx context.Context) error {
 	}
 	s.resume = maps.Clone(s.next)
 	s.log.Info("sink started", "table", t.String(), "stream", s.cfg.Stream, "epochs", fmtEpochs(s.epochs), "mode", mode, "resume", fmtOffsets(s.next))
+	return nil
+}
+
+// createTables creates the sink's own tables if they do not exist. Sinks starting
+// together (group members) would race in CREATE TABLE IF NOT EXISTS, which is not safe
+// against itself in PostgreSQL: a transaction-scoped advisory lock serializes them.
+func (s *Sink) createTables(ctx context.Context) error {
+	tx, err := s.conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("pgsink: begin: %w", err)
+	}
+	defer tx.Rollback(context.Background()) // no-op after Commit
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('lockstep_sink_tables'))`); err != nil {
+		return fmt.Errorf("pgsink: lock the sink's tables: %w", err)
+	}
+	for _, ddl := range []string{fmt.Sprintf(createEpochs, s.table.meta(epochsTable)), fmt.Sprintf(createOffsets, s.table.meta(offsetsTable))} {
+		if _, err := tx.Exec(ctx, ddl); err != nil {
+			return fmt.Errorf("pgsink: create the sink's tables: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("pgsink: create the sink's tables: %w", err)
+	}
 	return nil
 }
 

@@ -435,3 +435,94 @@ func TestSinkBadInput(t *testing.T) {
 		t.Fatal("the sink's tables were created")
 	}
 }
+
+// TestSinkGroupUnderKills: three `lockstep sink postgres --group` processes share the
+// stream's partitions through a consumer group while records flow: two start, one of
+// them is killed with SIGKILL mid-stream (its partitions go to the survivor once its
+// session expires), a third joins later. Each member writes only the partitions the
+// group assigned it (no partition taken by two members in one generation), and the
+// table ends up holding every record exactly once.
+func TestSinkGroupUnderKills(t *testing.T) {
+	f := newSinkFixture(t, 1)
+	const total, batch = 20000, 100
+	const producing = 12 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	appendErr := make(chan error, 1)
+	go func() { appendErr <- f.appendRange(ctx, 0, total, batch, producing/time.Duration(total/batch)) }()
+
+	member := func(id string) *testutil.Proc {
+		return f.startSink(t, "--group", "sinks", "--member", id, "--group-session-timeout", "2s", "--batch", "500", "--log-format", "json")
+	}
+	sinks := map[string]*testutil.Proc{"m1": member("m1"), "m2": member("m2")}
+	time.Sleep(producing / 3)
+	sinks["m1"].Kill() // SIGKILL mid-stream: no leave, no shutdown code
+	t.Log("killed sink m1")
+	time.Sleep(producing / 3)
+	sinks["m3"] = member("m3")
+	if err := <-appendErr; err != nil {
+		t.Fatal(err)
+	}
+	want := f.streamContents(t)
+	if len(want) < total {
+		t.Fatalf("the stream holds %d records, %d appended", len(want), total)
+	}
+	testutil.WaitFor(t, 2*time.Minute, func() error {
+		for _, id := range []string{"m2", "m3"} {
+			if !sinks[id].Running() {
+				t.Fatalf("sink %s exited: %s", id, sinks[id].Log())
+			}
+		}
+		if _, distinct := f.tableRows(t); distinct < len(want) {
+			return fmt.Errorf("%d of %d records in the table", distinct, len(want))
+		}
+		return nil
+	})
+	for _, id := range []string{"m2", "m3"} {
+		sinks[id].Stop(10 * time.Second)
+		if code := sinks[id].Cmd.ProcessState.ExitCode(); code != 0 {
+			t.Errorf("sink %s exit code %d after SIGTERM, want 0", id, code)
+		}
+	}
+	table, n := f.tableContents(t)
+	if d := compare(t, want, table, n); d != 0 {
+		t.Fatalf("%d records written more than once", d)
+	}
+
+	// Who took which partitions in which generation, from the members' logs.
+	type taken struct {
+		Msg        string `json:"msg"`
+		Generation uint64 `json:"generation"`
+		Partitions []int  `json:"partitions"`
+	}
+	owners := map[uint64]map[int]string{}
+	takes := map[string]int{}
+	for id, p := range sinks {
+		for _, line := range strings.Split(string(p.Log()), "\n") {
+			var e taken
+			if json.Unmarshal([]byte(line), &e) != nil || e.Msg != "partitions taken" {
+				continue
+			}
+			takes[id]++
+			if owners[e.Generation] == nil {
+				owners[e.Generation] = map[int]string{}
+			}
+			for _, part := range e.Partitions {
+				if o, ok := owners[e.Generation][part]; ok && o != id {
+					t.Errorf("generation %d: partition %d taken by %s and %s", e.Generation, part, o, id)
+				}
+				owners[e.Generation][part] = id
+			}
+		}
+	}
+	for _, id := range []string{"m1", "m2", "m3"} {
+		if takes[id] == 0 {
+			t.Errorf("sink %s never took a partition", id)
+		}
+	}
+	if len(owners) < 3 {
+		t.Errorf("partitions taken in %d generations, want at least 3 (two joins, an expiry, a join)", len(owners))
+	}
+	rows, _ := f.tableRows(t)
+	t.Logf("%d records, %d rows; partitions by generation: %v", len(want), rows, owners)
+}
