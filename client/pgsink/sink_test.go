@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -483,5 +484,47 @@ func TestSinkOnTrimmed(t *testing.T) {
 				t.Fatalf("skip: %d rows, %d distinct, offsets after the gap %d to %d; want 15 rows: 0-4 and 25-34", rows, distinct, low, high)
 			}
 		})
+	}
+}
+
+// TestSinkStoredOffsetPastEnd: an offset stored in PostgreSQL beyond the partition's end
+// (the table was filled from another cluster, say) ends Run with client.ErrOffsetPastEnd
+// and writes nothing: neither rows nor offsets change.
+func TestSinkStoredOffsetPastEnd(t *testing.T) {
+	cl := cluster(t)
+	db := pgtest.New(t)
+	createTarget(t, db, "events")
+	appendN(t, cl, 0, 100)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := pgsink.Open(ctx, config(db, t), &pgsink.SubscribeOrigin{Client: cl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, s, db, 100)
+	s.Close()
+	db.Exec(t, `UPDATE lockstep_sink_offsets SET next_offset = next_offset + 1000 WHERE partition = 1`)
+	appendN(t, cl, 100, 100)
+	s, err = pgsink.Open(ctx, config(db, t), &pgsink.SubscribeOrigin{Client: cl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before := s.Resume()
+	err = s.Run(ctx)
+	if !errors.Is(err, client.ErrOffsetPastEnd) {
+		t.Fatalf("Run: %v, want ErrOffsetPastEnd", err)
+	}
+	t.Logf("Run: %v", err)
+	if rows, _ := counts(t, db, "events"); rows != 100 {
+		t.Errorf("%d rows, want the 100 of the first run", rows)
+	}
+	again, err := pgsink.Open(ctx, config(db, t), &pgsink.SubscribeOrigin{Client: cl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if after := again.Resume(); !maps.Equal(after, before) {
+		t.Errorf("stored offsets %v after the failed run, %v before", after, before)
 	}
 }

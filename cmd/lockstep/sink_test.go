@@ -399,8 +399,9 @@ func TestSinkZombieFenced(t *testing.T) {
 	}
 }
 
-// TestSinkBadInput: a bad DSN, an unreachable server, a missing table and an unknown
-// stream end the command with one clear line and exit 1, before anything is written.
+// TestSinkBadInput: a bad DSN, an unreachable server, a missing table, an unknown
+// stream, bad flags and a group of another stream end the command with one clear line
+// and exit 1, before anything is written.
 func TestSinkBadInput(t *testing.T) {
 	f := newSinkFixture(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -409,6 +410,15 @@ func TestSinkBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	closed := testutil.FreeAddrs(t, 1)[0]
+	// Group g consumes stream s: a sink of stream other cannot join it.
+	if err := f.cl.CreateStream(ctx, builtin.StreamDefinition{Name: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	gm, err := f.cl.JoinGroup(ctx, "g", "s", "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gm.Close()
 	base := []string{"sink", "postgres", "--addr", f.c.addrs(), "--timeout", "10s"}
 	cases := []struct {
 		args []string
@@ -419,6 +429,9 @@ func TestSinkBadInput(t *testing.T) {
 		{[]string{"--stream", "s", "--table", "nope", "--dsn", f.db.DSN}, "target table does not exist"},
 		{[]string{"--stream", "nope", "--table", "events", "--dsn", f.db.DSN}, `unknown stream "nope"`},
 		{[]string{"--stream", "s", "--table", "events"}, `"dsn" not set`},
+		{[]string{"--stream", "s", "--table", "events", "--dsn", f.db.DSN, "--on-trimmed", "ignore"}, `--on-trimmed "ignore": want fail or skip`},
+		{[]string{"--stream", "s", "--table", "events", "--dsn", f.db.DSN, "--member", "m"}, "--member needs --group"},
+		{[]string{"--stream", "other", "--table", "events", "--dsn", f.db.DSN, "--group", "g"}, `join group "g"`},
 	}
 	for _, tc := range cases {
 		checkFailure(t, run(t, f.bin, append(base, tc.args...)...), tc.want)
