@@ -71,6 +71,7 @@ func createTarget(t *testing.T, db *pgtest.DB, name string) {
 func counts(t *testing.T, db *pgtest.DB, table string) (rows, distinct int) {
 	t.Helper()
 	conn := db.Connect(t)
+	defer conn.Close(context.Background()) // polled: do not hold a connection per call until the test ends
 	err := conn.QueryRow(context.Background(), fmt.Sprintf(`SELECT count(*), count(DISTINCT (partition, "offset")) FROM %s`, table)).Scan(&rows, &distinct)
 	if err != nil {
 		t.Fatal(err)

@@ -190,6 +190,7 @@ func (f *sinkFixture) tableContents(t *testing.T) (map[rowID]rowData, map[rowID]
 func (f *sinkFixture) tableRows(t *testing.T) (rows, distinct int) {
 	t.Helper()
 	conn := f.db.Connect(t)
+	defer conn.Close(context.Background()) // polled: do not hold a connection per call until the test ends
 	if err := conn.QueryRow(context.Background(), `SELECT count(*), count(DISTINCT (partition, "offset")) FROM events`).Scan(&rows, &distinct); err != nil {
 		t.Fatal(err)
 	}
@@ -538,4 +539,61 @@ func TestSinkGroupUnderKills(t *testing.T) {
 	}
 	rows, _ := f.tableRows(t)
 	t.Logf("%d records, %d rows; partitions by generation: %v", len(want), rows, owners)
+}
+
+// TestSinkGroupZombieFenced: a group member paused with SIGSTOP past its session loses
+// its partitions to the other member, which resumes them from PostgreSQL's offsets;
+// resumed, the zombie writes nothing (its transactions fail on the epochs the new owner
+// took), learns it is out of the group and exits 1. Every record is in the table once.
+func TestSinkGroupZombieFenced(t *testing.T) {
+	f := newSinkFixture(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	waitRows := func(want int) {
+		t.Helper()
+		testutil.WaitFor(t, time.Minute, func() error {
+			if rows, _ := f.tableRows(t); rows != want {
+				return fmt.Errorf("%d rows, want %d", rows, want)
+			}
+			return nil
+		})
+	}
+	member := func(id string) *testutil.Proc {
+		return f.startSink(t, "--group", "sinks", "--member", id, "--group-session-timeout", "2s")
+	}
+	zombie, other := member("z"), member("o")
+	if err := f.appendRange(ctx, 0, 2000, 500, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitRows(2000)
+	if err := zombie.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.appendRange(ctx, 2000, 4000, 500, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitRows(4000) // o took z's partitions once z's session expired
+	if err := zombie.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.appendRange(ctx, 4000, 5000, 500, 0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-zombie.Exited:
+	case <-time.After(time.Minute):
+		t.Fatal("the resumed zombie sink is still running")
+	}
+	if code := zombie.Cmd.ProcessState.ExitCode(); code != 1 || !bytes.Contains(zombie.Log(), []byte("not a consumer group member")) {
+		t.Fatalf("zombie exit %d, want 1 with the not-a-member error: %s", code, zombie.Log())
+	}
+	waitRows(5000)
+	if !other.Running() {
+		t.Fatalf("the other sink exited: %s", other.Log())
+	}
+	other.Stop(10 * time.Second)
+	table, n := f.tableContents(t)
+	if d := compare(t, f.streamContents(t), table, n); d != 0 {
+		t.Fatalf("%d records written twice", d)
+	}
 }
