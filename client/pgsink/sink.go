@@ -219,7 +219,7 @@ func (s *Sink) Resume() map[int]uint64 { return maps.Clone(s.resume) }
 // current one.
 //
 // In a group, Run follows the member's assignment: at each generation it stops writing
-// (a transaction in flight is rolled back), takes the epochs of the partitions assigned
+// (it starts no transaction after it learns of it), takes the epochs of the partitions assigned
 // in the new generation, and reads them from their stored offsets. Fenced by a later
 // generation of its own group (the group moved on before the member learned it), it
 // learns the new assignment and goes on. It fails when the member is out of the group
@@ -282,8 +282,8 @@ func (s *Sink) Run(ctx context.Context) error {
 }
 
 // session copies parts from s.next until the source or a write fails, ctx ends, or
-// changed fires (it then returns nil, having stopped writing: a transaction in flight is
-// rolled back). Records trimmed before they were written end it with ErrTrimmed, or with
+// changed fires (it then returns nil, having stopped writing: it starts no transaction
+// after it). Records trimmed before they were written end it with ErrTrimmed, or with
 // TrimmedSkip are logged and skipped.
 func (s *Sink) session(ctx context.Context, changed <-chan struct{}, parts []int) error {
 	sctx, cancel := context.WithCancel(ctx)
@@ -298,8 +298,9 @@ func (s *Sink) session(ctx context.Context, changed <-chan struct{}, parts []int
 	}()
 	defer func() { cancel(); <-watched }()
 	for {
-		err := s.copy(sctx, parts)
-		if sctx.Err() != nil {
+		err := s.copy(ctx, sctx, parts)
+		var fe *FencedError
+		if sctx.Err() != nil && !errors.As(err, &fe) {
 			return nil // ctx ended or the generation changed; Run tells which
 		}
 		var te *client.OffsetTrimmedError
@@ -321,16 +322,22 @@ func (s *Sink) session(ctx context.Context, changed <-chan struct{}, parts []int
 	}
 }
 
-// copy opens a source of parts from s.next and writes what it delivers until it fails.
-func (s *Sink) copy(ctx context.Context, parts []int) error {
-	src, err := s.origin.Open(ctx, s.cfg.Stream, parts, maps.Clone(s.next))
+// copy opens a source of parts from s.next and writes what it delivers until it fails
+// or sctx, the session's context, ends. A transaction runs with ctx, not sctx: it is not
+// cut short by a generation change (cancelling a query breaks the connection; the epochs
+// fence a transaction on a partition already taken), but none starts after it.
+func (s *Sink) copy(ctx, sctx context.Context, parts []int) error {
+	src, err := s.origin.Open(sctx, s.cfg.Stream, parts, maps.Clone(s.next))
 	if err != nil {
 		return err
 	}
 	defer src.Close()
 	for {
-		recs, err := src.Next(ctx)
+		recs, err := src.Next(sctx)
 		if err != nil {
+			return err
+		}
+		if err := sctx.Err(); err != nil {
 			return err
 		}
 		if err := s.write(ctx, recs); err != nil {

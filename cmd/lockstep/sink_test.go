@@ -587,6 +587,7 @@ func TestSinkGroupZombieFenced(t *testing.T) {
 	if code := zombie.Cmd.ProcessState.ExitCode(); code != 1 || !bytes.Contains(zombie.Log(), []byte("not a consumer group member")) {
 		t.Fatalf("zombie exit %d, want 1 with the not-a-member error: %s", code, zombie.Log())
 	}
+	t.Logf("the zombie's log:\n%s", zombie.Log())
 	waitRows(5000)
 	if !other.Running() {
 		t.Fatalf("the other sink exited: %s", other.Log())
