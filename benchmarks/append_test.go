@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
@@ -90,7 +91,7 @@ func benchAppendBatchProcs(b *testing.B, spread bool) {
 	ctx := context.Background()
 	pc := startProcs(b, 3)
 	addrs := pc.clientAddrs()
-	cl, err := client.Dial(ctx, client.Config{Addrs: addrs})
+	cl, err := client.Dial(ctx, client.Config{Addrs: addrs, TLS: testutil.ClientTLS(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func benchAppendBatchProcs(b *testing.B, spread bool) {
 		b.Fatal(err)
 	}
 	op := appendBatchOp(inflight, spread)
-	if _, err := Run(ctx, addrs, Load{Clients: clients, Inflight: inflight, Duration: 2 * time.Second, Op: op}); err != nil {
+	if _, err := Run(ctx, addrs, Load{Clients: clients, Inflight: inflight, Duration: 2 * time.Second, Op: op, TLS: testutil.ClientTLS(b)}); err != nil {
 		b.Fatal(err)
 	}
 	before, err := cl.Status(ctx, "")
@@ -109,7 +110,7 @@ func benchAppendBatchProcs(b *testing.B, spread bool) {
 	cpu0, self0 := pc.cpu(), selfCPU()
 	m0 := pc.metrics()
 	b.ResetTimer()
-	r, err := Run(ctx, addrs, Load{Clients: clients, Inflight: inflight, Duration: benchDuration(), Op: op})
+	r, err := Run(ctx, addrs, Load{Clients: clients, Inflight: inflight, Duration: benchDuration(), Op: op, TLS: testutil.ClientTLS(b)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func benchCluster(b *testing.B, nodes, clients, inflight int, op Op, setup func(
 	}
 	defer c.Close()
 	if setup != nil {
-		cl, err := client.Dial(ctx, client.Config{Addrs: c.ClientAddrs()})
+		cl, err := client.Dial(ctx, c.ClientConfig())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -48,7 +48,7 @@ func benchCluster(b *testing.B, nodes, clients, inflight int, op Op, setup func(
 		}
 	}
 	b.ResetTimer()
-	r, err := Run(ctx, c.ClientAddrs(), Load{Clients: clients, Inflight: inflight, Duration: benchDuration(), Op: op})
+	r, err := Run(ctx, c.ClientAddrs(), Load{Clients: clients, Inflight: inflight, Duration: benchDuration(), Op: op, TLS: c.ClientConfig().TLS})
 	if err != nil {
 		b.Fatal(err)
 	}

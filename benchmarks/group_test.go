@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
@@ -70,8 +72,8 @@ type benchMember struct {
 	done chan error
 }
 
-func joinBench(ctx context.Context, addrs []string, id string, log *commitLog) (*benchMember, error) {
-	cl, err := client.Dial(ctx, client.Config{Addrs: addrs})
+func joinBench(ctx context.Context, addrs []string, tlsCfg *tls.Config, id string, log *commitLog) (*benchMember, error) {
+	cl, err := client.Dial(ctx, client.Config{Addrs: addrs, TLS: tlsCfg})
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +127,7 @@ func benchGroupRebalance(b *testing.B, leave, idle bool) {
 	defer cancel()
 	pc := startProcs(b, 3)
 	addrs := pc.clientAddrs()
-	admin, err := client.Dial(ctx, client.Config{Addrs: addrs})
+	admin, err := client.Dial(ctx, client.Config{Addrs: addrs, TLS: testutil.ClientTLS(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -152,7 +154,7 @@ func benchGroupRebalance(b *testing.B, leave, idle bool) {
 	log := &commitLog{first: map[uint64]map[int]time.Time{}, wake: make(chan struct{}, 1)}
 	members := map[string]*benchMember{}
 	for _, id := range []string{"m1", "m2", "m3"} {
-		if members[id], err = joinBench(ctx, addrs, id, log); err != nil {
+		if members[id], err = joinBench(ctx, addrs, testutil.ClientTLS(b), id, log); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -209,7 +211,7 @@ func benchGroupRebalance(b *testing.B, leave, idle bool) {
 		}
 		work = append(work, last.Sub(t0))
 		b.Logf("round %d: %s left=%v generation %d→%d, seen %v, work %v", round, goer, leave, gen, newGen, seen[round], work[round])
-		if members[goer], err = joinBench(ctx, addrs, goer, log); err != nil {
+		if members[goer], err = joinBench(ctx, addrs, testutil.ClientTLS(b), goer, log); err != nil {
 			b.Fatal(err)
 		}
 	}

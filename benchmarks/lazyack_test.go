@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -32,6 +33,7 @@ import (
 // seq is not resent.
 type lazyAcker struct {
 	addrs   []string
+	tls     *tls.Config
 	lag     uint64
 	workers int
 	args    []byte
@@ -48,12 +50,12 @@ type lazyAcker struct {
 	ops, resent atomic.Int64
 }
 
-func newLazyAcker(addrs []string, workers int, lag uint64) *lazyAcker {
+func newLazyAcker(addrs []string, tlsCfg *tls.Config, workers int, lag uint64) *lazyAcker {
 	args, err := msgpack.Marshal(builtin.CounterAddArgs{Delta: 1})
 	if err != nil {
 		panic(err)
 	}
-	l := &lazyAcker{addrs: addrs, lag: lag, workers: workers, args: args, next: 1,
+	l := &lazyAcker{addrs: addrs, tls: tlsCfg, lag: lag, workers: workers, args: args, next: 1,
 		finished: map[uint64]bool{}, refused: map[wire.Code]int64{}, message: map[wire.Code]string{}}
 	l.moved.L = &l.mu
 	return l
@@ -61,7 +63,7 @@ func newLazyAcker(addrs []string, workers int, lag uint64) *lazyAcker {
 
 // run opens the session and drives it until ctx ends.
 func (l *lazyAcker) run(ctx context.Context) error {
-	w := &lazyConn{addrs: l.addrs}
+	w := &lazyConn{addrs: l.addrs, tls: l.tls}
 	defer w.close()
 	resp, err := w.until(ctx, &wire.Request{Op: wire.OpOpenSession}, &l.resent)
 	if err != nil {
@@ -84,7 +86,7 @@ func (l *lazyAcker) run(ctx context.Context) error {
 }
 
 func (l *lazyAcker) work(ctx context.Context, i int) {
-	w := &lazyConn{addrs: l.addrs, at: i}
+	w := &lazyConn{addrs: l.addrs, tls: l.tls, at: i}
 	defer w.close()
 	rng := rand.New(rand.NewPCG(uint64(i), 7))
 	for {
@@ -172,6 +174,7 @@ func (l *lazyAcker) refusedCount() int64 {
 // lazyConn is one connection to whichever node leads, for one request at a time.
 type lazyConn struct {
 	addrs []string
+	tls   *tls.Config
 	at    int // index in addrs of the node to try next
 	nc    net.Conn
 	c     *wire.Conn
@@ -232,6 +235,14 @@ func (w *lazyConn) roundTrip(ctx context.Context, req *wire.Request) (wire.Respo
 		if err != nil {
 			return wire.Response{}, err
 		}
+		cfg := w.tls.Clone()
+		cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return wire.Response{}, err
+		}
+		nc = tc
 		if _, err := wire.ClientHandshake(ctx, nc, ""); err != nil {
 			nc.Close()
 			return wire.Response{}, err

@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -22,6 +23,10 @@ type Load struct {
 	Inflight int
 	Duration time.Duration
 	Op       Op
+	// TLS is the clients' TLS configuration (client.Config.TLS); nil with Insecure for
+	// nodes started with --insecure.
+	TLS      *tls.Config
+	Insecure bool
 }
 
 // Report is what a run measured.
@@ -43,7 +48,7 @@ func (r Report) String() string {
 func Run(ctx context.Context, addrs []string, l Load) (Report, error) {
 	clients := make([]*client.Client, l.Clients)
 	for i := range clients {
-		c, err := client.Dial(ctx, client.Config{Addrs: addrs, MaxRetries: -1, MaxInflight: 4096})
+		c, err := client.Dial(ctx, client.Config{Addrs: addrs, MaxRetries: -1, MaxInflight: 4096, TLS: l.TLS, Insecure: l.Insecure})
 		if err != nil {
 			return Report{}, err
 		}

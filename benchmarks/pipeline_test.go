@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/latency"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
@@ -270,7 +271,7 @@ func BenchmarkPipelineProcs(b *testing.B) {
 	ctx := context.Background()
 	pc := startProcs(b, 3)
 	addrs := pc.clientAddrs()
-	cl, err := client.Dial(ctx, client.Config{Addrs: addrs})
+	cl, err := client.Dial(ctx, client.Config{Addrs: addrs, TLS: testutil.ClientTLS(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -287,7 +288,7 @@ func BenchmarkPipelineProcs(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	reader, err := client.Dial(ctx, client.Config{Addrs: addrs})
+	reader, err := client.Dial(ctx, client.Config{Addrs: addrs, TLS: testutil.ClientTLS(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -308,7 +309,7 @@ func BenchmarkPipelineProcs(b *testing.B) {
 	acks := &pipeAcks{}
 	calls := latency.New()
 	op := clickOp(acks, newPacer(pipeRate()), calls)
-	if _, err := Run(ctx, addrs, Load{Clients: clients, Inflight: inflight, Duration: 2 * time.Second, Op: op}); err != nil {
+	if _, err := Run(ctx, addrs, Load{Clients: clients, Inflight: inflight, Duration: 2 * time.Second, Op: op, TLS: testutil.ClientTLS(b)}); err != nil {
 		b.Fatal(err)
 	}
 	p0, err := pipelineProgress(ctx, cl)
@@ -347,7 +348,7 @@ func BenchmarkPipelineProcs(b *testing.B) {
 	}()
 
 	b.ResetTimer()
-	r, err := Run(ctx, addrs, Load{Clients: clients, Inflight: inflight, Duration: benchDuration(), Op: op})
+	r, err := Run(ctx, addrs, Load{Clients: clients, Inflight: inflight, Duration: benchDuration(), Op: op, TLS: testutil.ClientTLS(b)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/testutil"
 )
 
@@ -100,8 +101,11 @@ func selfCPU() time.Duration {
 // metrics returns the node's unlabelled Prometheus samples (name → value, histograms'
 // _sum and _count among them) from its admin /metrics; nil if it did not answer.
 func (p *proc) metrics() map[string]float64 {
-	hc := &http.Client{Timeout: 5 * time.Second}
-	resp, err := hc.Get("http://" + p.admin + "/metrics")
+	hc, scheme := &http.Client{Timeout: 5 * time.Second}, "http://"
+	if p.CertsDir != "" {
+		hc.Transport, scheme = adminTransport(p.CertsDir), "https://"
+	}
+	resp, err := hc.Get(scheme + p.admin + "/metrics")
 	if err != nil {
 		return nil
 	}
@@ -205,4 +209,15 @@ func (c *procCluster) metrics() []map[string]float64 {
 		m = append(m, n.metrics())
 	}
 	return m
+}
+
+// adminTransport returns an HTTP transport for the HTTPS admin port of a node using the
+// certificates in dir, presenting client root's; nil (the default transport) if they do
+// not load, and the scrape then fails.
+func adminTransport(dir string) http.RoundTripper {
+	cfg, err := client.LoadTLS(dir, "root")
+	if err != nil {
+		return nil
+	}
+	return &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true}
 }

@@ -62,7 +62,7 @@ func BenchmarkRetentionSoak(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	cl, err := client.Dial(ctx, client.Config{Addrs: c.ClientAddrs()})
+	cl, err := client.Dial(ctx, c.ClientConfig())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func BenchmarkRetentionSoak(b *testing.B) {
 	}
 	done := make(chan Report, 1)
 	go func() {
-		r, err := Run(ctx, c.ClientAddrs(), Load{Clients: 4, Inflight: inflight, Duration: d, Op: op})
+		r, err := Run(ctx, c.ClientAddrs(), Load{Clients: 4, Inflight: inflight, Duration: d, Op: op, TLS: c.ClientConfig().TLS})
 		if err != nil {
 			b.Error(err)
 		}

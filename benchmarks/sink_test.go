@@ -45,7 +45,7 @@ func BenchmarkSinkPostgres(b *testing.B) {
 	}
 	defer c.Close()
 	cfg := client.DefaultConfig()
-	cfg.Addrs = c.ClientAddrs()
+	cfg.Addrs, cfg.TLS = c.ClientAddrs(), c.ClientConfig().TLS
 	cfg.MaxRetries = -1
 	cl, err := client.Dial(ctx, cfg)
 	if err != nil {

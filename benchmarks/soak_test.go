@@ -70,12 +70,12 @@ func BenchmarkSoakHeap(b *testing.B) {
 
 	lazyCtx, stopLazy := context.WithCancel(ctx)
 	defer stopLazy()
-	lazy := newLazyAcker(c.ClientAddrs(), lazyWorkers, lazyLag)
+	lazy := newLazyAcker(c.ClientAddrs(), c.ClientConfig().TLS, lazyWorkers, lazyLag)
 	lazyDone := make(chan error, 1)
 	go func() { lazyDone <- lazy.run(lazyCtx) }()
 	done := make(chan Report, 1)
 	go func() {
-		r, err := Run(ctx, c.ClientAddrs(), Load{Clients: 8, Inflight: 512, Duration: d, Op: CounterAdd})
+		r, err := Run(ctx, c.ClientAddrs(), Load{Clients: 8, Inflight: 512, Duration: d, Op: CounterAdd, TLS: c.ClientConfig().TLS})
 		if err != nil {
 			b.Error(err)
 		}

@@ -87,7 +87,7 @@ func benchSubscribeLatency(b *testing.B, producers int, pace time.Duration) {
 	ctx := context.Background()
 	pc := startProcs(b, 3)
 	addrs := pc.clientAddrs()
-	cl, err := client.Dial(ctx, client.Config{Addrs: addrs})
+	cl, err := client.Dial(ctx, client.Config{Addrs: addrs, TLS: testutil.ClientTLS(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func benchSubscribeLatency(b *testing.B, producers int, pace time.Duration) {
 	for i := range lats {
 		lats[i] = newSubLatency()
 		rotated := append(append([]string{}, addrs[1+i:]...), addrs[:1+i]...)
-		sc, err := client.Dial(ctx, client.Config{Addrs: rotated})
+		sc, err := client.Dial(ctx, client.Config{Addrs: rotated, TLS: testutil.ClientTLS(b)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -35,6 +35,12 @@ type JoinRequest struct {
 	// Procedures is the fingerprint of the node's procedure set (the Fingerprint of its
 	// procedures.Registry); it must equal the cluster's.
 	Procedures uint64
+	// Incarnation identifies the node's data directory; the leader refuses a join under an
+	// id whose recorded incarnation differs (the node lost its data). Optional.
+	Incarnation string
+	// ReadReplica joins the node as a read replica: a permanent non-voter that serves reads
+	// at consistency Any and stream reads; the leader never promotes it.
+	ReadReplica bool
 }
 
 // NodeStatus is one node's part of a ClusterStatus: its status, or why it did not answer.
@@ -193,9 +199,11 @@ func leaderOf(answered []NodeStatus) string {
 	return leader
 }
 
-// AddVoter asks the leader to add the node j describes as a voter and to record its
-// addresses in the log, where every node finds them. It returns once the leader has
-// committed both; the new node then catches up from the leader. See the package's admin
+// AddVoter asks the leader to add the node j describes and to record its addresses in
+// the log, where every node finds them. The node enters as a learner (a Raft non-voter)
+// and the leader promotes it to voter once it has caught up (Status.Learners shows how
+// far it is). It returns once the leader has committed both; the new node then catches
+// up from the leader. See the package's admin
 // notes for where it goes and what is retried. An incomplete j is refused with
 // ErrBadArguments before anything is sent; the leader refuses a node whose partition
 // count or procedure set differs from the cluster's with ErrBadArguments too.
@@ -205,7 +213,8 @@ func (c *Client) AddVoter(ctx context.Context, j JoinRequest) error {
 		return fmt.Errorf("client: %s: %w: a join request needs an id, a raft and a client address", what, ErrBadArguments)
 	}
 	args, err := msgpack.Marshal(&wire.JoinArgs{ID: j.ID, RaftAddr: j.RaftAddr, ClientAddr: j.ClientAddr,
-		Partitions: j.Partitions, Procedures: j.Procedures})
+		Partitions: j.Partitions, Procedures: j.Procedures, Incarnation: j.Incarnation,
+		ReadReplica: j.ReadReplica})
 	if err != nil {
 		return fmt.Errorf("client: %s: %w: %w", what, ErrBadArguments, err)
 	}

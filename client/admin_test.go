@@ -33,7 +33,7 @@ func TestAdmin(t *testing.T) {
 	}
 	defer lc.Close()
 	cfg := client.DefaultConfig()
-	cfg.Addrs = lc.ClientAddrs()
+	cfg.Addrs, cfg.TLS = lc.ClientAddrs(), lc.ClientConfig().TLS
 	cfg.MaxRetries = -1 // ctx bounds the retries: elections happen under load
 	c, err := client.Open(cfg)
 	if err != nil {
@@ -150,7 +150,7 @@ func TestAdmin(t *testing.T) {
 	})
 
 	t.Run("JoinAndRemove", func(t *testing.T) {
-		n4, err := node.Start(node.Config{ID: "n4", DataDir: t.TempDir(), Logger: quiet}, procedures.Builtins())
+		n4, err := node.Start(node.Config{ID: "n4", DataDir: t.TempDir(), Logger: quiet, CertsDir: lc.CertsDir()}, procedures.Builtins())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +271,7 @@ func TestOpenContactsNobody(t *testing.T) {
 	dead := ln.Addr().String()
 	ln.Close()
 	cfg := client.DefaultConfig()
-	cfg.Addrs = []string{dead}
+	cfg.Addrs, cfg.Insecure = []string{dead}, true
 	c, err := client.Open(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -17,8 +18,8 @@ import (
 
 func TestConfigValidate(t *testing.T) {
 	ok := DefaultConfig()
-	ok.Addrs = []string{"127.0.0.1:1"}
-	zero := Config{Addrs: []string{"127.0.0.1:1"}}
+	ok.Addrs, ok.Insecure = []string{"127.0.0.1:1"}, true
+	zero := Config{Addrs: []string{"127.0.0.1:1"}, Insecure: true}
 	with := func(f func(*Config)) Config {
 		c := ok
 		f(&c)
@@ -32,8 +33,10 @@ func TestConfigValidate(t *testing.T) {
 		{zero, true}, // zero fields take their defaults
 		{with(func(c *Config) { c.MaxRetries = -1 }), true},
 		{with(func(c *Config) { c.MaxInflight = MaxSessionWindow }), true},
-		{with(func(c *Config) { c.RetryBackoff = 2 * time.Second }), false},   // above MaxRetryBackoff
-		{Config{Addrs: []string{"a:1"}, RetryBackoff: 2 * time.Second}, true}, // MaxRetryBackoff follows
+		{with(func(c *Config) { c.RetryBackoff = 2 * time.Second }), false},                   // above MaxRetryBackoff
+		{Config{Addrs: []string{"a:1"}, RetryBackoff: 2 * time.Second, Insecure: true}, true}, // MaxRetryBackoff follows
+		{with(func(c *Config) { c.Insecure = false }), false},                                 // neither TLS nor Insecure
+		{with(func(c *Config) { c.TLS = &tls.Config{} }), false},                              // both
 		{Config{}, false},
 		{with(func(c *Config) { c.Addrs = []string{"a:1", ""} }), false},
 		{with(func(c *Config) { c.DialTimeout = -1 }), false},

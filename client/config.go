@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"time"
@@ -60,6 +61,14 @@ type Config struct {
 	MaxInflight int
 	// Logger receives the client's logs (redirects, reconnects, sessions). Default: none.
 	Logger *slog.Logger
+	// TLS secures every connection: mutual TLS 1.3 with a client certificate of the
+	// cluster's CA (LoadTLS builds it from a certificates directory). The client clones
+	// it for each connection and sets ServerName to the host of the address dialed when
+	// it is empty. Required unless Insecure.
+	TLS *tls.Config
+	// Insecure connects in plaintext, to nodes started with --insecure. Exactly one of
+	// TLS and Insecure must be set.
+	Insecure bool
 }
 
 // DefaultConfig returns a Config with every field but Addrs and ClusterID at its default.
@@ -118,6 +127,12 @@ func (c Config) Validate() error {
 		if a == "" {
 			return bad("seed address %d is empty", i)
 		}
+	}
+	switch {
+	case c.TLS == nil && !c.Insecure:
+		return bad("no TLS configuration: set TLS (see LoadTLS) or, for nodes started with --insecure, Insecure")
+	case c.TLS != nil && c.Insecure:
+		return bad("both TLS and Insecure are set")
 	}
 	c = c.withDefaults()
 	switch {

@@ -66,6 +66,11 @@ func dialConn(ctx context.Context, cfg *Config, addr string) (*conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: dial %s: %w", errUnreachable, addr, err)
 	}
+	if cfg.TLS != nil {
+		if nc, err = tlsHandshake(ctx, nc, cfg.TLS, addr); err != nil {
+			return nil, fmt.Errorf("%w: TLS handshake with %s: %w", errUnreachable, addr, err)
+		}
+	}
 	hello, err := wire.ClientHandshake(ctx, nc, cfg.ClusterID)
 	if err != nil {
 		nc.Close()

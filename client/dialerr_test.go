@@ -54,7 +54,7 @@ func TestRefusedPromptly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := client.DefaultConfig() // MaxRetries 10: a retried refusal takes seconds
-			cfg.Addrs, cfg.ClusterID = []string{tt.addr}, tt.id
+			cfg.Addrs, cfg.ClusterID, cfg.TLS = []string{tt.addr}, tt.id, lc.ClientConfig().TLS
 			// Each check has a context of its own, so that a refusal retried (the bug) fails
 			// the check after a few seconds rather than the whole test at its end.
 			check := func(what string, f func(ctx context.Context) error) {
@@ -145,7 +145,7 @@ func TestDialWaitsForElection(t *testing.T) {
 		t.Fatal("the restarted cluster has a leader already; the test needs an election in progress")
 	}
 	cfg := client.DefaultConfig()
-	cfg.Addrs = lc.ClientAddrs()
+	cfg.Addrs, cfg.TLS = lc.ClientAddrs(), lc.ClientConfig().TLS
 	cfg.MaxRetries = 1
 	cfg.RetryBackoff, cfg.MaxRetryBackoff = time.Millisecond, 10*time.Millisecond
 	c, err := client.Dial(ctx, cfg)
@@ -179,7 +179,7 @@ func TestDialBoundedByContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := client.DefaultConfig()
-	cfg.Addrs = lc.ClientAddrs()[:1]
+	cfg.Addrs, cfg.TLS = lc.ClientAddrs()[:1], lc.ClientConfig().TLS
 	cfg.MaxRetries = 1
 	const wait = 500 * time.Millisecond
 	dctx, dcancel := context.WithTimeout(ctx, wait)

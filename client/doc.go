@@ -100,7 +100,9 @@ leader would only add to its load.
 
 # Usage
 
-	c, err := client.Dial(ctx, client.Config{Addrs: []string{"10.0.0.1:7400", "10.0.0.2:7400"}})
+	tlsCfg, err := client.LoadTLS("/etc/lockstep/certs", "alice") // ca.crt, client.alice.crt/.key
+	if err != nil { ... }
+	c, err := client.Dial(ctx, client.Config{Addrs: []string{"10.0.0.1:7400", "10.0.0.2:7400"}, TLS: tlsCfg})
 	if err != nil { ... }
 	defer c.Close()
 	n, err := c.CounterAdd(ctx, "page-views", 1) // a built-in, typed
@@ -121,6 +123,14 @@ the node may run ahead of a subscriber that stops calling Next. A supervisor gor
 Subscription moves it to another replica when its node is lost or stops serving, from
 the next record not received and at a log position that holds every record received:
 no gap, no duplicate. Close the Subscription when done (the Client's Close ends it too).
+# Security
+
+Nodes speak mutual TLS 1.3 on every port: Config.TLS (LoadTLS reads a certificates
+directory made with `lockstep cert`) presents the client's certificate, whose common name
+is its identity, and accepts only nodes holding a node certificate of the same CA for the
+host dialed. A refused certificate, on either side, or a node that does not speak TLS
+fails at once with ErrTLS; no retry cures it. Config.Insecure talks plaintext to nodes
+started with --insecure. One of the two is required.
 
 # Calls and keys
 
@@ -150,7 +160,7 @@ Remove and TransferLeadership. None of it uses the client session. Open returns 
 contacting any node, so that Status and ClusterStatus work against a cluster that has no
 leader; Dial would wait for one.
 
-	c, err := client.Open(client.Config{Addrs: seeds})
+	c, err := client.Open(client.Config{Addrs: seeds, TLS: tlsCfg})
 	if err != nil { ... }
 	defer c.Close()
 	cs, err := c.ClusterStatus(ctx) // every node's Status, or its Err (ErrUnreachable, ...)

@@ -30,6 +30,8 @@ func Example() {
 
 	cfg := client.DefaultConfig()
 	cfg.Addrs = cluster.ClientAddrs() // e.g. "127.0.0.1:8001", "127.0.0.1:8002", ...
+	// The cluster's certificates; elsewhere: cfg.TLS, err = client.LoadTLS(certsDir, "root")
+	cfg.TLS = cluster.ClientConfig().TLS
 	c, err := client.Dial(ctx, cfg)
 	if err != nil {
 		log.Fatal(err)

@@ -181,6 +181,7 @@ func value(t testing.TB, v any) []byte {
 func testConfig(t testing.TB, addrs ...string) Config {
 	cfg := DefaultConfig()
 	cfg.Addrs = addrs
+	cfg.Insecure = true // the fake nodes speak plaintext
 	cfg.ClusterID = "test"
 	cfg.RetryBackoff = time.Millisecond
 	cfg.MaxRetryBackoff = 5 * time.Millisecond

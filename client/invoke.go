@@ -300,7 +300,7 @@ func (c *Client) dial(ctx context.Context, addr string, timeout time.Duration) (
 // no retry, on that node or another of the seeds, would fare better: the configuration
 // is wrong.
 func refused(err error) bool {
-	return errors.Is(err, wire.ErrClusterMismatch) || errors.Is(err, wire.ErrProtocolVersion)
+	return errors.Is(err, wire.ErrClusterMismatch) || errors.Is(err, wire.ErrProtocolVersion) || errors.Is(err, ErrTLS)
 }
 
 // verdict is what one attempt's outcome means for the request.

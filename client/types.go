@@ -79,10 +79,35 @@ type Status struct {
 	Inputs  uint64 `json:"inputs"`
 	// QueueDepth is the number of inputs waiting to be batched.
 	QueueDepth int `json:"queue_depth"`
+	// Insecure is true for a node started with --insecure: no TLS, no authentication.
+	Insecure bool `json:"insecure"`
 	// Nodes are the cluster's members as recorded in the log the node has applied,
 	// ordered by id. Only the leader's list is current: a follower may not have applied a
 	// recent join or removal yet.
 	Nodes []NodeAddr `json:"nodes,omitempty"`
+	// Suffrage is the node's part in the Raft configuration: "voter", "learner" (a
+	// non-voter catching up before its automatic promotion), or "" when it is in none.
+	Suffrage string `json:"suffrage"`
+	// Incarnation identifies the node's data directory: a random id drawn when it was first
+	// used. A node whose data directory was wiped comes back with another one.
+	Incarnation string `json:"incarnation"`
+	// ReadReplica is set on a read replica: a permanent non-voter that serves reads at
+	// consistency Any and stream reads.
+	ReadReplica bool `json:"read_replica"`
+	// Learners are, in the leader's status, the learners waiting for promotion and how far
+	// they have caught up.
+	Learners []LearnerProgress `json:"learners"`
+}
+
+// LearnerProgress is how far a learner has caught up, as the leader last saw it.
+type LearnerProgress struct {
+	// ID is the learner's node id.
+	ID string `json:"id"`
+	// Applied is the learner's applied index, Target the leader's when it asked.
+	Applied uint64 `json:"applied"`
+	Target  uint64 `json:"target"`
+	// Note says why it is not promoted yet.
+	Note string `json:"note,omitempty"`
 }
 
 // NodeAddr is where a cluster member is reached.
@@ -92,6 +117,8 @@ type NodeAddr struct {
 	// RaftAddr is its Raft transport's address; ClientAddr the address clients use.
 	RaftAddr   string `json:"raft"`
 	ClientAddr string `json:"client"`
+	// Incarnation is the member's recorded data-directory incarnation; empty if unknown.
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
 // HashCheck is one replica's partition state hashes at a hash-check log index.
@@ -133,6 +160,13 @@ func statusFromWire(w *wire.Status) Status {
 		Batches:          w.Batches,
 		Inputs:           w.Inputs,
 		QueueDepth:       w.QueueDepth,
+		Insecure:         w.Insecure,
+		Suffrage:         w.Suffrage,
+		Incarnation:      w.Incarnation,
+		ReadReplica:      w.ReadReplica,
+	}
+	for _, l := range w.Learners {
+		st.Learners = append(st.Learners, LearnerProgress{ID: l.ID, Applied: l.Applied, Target: l.Target, Note: l.Note})
 	}
 	if len(w.HashChecks) > 0 {
 		st.HashChecks = make([]HashCheck, len(w.HashChecks))
@@ -143,7 +177,7 @@ func statusFromWire(w *wire.Status) Status {
 	if len(w.Nodes) > 0 {
 		st.Nodes = make([]NodeAddr, len(w.Nodes))
 		for i, n := range w.Nodes {
-			st.Nodes[i] = NodeAddr{ID: n.ID, RaftAddr: n.RaftAddr, ClientAddr: n.ClientAddr}
+			st.Nodes[i] = NodeAddr{ID: n.ID, RaftAddr: n.RaftAddr, ClientAddr: n.ClientAddr, Incarnation: n.Incarnation}
 		}
 	}
 	return st

@@ -3,6 +3,7 @@ package jepsen
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -111,6 +112,10 @@ type Cluster struct {
 	cfg   ClusterConfig
 	Nodes []*Node
 	Net   *Net
+	// certsDir holds the cluster's throw-away CA, node certificate and client root's
+	// certificate (made by the binary's `cert` commands); tls is root's client config.
+	certsDir string
+	tls      *tls.Config
 }
 
 // StartCluster starts a bootstrapped cluster and waits until every node is ready. A port
@@ -119,8 +124,12 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	certsDir, tlsCfg, err := makeCerts(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 1; ; attempt++ {
-		c, err := tryStart(ctx, cfg)
+		c, err := tryStart(ctx, cfg, certsDir, tlsCfg)
 		if err == nil {
 			return c, nil
 		}
@@ -130,12 +139,32 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	}
 }
 
-func tryStart(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
+// makeCerts makes the cluster's certificates in cfg.Dir/certs with the binary's own `cert`
+// commands: every port of the nodes speaks mutual TLS, as in production.
+func makeCerts(ctx context.Context, cfg ClusterConfig) (string, *tls.Config, error) {
+	dir := filepath.Join(cfg.Dir, "certs")
+	if err := os.RemoveAll(dir); err != nil {
+		return "", nil, err
+	}
+	for _, args := range [][]string{
+		{"cert", "create-ca", "--certs-dir", dir},
+		{"cert", "create-node", "--certs-dir", dir, "127.0.0.1", "localhost"},
+		{"cert", "create-client", "--certs-dir", dir, "root"},
+	} {
+		if out, err := exec.CommandContext(ctx, cfg.Bin, args...).CombinedOutput(); err != nil {
+			return "", nil, fmt.Errorf("jepsen: lockstep %s: %w: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	tlsCfg, err := client.LoadTLS(dir, "root")
+	return dir, tlsCfg, err
+}
+
+func tryStart(ctx context.Context, cfg ClusterConfig, certsDir string, tlsCfg *tls.Config) (*Cluster, error) {
 	addrs, err := freeAddrs(3 * cfg.Nodes)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg}
+	c := &Cluster{cfg: cfg, certsDir: certsDir, tls: tlsCfg}
 	var raft []string
 	for i := range cfg.Nodes {
 		n := &Node{ID: fmt.Sprintf("n%d", i+1), Raft: addrs[3*i], Client: addrs[3*i+1], Admin: addrs[3*i+2],
@@ -183,7 +212,8 @@ func (c *Cluster) spawn(i int, extra ...string) error {
 		return err
 	}
 	args := append([]string{"node", "--id", n.ID, "--data", n.DataDir(), "--raft", n.Raft, "--client", n.Client,
-		"--admin", n.Admin, "--partitions", fmt.Sprint(c.cfg.Partitions), "--log-level", "info"}, extra...)
+		"--admin", n.Admin, "--partitions", fmt.Sprint(c.cfg.Partitions), "--certs-dir", c.certsDir,
+		"--log-level", "info"}, extra...)
 	cmd := exec.Command(c.cfg.Bin, args...)
 	cmd.Env = append(append(os.Environ(), c.cfg.Env...),
 		envRaftRoutes+"="+c.Net.Routes(i), envClockFile+"="+n.ClockFile())
@@ -205,7 +235,7 @@ func (c *Cluster) spawn(i int, extra ...string) error {
 // WaitReady waits until node i answers /readyz with 200.
 func (c *Cluster) WaitReady(ctx context.Context, i int) error {
 	n := c.Nodes[i]
-	hc := &http.Client{Timeout: time.Second}
+	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: c.tls, DisableKeepAlives: true}}
 	deadline := time.Now().Add(c.cfg.ReadyTimeout)
 	last := "no answer"
 	for time.Now().Before(deadline) {
@@ -216,7 +246,7 @@ func (c *Cluster) WaitReady(ctx context.Context, i int) error {
 			}
 			return fmt.Errorf("jepsen: %s exited while starting: %s", n.ID, lastLines(log, 5))
 		}
-		resp, err := hc.Get("http://" + n.Admin + "/readyz")
+		resp, err := hc.Get("https://" + n.Admin + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -361,6 +391,7 @@ func (c *Cluster) Addrs() []string {
 func (c *Cluster) Client(ctx context.Context) (*client.Client, error) {
 	cfg := client.DefaultConfig()
 	cfg.Addrs = c.Addrs()
+	cfg.TLS = c.tls
 	cfg.RequestTimeout = 2 * time.Second
 	cfg.MaxRetries = 10
 	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)

@@ -59,7 +59,7 @@ func (n *Node) abstainLoop() {
 			lastErr = err.Error()
 		}
 		recheck = nil
-		if n.fsm.Divergent() != nil || n.seq.Abstaining() {
+		if n.fsm.Divergent() != nil || n.staleIdentity() != nil || n.seq.Abstaining() {
 			recheck = time.After(n.leaderLease() / 4)
 		}
 	}
@@ -69,7 +69,9 @@ func (n *Node) abstainLoop() {
 // divergent replica hands off a leadership it holds, and abstains from elections while it
 // hears from a leader; a replica that is not (or no longer) divergent stands for election.
 func (n *Node) keepOutOfLeadership() error {
-	divergent := n.fsm.Divergent() != nil
+	// A node with a stale identity (identity.go) keeps out of leadership like a divergent
+	// one: its log is not the one the cluster counted on.
+	divergent := n.fsm.Divergent() != nil || n.staleIdentity() != nil
 	if divergent && n.seq.IsLeader() {
 		n.log.Warn("divergent replica leads: handing leadership off")
 		ctx, cancel := context.WithTimeout(n.ctx, handOffTimeout)

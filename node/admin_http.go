@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,11 +69,16 @@ func (n *Node) AdminAddr() string {
 	return n.admin.ln.Addr().String()
 }
 
-// startAdmin listens on addr and serves AdminHandler until stopAdmin.
+// startAdmin listens on addr and serves AdminHandler until stopAdmin: HTTPS with mutual
+// TLS on a secure node, HTTP on an insecure one.
 func (n *Node) startAdmin(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("admin listener: %w", err)
+	}
+	if n.certs != nil {
+		// HTTPS with a client certificate of the CA (node or client), like the client port.
+		ln = tls.NewListener(ln, n.clientTLS)
 	}
 	a := &adminServer{ln: ln, srv: &http.Server{
 		Handler:           n.AdminHandler(),

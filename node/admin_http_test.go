@@ -27,7 +27,7 @@ import (
 // adminGet fetches path from a node's admin server and returns the status code and body.
 func adminGet(t *testing.T, hc *http.Client, addr, path string) (int, string) {
 	t.Helper()
-	resp, err := hc.Get("http://" + addr + path)
+	resp, err := hc.Get("https://" + addr + path)
 	if err != nil {
 		t.Fatalf("GET %s%s: %v", addr, path, err)
 	}
@@ -42,7 +42,9 @@ func adminGet(t *testing.T, hc *http.Client, addr, path string) (int, string) {
 // testHTTPClient returns an HTTP client that keeps no idle connections (whose goroutines
 // goleak would report).
 func testHTTPClient(t *testing.T) *http.Client {
-	tr := &http.Transport{DisableKeepAlives: true}
+	tlsCfg := testTLS.Clone()
+	tlsCfg.ServerName = "127.0.0.1"
+	tr := &http.Transport{DisableKeepAlives: true, TLSClientConfig: tlsCfg}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
 }
@@ -89,7 +91,7 @@ func inputsTotal(t *testing.T, hc *http.Client, addr string) (total, counterOK f
 func TestAdminEndpoints(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: 3, Dir: t.TempDir(), Node: Config{
+	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: 3, Dir: t.TempDir(), Node: Config{CertsDir: testCertsDir,
 		Replica: replica.Config{Partitions: 4}, Logger: testLogger(t), AdminAddr: "127.0.0.1:0",
 	}})
 	if err != nil {
@@ -121,7 +123,7 @@ func TestAdminEndpoints(t *testing.T) {
 		before[n.ID()], _ = inputsTotal(t, hc, addr)
 	}
 
-	cl, err := client.Dial(ctx, client.Config{Addrs: lc.ClientAddrs(), MaxRetries: -1})
+	cl, err := client.Dial(ctx, testClientConfig(lc.ClientAddrs()...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +162,7 @@ func TestAdminEndpoints(t *testing.T) {
 // TestAdminReadyzAndClose checks that a node outside any cluster is healthy but not ready,
 // says why, and that Close stops the admin server.
 func TestAdminReadyzAndClose(t *testing.T) {
-	n, err := Start(Config{ID: "lone", DataDir: t.TempDir(), AdminAddr: "127.0.0.1:0", Logger: testLogger(t)}, procedures.Builtins())
+	n, err := Start(Config{ID: "lone", DataDir: t.TempDir(), CertsDir: testCertsDir, AdminAddr: "127.0.0.1:0", Logger: testLogger(t)}, procedures.Builtins())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +198,7 @@ func TestAdminListenFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	n, err := Start(Config{ID: "x", DataDir: t.TempDir(), AdminAddr: ln.Addr().String(), Logger: testLogger(t)}, procedures.Builtins())
+	n, err := Start(Config{ID: "x", DataDir: t.TempDir(), CertsDir: testCertsDir, AdminAddr: ln.Addr().String(), Logger: testLogger(t)}, procedures.Builtins())
 	if err == nil {
 		n.Close()
 		t.Fatalf("StartNode on a taken admin address %s succeeded", ln.Addr())

@@ -24,6 +24,7 @@ func rawConn(t *testing.T, addr string) net.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
+	nc = testDialTLS(t, nc)
 	t.Cleanup(func() { nc.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -71,6 +72,7 @@ func TestBadInputHurtsOnlyItsSender(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			nc = testDialTLS(t, nc)
 			defer nc.Close()
 			nc.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
 			nc.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -85,6 +87,7 @@ func TestBadInputHurtsOnlyItsSender(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			nc = testDialTLS(t, nc)
 			defer nc.Close()
 			nc.Write(wire.AppendFrame(nil, wire.AppendHello(nil, &wire.Hello{Version: 99})))
 			nc.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -100,7 +103,7 @@ func TestBadInputHurtsOnlyItsSender(t *testing.T) {
 			binary.BigEndian.PutUint32(hdr[:], 100)
 			nc.Write(hdr[:])
 			nc.Write([]byte("short"))
-			nc.(*net.TCPConn).CloseWrite()
+			nc.(interface{ CloseWrite() error }).CloseWrite()
 			if _, err := io.ReadAll(nc); err != nil {
 				t.Fatalf("want a clean close, got %v", err)
 			}

@@ -32,7 +32,7 @@ func catalogRegistry() *procedures.Registry {
 // log, so it answers all the same.
 func TestProceduresCatalog(t *testing.T) {
 	reg := catalogRegistry()
-	n, err := Start(Config{ID: "n1", DataDir: t.TempDir(), Logger: testLogger(t),
+	n, err := Start(Config{ID: "n1", DataDir: t.TempDir(), CertsDir: testCertsDir, Logger: testLogger(t),
 		Replica: replica.Config{Partitions: 2}}, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestProceduresCatalog(t *testing.T) {
 	if n.Ready() == nil {
 		t.Fatal("a node without a cluster is ready")
 	}
-	cl, err := client.Open(client.Config{Addrs: []string{n.ClientAddr()}, MaxRetries: -1, RequestTimeout: 5 * time.Second})
+	cl, err := client.Open(client.Config{Addrs: []string{n.ClientAddr()}, MaxRetries: -1, RequestTimeout: 5 * time.Second, TLS: testTLS})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ func (c *testCluster) dial(ctx context.Context) *client.Client {
 		addrs = append(addrs, cfg.ClientAddr)
 	}
 	cl, err := client.Dial(ctx, client.Config{Addrs: addrs, ClusterID: "lockstep", MaxRetries: -1,
-		RequestTimeout: 3 * time.Second})
+		RequestTimeout: 3 * time.Second, TLS: testTLS})
 	if err != nil {
 		c.t.Fatalf("dial: %v", err)
 	}

@@ -52,6 +52,7 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 	node := Config{
 		Replica:                   replica.Config{Partitions: opts.partitions, ProcessorBudget: opts.processorBudget},
 		Logger:                    testLogger(t),
+		CertsDir:                  testCertsDir,
 		HashCompareInterval:       200 * time.Millisecond,
 		ProcessorTickInterval:     opts.processorTick,
 		ProcessorIdleTickInterval: opts.processorIdleTick,

@@ -28,8 +28,8 @@ func (n *Node) hashCompareLoop() {
 		n.markIfIdle()
 		var peers [][]replica.HashRecord
 		for id, info := range n.fsm.Nodes() {
-			if id == n.cfg.ID || info.ClientAddr == "" {
-				continue
+			if id == n.cfg.ID || info.ClientAddr == "" || info.ReadReplica {
+				continue // read replicas are judged, never witnesses: more of them than voters must not outvote the voters
 			}
 			ctx, cancel := context.WithTimeout(n.ctx, n.cfg.HashCompareInterval)
 			st, err := n.peers.Status(ctx, info.ClientAddr)

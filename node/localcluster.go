@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/certs"
 	"github.com/lockstepdb/lockstep/procedures"
 )
 
@@ -22,6 +25,10 @@ type LocalCluster struct {
 	reg   func(i int) *procedures.Registry
 	dir   string
 	owned bool // dir is a temp dir the cluster removes on Close
+	// certsDir holds the cluster's certificates; tls is the client configuration of
+	// client "root" from it. Both empty for an insecure cluster.
+	certsDir string
+	tls      *tls.Config
 }
 
 // LocalClusterOptions configure StartLocalCluster.
@@ -31,7 +38,9 @@ type LocalClusterOptions struct {
 	// Dir holds one data directory per node; empty means a new temp dir, removed by Close.
 	Dir string
 	// Node is the template of every node's config; ID, DataDir, addresses and Bootstrap
-	// are set per node.
+	// are set per node. Unless it sets CertsDir or Insecure, the cluster is secure with
+	// throw-away certificates: a new CA, a node certificate for the loopback addresses and
+	// a certificate of client "root", in DIR/certs (see CertsDir and ClientConfig).
 	Node Config
 	// Registry returns node i's procedures. Default: procedures.Builtins for every node.
 	Registry func(i int) *procedures.Registry
@@ -53,6 +62,10 @@ func StartLocalCluster(ctx context.Context, opts LocalClusterOptions) (*LocalClu
 			return nil, err
 		}
 		c.dir, c.owned = dir, true
+	}
+	if err := c.setupCerts(&opts.Node); err != nil {
+		c.Close()
+		return nil, err
 	}
 	var peers []Peer
 	for i := 0; i < opts.Nodes; i++ {
@@ -83,6 +96,37 @@ func StartLocalCluster(ctx context.Context, opts LocalClusterOptions) (*LocalClu
 		return nil, err
 	}
 	return c, nil
+}
+
+// setupCerts creates the cluster's throw-away certificates if tmpl asks for neither
+// certificates nor insecure mode, and loads the client configuration of "root".
+func (c *LocalCluster) setupCerts(tmpl *Config) error {
+	if tmpl.Insecure {
+		return nil
+	}
+	if tmpl.CertsDir == "" {
+		tmpl.CertsDir = filepath.Join(c.dir, "certs")
+		if err := certs.CreateLoopback(tmpl.CertsDir, "root"); err != nil {
+			return err
+		}
+	}
+	cfg, err := client.LoadTLS(tmpl.CertsDir, "root")
+	if err != nil {
+		return fmt.Errorf("local cluster: %w", err)
+	}
+	c.certsDir, c.tls = tmpl.CertsDir, cfg
+	return nil
+}
+
+// CertsDir returns the directory of the cluster's certificates (ca.crt, node.crt,
+// client.root.crt and their keys); "" for an insecure cluster.
+func (c *LocalCluster) CertsDir() string { return c.certsDir }
+
+// ClientConfig returns a client configuration for the cluster: every node's client
+// address and the TLS configuration of client "root" (or Insecure for an insecure
+// cluster). Callers add their own settings.
+func (c *LocalCluster) ClientConfig() client.Config {
+	return client.Config{Addrs: c.ClientAddrs(), TLS: c.tls, Insecure: c.tls == nil}
 }
 
 // ClientAddrs returns every node's client address, stopped nodes included.

@@ -23,7 +23,8 @@ const membershipTimeout = 30 * time.Second
 var ErrJoinRefused = errors.New("join refused")
 
 // ErrJoining is why a node started with Config.Join is not ready while the cluster has
-// not yet acknowledged its join (or refused it). It matches wire.ErrNotReady, like the
+// not yet acknowledged its join (or refused it); ErrLearner follows it until the node is
+// promoted to voter. It matches wire.ErrNotReady, like the
 // other reasons of Readiness.
 var ErrJoining error = &notReady{"joining the cluster"}
 
@@ -110,8 +111,12 @@ func (cc *clientConn) admin(req *wire.Request) {
 	}()
 }
 
-// addNode adds a voter after checking it runs what the cluster runs, then records its
-// addresses in the log so every node can find it.
+// addNode admits a node after checking it runs what the cluster runs: as a learner
+// (learners.go), which the leader promotes once it has caught up, and records its
+// addresses and incarnation in the log so every node can find it. A member asking again
+// keeps its suffrage (its addresses are updated). A join under the id of a member whose
+// recorded incarnation differs is refused: that node lost its data directory, and must be
+// removed before it joins again (identity.go).
 func (n *Node) addNode(ctx context.Context, payload []byte) error {
 	var j wire.JoinArgs
 	if err := msgpack.Unmarshal(payload, &j); err != nil {
@@ -126,10 +131,54 @@ func (n *Node) addNode(ctx context.Context, payload []byte) error {
 			"%v: node %s has %d partitions and procedure set %x; the cluster has %d and %x",
 			ErrJoinRefused, j.ID, j.Partitions, j.Procedures, info.Partitions, info.Procedures)}
 	}
-	if err := n.seq.AddVoter(ctx, j.ID, j.RaftAddr); err != nil {
+	rec := n.fsm.Nodes()[j.ID]
+	if rec.Incarnation != "" && j.Incarnation != "" && rec.Incarnation != j.Incarnation {
+		return &wire.Error{Code: wire.CodeBadArguments, Message: fmt.Sprintf(
+			"%v: node %s is a member with incarnation %s, and this join comes from incarnation %s: its data directory "+
+				"was wiped or replaced. Remove it first (lockstep cluster remove %s), then join again",
+			ErrJoinRefused, j.ID, rec.Incarnation, j.Incarnation, j.ID)}
+	}
+	if err := n.checkReachable(ctx, j.ID, j.RaftAddr, j.ClientAddr); err != nil {
 		return err
 	}
-	return n.recordNode(ctx, batch.NodeInfo{ID: j.ID, RaftAddr: j.RaftAddr, ClientAddr: j.ClientAddr})
+	voter, member := false, false
+	members, err := n.seq.Members()
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		voter = voter || (m.ID == j.ID && m.Voter)
+		member = member || m.ID == j.ID
+	}
+	if j.ReadReplica && voter {
+		return &wire.Error{Code: wire.CodeBadArguments, Message: fmt.Sprintf(
+			"%v: node %s is a voter; remove it before it joins again as a read replica", ErrJoinRefused, j.ID)}
+	}
+	if !member && !j.ReadReplica {
+		// A learner never counts towards the quorum, but it is here to become a voter:
+		// refuse now what its promotion would be refused for (learners.go).
+		views, err := n.viewMembers(true)
+		if err != nil {
+			return err
+		}
+		if err := promotionQuorum(j.ID, views); err != nil {
+			return fmt.Errorf("join %s: %w", j.ID, err)
+		}
+	}
+	if voter {
+		err = n.seq.AddVoter(ctx, j.ID, j.RaftAddr) // a voter's address update
+	} else {
+		err = n.seq.AddNonvoter(ctx, j.ID, j.RaftAddr)
+	}
+	if err != nil {
+		return err
+	}
+	inc := j.Incarnation
+	if inc == "" {
+		inc = rec.Incarnation
+	}
+	return n.recordNode(ctx, batch.NodeInfo{ID: j.ID, RaftAddr: j.RaftAddr, ClientAddr: j.ClientAddr, Incarnation: inc,
+		ReadReplica: j.ReadReplica || (member && !voter && rec.ReadReplica)})
 }
 
 func (n *Node) removeNode(ctx context.Context, id string) error {
@@ -145,26 +194,35 @@ func (n *Node) removeNode(ctx context.Context, id string) error {
 
 // joinLoop asks the cluster reachable at seeds to add this node, through the client
 // library's admin API (it finds the leader and follows its hints), until the leader
-// acknowledges the join (the node is a voter and its addresses are applied on the
-// leader), the cluster refuses it, or the node closes. Started by startJoin.
+// acknowledges the join (the node is a learner and its addresses are applied on the
+// leader), the cluster refuses it, or the node closes; after an acknowledgement it waits
+// for the promotion to voter (awaitPromotion). Started by startJoin.
 func (n *Node) joinLoop(seeds []string) {
 	defer n.wg.Done()
-	cl, err := client.Open(client.Config{Addrs: seeds, ClusterID: n.cfg.ClusterID, Logger: n.log,
-		RequestTimeout: membershipTimeout, MaxRetries: -1})
+	cl, err := client.Open(n.peerClientConfig(client.Config{Addrs: seeds, ClusterID: n.cfg.ClusterID, Logger: n.log,
+		RequestTimeout: membershipTimeout, MaxRetries: -1}))
 	if err != nil {
 		n.log.Error("cannot join: bad seeds", "seeds", seeds, "err", err)
 		n.admission.set(fmt.Errorf("%w: %v", ErrJoining, err))
 		return
 	}
 	defer cl.Close()
+	n.mu.Lock()
+	inc := n.identity.Incarnation
+	n.mu.Unlock()
 	join := client.JoinRequest{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), ClientAddr: n.ClientAddr(),
-		Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint()}
+		Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint(), Incarnation: inc, ReadReplica: n.cfg.ReadReplica}
 	for attempt := 0; ; attempt++ {
 		err := cl.AddVoter(n.ctx, join)
 		switch {
 		case err == nil:
-			n.log.Info("joined the cluster", "seeds", seeds)
-			n.admission.set(nil)
+			if n.cfg.ReadReplica {
+				n.log.Info("joined the cluster as a read replica", "seeds", seeds)
+				n.admission.set(nil)
+				return
+			}
+			n.log.Info("joined the cluster as a learner", "seeds", seeds)
+			n.awaitPromotion()
 			return
 		case errors.Is(err, client.ErrBadArguments), errors.Is(err, client.ErrClusterMismatch),
 			errors.Is(err, client.ErrProtocolVersion):

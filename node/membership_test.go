@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstepdb/lockstep/internal/certs"
 	"github.com/lockstepdb/lockstep/internal/testutil"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -113,6 +115,11 @@ func startHoldingSeed(t *testing.T) *holdingSeed {
 	if err != nil {
 		t.Fatal(err)
 	}
+	st, err := certs.NewNodeStore(testCertsDir) // the seed poses as a node of the cluster
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln = tls.NewListener(ln, st.ServerConfig(certs.KindNode, certs.KindClient))
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &holdingSeed{addr: ln.Addr().String(), requests: make(chan wire.Request, 1), forward: make(chan string, 1)}
 	var wg sync.WaitGroup
@@ -237,6 +244,14 @@ func roundTrip(ctx context.Context, addr, clusterID string, req *wire.Request) (
 	if err != nil {
 		return resp, err
 	}
+	tlsCfg := testTLS.Clone()
+	tlsCfg.ServerName = "127.0.0.1"
+	tc := tls.Client(nc, tlsCfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		nc.Close()
+		return resp, err
+	}
+	nc = tc
 	if _, err := wire.ClientHandshake(ctx, nc, clusterID); err != nil {
 		nc.Close()
 		return resp, err

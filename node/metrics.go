@@ -5,6 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/lockstepdb/lockstep/replica"
+	"github.com/lockstepdb/lockstep/sequencer"
 )
 
 // Metrics are a node's Prometheus collectors, in a registry of the node's own (no global
@@ -61,6 +62,9 @@ func newMetrics(n *Node) *Metrics {
 		gauge("lockstep_sessions", "Open client sessions.", func() float64 { return float64(n.fsm.Sessions()) }),
 		gauge("lockstep_sequencer_queue_depth", "Inputs waiting for the sequencer's next batch.", func() float64 { return float64(n.seq.Stats().QueueDepth) }),
 		gauge("lockstep_divergent", "1 if this replica found its state differs from its peers'.", func() float64 { return b2f(n.fsm.Divergent() != nil) }),
+		gauge("lockstep_raft_bytes_since_snapshot", "Bytes of log entries applied since this node's last snapshot.", func() float64 { return float64(n.seq.Stats().BytesSinceSnapshot) }),
+		gauge("lockstep_raft_byte_snapshots", "Snapshots this node took because the log's bytes passed the threshold, since start.", func() float64 { return float64(n.seq.Stats().ByteSnapshots) }),
+		gauge("lockstep_learner", "1 if this node is a learner (a non-voter waiting for promotion).", func() float64 { return b2f(n.seq.Suffrage() == sequencer.SuffrageLearner) }),
 		gauge("lockstep_ready", "1 if this node is ready to take traffic (as /readyz).", func() float64 { return b2f(n.Readiness() == nil) }),
 		gauge("lockstep_client_connections", "Open client connections.", func() float64 {
 			n.mu.Lock()

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/batch"
+	"github.com/lockstepdb/lockstep/internal/certs"
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
@@ -50,9 +52,14 @@ type Config struct {
 	// Ignored when the data directory already holds a cluster.
 	Bootstrap []Peer
 	// Join lists client addresses of an existing cluster's nodes; a node with an empty
-	// data directory asks the cluster to add it as a voter, and is not ready until the
-	// leader has acknowledged the join (ErrJoining).
+	// data directory asks the cluster to add it, and is not ready until the leader has
+	// acknowledged the join (ErrJoining) and promoted it from learner to voter (ErrLearner).
 	Join []string
+	// ReadReplica makes a node started with Join a read replica: a permanent non-voter
+	// that replays the log and serves reads at consistency Any and stream reads, adding
+	// read capacity without taking part in commits. It is ready once admitted and caught
+	// up; the leader never promotes it.
+	ReadReplica bool
 	// Replica configures the state machine (partition count, sessions).
 	Replica replica.Config
 	// Sequencer tunes batching and Raft; its NodeID, RaftAddr and DataDir are set from
@@ -76,6 +83,13 @@ type Config struct {
 	// MaxSubscriptionsPerConn bounds the push subscriptions one client connection may have
 	// open; one more is refused with Overloaded. Default DefaultMaxSubscriptionsPerConn.
 	MaxSubscriptionsPerConn int
+	// CertsDir holds the node's certificates: ca.crt, node.crt and node.key (see
+	// `lockstep cert`). The node then runs mutual TLS 1.3 on every port and reloads the
+	// files on ReloadCerts. Required unless Insecure.
+	CertsDir string
+	// Insecure runs the node without TLS or authentication on any port, for development;
+	// it logs a warning and reports itself insecure in its status. Not with CertsDir.
+	Insecure bool
 	// AdminAddr is the address of the HTTP admin server (/metrics, /status, /healthz,
 	// /readyz; see AdminHandler); port 0 picks a free port. Default "": no admin server.
 	AdminAddr string
@@ -129,6 +143,13 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: max subscriptions per connection must be positive", ErrNodeConfig)
 	case c.ProcessorTickInterval < 0 || c.ProcessorIdleTickInterval < 0:
 		return fmt.Errorf("%w: processor tick intervals must be positive", ErrNodeConfig)
+	case c.CertsDir == "" && !c.Insecure:
+		return ErrNoCertificates
+	case c.CertsDir != "" && c.Insecure:
+		return fmt.Errorf("%w: a certificates directory and insecure mode: give one of them", ErrNodeConfig)
+	}
+	if c.ReadReplica && len(c.Bootstrap) > 0 {
+		return fmt.Errorf("%w: a read replica joins a running cluster (Join); it cannot bootstrap one", ErrNodeConfig)
 	}
 	for _, p := range c.Bootstrap {
 		if p.ID == "" || p.RaftAddr == "" || p.ClientAddr == "" {
@@ -154,18 +175,23 @@ type Node struct {
 	admission     admission     // a joining node's admission: not ready until acknowledged
 	allPartitions []int         // the scope of a multi-partition input without keys
 	metrics       *Metrics
-	peers         *client.Client // this node's calls to its peers (hash checks), on kept connections
-	admin         *adminServer   // nil without Config.AdminAddr
-	abstainCh     chan struct{}  // wakes abstainLoop (capacity 1): see wakeAbstain
-	applied       applySignal    // fired when the FSM has applied more of the log, or diverged
+	peers         *client.Client        // this node's calls to its peers (hash checks), on kept connections
+	admin         *adminServer          // nil without Config.AdminAddr
+	certs         *certs.Store          // the node's certificates; nil on an insecure node
+	clientTLS     *tls.Config           // the client port's TLS configuration; nil if insecure
+	abstainCh     chan struct{}         // wakes abstainLoop (capacity 1): see wakeAbstain
+	applied       applySignal           // fired when the FSM has applied more of the log, or diverged
+	learners      learnerBook           // the leader's view of its learners
+	stale         atomic.Pointer[error] // set once the cluster records another incarnation: see identity.go
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	conns  map[*wire.Conn]*clientConn
-	closed bool
+	mu       sync.Mutex
+	conns    map[*wire.Conn]*clientConn
+	closed   bool
+	identity DataIdentity // the data directory's identity (identity.go); guarded by mu
 }
 
 // Start opens the node's storage, starts Raft and the client listener, and bootstraps a
@@ -179,6 +205,10 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), started: time.Now(),
 		conns: map[*wire.Conn]*clientConn{}, abstainCh: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if err := n.loadCerts(); err != nil {
+		n.cancel()
+		return nil, err
+	}
 	// Everything the FSM reports to is in place before Raft can apply a single entry (a
 	// restarting node replays its log as soon as the sequencer opens).
 	n.metrics = newMetrics(n)
@@ -200,29 +230,64 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		return nil, fmt.Errorf("client listener: %w", err)
 	}
 	// The client seeds nothing: the hash-compare loop names each peer's address.
-	if n.peers, err = client.Open(client.Config{Addrs: []string{n.ln.Addr().String()}, ClusterID: cfg.ClusterID,
-		Logger: n.log}); err != nil {
+	if n.peers, err = client.Open(n.peerClientConfig(client.Config{Addrs: []string{n.ln.Addr().String()}, ClusterID: cfg.ClusterID,
+		Logger: n.log})); err != nil {
 		n.cancel()
 		n.ln.Close()
 		fsm.Close()
 		return nil, err
 	}
-	scfg := cfg.Sequencer
-	scfg.NodeID, scfg.RaftAddr, scfg.DataDir = cfg.ID, cfg.RaftAddr, cfg.DataDir
-	if scfg.Logger == nil {
-		scfg.Logger = cfg.Logger
-	}
-	if n.seq, err = sequencer.Open(scfg, fsm); err != nil {
+	var layer *tlsStreamLayer
+	fail := func(err error) (*Node, error) {
+		if layer != nil {
+			layer.Close()
+		}
 		n.cancel()
 		n.peers.Close()
 		n.ln.Close()
 		fsm.Close()
 		return nil, err
 	}
+	if n.identity, err = openIdentity(cfg); err != nil {
+		return fail(err)
+	}
+	if len(cfg.Bootstrap) > 0 && !n.identity.Confirmed {
+		if err := n.checkBootstrapPeers(n.identity); err != nil {
+			return fail(err)
+		}
+	}
+	scfg := cfg.Sequencer
+	scfg.NodeID, scfg.RaftAddr, scfg.DataDir = cfg.ID, cfg.RaftAddr, cfg.DataDir
+	scfg.HoldVotes, scfg.LegacyLog = !n.identity.Confirmed, n.identity.Legacy
+	if scfg.Logger == nil {
+		scfg.Logger = cfg.Logger
+	}
+	if n.certs != nil && scfg.Transport == nil {
+		if layer, err = newTLSStreamLayer(cfg.RaftAddr, n.certs, n.log, scfg.Dial); err != nil {
+			return fail(fmt.Errorf("raft listener: %w", err))
+		}
+		scfg.StreamLayer, scfg.RaftAddr = layer, ""
+	}
+	if n.seq, err = sequencer.Open(scfg, fsm); err != nil {
+		if errors.Is(err, sequencer.ErrLogCorrupt) || errors.Is(err, sequencer.ErrSnapshotCorrupt) {
+			err = fmt.Errorf("%w: %w. This node must not serve from it. Replace it: run \"lockstep cluster remove %s\" "+
+				"against the cluster, empty %s, and start the node again with --join "+
+				"(docs/operations.md, \"Wiped or damaged data directory\")", ErrDataDamaged, err, cfg.ID, cfg.DataDir)
+		}
+		return fail(err)
+	}
 	seq := n.seq
 	n.proposer, n.state = seq, fsm
 	if cfg.AdminAddr != "" {
 		if err := n.startAdmin(cfg.AdminAddr); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
+	if len(cfg.Bootstrap) > 0 && seq.Stats().LastLogIndex == 0 {
+		// A new cluster: this node founds it, and its identity is the cluster's from the
+		// start (identity.go, rule 4).
+		if err := n.confirmIdentity(); err != nil {
 			n.Close()
 			return nil, err
 		}
@@ -237,10 +302,18 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 			return nil, err
 		}
 	}
-	if len(cfg.Join) > 0 && len(cfg.Bootstrap) == 0 && seq.Stats().LastLogIndex == 0 {
+	switch {
+	case len(cfg.Join) > 0 && len(cfg.Bootstrap) == 0 && seq.Stats().LastLogIndex == 0:
 		n.startJoin(cfg.Join)
+	case seq.Suffrage() == sequencer.SuffrageLearner && !cfg.ReadReplica:
+		// A learner restarted before its promotion.
+		n.admission.set(ErrLearner)
+		n.wg.Add(1)
+		go func() { defer n.wg.Done(); n.awaitPromotion() }()
 	}
-	n.wg.Add(5)
+	n.wg.Add(7)
+	go n.identityLoop()
+	go n.memberLoop()
 	go n.acceptLoop()
 	go n.leaderLoop()
 	go n.hashCompareLoop()
@@ -260,6 +333,11 @@ func (n *Node) Bootstrap(peers []Peer) error {
 	n.mu.Lock()
 	n.cfg.Bootstrap = peers
 	n.mu.Unlock()
+	if n.seq.Stats().LastLogIndex == 0 {
+		if err := n.confirmIdentity(); err != nil {
+			return err
+		}
+	}
 	return n.seq.Bootstrap(servers)
 }
 
@@ -385,7 +463,14 @@ func (n *Node) becomeLeader() error {
 		}
 	}
 	known := n.fsm.Nodes()
-	want := []batch.NodeInfo{{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), ClientAddr: n.ClientAddr()}}
+	n.mu.Lock()
+	inc := n.identity.Incarnation
+	n.mu.Unlock()
+	if rec := known[n.cfg.ID].Incarnation; rec != "" && rec != inc {
+		n.checkIdentity() // fences this node; abstainLoop hands the leadership off
+		return fmt.Errorf("%w: not leading", n.staleIdentity())
+	}
+	want := []batch.NodeInfo{{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), ClientAddr: n.ClientAddr(), Incarnation: inc}}
 	n.mu.Lock()
 	peers := n.cfg.Bootstrap
 	n.mu.Unlock()

@@ -85,7 +85,7 @@ func (n *Node) readiness(st sequencer.Stats) error {
 // leader refuses writes until it is ready (see submit), and a read at consistency Any or a
 // stream read may come from a replica that lags, leader or not.
 func (n *Node) ready() error {
-	if n.fsm.Serving() && n.admission.err() == nil { // the common case: two atomic loads
+	if n.fsm.Serving() && n.admission.err() == nil && n.stale.Load() == nil { // the common case: three atomic loads
 		return nil
 	}
 	return n.fsmReadiness(n.seq.Stats().LastLogIndex, n.fsm.Applied())
@@ -94,6 +94,9 @@ func (n *Node) ready() error {
 // fsmReadiness returns step 1 of Readiness: why the state machine may not serve, or nil.
 // lastIndex is the last index of this node's Raft log.
 func (n *Node) fsmReadiness(lastIndex, applied uint64) error {
+	if err := n.staleIdentity(); err != nil {
+		return err
+	}
 	if err := n.joinPending(); err != nil {
 		return err
 	}

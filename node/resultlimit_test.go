@@ -82,7 +82,7 @@ func TestResultOverLimitIsTooLarge(t *testing.T) {
 		addrs = append(addrs, cfg.ClientAddr)
 	}
 	dial := func(cfg client.Config) *client.Client {
-		cfg.Addrs, cfg.ClusterID = addrs, "lockstep"
+		cfg.Addrs, cfg.ClusterID, cfg.TLS = addrs, "lockstep", testTLS
 		cl, err := client.Dial(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)

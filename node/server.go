@@ -41,6 +41,7 @@ func (n *Node) acceptLoop() {
 type clientConn struct {
 	n    *Node
 	c    *wire.Conn
+	who  Identity      // the peer's verified certificate: what roles will check
 	sem  chan struct{} // one slot per request being served
 	subs subscriptions // push subscriptions (subscribe.go)
 }
@@ -50,6 +51,12 @@ type clientConn struct {
 // Malformed answer and the connection goes on.
 func (n *Node) serveConn(nc net.Conn) {
 	defer n.wg.Done()
+	sc, who, err := n.acceptTLS(nc)
+	if err != nil {
+		nc.Close()
+		return
+	}
+	nc = sc
 	if _, err := wire.ServerHandshake(n.ctx, nc, n.cfg.ClusterID, n.cfg.ID); err != nil {
 		nc.Close()
 		return
@@ -65,7 +72,7 @@ func (n *Node) serveConn(nc net.Conn) {
 		c.Close()
 		return
 	}
-	cc := &clientConn{n: n, c: c, sem: make(chan struct{}, n.cfg.MaxInflightPerConn)}
+	cc := &clientConn{n: n, c: c, who: who, sem: make(chan struct{}, n.cfg.MaxInflightPerConn)}
 	n.conns[c] = cc
 	n.mu.Unlock()
 	defer func() {

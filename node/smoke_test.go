@@ -21,6 +21,7 @@ func rawCall(t *testing.T, addr string, req *wire.Request) wire.Response {
 	if err != nil {
 		t.Fatal(err)
 	}
+	nc = testDialTLS(t, nc)
 	if _, err := wire.ClientHandshake(ctx, nc, ""); err != nil {
 		nc.Close()
 		t.Fatal(err)

@@ -33,6 +33,7 @@ func (n *Node) statusFrom() wire.Status {
 		Batches:      st.Batches,
 		Inputs:       st.Inputs,
 		QueueDepth:   st.QueueDepth,
+		Insecure:     n.Insecure(),
 	}
 	s.LeaderID, _ = n.seq.Leader()
 	s.LeaderClientAddr = n.leaderClientAddr()
@@ -50,8 +51,15 @@ func (n *Node) statusFrom() wire.Status {
 	}
 	nodes := n.fsm.Nodes()
 	for _, id := range slices.Sorted(maps.Keys(nodes)) {
-		s.Nodes = append(s.Nodes, wire.NodeAddr{ID: id, RaftAddr: nodes[id].RaftAddr, ClientAddr: nodes[id].ClientAddr})
+		s.Nodes = append(s.Nodes, wire.NodeAddr{ID: id, RaftAddr: nodes[id].RaftAddr, ClientAddr: nodes[id].ClientAddr,
+			Incarnation: nodes[id].Incarnation})
 	}
+	s.Suffrage = n.seq.Suffrage()
+	s.ReadReplica = n.isReadReplica()
+	n.mu.Lock()
+	s.Incarnation = n.identity.Incarnation
+	n.mu.Unlock()
+	s.Learners = n.learnerProgress()
 	if err := n.readiness(st); err != nil {
 		s.NotReadyReason = err.Error()
 	} else {

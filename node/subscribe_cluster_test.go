@@ -29,7 +29,7 @@ func (c *testCluster) servingNode() int {
 func (c *testCluster) dialOne(ctx context.Context, i int, maxRetries int) *client.Client {
 	c.t.Helper()
 	cl, err := client.Dial(ctx, client.Config{Addrs: []string{c.cfgs[i].ClientAddr}, ClusterID: "lockstep",
-		MaxRetries: maxRetries, RequestTimeout: 3 * time.Second})
+		MaxRetries: maxRetries, RequestTimeout: 3 * time.Second, TLS: testTLS})
 	if err != nil {
 		c.t.Fatalf("dial: %v", err)
 	}

@@ -107,7 +107,7 @@ func (e *Engine) deliver(nowNs int64, st *ProcessStats) {
 				continue
 			}
 			if !s.pending {
-				s.pending, s.settleFrom = true, len(s.ents)
+				s.pending, s.settleFrom = true, s.log.len()
 				e.settle = append(e.settle, s)
 			}
 			s.append(r.key, r.value, r.time)

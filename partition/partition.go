@@ -16,6 +16,11 @@ type Partition struct {
 	tables  map[string]*table
 	streams map[string]*stream
 	outbox  []outRecord // records emitted to other partitions in this log entry: see Tx.Emit
+	// appended counts the stream records that committed inputs (not processors) appended
+	// here since the last processor phase, which scales the phase's budget
+	// (ProcessorPhase.BudgetPerAppend). Every entry ends with a phase, so it is 0 between
+	// entries, where snapshots are taken.
+	appended int
 }
 
 func newPartition(id int, replicated []string) *Partition {

@@ -31,6 +31,8 @@ const (
 	// DefaultProcessorBudget is the number of records a processor handles per partition
 	// per log entry when ProcessorPhase.Budget is 0.
 	DefaultProcessorBudget = 1024
+	// MaxProcessorBudget caps a phase's budget however many records its entry appended.
+	MaxProcessorBudget = 1 << 20
 )
 
 // Errors of processors.
@@ -135,6 +137,14 @@ type ProcessorPhase struct {
 	// Budget is the most records each processor handles per partition in this phase;
 	// the rest waits for the next phase. 0 means DefaultProcessorBudget.
 	Budget int
+	// BudgetPerAppend adds to Budget this many records for each stream record that the
+	// entry's inputs appended (committed inputs since the last phase, on all partitions;
+	// not processors, nor deliveries), up to MaxProcessorBudget in all. So an entry
+	// carrying many records gives processors proportionally more work, while a backlog
+	// alone (a burst, a processor catching up from earliest) never raises it: a phase's
+	// work stays bounded by the entry's own. 0 keeps Budget fixed. It must be the same on
+	// every replica.
+	BudgetPerAppend int
 }
 
 // ProcessStats counts what one processor phase did, over all partitions.
@@ -152,6 +162,9 @@ type ProcessStats struct {
 	Delivered, Undelivered int
 	// Pending reports whether a processor has records left after the phase.
 	Pending bool
+	// Budget is the budget each processor had per partition in the phase
+	// (ProcessorPhase.Budget scaled by BudgetPerAppend).
+	Budget int
 }
 
 func (s *ProcessStats) add(o *ProcessStats) {

@@ -31,8 +31,9 @@ const maxDeadLetterError = 4096
 //     whose input stream exists and whose dead-letter stream does not;
 //  2. on each partition (in parallel across partitions, or one after another when
 //     Sequential: the result is the same), run each processor in name order over at most
-//     ph.Budget of its pending records in offset order, each record in its own Tx (see
-//     Processor.Process), then each OnTick hook in name order;
+//     ph.Budget (scaled by ph.BudgetPerAppend) of its pending records in offset order,
+//     each record in its own Tx (see Processor.Process), then each OnTick hook in name
+//     order;
 //  3. deliver every outbox (see Tx.Emit).
 //
 // A record's effects commit with the processor's new position: the position is written
@@ -43,6 +44,19 @@ func (e *Engine) RunProcessors(ph ProcessorPhase) ProcessStats {
 	if ph.Budget <= 0 {
 		ph.Budget = DefaultProcessorBudget
 	}
+	appended := 0
+	for _, p := range e.parts {
+		appended += p.appended
+		p.appended = 0
+	}
+	if ph.BudgetPerAppend > 0 && appended > 0 {
+		extra := MaxProcessorBudget
+		if appended <= MaxProcessorBudget/ph.BudgetPerAppend {
+			extra = appended * ph.BudgetPerAppend
+		}
+		ph.Budget = max(ph.Budget, min(MaxProcessorBudget, ph.Budget+extra))
+	}
+	st.Budget = ph.Budget
 	if len(e.procs) > 0 {
 		e.ensureDeadLetterStreams()
 		e.procPhase = ph // not &ph: that would allocate on every entry
@@ -128,8 +142,8 @@ func (e *Engine) runProcessorsOn(l *lane, p *Partition, ph *ProcessorPhase) {
 			ps.next = s.first
 		}
 		k, n := s.find(ps.next), 0
-		for k < len(s.ents) && n < ph.Budget {
-			en := &s.ents[k]
+		for k < s.log.len() && n < ph.Budget {
+			en := s.log.at(k)
 			k++
 			if en.dead {
 				continue // compacted away
@@ -143,7 +157,7 @@ func (e *Engine) runProcessorsOn(l *lane, p *Partition, ph *ProcessorPhase) {
 			}
 			ps.next = rec.Offset + 1
 		}
-		if k == len(s.ents) {
+		if k == s.log.len() {
 			ps.next = s.next // past trailing compaction gaps
 		}
 		st.Processed += n
@@ -216,7 +230,7 @@ func (e *Engine) deadLetter(p *Partition, d *procDef, rec *Record, cause error, 
 	if err != nil {
 		panic(fmt.Sprintf("partition: encode dead letter: %v", err))
 	}
-	s.settleFrom = len(s.ents)
+	s.settleFrom = s.log.len()
 	s.append(append([]byte(nil), rec.Key...), v, rec.EventTime)
 	s.settle(nowNs / 1e6)
 }

@@ -278,6 +278,69 @@ func TestProcessorBudgetCarryOver(t *testing.T) {
 	checkOnce(t, e.Partitions()[0], "c", 0, 10*budget)
 }
 
+// TestProcessorBudgetScalesWithEntry: with BudgetPerAppend, a phase's budget grows by the
+// records its entry's committed inputs appended (failed inputs and backlogs do not
+// count), so processors keep up with big entries; a backlog is still worked off at most
+// Budget + BudgetPerAppend × (the entry's own appends) per processor and partition per
+// phase, so a burst cannot stall the log.
+func TestProcessorBudgetScalesWithEntry(t *testing.T) {
+	const parts, budget = 2, 16
+	e := newEngine(t, Config{Partitions: parts, Processors: []Processor{counting("c", false)}}, procStreamProcs)
+	mustExecute(t, e, createInput(parts, "in"))
+	entry := func(n, failing int) {
+		var in []Input
+		for i := range n {
+			in = append(in, appendInput(parts, fmt.Sprint("k", i%13), "v"))
+		}
+		for range failing {
+			in = append(in, appendInput(parts, "", "v")) // empty key: fails, appends nothing
+		}
+		e.Execute(in)
+	}
+	// An entry of 400 records (and 50 failed appends): one phase handles them all.
+	entry(400, 50)
+	st := e.RunProcessors(ProcessorPhase{Time: testTime, Seq: 1, Budget: budget, BudgetPerAppend: 1})
+	if st.Budget != budget+400 || st.Processed != 400 || st.Pending {
+		t.Fatalf("after an entry of 400 records: budget %d, processed %d, pending %t; want %d, 400, false",
+			st.Budget, st.Processed, st.Pending, budget+400)
+	}
+	// A backlog of 2,000 records left by a phase without scaling ...
+	entry(2000, 0)
+	if st := e.RunProcessors(ProcessorPhase{Time: testTime, Seq: 2, Budget: budget}); st.Budget != budget || st.Processed > parts*budget {
+		t.Fatalf("unscaled phase: budget %d, processed %d", st.Budget, st.Processed)
+	}
+	// ... is worked off at Budget + the entry's own appends per partition and phase.
+	seq := uint64(3)
+	for phase := 0; ; phase++ {
+		appends := 10 * (phase % 2) // entries of 10 records and ticks, alternately
+		entry(appends, 0)
+		st := e.RunProcessors(ProcessorPhase{Time: testTime, Seq: seq, Budget: budget, BudgetPerAppend: 1})
+		seq++
+		if st.Budget != budget+appends || st.Processed > parts*(budget+appends) {
+			t.Fatalf("phase %d after %d appends: budget %d, processed %d; want budget %d and at most %d processed (DESIGN.md section 5: bounded work per entry)",
+				phase, appends, st.Budget, st.Processed, budget+appends, parts*(budget+appends))
+		}
+		if !st.Pending {
+			if phase < 2000/(parts*(budget+10)) {
+				t.Fatalf("a backlog of 2,000 drained in %d phases", phase+1)
+			}
+			break
+		}
+		if phase > 1000 {
+			t.Fatal("never drained")
+		}
+	}
+	var total uint64
+	for _, p := range e.Partitions() {
+		info, _ := p.StreamInfo("in")
+		total += info.NextOffset
+		checkOnce(t, p, "c", 0, info.NextOffset)
+	}
+	if total < 2400 {
+		t.Fatalf("%d records appended in all, want ≥ 2,400", total)
+	}
+}
+
 // TestProcessorStart: earliest handles a stream's history, latest only what comes after
 // it first sees the stream; an earliest processor catches up in budget-sized slices while
 // new appends go on, each record once.

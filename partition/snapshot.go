@@ -40,7 +40,8 @@ type streamSnapshot struct {
 	cfg         StreamConfig
 	first, next uint64
 	live        int64
-	ents        []entry // shared with the stream, which copies before changing one in place
+	log         entryLog // a view of the stream's, which copies before changing an entry in place
+	from        int      // the index in log of the first entry not trimmed
 }
 
 // Snapshot copies the engine's state. Call it from the goroutine that calls Execute, between
@@ -56,11 +57,11 @@ func (e *Engine) Snapshot() *Snapshot {
 		}
 		for _, name := range sortedKeys(p.streams) {
 			st := p.streams[name]
-			// Appends go past len and the stream unshares before changing an entry in
-			// place, so the slice header is a stable copy.
+			// Appends go past the view's length and the stream unshares before changing an
+			// entry in place, so the view is a stable copy.
 			st.shared = true
 			s.parts[i].streams = append(s.parts[i].streams, streamSnapshot{name: name, cfg: st.cfg,
-				first: st.first, next: st.next, live: st.live, ents: st.ents[st.head:len(st.ents):len(st.ents)]})
+				first: st.first, next: st.next, live: st.live, log: st.log.view(), from: st.head})
 		}
 		p.mu.RUnlock()
 	}
@@ -106,7 +107,8 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 			put(st.first)
 			put(st.next)
 			put(uint64(st.live))
-			for _, e := range st.ents {
+			for i := st.from; i < st.log.len(); i++ {
+				e := st.log.at(i)
 				if e.dead {
 					continue
 				}
@@ -143,7 +145,7 @@ func (e *Engine) Restore(r io.Reader) error {
 	}
 	for i, p := range e.parts {
 		p.mu.Lock()
-		p.tables, p.streams = parts[i].tables, parts[i].streams
+		p.tables, p.streams, p.appended = parts[i].tables, parts[i].streams, 0
 		for _, name := range e.cfg.ReplicatedTables {
 			if p.tables[name] == nil {
 				p.tables[name] = newTable(name, true)

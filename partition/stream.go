@@ -74,25 +74,26 @@ type entry struct {
 func (e *entry) size() int64 { return int64(len(e.key) + len(e.value)) }
 
 // stream is one partition's log of one stream. Live and dead entries are kept in offset
-// order in ents[head:]; entries before head were trimmed and are freed when the slice is
-// rebuilt (rebuild), which happens once at least half of it is garbage.
+// order at indexes head and after of log; entries before head were trimmed: their
+// chunks are dropped once head passes them, and the log is rebuilt (rebuild) when half of
+// what is left is garbage.
 type stream struct {
 	name   string
 	ns     uint64
 	cfg    StreamConfig
-	ents   []entry
+	log    entryLog
 	head   int
 	first  uint64 // lowest offset not trimmed
 	next   uint64 // offset of the next append
 	live   int64
 	bytes  int64
-	dead   int               // dead entries in ents[head:]
+	dead   int               // dead entries at head and after
 	index  map[string]uint64 // Compact: key → offset of its live record
 	sum    uint64            // sum of the live records' hashes
-	shared bool              // a Snapshot holds ents[head:len]: copy before changing an entry in place
+	shared bool              // a Snapshot views the log: copy it before changing an entry in place
 
 	pending    bool // appended to by the running input: settle at its commit
-	settleFrom int  // index in ents of the running input's first append
+	settleFrom int  // index in log of the running input's first append
 }
 
 func newStream(name string, cfg StreamConfig) *stream {
@@ -121,8 +122,8 @@ func (s *stream) stateHash() uint64 { return s.sum + s.headerHash() }
 // hash recomputes stateHash from every live record.
 func (s *stream) hash() uint64 {
 	var sum uint64
-	for i := s.head; i < len(s.ents); i++ {
-		if e := &s.ents[i]; !e.dead {
+	for i := s.head; i < s.log.len(); i++ {
+		if e := s.log.at(i); !e.dead {
 			sum += recordHash(s.ns, e.off, e.key, e.value, e.time)
 		}
 	}
@@ -137,7 +138,7 @@ func (s *stream) info() StreamInfo {
 // offset. Compaction and retention wait for settle.
 func (s *stream) append(key, value []byte, time int64) uint64 {
 	e := entry{off: s.next, time: time, key: key, value: value}
-	s.ents = append(s.ents, e)
+	s.log.push(e)
 	s.next++
 	s.live++
 	s.bytes += e.size()
@@ -148,15 +149,14 @@ func (s *stream) append(key, value []byte, time int64) uint64 {
 // truncate drops the entries at index n and after, newest first: it undoes the appends
 // of a failed input, which settle has not touched.
 func (s *stream) truncate(n int) {
-	for i := len(s.ents) - 1; i >= n; i-- {
-		e := &s.ents[i]
+	for i := s.log.len() - 1; i >= n; i-- {
+		e := s.log.at(i)
 		s.sum -= recordHash(s.ns, e.off, e.key, e.value, e.time)
 		s.live--
 		s.bytes -= e.size()
 		s.next = e.off
-		s.ents[i] = entry{}
 	}
-	s.ents = s.ents[:n]
+	s.log.truncate(n)
 }
 
 // settle applies compaction to the records the committed input appended and then
@@ -168,8 +168,8 @@ func (s *stream) settle(nowMs int64) {
 			from -= s.head
 			s.unshare()
 		}
-		for i := from; i < len(s.ents); i++ {
-			e := &s.ents[i]
+		for i := from; i < s.log.len(); i++ {
+			e := s.log.at(i)
 			if old, ok := s.index[string(e.key)]; ok {
 				s.kill(old)
 			}
@@ -178,7 +178,11 @@ func (s *stream) settle(nowMs int64) {
 	}
 	s.trim(nowMs)
 	s.skipDead()
-	if s.head >= 32 && (s.head >= len(s.ents)/2 || s.dead > len(s.ents)-s.head-s.dead) {
+	if k := s.head >> chunkShift; k > 0 {
+		s.log.dropFront(k)
+		s.head -= k << chunkShift
+	}
+	if n := s.log.len(); s.head >= 32 && (s.head >= n/2 || s.dead > n-s.head-s.dead) {
 		s.rebuild()
 	}
 }
@@ -186,10 +190,10 @@ func (s *stream) settle(nowMs int64) {
 // kill marks the live record at offset off as compacted away.
 func (s *stream) kill(off uint64) {
 	i := s.find(off)
-	if i == len(s.ents) || s.ents[i].off != off || s.ents[i].dead {
+	if i == s.log.len() || s.log.at(i).off != off || s.log.at(i).dead {
 		panic(fmt.Sprintf("partition: stream %s: compaction index names offset %d, which is not live (invariant: index holds live offsets only)", s.name, off))
 	}
-	e := &s.ents[i]
+	e := s.log.at(i)
 	s.sum -= recordHash(s.ns, e.off, e.key, e.value, e.time)
 	s.live--
 	s.bytes -= e.size()
@@ -202,7 +206,7 @@ func (s *stream) trim(nowMs int64) {
 	c := s.cfg
 	for s.live > 0 {
 		s.skipDead()
-		e := &s.ents[s.head]
+		e := s.log.at(s.head)
 		over := (c.MaxRecords > 0 && s.live > c.MaxRecords) || (c.MaxBytes > 0 && s.bytes > c.MaxBytes) ||
 			(c.MaxAgeMs > 0 && e.time < nowMs-c.MaxAgeMs)
 		if !over {
@@ -215,40 +219,42 @@ func (s *stream) trim(nowMs int64) {
 			delete(s.index, string(e.key))
 		}
 		s.first = e.off + 1
-		s.head++ // the entry stays in the array (a snapshot may share it) until rebuild
+		s.head++ // the entry stays in the log (a snapshot may share it) until its chunk is dropped
 	}
 }
 
 // skipDead moves head past compacted-away entries at the front.
 func (s *stream) skipDead() {
-	for s.head < len(s.ents) && s.ents[s.head].dead {
+	for s.head < s.log.len() && s.log.at(s.head).dead {
 		s.head++
 		s.dead--
 	}
 }
 
-// rebuild copies the entries still needed into a new array, freeing trimmed and
+// rebuild copies the entries still needed into a new log, freeing trimmed and
 // compacted-away records.
 func (s *stream) rebuild() {
-	n := len(s.ents) - s.head - s.dead
-	ents := make([]entry, 0, n+n/2+8)
-	for _, e := range s.ents[s.head:] {
-		if !e.dead {
-			ents = append(ents, e)
+	var l entryLog
+	for i := s.head; i < s.log.len(); i++ {
+		if e := s.log.at(i); !e.dead {
+			l.push(*e)
 		}
 	}
-	s.ents, s.head, s.dead, s.shared = ents, 0, 0, false
+	s.log, s.head, s.dead, s.shared = l, 0, 0, false
 }
 
 // unshare gives the stream its own copy of the entries a snapshot shares.
 func (s *stream) unshare() {
-	s.ents = append(make([]entry, 0, len(s.ents)-s.head+8), s.ents[s.head:]...)
-	s.head, s.shared = 0, false
+	var l entryLog
+	for i := s.head; i < s.log.len(); i++ {
+		l.push(*s.log.at(i))
+	}
+	s.log, s.head, s.shared = l, 0, false
 }
 
-// find returns the index in ents of the first entry at or after offset off.
+// find returns the index in log of the first entry at or after offset off.
 func (s *stream) find(off uint64) int {
-	return s.head + sort.Search(len(s.ents)-s.head, func(i int) bool { return s.ents[s.head+i].off >= off })
+	return s.head + sort.Search(s.log.len()-s.head, func(i int) bool { return s.log.at(s.head+i).off >= off })
 }
 
 // read returns up to max live records from offset on, and the offset to read on from: the
@@ -260,16 +266,16 @@ func (s *stream) read(offset uint64, max int) ([]Record, uint64, error) {
 	}
 	var out []Record
 	i := s.find(offset)
-	for ; i < len(s.ents) && len(out) < max; i++ {
-		if e := &s.ents[i]; !e.dead {
+	for ; i < s.log.len() && len(out) < max; i++ {
+		if e := s.log.at(i); !e.dead {
 			out = append(out, Record{Offset: e.off, Key: e.key, Value: e.value, EventTime: e.time})
 		}
 	}
-	for i < len(s.ents) && s.ents[i].dead {
+	for i < s.log.len() && s.log.at(i).dead {
 		i++
 	}
-	if i < len(s.ents) {
-		return out, s.ents[i].off, nil
+	if i < s.log.len() {
+		return out, s.log.at(i).off, nil
 	}
 	return out, max64(offset, s.next), nil
 }

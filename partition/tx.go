@@ -96,6 +96,13 @@ func (r *txRun) rollback() {
 // commit keeps the run's changes and settles the streams it appended to: compaction, then
 // retention by the input's batch time, so every replica trims at the same log position.
 func (r *txRun) commit() {
+	if r.proc == nil {
+		for i := range r.undo {
+			if u := &r.undo[i]; u.stream != nil && !u.created && !u.deleted {
+				u.part.appended++ // one undo entry per appended record
+			}
+		}
+	}
 	clear(r.undo) // drop references to old values
 	r.undo = r.undo[:0]
 	nowMs := r.in.Time / 1e6

@@ -77,10 +77,10 @@ func (tx *Tx) Append(streamName string, key, value []byte, eventTimeMs int64) (u
 // Tx's partition, undone if the Tx fails and settled when it commits.
 func (tx *Tx) appendOwned(s *stream, key, value []byte, eventTimeMs int64) uint64 {
 	if !s.pending {
-		s.pending, s.settleFrom = true, len(s.ents)
+		s.pending, s.settleFrom = true, s.log.len()
 		tx.run.settle = append(tx.run.settle, s)
 	}
-	tx.run.undo = append(tx.run.undo, undoEntry{part: tx.part, stream: s, length: len(s.ents)})
+	tx.run.undo = append(tx.run.undo, undoEntry{part: tx.part, stream: s, length: s.log.len()})
 	return s.append(key, value, eventTimeMs)
 }
 

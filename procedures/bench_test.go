@@ -246,3 +246,44 @@ func BenchmarkMemory1MRows(b *testing.B) {
 	b.ReportMetric(float64(loaded.HeapInuse-base.HeapInuse)/rows, "heapB/row")
 	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "inputs/s")
 }
+
+// benchStreamAppendBatch: stream.append_batch of 100 records (10-byte keys from 4,096,
+// 100-byte values) to an unbounded stream on 4 partitions, as BenchmarkAppendBatchProcs
+// sends them: spread draws each call's keys from every partition (one input over all 4),
+// otherwise each call's keys fall into one partition (the next one per input). b.N
+// counts inputs; records/s is reported.
+func benchStreamAppendBatch(b *testing.B, spread bool) {
+	const parts, recs = 4, 100
+	eng := benchEngine(b, parts)
+	mustExecute(b, eng, []partition.Input{{Procedure: builtin.StreamCreate, Scope: partition.AllPartitions(parts),
+		Args: encodeArgs(b, builtin.StreamDefinition{Name: "bench"})}})
+	var byPart [parts][][]byte
+	for i := range 4096 {
+		k := fmt.Appendf(nil, "user/%05d", i)
+		p := partition.PartitionOf(k, parts)
+		byPart[p] = append(byPart[p], k)
+	}
+	value := make([]byte, 100)
+	inputs := make([]partition.Input, 4*benchBatch)
+	for i := range inputs {
+		a := builtin.StreamAppendBatchArgs{Stream: "bench", Records: make([]builtin.StreamRecord, recs)}
+		scope := []int{i % parts}
+		if spread {
+			scope = partition.AllPartitions(parts)
+		}
+		for j := range a.Records {
+			p := scope[j%len(scope)]
+			a.Records[j] = builtin.StreamRecord{Key: byPart[p][(i*recs+j*7)%len(byPart[p])], Value: value}
+		}
+		inputs[i] = partition.Input{Procedure: builtin.StreamAppendBatch, Scope: scope,
+			Args: encodeArgs(b, a), Time: 1_764_400_000_000_000_000}
+	}
+	runInputs(b, eng, inputs)
+	b.ReportMetric(float64(b.N)*recs/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkStreamAppendBatchSpread: each call's records on all 4 partitions.
+func BenchmarkStreamAppendBatchSpread(b *testing.B) { benchStreamAppendBatch(b, true) }
+
+// BenchmarkStreamAppendBatchOnePartition: each call's records on one partition.
+func BenchmarkStreamAppendBatchOnePartition(b *testing.B) { benchStreamAppendBatch(b, false) }

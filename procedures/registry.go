@@ -66,6 +66,12 @@ func New() *Registry { return &Registry{procs: map[string]*entry{}} }
 // result of type R, both encoded with msgpack. fn must be deterministic: see the package
 // documentation for the rules.
 func Register[A, R any](r *Registry, name string, fn func(tx *partition.Tx, args A) (R, error), opts ...Option) error {
+	return register(r, name, fn, nil, opts...)
+}
+
+// register is Register with an optional codec for the arguments' common shapes and the
+// results (newFast may be nil), which the reflective decoder backs.
+func register[A, R any](r *Registry, name string, fn func(tx *partition.Tx, args A) (R, error), newFast func() fastCodec[A, R], opts ...Option) error {
 	if len(name) == 0 || len(name) > MaxNameBytes {
 		return fmt.Errorf("%w: %q", ErrBadName, name)
 	}
@@ -77,7 +83,13 @@ func Register[A, R any](r *Registry, name string, fn func(tx *partition.Tx, args
 		o(&info)
 	}
 	e := &entry{info: info, id: len(r.byID), canon: canon.MayHoldMap(info.Result)}
-	e.newInst = func() instance { return &typed[A, R]{name: name, fn: fn, readOnly: info.ReadOnly} }
+	e.newInst = func() instance {
+		t := &typed[A, R]{name: name, fn: fn, readOnly: info.ReadOnly}
+		if newFast != nil {
+			t.fast = newFast()
+		}
+		return t
+	}
 	r.procs[name] = e
 	r.byID = append(r.byID, e)
 	return nil

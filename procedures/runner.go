@@ -12,7 +12,7 @@ import (
 // instance is one goroutine's copy of a procedure, holding reusable argument and result
 // values so that decoding and encoding allocate nothing of their own.
 type instance interface {
-	run(tx *partition.Tx, args *bytes.Reader, dec *msgpack.Decoder, enc *msgpack.Encoder) error
+	run(tx *partition.Tx, raw []byte, args *bytes.Reader, dec *msgpack.Decoder, w *appendWriter, enc *msgpack.Encoder) error
 }
 
 // runner is a partition.Handler for one goroutine.
@@ -57,7 +57,7 @@ func (r *runner) Run(tx *partition.Tx, in *partition.Input, out []byte) ([]byte,
 	r.enc.Reset(&r.w)
 	r.enc.SetSortMapKeys(true)
 	start := len(out)
-	err := inst.run(tx, &r.rd, r.dec, r.enc)
+	err := inst.run(tx, in.Args, &r.rd, r.dec, &r.w, r.enc)
 	out, r.w.b = r.w.b, nil
 	if err == nil && e.canon {
 		// Results are cached in the replicated session table and hashed: a map's entries
@@ -84,20 +84,27 @@ type typed[A, R any] struct {
 	name     string
 	fn       func(*partition.Tx, A) (R, error)
 	readOnly bool
+	fast     fastCodec[A, R] // nil: reflection only
 	args     A
 	result   R
 }
 
-func (t *typed[A, R]) run(tx *partition.Tx, raw *bytes.Reader, dec *msgpack.Decoder, enc *msgpack.Encoder) error {
+// run decodes the arguments raw (also readable from rd through dec), runs the procedure
+// and encodes its result with enc, which writes to w.
+func (t *typed[A, R]) run(tx *partition.Tx, raw []byte, rd *bytes.Reader, dec *msgpack.Decoder, w *appendWriter, enc *msgpack.Encoder) error {
 	var zeroA A
 	var zeroR R
 	t.args = zeroA
+	if t.fast != nil {
+		defer t.fast.release()
+	}
 	// No argument bytes at all mean the zero value of A.
-	if raw.Len() > 0 {
+	if len(raw) > 0 && (t.fast == nil || !t.fast.decode(raw, &t.args)) {
+		t.args = zeroA
 		if err := dec.Decode(&t.args); err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrBadArguments, t.name, err)
 		}
-		if raw.Len() > 0 {
+		if rd.Len() > 0 {
 			return fmt.Errorf("%w: %s: trailing bytes after arguments", ErrBadArguments, t.name)
 		}
 	}
@@ -108,6 +115,10 @@ func (t *typed[A, R]) run(tx *partition.Tx, raw *bytes.Reader, dec *msgpack.Deco
 	}
 	if t.readOnly && tx.Changes() > 0 {
 		return fmt.Errorf("%w: %s", ErrReadOnly, t.name)
+	}
+	if t.fast != nil {
+		w.b = t.fast.appendResult(w.b, res)
+		return nil
 	}
 	t.result = res
 	err = enc.Encode(&t.result)

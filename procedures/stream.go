@@ -26,7 +26,7 @@ func registerStream(r *Registry) error {
 			Doc("multi-partition (describes the partitions in scope); args StreamNameArgs{s}; result StreamDescription{d, p[]{p, f, n, r, b}}")),
 		Register(r, builtin.StreamAppend, streamAppend,
 			Doc("key = the record's key (chooses the partition); args StreamAppendArgs{s, r, t}; appends record r (event time t ms, 0: batch time) to stream s; result uint64: the record's offset")),
-		Register(r, builtin.StreamAppendBatch, streamAppendBatch, MultiPartition(),
+		register(r, builtin.StreamAppendBatch, streamAppendBatch, newAppendBatchArgs, MultiPartition(),
 			Doc("multi-partition (scope: the records' keys); args StreamAppendBatchArgs{s, r[]{k, v, t}}; appends every record to its key's partition, all or none; result []uint64: the offsets in record order")),
 	)
 }

@@ -103,7 +103,7 @@ func pipelineOutputs(t fataler, f *FSM, pc procedures.ClickPipelineConfig) strin
 
 // referenceOutputs is the text of the reference's counts and late streams.
 func referenceOutputs(pc procedures.ClickPipelineConfig, parts, budget int, entries []refEntry) string {
-	counts, late := clickReference(pc, parts, budget, entries)
+	counts, late := clickReference(pc, parts, budget, DefaultProcessorBudgetPerAppend, entries)
 	return "counts\n" + dumpRecords(counts) + "late\n" + dumpRecords(late)
 }
 

@@ -79,6 +79,7 @@ type refConfig struct {
 
 type refPipeline struct {
 	parts, budget int
+	perAppend     int               // Config.ProcessorBudgetPerAppend
 	clicks        [][]builtin.Click // per partition: the input, completed as the repartitioner does
 	byPage        [][]builtin.Click
 	posIn, posBy  []int
@@ -88,14 +89,15 @@ type refPipeline struct {
 }
 
 // clickReference runs the reference over entries and returns the records of the counts
-// and late streams per partition.
-func clickReference(cfg procedures.ClickPipelineConfig, parts, budget int, entries []refEntry) (counts, late [][]refRecord) {
+// and late streams per partition. Each entry's budget is budget plus perAppend for each
+// click the entry appends.
+func clickReference(cfg procedures.ClickPipelineConfig, parts, budget, perAppend int, entries []refEntry) (counts, late [][]refRecord) {
 	if budget <= 0 {
 		budget = partition.DefaultProcessorBudget
 	}
 	rc := refConfig{cfg.Window.Milliseconds(), cfg.OutOfOrderness.Milliseconds(), cfg.AllowedLateness.Milliseconds(),
 		cfg.IdleTimeout.Milliseconds(), cfg.IdleDelay.Milliseconds()}
-	r := &refPipeline{parts: parts, budget: budget,
+	r := &refPipeline{parts: parts, budget: budget, perAppend: perAppend,
 		clicks: make([][]builtin.Click, parts), byPage: make([][]builtin.Click, parts),
 		posIn: make([]int, parts), posBy: make([]int, parts), outbox: make([][]builtin.Click, parts),
 		counts: make([][]refRecord, parts), late: make([][]refRecord, parts)}
@@ -117,8 +119,9 @@ func (r *refPipeline) entry(now int64, clicks []refClick) {
 		r.clicks[q] = append(r.clicks[q], builtin.Click{User: c.user, Page: c.page, Time: c.t})
 	}
 	nowMs := now / 1e6
+	budget := min(partition.MaxProcessorBudget, r.budget+r.perAppend*len(clicks))
 	for q := range r.parts {
-		for n := 0; n < r.budget && r.posIn[q] < len(r.clicks[q]); n++ {
+		for n := 0; n < budget && r.posIn[q] < len(r.clicks[q]); n++ {
 			c := r.clicks[q][r.posIn[q]]
 			r.posIn[q]++
 			if partition.PartitionOf([]byte(c.Page), r.parts) == q {
@@ -127,7 +130,7 @@ func (r *refPipeline) entry(now int64, clicks []refClick) {
 				r.outbox[q] = append(r.outbox[q], c)
 			}
 		}
-		for n := 0; n < r.budget && r.posBy[q] < len(r.byPage[q]); n++ {
+		for n := 0; n < budget && r.posBy[q] < len(r.byPage[q]); n++ {
 			r.ops[q].process(r.byPage[q][r.posBy[q]], nowMs)
 			r.posBy[q]++
 		}

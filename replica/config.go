@@ -45,18 +45,28 @@ type Config struct {
 	// partition.DefaultProcessorBudget. It decides where work falls in the log, so every
 	// node of a cluster must use the same value.
 	ProcessorBudget int
+	// ProcessorBudgetPerAppend adds, to an entry's ProcessorBudget, this many records for
+	// every stream record the entry's inputs appended (partition.ProcessorPhase
+	// BudgetPerAppend), so processors keep up with entries of thousands of records; a
+	// backlog alone never raises the budget. Default 1; negative turns the scaling off.
+	// Like ProcessorBudget, every node of a cluster must use the same value.
+	ProcessorBudgetPerAppend int
 }
+
+// DefaultProcessorBudgetPerAppend is Config.ProcessorBudgetPerAppend's default.
+const DefaultProcessorBudgetPerAppend = 1
 
 // DefaultConfig returns a Config with every field at its default.
 func DefaultConfig() Config {
 	return Config{
-		Partitions:           partition.DefaultPartitions,
-		SessionTTL:           2 * time.Minute,
-		SessionWindow:        4096,
-		MaxCachedResultBytes: 16 << 20,
-		MaxSessions:          100000,
-		HashHistory:          64,
-		ProcessorBudget:      partition.DefaultProcessorBudget,
+		Partitions:               partition.DefaultPartitions,
+		SessionTTL:               2 * time.Minute,
+		SessionWindow:            4096,
+		MaxCachedResultBytes:     16 << 20,
+		MaxSessions:              100000,
+		HashHistory:              64,
+		ProcessorBudget:          partition.DefaultProcessorBudget,
+		ProcessorBudgetPerAppend: DefaultProcessorBudgetPerAppend,
 	}
 }
 
@@ -83,6 +93,9 @@ func (c Config) withDefaults() Config {
 	if c.ProcessorBudget == 0 {
 		c.ProcessorBudget = d.ProcessorBudget
 	}
+	if c.ProcessorBudgetPerAppend == 0 {
+		c.ProcessorBudgetPerAppend = DefaultProcessorBudgetPerAppend
+	}
 	return c
 }
 
@@ -100,6 +113,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxSessions and HashHistory must be positive", partition.ErrBadConfig)
 	case c.ProcessorBudget < 1:
 		return fmt.Errorf("%w: ProcessorBudget %d must be positive", partition.ErrBadConfig, c.ProcessorBudget)
+	case c.ProcessorBudgetPerAppend > partition.MaxProcessorBudget:
+		return fmt.Errorf("%w: ProcessorBudgetPerAppend %d over %d", partition.ErrBadConfig, c.ProcessorBudgetPerAppend, partition.MaxProcessorBudget)
 	}
 	return nil
 }

@@ -105,6 +105,12 @@ func (f *FSM) metaHash() uint64 {
 		str(n.ID)
 		str(n.RaftAddr)
 		str(n.ClientAddr)
+		str(n.Incarnation)
+		if n.ReadReplica {
+			u(1)
+		} else {
+			u(0)
+		}
 	}
 	f.mu.Unlock()
 

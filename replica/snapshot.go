@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/hashicorp/raft"
 	"github.com/lockstepdb/lockstep/internal/batch"
@@ -25,6 +26,11 @@ type snapshotMeta struct {
 	Cluster  *batch.ClusterInfo `msgpack:"cluster"`
 	Nodes    []batch.NodeInfo   `msgpack:"nodes"`
 	Hashes   []HashRecord       `msgpack:"hashes"`
+	// State is the state hash record at Applied: every partition's hash and the meta
+	// hash. Restore recomputes both and refuses a snapshot whose state differs (a flipped
+	// byte, a bug in the snapshot code). Absent (zero Index and no Hashes) in snapshots
+	// written before it existed.
+	State HashRecord `msgpack:"state"`
 }
 
 type fsmSnapshot struct {
@@ -47,6 +53,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	m.Hashes = f.hashes
 	f.mu.Unlock()
+	m.State = HashRecord{Index: m.Applied, Hashes: f.eng.Hashes(), Meta: f.metaHash()}
 	meta, err := msgpack.Marshal(&m) // a deep copy: sessions change after this returns
 	if err != nil {
 		return nil, fmt.Errorf("snapshot meta: %w", err)
@@ -115,6 +122,26 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.checkCompatLocked()
 	f.updateServingLocked()
 	f.mu.Unlock()
+	if err := f.verifySnapshotState(&m); err != nil {
+		return err
+	}
 	f.advance(m.Applied)
+	return nil
+}
+
+// verifySnapshotState checks the restored state against the hashes the snapshot carries
+// for its index (the check after reading back, paired with the hashes taken when it was
+// written). A mismatch means the snapshot, or the code that wrote or read it, is wrong:
+// the state must not be served. The FSM's state is then unusable; raft.Restore's caller
+// fails (on start: the node refuses to start).
+func (f *FSM) verifySnapshotState(m *snapshotMeta) error {
+	if m.State.Index == 0 && len(m.State.Hashes) == 0 {
+		return nil // written before snapshots carried their hashes
+	}
+	got := HashRecord{Index: m.Applied, Hashes: f.eng.Hashes(), Meta: f.metaHash()}
+	if m.State.Index != m.Applied || !slices.Equal(got.Hashes, m.State.Hashes) || got.Meta != m.State.Meta {
+		return fmt.Errorf("%w: state at index %d restored with hashes %x meta %x; the snapshot recorded %x meta %x at index %d",
+			partition.ErrBadSnapshot, m.Applied, got.Hashes, got.Meta, m.State.Hashes, m.State.Meta, m.State.Index)
+	}
 	return nil
 }

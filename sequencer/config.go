@@ -23,6 +23,8 @@ const (
 	DefaultHashCheckInterval  = time.Second
 	DefaultSnapshotInterval   = 10 * time.Second
 	DefaultTrailingLogs       = 10240
+	DefaultSnapshotBytes      = 64 << 20
+	DefaultTrailingBytes      = 64 << 20
 	// The Raft timeouts are tuned for a loopback or LAN cluster: a follower that has heard
 	// nothing for HeartbeatTimeout (randomised up to twice that) starts a pre-vote, and a
 	// leader that has not reached a quorum for LeaderLeaseTimeout steps down. Raise all
@@ -84,7 +86,14 @@ type Config struct {
 	// and the owner closes it (if it has a Close) after Close. An injected log store must
 	// make an entry durable before StoreLogs returns, as raft-boltdb does (RAFT-NOTES:
 	// never NoSync); the Sequencer cannot check this.
-	Transport     raft.Transport
+	Transport raft.Transport
+	// StreamLayer, if set, carries the default transport instead of plain TCP on RaftAddr
+	// (the node's mutual-TLS layer): the Sequencer builds its network transport over it
+	// with the same pool, timeout and logging, and Close closes it. If Open fails, the
+	// caller closes it (a StreamLayer's Close should be idempotent). RaftAddr must then
+	// be empty or equal to its Addr().
+	// Not with Transport.
+	StreamLayer   raft.StreamLayer
 	LogStore      raft.LogStore
 	StableStore   raft.StableStore
 	SnapshotStore raft.SnapshotStore
@@ -124,6 +133,14 @@ type Config struct {
 	// TrailingLogs is how many entries a snapshot leaves in the log, so a follower that is
 	// a little behind catches up from the log rather than by a snapshot. Default 10240.
 	TrailingLogs uint64
+	// SnapshotBytes is how many bytes of entries applied since the last snapshot make the
+	// node take a snapshot too, whatever their count (compaction.go). Default 64 MiB;
+	// negative: by entry count only. Ignored while automatic snapshots are off.
+	SnapshotBytes int64
+	// TrailingBytes bounds the bytes a snapshot by bytes leaves in the log: the entries
+	// kept are TrailingLogs or TrailingBytes' worth at the recent mean entry size, the
+	// fewer. Default 64 MiB; negative: TrailingLogs only.
+	TrailingBytes int64
 
 	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout are Raft's timeouts; see
 	// DefaultHeartbeatTimeout. ElectionTimeout >= HeartbeatTimeout >= LeaderLeaseTimeout.
@@ -133,6 +150,16 @@ type Config struct {
 	// CommitTimeout is Raft's CommitTimeout; see DefaultCommitTimeout.
 	CommitTimeout time.Duration
 
+	// HoldVotes opens the node with its vote gate held: it refuses every vote request
+	// until AllowVotes is called, while it still receives the log. For a node that cannot
+	// yet vouch for its log (a new or wiped data directory); see votegate.go.
+	HoldVotes bool
+	// LegacyLog accepts log entries stored without a checksum, as versions before
+	// checksums wrote them, in the raft.db Open builds; new entries get one either way.
+	// Leave it off for directories created since: an entry without a checksum is then
+	// ErrLogCorrupt.
+	LegacyLog bool
+
 	// Logger receives the sequencer's and Raft's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock that stamps batch times. Default time.Now; tests may inject one.
@@ -140,7 +167,8 @@ type Config struct {
 	// Dial, when set, opens the built TCP transport's outbound connections to a peer's
 	// Raft address instead of a plain net.DialTimeout: the fault-injection harness
 	// (jepsen/) routes each directed link through a proxy it controls. Ignored with an
-	// injected Transport. Default nil (dial the address).
+	// injected Transport or StreamLayer (a StreamLayer dials for itself; the node's TLS
+	// layer takes this function). Default nil (dial the address).
 	Dial func(addr string, timeout time.Duration) (net.Conn, error)
 }
 
@@ -173,6 +201,12 @@ func (c Config) withDefaults() Config {
 	setDur(&c.ElectionTimeout, DefaultElectionTimeout)
 	setDur(&c.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
 	setDur(&c.CommitTimeout, DefaultCommitTimeout)
+	if c.SnapshotBytes == 0 {
+		c.SnapshotBytes = DefaultSnapshotBytes
+	}
+	if c.TrailingBytes == 0 {
+		c.TrailingBytes = DefaultTrailingBytes
+	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = DefaultTrailingLogs
 	}
@@ -195,7 +229,13 @@ func (c Config) Validate() error {
 	switch {
 	case c.NodeID == "":
 		return bad("NodeID is required")
-	case c.Transport == nil && !advertisable(c.RaftAddr):
+	case c.Transport != nil && c.StreamLayer != nil:
+		return bad("Transport and StreamLayer are both set; give one")
+	case c.StreamLayer != nil && c.RaftAddr != "" && c.RaftAddr != c.StreamLayer.Addr().String():
+		return bad("RaftAddr %q differs from the StreamLayer's address %q", c.RaftAddr, c.StreamLayer.Addr())
+	case c.StreamLayer != nil && !advertisable(c.StreamLayer.Addr().String()):
+		return bad("the StreamLayer's address %q must be host:port with a host other nodes can dial", c.StreamLayer.Addr())
+	case c.Transport == nil && c.StreamLayer == nil && !advertisable(c.RaftAddr):
 		return bad("RaftAddr %q must be host:port with a host other nodes can dial", c.RaftAddr)
 	case c.Transport != nil && c.Transport.LocalAddr() == "":
 		return bad("Transport has an empty LocalAddr")

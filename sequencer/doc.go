@@ -23,6 +23,20 @@
 // Every replica's FSM (package replica, a raft.BatchingFSM) decodes the same entries and
 // applies them in the same order.
 //
+// Around Raft, for the lifecycle of a replica:
+//
+//   - membership: AddNonvoter adds a learner (outside the quorum), AddVoter promotes it,
+//     Members and Suffrage report the configuration (membership.go);
+//   - the vote gate: a node opened with Config.HoldVotes refuses vote requests until
+//     AllowVotes, for a data directory that cannot yet vouch for its log (votegate.go);
+//   - checksums: every raft.db entry carries a CRC-32C, checked on each read, and Open
+//     reads every entry and opens every snapshot before Raft starts (logcheck.go,
+//     datadir.go: ErrLogCorrupt, ErrSnapshotCorrupt);
+//   - compaction by bytes as well as by entries (compaction.go: SnapshotBytes,
+//     TrailingBytes);
+//   - Recover rewrites a stopped node's configuration after a lost quorum, with
+//     hashicorp/raft's RecoverCluster on the node's own stores (datadir.go).
+//
 // Usage:
 //
 //	seq, err := sequencer.Open(cfg, fsm)

@@ -49,6 +49,8 @@ const AbstainTimeout = 1000 * time.Hour
 // configured timeouts (false). It does not give up a leadership the node holds: see
 // HandOffLeadership. Not to be called concurrently with itself or HandOffLeadership.
 func (s *Sequencer) Abstain(abstain bool) error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
 	rc := s.raft.ReloadableConfig()
 	rc.HeartbeatTimeout, rc.ElectionTimeout = s.cfg.HeartbeatTimeout, s.cfg.ElectionTimeout
 	if abstain {

@@ -37,7 +37,8 @@ func (s *Sequencer) Bootstrap(servers []Server) error {
 	return err
 }
 
-// AddVoter adds a voter to the cluster, or updates its address. Leader only. It returns
+// AddVoter adds a voter to the cluster, promotes a non-voter, or updates a voter's
+// address. Leader only. It returns
 // once the new configuration is committed; the new node then catches up in the
 // background, from the log or from a snapshot.
 func (s *Sequencer) AddVoter(ctx context.Context, id, addr string) error {
@@ -103,3 +104,66 @@ func (s *Sequencer) Servers() ([]Server, error) {
 	}
 	return out, nil
 }
+
+// Member is one server of the Raft configuration.
+type Member struct {
+	Server
+	// Voter is false for a non-voter (a learner): it receives the log but neither votes
+	// nor counts towards the quorum.
+	Voter bool
+}
+
+// AddNonvoter adds a non-voter (a learner) to the cluster, or updates its address. Leader
+// only. The learner receives the log, or a snapshot and the log after it, and replays it;
+// it does not count towards the quorum, so adding one never makes the cluster unable to
+// commit. Promote makes it a voter. An id that is a voter already stays one (raft keeps its
+// suffrage).
+func (s *Sequencer) AddNonvoter(ctx context.Context, id, addr string) error {
+	if id == "" || addr == "" {
+		return fmt.Errorf("sequencer: add non-voter: %w: empty id or address", ErrBadConfig)
+	}
+	_, err := s.await(ctx, "add non-voter "+id, func(t time.Duration) raft.Future {
+		return s.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, t)
+	})
+	return err
+}
+
+// Members returns every server of the latest configuration this node knows (which may
+// not be committed yet), voters and non-voters, in configuration order.
+func (s *Sequencer) Members() ([]Member, error) {
+	f := s.raft.GetConfiguration() // answered before it is returned: no wait
+	if err := f.Error(); err != nil {
+		return nil, opError("configuration", err)
+	}
+	var out []Member
+	for _, srv := range f.Configuration().Servers {
+		out = append(out, Member{Server: Server{ID: string(srv.ID), Addr: string(srv.Address)},
+			Voter: srv.Suffrage == raft.Voter})
+	}
+	return out, nil
+}
+
+// Suffrage returns this node's part in the latest configuration it knows: "voter",
+// "learner" (a non-voter), or "" when it is not in it (a new node not yet added, or one
+// removed).
+func (s *Sequencer) Suffrage() string {
+	members, err := s.Members()
+	if err != nil {
+		return ""
+	}
+	for _, m := range members {
+		if m.ID == s.cfg.NodeID {
+			if m.Voter {
+				return SuffrageVoter
+			}
+			return SuffrageLearner
+		}
+	}
+	return ""
+}
+
+// The values of Suffrage.
+const (
+	SuffrageVoter   = "voter"
+	SuffrageLearner = "learner"
+)

@@ -80,6 +80,13 @@ type Sequencer struct {
 	closeErr  error
 
 	counters counters
+
+	// counting wraps the FSM to count the bytes applied since the last snapshot
+	// (compaction.go).
+	counting *byteCountingFSM
+	// reloadMu serialises the read-modify-write of Raft's reloadable config: Abstain and
+	// the compaction by bytes both change it.
+	reloadMu sync.Mutex
 }
 
 // Open starts the Raft node with fsm as its state machine, on the transport and stores
@@ -103,7 +110,11 @@ func Open(cfg Config, fsm raft.BatchingFSM) (*Sequencer, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := raft.NewRaft(cfg.raftConfig(hlog), fsm, parts.logs, parts.stable, parts.snaps, parts.trans)
+	counting := &byteCountingFSM{BatchingFSM: fsm, trigger: make(chan struct{}, 1)}
+	if cfg.SnapshotThreshold > 0 && cfg.SnapshotBytes > 0 {
+		counting.threshold = uint64(cfg.SnapshotBytes)
+	}
+	r, err := raft.NewRaft(cfg.raftConfig(hlog), counting, parts.logs, parts.stable, parts.snaps, parts.trans)
 	if err != nil {
 		_ = parts.close()
 		return nil, fmt.Errorf("sequencer: start raft: %w", err)
@@ -120,6 +131,11 @@ func Open(cfg Config, fsm raft.BatchingFSM) (*Sequencer, error) {
 		inflight:   make(chan pendingBatch, cfg.MaxInflightBatches),
 		leaderCh:   make(chan bool, 1),
 		stop:       make(chan struct{}),
+		counting:   counting,
+	}
+	if counting.threshold > 0 {
+		s.wg.Add(1)
+		go s.runByteCompaction()
 	}
 	s.wg.Add(3)
 	go s.runBatcher()
@@ -287,6 +303,7 @@ func (s *Sequencer) Snapshot() error {
 // they were built.
 type raftParts struct {
 	trans   raft.Transport
+	gate    *voteGate
 	logs    raft.LogStore
 	stable  raft.StableStore
 	snaps   raft.SnapshotStore
@@ -322,19 +339,43 @@ func openParts(cfg Config, hlog *hclogAdapter) (p raftParts, err error) {
 		}
 		p.closers = append(p.closers, store.Close)
 		if p.logs == nil {
-			p.logs = store
+			p.logs = &checkedLogs{LogStore: store, legacy: cfg.LegacyLog}
 		}
 		if p.stable == nil {
 			p.stable = store
 		}
 	}
+	if c, ok := p.logs.(*checkedLogs); ok {
+		// Every entry is read and checked once before Raft starts: Raft panics on a log
+		// entry it cannot read (api.go NewRaft, raft.go processLogs), and must never
+		// apply a damaged one.
+		if _, _, err := verifyLog(c); err != nil {
+			return p, fmt.Errorf("sequencer: %s: %w", cfg.DataDir, err)
+		}
+	}
 	if p.snaps == nil {
+		if _, err := checkSnapshots(cfg.DataDir); err != nil {
+			return p, fmt.Errorf("sequencer: %s: %w", cfg.DataDir, err)
+		}
 		// FileSnapshotStore keeps its snapshots in DataDir/snapshots.
 		snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, snapshotsRetained, hlog.Named("snapshots"))
 		if err != nil {
 			return p, fmt.Errorf("sequencer: open snapshot store: %w", err)
 		}
 		p.snaps = snaps
+	}
+	if p.trans == nil && cfg.StreamLayer != nil {
+		trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream:  cfg.StreamLayer,
+			MaxPool: transportMaxPool,
+			Timeout: transportTimeout,
+			Logger:  hlog.Named("net"),
+		})
+		p.closers = append(p.closers, func() error {
+			trans.CloseStreams()
+			return trans.Close() // closes the stream layer
+		})
+		p.trans = trans
 	}
 	if p.trans == nil {
 		tcfg := &raft.NetworkTransportConfig{
@@ -357,6 +398,11 @@ func openParts(cfg Config, hlog *hclogAdapter) (p raftParts, err error) {
 		})
 		p.trans = trans
 	}
+	// The gate wraps every transport, injected or built, and stops after Raft (closers run
+	// after Shutdown, in reverse: the gate first).
+	p.gate = newVoteGate(p.trans, cfg.HoldVotes)
+	p.trans = gated(p.gate, p.trans)
+	p.closers = append(p.closers, func() error { p.gate.stopGate(); return nil })
 	return p, nil
 }
 

@@ -39,6 +39,10 @@ type Stats struct {
 	// BatchSizes is the histogram of proposals per batch: bucket i counts the batches
 	// of [2^i, 2^(i+1)) proposals.
 	BatchSizes [BatchSizeBuckets]uint64
+	// BytesSinceSnapshot is the bytes of entries applied since the last snapshot;
+	// ByteSnapshots counts the snapshots taken because they passed SnapshotBytes.
+	BytesSinceSnapshot uint64
+	ByteSnapshots      uint64
 	// QueueDepth is the number of proposals waiting for a batch.
 	QueueDepth int
 	// InflightBatches is the number of raft.Apply calls outstanding.
@@ -76,6 +80,7 @@ func (st Stats) HistogramString() string {
 // counters are the Sequencer's cumulative counters, updated without locks.
 type counters struct {
 	batches, inputs, hashChecks, failed, overloaded atomic.Uint64
+	byteSnapshots                                   atomic.Uint64
 	sizes                                           [BatchSizeBuckets]atomic.Uint64
 }
 
@@ -104,6 +109,10 @@ func (s *Sequencer) Stats() Stats {
 		Failed:          s.counters.failed.Load(),
 		Overloaded:      s.counters.overloaded.Load(),
 		InflightBatches: len(s.slots),
+		ByteSnapshots:   s.counters.byteSnapshots.Load(),
+	}
+	if s.counting != nil {
+		st.BytesSinceSnapshot = s.counting.bytes.Load()
 	}
 	for i := range st.BatchSizes {
 		st.BatchSizes[i] = s.counters.sizes[i].Load()

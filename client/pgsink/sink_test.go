@@ -33,7 +33,7 @@ func cluster(t *testing.T) *client.Client {
 	}
 	t.Cleanup(func() { lc.Close() })
 	cfg := client.DefaultConfig()
-	cfg.Addrs = lc.ClientAddrs()
+	cfg.Addrs, cfg.TLS = lc.ClientAddrs(), lc.ClientConfig().TLS
 	cfg.MaxRetries = -1
 	cl, err := client.Dial(ctx, cfg)
 	if err != nil {

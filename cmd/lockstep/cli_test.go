@@ -3,11 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstepdb/lockstep/internal/certs"
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/node"
@@ -235,8 +236,8 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("AdminHTTP", func(t *testing.T) {
-		hc := &http.Client{Timeout: 10 * time.Second}
-		resp, err := hc.Get("http://" + c.nodes[1].admin + "/status")
+		hc := testutil.HTTPClient(t)
+		resp, err := hc.Get("https://" + c.nodes[1].admin + "/status")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,7 +264,7 @@ func TestCLI(t *testing.T) {
 			if !p.Running() {
 				t.Fatal("n4 exited")
 			}
-			resp, err := http.Get("http://" + p.admin + "/healthz")
+			resp, err := testutil.HTTPClient(t).Get("https://" + p.admin + "/healthz")
 			if err != nil {
 				return err
 			}
@@ -390,6 +391,12 @@ func startFlakyLeader(t *testing.T, first wire.Code) *flakyLeader {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// It poses as a node of the shared test certificates' cluster, as the commands expect.
+	st, err := certs.NewNodeStore(testutil.CertsDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln = tls.NewListener(ln, st.ServerConfig(certs.KindClient))
 	f := &flakyLeader{addr: ln.Addr().String()}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

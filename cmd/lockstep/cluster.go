@@ -20,11 +20,14 @@ func clusterCommand() *cli.Command {
 		Usage: "inspect the cluster and change its membership",
 		Subcommands: []*cli.Command{
 			clusterStatusCommand(),
+			clusterRecoverCommand(),
 			{
 				Name:      "join",
-				Usage:     "admit a new node as a voter",
+				Usage:     "admit a new node (as a learner, promoted to voter once caught up)",
 				ArgsUsage: "[ID]",
-				Description: `Asks the leader to add a node as a voter. The node must be running already, started
+				Description: `Asks the leader to add a node. It enters as a learner (a Raft non-voter: it receives and
+replays the log but does not count towards the quorum), and the leader promotes it to
+voter once it has caught up; "cluster status" shows its role and progress. The node must be running already, started
 with an empty data directory and neither --bootstrap nor --join (it then waits to be
 admitted), with the procedure set and partition count of the cluster; the leader checks
 both: the procedure fingerprint sent is this binary's built-in set, and the partition
@@ -98,12 +101,17 @@ func runClusterJoin(c *cli.Context) error {
 		}
 		parts = st.Partitions
 	}
+	// The node's incarnation, so the leader can refuse it if it replaced a member's data.
+	var inc string
+	if st, err := cl.Status(ctx, c.String("client")); err == nil && st.NodeID == id {
+		inc = st.Incarnation
+	}
 	err = cl.AddVoter(ctx, client.JoinRequest{ID: id, RaftAddr: c.String("raft"), ClientAddr: c.String("client"),
-		Partitions: parts, Procedures: procedures.Builtins().Fingerprint()})
+		Partitions: parts, Procedures: procedures.Builtins().Fingerprint(), Incarnation: inc})
 	if err != nil {
 		return fmt.Errorf("join %s: %w", id, err)
 	}
-	fmt.Fprintf(c.App.Writer, "%s joined as a voter (raft %s, client %s); it catches up from the leader\n", id, c.String("raft"), c.String("client"))
+	fmt.Fprintf(c.App.Writer, "%s joined as a learner (raft %s, client %s); it catches up from the leader and is promoted to voter when caught up\n", id, c.String("raft"), c.String("client"))
 	return nil
 }
 

@@ -17,9 +17,11 @@ func clusterStatusCommand() *cli.Command {
 		Name:  "status",
 		Usage: "show every node: role, term, log indexes, lag, partition state hashes, divergence, uptime",
 		Description: `Asks the nodes at --addr for their status, and every member they name, and prints one row
-per node: id, role, term, last log index, applied index, lag (log entries the node
+per node: id, role (Leader, Follower, Candidate, or learner for a new node that replays
+the log before the leader promotes it to voter), term, last log index, applied index, lag (log entries the node
 has applied fewer than the leader), readiness, divergence, partition count,
-uptime, addresses, version; then each partition's state hash on every node. One reachable
+uptime, addresses, version; then, from the leader, each learner's catch-up progress
+("learner n4: catching up: applied 5120 of 90000 (6%)"); then each partition's state hash on every node. One reachable
 address is enough.
 
 After printing, it checks the cluster's health and says on stderr what is wrong.
@@ -195,12 +197,24 @@ func writeStatusTable(w io.Writer, cs clusterStatusJSON) error {
 		if version == "" {
 			version = "-" // a node that does not report it
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.NodeID, r.State, r.Term, r.LastLogIndex,
+		role := string(r.State)
+		switch {
+		case r.ReadReplica:
+			role = "read-replica" // a permanent non-voter serving reads
+		case r.Suffrage == "learner":
+			role = "learner" // a non-voter catching up; the leader promotes it
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.NodeID, role, r.Term, r.LastLogIndex,
 			r.AppliedIndex, r.Lag, yesNo(r.Ready), yesNo(r.Divergent != ""), r.Partitions,
 			(time.Duration(r.UptimeMs) * time.Millisecond).Round(time.Second), r.ClientAddr, r.RaftAddr, version)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, r := range answered {
+		for _, l := range r.Learners {
+			fmt.Fprintf(w, "learner %s: %s\n", l.ID, l.Note)
+		}
 	}
 	if len(answered) == 0 {
 		return nil
@@ -229,6 +243,15 @@ func writeStatusTable(w io.Writer, cs clusterStatusJSON) error {
 		return err
 	}
 	fmt.Fprintln(w, hashSummary(answered))
+	insecure := 0
+	for _, r := range answered {
+		if r.Insecure {
+			insecure++
+		}
+	}
+	if insecure > 0 {
+		fmt.Fprintf(w, "WARNING: %d of %d nodes run insecure (--insecure): no TLS, no authentication\n", insecure, len(answered))
+	}
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 // parseNode runs `lockstep node args...` with an action that only builds the config.
 func parseNode(t *testing.T, args ...string) (node.Config, error) {
 	t.Helper()
+	t.Setenv(certsDirEnv, "/etc/lockstep/certs") // --certs-dir's default: the files are not read here
 	app := newApp()
 	var cfg node.Config
 	var cfgErr error

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -42,22 +44,46 @@ func commandContext(c *cli.Context) (context.Context, context.CancelFunc, error)
 }
 
 // clientConfig returns the Go client's config for the cluster at --addr: the command's
-// context bounds the retries, --timeout each attempt.
-func clientConfig(c *cli.Context) client.Config {
+// context bounds the retries, --timeout each attempt; TLS from --certs-dir and --user,
+// or plaintext with --insecure.
+func clientConfig(c *cli.Context) (client.Config, error) {
 	timeout := c.Duration("timeout")
-	return client.Config{
+	cfg := client.Config{
 		Addrs:          c.StringSlice("addr"),
 		ClusterID:      c.String("cluster-id"),
 		DialTimeout:    min(timeout, maxDialTimeout),
 		RequestTimeout: timeout,
 		MaxRetries:     -1, // the context bounds the retries
 	}
+	var err error
+	cfg.TLS, cfg.Insecure, err = clientTLS(c)
+	return cfg, err
+}
+
+// clientTLS reads the connection security flags: --certs-dir (or $LOCKSTEP_CERTS_DIR)
+// with --user, or --insecure.
+func clientTLS(c *cli.Context) (*tls.Config, bool, error) {
+	dir, insecure := c.String("certs-dir"), c.Bool("insecure")
+	switch {
+	case insecure && dir != "" && dir != os.Getenv(certsDirEnv): // --insecure wins over the variable
+		return nil, false, fmt.Errorf("--certs-dir and --insecure: give one of them")
+	case insecure:
+		return nil, true, nil
+	case dir == "":
+		return nil, false, fmt.Errorf("no certificates: give --certs-dir (or set %s), or --insecure for a node started with --insecure", certsDirEnv)
+	}
+	cfg, err := client.LoadTLS(dir, c.String("user"))
+	return cfg, false, err
 }
 
 // dialClient connects the Go client to the cluster at --addr and opens its session, within
 // ctx.
 func dialClient(ctx context.Context, c *cli.Context) (*client.Client, error) {
-	cl, err := client.Dial(ctx, clientConfig(c))
+	cfg, err := clientConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.Dial(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach the cluster at %s within %v: %w", strings.Join(c.StringSlice("addr"), ","), c.Duration("timeout"), err)
 	}
@@ -67,7 +93,11 @@ func dialClient(ctx context.Context, c *cli.Context) (*client.Client, error) {
 // openClient returns a Go client for the cluster at --addr without contacting it: admin
 // requests and stream reads need no leader and no session.
 func openClient(c *cli.Context) (*client.Client, error) {
-	cl, err := client.Open(clientConfig(c))
+	cfg, err := clientConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.Open(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("--addr %s: %w", strings.Join(c.StringSlice("addr"), ","), err)
 	}

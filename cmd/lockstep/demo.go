@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -23,22 +24,32 @@ the wall clock and arrive out of order, some after their window fired or closed;
 view follows the per-page one-minute window results as they are emitted; the leader is
 killed halfway. At the end it waits for the watermark to close the last windows and checks
 that each window's final count plus its late clicks equals the clicks the producers were
-told were acknowledged, and that every replica holds the same state.
+told were acknowledged, and that every replica holds the same state. With --sink-dsn the
+PostgreSQL sink copies the window results into the table page_counts of schema
+--sink-schema (which the demo drops and creates again); a second sink instance takes over
+at three quarters of the run and fences the first; the table must hold every result
+exactly once.
 
 Examples:
   lockstep demo --duration 10s
-  lockstep demo --workload pipeline --duration 30s`,
+  lockstep demo --workload pipeline --duration 30s
+  lockstep demo --workload pipeline --sink-dsn postgres://user:pw@127.0.0.1:5432/db`,
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "duration", Usage: "how long to drive the workload", Value: 20 * time.Second},
 			&cli.IntFlag{Name: "nodes", Usage: "cluster size", Value: 3},
 			&cli.BoolFlag{Name: "kill", Usage: "kill the leader halfway through", Value: true},
 			&cli.IntFlag{Name: "clients", Usage: "concurrent voters (one request outstanding each)", Value: 64},
 			&cli.IntFlag{Name: "partitions", Usage: "partition count", Value: 4},
+			&cli.StringFlag{Name: "sink-dsn", Usage: "pipeline workload: also copy the window results into this PostgreSQL database with the exactly-once sink, and check the table", EnvVars: []string{"LOCKSTEP_DEMO_SINK_DSN"}},
+			&cli.StringFlag{Name: "sink-schema", Usage: "with --sink-dsn: the schema the demo owns (dropped and created again) for its table", Value: "lockstep_demo"},
 			&cli.StringFlag{Name: "workload", Usage: "what to run: voter (VoltDB's Voter) or pipeline (the built-in click pipeline)", Value: "voter"},
 		},
 		Action: func(c *cli.Context) error {
 			switch w := c.String("workload"); w {
 			case "voter":
+				if c.IsSet("sink-dsn") {
+					return errors.New("demo: --sink-dsn needs --workload pipeline")
+				}
 				return runDemo(c)
 			case "pipeline":
 				return runPipelineDemo(c)

@@ -41,7 +41,9 @@ func runPipelineDemo(c *cli.Context) error {
 		return err
 	}
 	defer cluster.Close()
-	cl, err := client.Dial(ctx, client.Config{Addrs: cluster.ClientAddrs(), MaxRetries: -1})
+	ccfg := cluster.ClientConfig() // the cluster's throw-away CA and client root
+	ccfg.MaxRetries = -1
+	cl, err := client.Dial(ctx, ccfg)
 	if err != nil {
 		return err
 	}
@@ -57,11 +59,19 @@ func runPipelineDemo(c *cli.Context) error {
 		producers, clickBatch, duration, clickSpeed)
 
 	tally := newClickTally(pipe.Window)
-	view, err := watchWindowResults(ctx, cl, streams.Counts, cfg.Replica.Partitions, out, tally.ackedN.Load)
+	view, err := watchWindowResults(ctx, cl, streams.Counts, out, tally.ackedN.Load)
 	if err != nil {
 		return err
 	}
 	defer view.stop()
+	var sink *demoSink
+	if dsn := c.String("sink-dsn"); dsn != "" {
+		sink, err = startDemoSink(ctx, dsn, c.String("sink-schema"), streams.Counts, cl, quiet, out)
+		if err != nil {
+			return err
+		}
+		defer sink.stop()
+	}
 	clock := newClickClock(time.Now(), duration)
 	runCtx, stopProducers := context.WithTimeout(ctx, duration)
 	defer stopProducers()
@@ -71,6 +81,13 @@ func runPipelineDemo(c *cli.Context) error {
 		go func() {
 			defer wg.Done()
 			produceClicks(runCtx, cl, streams.Clicks, uint64(p), clock, tally)
+		}()
+	}
+	if sink != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sink.takeOver(runCtx, duration*3/4)
 		}()
 	}
 	killed := -1
@@ -89,5 +106,5 @@ func runPipelineDemo(c *cli.Context) error {
 		}
 		fmt.Fprintf(out, "restarted n%d: it replays its log and catches up\n", killed+1)
 	}
-	return pipelineReport(ctx, out, cluster, cl, pipe, tally, view)
+	return pipelineReport(ctx, out, cluster, cl, pipe, tally, view, sink)
 }

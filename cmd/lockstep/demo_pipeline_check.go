@@ -22,7 +22,7 @@ import (
 // outcome stayed unknown), the input stream holds each acknowledged click once, and every
 // replica holds the same state. It returns an error (a non-zero exit) on any difference.
 func pipelineReport(ctx context.Context, out io.Writer, cluster *node.LocalCluster, cl *client.Client,
-	pipe procedures.ClickPipelineConfig, tally *clickTally, view *resultView) error {
+	pipe procedures.ClickPipelineConfig, tally *clickTally, view *resultView, sink *demoSink) error {
 	streams := pipe.Streams()
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -58,6 +58,19 @@ func pipelineReport(ctx context.Context, out io.Writer, cluster *node.LocalClust
 	}
 	minutes, windowProblems := compareWindows(tally, finals, late)
 	problems = append(problems, windowProblems...)
+	if sink != nil {
+		sinkProblems, err := sink.check(cctx, results, finals)
+		if err != nil {
+			return err
+		}
+		if err := sink.stop(); err != nil {
+			sinkProblems = append(sinkProblems, "the sink failed: "+err.Error())
+		}
+		if len(sinkProblems) == 0 {
+			fmt.Fprintf(out, "sink table %s holds every window result exactly once\n", sink.table)
+		}
+		problems = append(problems, sinkProblems...)
+	}
 	var counted, lateN int64
 	for _, m := range minutes {
 		counted += m.clicks

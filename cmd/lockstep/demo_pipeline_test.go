@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstepdb/lockstep/internal/testutil/pgtest"
+
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
@@ -29,6 +31,28 @@ func TestPipelineDemo(t *testing.T) {
 	}
 }
 
+// TestPipelineDemoSink runs the pipeline demo with the PostgreSQL sink: a second sink
+// instance takes over midway, and the table must hold every window result once.
+func TestPipelineDemoSink(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a cluster for about 20 s")
+	}
+	db := pgtest.New(t)
+	var out bytes.Buffer
+	app := newApp()
+	app.Writer, app.ErrWriter = &out, &out
+	err := app.RunContext(context.Background(), []string{"lockstep", "demo", "--workload", "pipeline", "--duration", "6s", "--clients", "4",
+		"--sink-dsn", db.DSN, "--sink-schema", db.Schema})
+	if err != nil {
+		t.Fatalf("demo failed: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"sink 1 copies", "sink 2 started", "holds every window result exactly once", "exactly-once check passed"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
 func TestPipelineDemoUnknownWorkload(t *testing.T) {
 	var out bytes.Buffer
 	app := newApp()
@@ -36,6 +60,14 @@ func TestPipelineDemoUnknownWorkload(t *testing.T) {
 	err := app.RunContext(context.Background(), []string{"lockstep", "demo", "--workload", "poker"})
 	if err == nil || !strings.Contains(err.Error(), `unknown --workload "poker"`) {
 		t.Fatalf("got %v", err)
+	}
+	err = app.RunContext(context.Background(), []string{"lockstep", "demo", "--sink-dsn", "postgres://127.0.0.1:1/x"})
+	if err == nil || !strings.Contains(err.Error(), "--sink-dsn needs --workload pipeline") {
+		t.Fatalf("got %v", err)
+	}
+	err = app.RunContext(context.Background(), []string{"lockstep", "demo", "--workload", "pipeline", "--sink-dsn", "postgres://127.0.0.1:1/x", "--nodes", "1", "--duration", "1s"})
+	if err == nil || !strings.Contains(err.Error(), "--sink-dsn") {
+		t.Fatalf("bad DSN: got %v", err)
 	}
 }
 

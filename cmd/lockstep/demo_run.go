@@ -46,7 +46,9 @@ func runDemo(c *cli.Context) error {
 		return err
 	}
 	defer cluster.Close()
-	cl, err := client.Dial(ctx, client.Config{Addrs: cluster.ClientAddrs(), MaxRetries: -1})
+	ccfg := cluster.ClientConfig() // the cluster's throw-away CA and client root
+	ccfg.MaxRetries = -1
+	cl, err := client.Dial(ctx, ccfg)
 	if err != nil {
 		return err
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// resultView is the pipeline demo's live view of the window results: it follows every
-// partition of the results stream and keeps each window's latest result.
+// resultView is the pipeline demo's live view of the window results: it subscribes to
+// every partition of the results stream and keeps each window's latest result.
 type resultView struct {
 	mu                         sync.Mutex
 	latest                     map[clickWindowKey]builtin.PageCount
@@ -26,14 +26,14 @@ type resultView struct {
 
 // watchWindowResults starts following stream and prints a line a second with the clicks
 // acknowledged (acked) and the results that arrived.
-func watchWindowResults(ctx context.Context, cl *client.Client, stream string, partitions int, out io.Writer, acked func() int64) (*resultView, error) {
+func watchWindowResults(ctx context.Context, cl *client.Client, stream string, out io.Writer, acked func() int64) (*resultView, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	v := &resultView{latest: map[clickWindowKey]builtin.PageCount{}, cancel: cancel, done: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		v.follow(ctx, cl, stream, partitions)
+		v.follow(ctx, cl, stream)
 	}()
 	go func() {
 		defer wg.Done()
@@ -63,31 +63,27 @@ func (v *resultView) stop() {
 	<-v.done
 }
 
-// follow reads the results as they are applied, in offset order per partition.
-func (v *resultView) follow(ctx context.Context, cl *client.Client, stream string, partitions int) {
-	next := make([]uint64, partitions)
-	for ctx.Err() == nil {
-		got := 0
-		for p := range partitions {
-			recs, n, err := cl.ReadStream(ctx, stream, p, next[p], 0)
-			if err != nil {
-				if ctx.Err() == nil {
-					v.fail(fmt.Errorf("read %s partition %d: %w", stream, p, err))
-				}
-				return
+// follow receives the results as they are applied, pushed by a subscription to every
+// partition (in offset order per partition), which moves to another replica when the one
+// serving it is killed.
+func (v *resultView) follow(ctx context.Context, cl *client.Client, stream string) {
+	sub, err := cl.SubscribeAll(ctx, stream, nil)
+	if err != nil {
+		v.fail(fmt.Errorf("subscribe to %s: %w", stream, err))
+		return
+	}
+	defer sub.Close()
+	for {
+		recs, err := sub.Next(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				v.fail(fmt.Errorf("subscription to %s: %w", stream, err))
 			}
-			next[p] = n
-			got += len(recs)
-			if err := v.take(recs); err != nil {
-				v.fail(err)
-				return
-			}
+			return
 		}
-		if got == 0 {
-			select {
-			case <-ctx.Done():
-			case <-time.After(50 * time.Millisecond):
-			}
+		if err := v.take(recs); err != nil {
+			v.fail(err)
+			return
 		}
 	}
 }

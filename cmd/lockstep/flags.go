@@ -31,8 +31,14 @@ func nodeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "cluster-id", Usage: "cluster name clients and nodes must present", Value: "lockstep"},
 		&cli.StringSliceFlag{Name: "bootstrap", Usage: "initial voters as ID=RAFTADDR=CLIENTADDR,... (new cluster only)"},
 		&cli.StringSliceFlag{Name: "join", Usage: "client addresses ADDR,... of a running cluster to join (empty data dir only)"},
+		&cli.BoolFlag{Name: "read-replica", Usage: "with --join: join as a read replica, a permanent non-voter serving reads at consistency Any and stream reads"},
 		&cli.IntFlag{Name: "partitions", Usage: "partition count, fixed when the cluster is created", Value: node.DefaultPartitions},
 		&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "Raft snapshot after this many log entries (0 = never)", Value: 8192},
+		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt, node.crt and node.key (see `lockstep cert`): mutual TLS on every port; reloaded on SIGHUP",
+			EnvVars: []string{certsDirEnv}},
+		&cli.BoolFlag{Name: "insecure", Usage: "run without TLS or authentication, for development only (instead of --certs-dir)"},
+		&cli.Int64Flag{Name: "snapshot-bytes", Usage: "also snapshot when the entries applied since the last snapshot pass this many bytes (-1: by entry count only)", Value: 64 << 20},
+		&cli.Uint64Flag{Name: "trailing-logs", Usage: "log entries a snapshot leaves in the log for lagging followers (fewer when they pass --snapshot-bytes)", Value: 10240},
 		&cli.StringFlag{Name: "log-format", Usage: "text or json", Value: "text"},
 		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
 	}
@@ -58,19 +64,28 @@ func nodeConfigFromFlags(c *cli.Context) (node.Config, error) {
 	if len(peers) > 0 && len(c.StringSlice("join")) > 0 {
 		return node.Config{}, fmt.Errorf("--bootstrap creates a new cluster and --join enters an existing one: give one of them")
 	}
+	certsDir := c.String("certs-dir")
+	if c.Bool("insecure") && certsDir == os.Getenv(certsDirEnv) {
+		certsDir = "" // --insecure wins over the environment's default
+	}
 	cfg := node.Config{
-		ID:         c.String("id"),
-		DataDir:    c.String("data"),
-		RaftAddr:   c.String("raft"),
-		ClientAddr: c.String("client"),
-		AdminAddr:  c.String("admin"),
-		ClusterID:  c.String("cluster-id"),
-		Bootstrap:  peers,
-		Join:       c.StringSlice("join"),
-		Logger:     log,
+		ID:          c.String("id"),
+		DataDir:     c.String("data"),
+		RaftAddr:    c.String("raft"),
+		ClientAddr:  c.String("client"),
+		AdminAddr:   c.String("admin"),
+		CertsDir:    certsDir,
+		Insecure:    c.Bool("insecure"),
+		ClusterID:   c.String("cluster-id"),
+		Bootstrap:   peers,
+		Join:        c.StringSlice("join"),
+		ReadReplica: c.Bool("read-replica"),
+		Logger:      log,
 	}
 	cfg.Replica.Partitions = c.Int("partitions")
 	cfg.Sequencer.SnapshotThreshold = c.Uint64("snapshot-threshold")
+	cfg.Sequencer.SnapshotBytes = c.Int64("snapshot-bytes")
+	cfg.Sequencer.TrailingLogs = c.Uint64("trailing-logs")
 	if err := applyFaultEnv(&cfg, os.Getenv); err != nil {
 		return node.Config{}, err
 	}
@@ -84,8 +99,14 @@ func clientFlags() []cli.Flag {
 			Value: cli.NewStringSlice(defaultClientAddr)},
 		&cli.DurationFlag{Name: "timeout", Usage: "give up after this long", Value: defaultTimeout},
 		&cli.StringFlag{Name: "cluster-id", Usage: "refuse nodes of another cluster (empty: any)"},
+		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt and client.USER.crt/.key (see `lockstep cert`)", EnvVars: []string{certsDirEnv}},
+		&cli.StringFlag{Name: "user", Usage: "the client certificate to present: client.USER.crt in --certs-dir", Value: "root", EnvVars: []string{"LOCKSTEP_USER"}},
+		&cli.BoolFlag{Name: "insecure", Usage: "connect in plaintext, to nodes started with --insecure (instead of --certs-dir)"},
 	}
 }
+
+// certsDirEnv names the environment variable that is the default of every --certs-dir.
+const certsDirEnv = "LOCKSTEP_CERTS_DIR"
 
 // outputFlag is the --output flag of commands that print data.
 func outputFlag(def string) cli.Flag {

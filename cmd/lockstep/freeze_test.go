@@ -27,8 +27,8 @@ type adminStatus struct {
 
 // statusOver fetches the node's admin /status within timeout.
 func statusOver(n *procNode, timeout time.Duration) (adminStatus, error) {
-	hc := &http.Client{Timeout: timeout}
-	resp, err := hc.Get("http://" + n.admin + "/status")
+	hc := &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: testTLS()}}
+	resp, err := hc.Get("https://" + n.admin + "/status")
 	if err != nil {
 		return adminStatus{}, err
 	}
@@ -51,7 +51,7 @@ func TestFrozenLeaderUnderLoad(t *testing.T) {
 	c := startCluster(t, bin, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.addrs(), ",")})
+	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.addrs(), ","), TLS: testTLS()})
 	if err != nil {
 		t.Fatal(err)
 	}

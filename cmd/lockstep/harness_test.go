@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/testutil"
 )
 
@@ -44,9 +46,27 @@ func buildBinary(t *testing.T) string {
 }
 
 // binaryEnv is the environment of the processes started: a race-enabled binary would
-// otherwise pause a second at exit.
+// otherwise pause a second at exit, and nodes and commands use the shared test
+// certificates (testutil.CertsDir) unless given --certs-dir or --insecure.
 func binaryEnv() []string {
-	return append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	dir, err := testutil.SharedCertsDir()
+	if err != nil {
+		panic(fmt.Sprintf("test certificates: %v", err))
+	}
+	return append(os.Environ(), "GORACE=atexit_sleep_ms=0", testutil.CertsDirEnv+"="+dir)
+}
+
+// testTLS returns client root's TLS configuration of the shared test certificates that
+// binaryEnv gives the processes.
+func testTLS() *tls.Config {
+	dir, err := testutil.SharedCertsDir()
+	if err == nil {
+		var cfg *tls.Config
+		if cfg, err = client.LoadTLS(dir, "root"); err == nil {
+			return cfg
+		}
+	}
+	panic(fmt.Sprintf("test certificates: %v", err))
 }
 
 // result is what one run of the binary did.
@@ -149,8 +169,15 @@ func (c *procCluster) addrs() string {
 // ready. If a port turned out to be taken, it starts the whole cluster again on new ports.
 func startCluster(t *testing.T, bin string, n int) *procCluster {
 	t.Helper()
+	return startClusterWith(t, bin, n)
+}
+
+// startClusterWith is startCluster with extra flags for every node (--insecure, another
+// --certs-dir).
+func startClusterWith(t *testing.T, bin string, n int, extra ...string) *procCluster {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		c, err := tryStartCluster(t, bin, n)
+		c, err := tryStartCluster(t, bin, n, extra...)
 		if err == nil {
 			return c
 		}
@@ -161,7 +188,7 @@ func startCluster(t *testing.T, bin string, n int) *procCluster {
 	}
 }
 
-func tryStartCluster(t *testing.T, bin string, n int) (*procCluster, error) {
+func tryStartCluster(t *testing.T, bin string, n int, extra ...string) (*procCluster, error) {
 	addrs := testutil.FreeAddrs(t, 3*n)
 	c := &procCluster{}
 	var peers []string
@@ -172,9 +199,9 @@ func tryStartCluster(t *testing.T, bin string, n int) (*procCluster, error) {
 	}
 	for i, nd := range c.nodes {
 		data := filepath.Join(t.TempDir(), nd.id)
-		p := spawnNode(t, bin, nd.id, "--id", nd.id, "--data", data,
+		p := spawnNode(t, bin, nd.id, append([]string{"--id", nd.id, "--data", data,
 			"--raft", nd.raft, "--client", nd.client, "--admin", nd.admin, "--partitions", "4",
-			"--bootstrap", strings.Join(peers, ","), "--log-level", "warn")
+			"--bootstrap", strings.Join(peers, ","), "--log-level", "warn"}, extra...)...)
 		p.raft, p.client, p.admin, p.data = nd.raft, nd.client, nd.admin, data
 		c.nodes[i] = p
 	}

@@ -26,7 +26,7 @@ func TestKillNineLeaderUnderLoad(t *testing.T) {
 	c := startCluster(t, bin, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.addrs(), ","), MaxRetries: -1})
+	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.addrs(), ","), MaxRetries: -1, TLS: testTLS()})
 	if err != nil {
 		t.Fatal(err)
 	}

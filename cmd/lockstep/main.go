@@ -3,6 +3,7 @@
 // It is an assembly script: each subcommand builds its components from flags, starts
 // them, waits for a signal or for its work to end, and stops them in reverse order.
 //
+//	lockstep cert ...         create-ca, create-node, create-client, list: the certificates
 //	lockstep node             run a node (config file, bootstrap, join, HTTP admin)
 //	lockstep cluster ...      status, join, remove, transfer-leader
 //	lockstep invoke PROC      run a procedure with JSON arguments
@@ -55,6 +56,7 @@ func newApp() *cli.App {
 		EnableBashCompletion: true,
 		Commands: []*cli.Command{
 			nodeCommand(),
+			certCommand(),
 			clusterCommand(),
 			invokeCommand(),
 			proceduresCommand(),

@@ -24,8 +24,12 @@ start every initial node with the same --bootstrap list; later restarts need no
 Every flag can also come from --config FILE (YAML or TOML, keys named like the flags);
 flags given on the command line win. See docs/operations.md.
 
+Every port speaks mutual TLS with the certificates of --certs-dir (ca.crt, node.crt,
+node.key; make them with "lockstep cert"); SIGHUP reloads them. Without --certs-dir the
+node refuses to start unless --insecure is given (development only; see docs/security.md).
+
 Example, three nodes on one machine:
-  lockstep node --id n1 --data /tmp/ls1 --raft 127.0.0.1:7001 --client 127.0.0.1:8001 --admin 127.0.0.1:9001 \
+  lockstep node --certs-dir certs --id n1 --data /tmp/ls1 --raft 127.0.0.1:7001 --client 127.0.0.1:8001 --admin 127.0.0.1:9001 \
     --bootstrap n1=127.0.0.1:7001=127.0.0.1:8001,n2=127.0.0.1:7002=127.0.0.1:8002,n3=127.0.0.1:7003=127.0.0.1:8003
   (and the same for n2 and n3 with their own --id, --data, --raft, --client and --admin)
 
@@ -44,14 +48,26 @@ func runNode(c *cli.Context) error {
 	sig := make(chan os.Signal, 1) // a signal during start-up waits here
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	n, err := node.Start(cfg, procedures.Builtins())
 	if err != nil {
 		return err
 	}
-	cfg.Logger.Info("node started", "id", cfg.ID, "client", n.ClientAddr(), "raft", n.RaftAddr(), "admin", n.AdminAddr())
-	s := <-sig
-	cfg.Logger.Info("shutting down", "signal", s.String())
-	return n.Close()
+	cfg.Logger.Info("node started", "id", cfg.ID, "client", n.ClientAddr(), "raft", n.RaftAddr(), "admin", n.AdminAddr(),
+		"insecure", n.Insecure())
+	for {
+		select {
+		case <-hup:
+			if err := n.ReloadCerts(); err != nil {
+				cfg.Logger.Error("certificate reload failed; keeping the current certificates", "err", err)
+			}
+		case s := <-sig:
+			cfg.Logger.Info("shutting down", "signal", s.String())
+			return n.Close()
+		}
+	}
 }
 
 // parsePeers reads the entries "id=raftaddr=clientaddr" of --bootstrap (already split at

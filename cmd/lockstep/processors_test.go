@@ -65,7 +65,7 @@ func TestCLIProcessors(t *testing.T) {
 	mustRun(t, bin, "stream", "create", "lines", "--addr", addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cl, err := client.Dial(ctx, client.Config{Addrs: addrs})
+	cl, err := client.Dial(ctx, client.Config{Addrs: addrs, TLS: testTLS()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func newSinkFixture(t *testing.T, nodes int) *sinkFixture {
 	f.c = startCluster(t, f.bin, nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(f.c.addrs(), ","), MaxRetries: -1})
+	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(f.c.addrs(), ","), MaxRetries: -1, TLS: testTLS()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,6 +111,8 @@ func registry() *procedures.Registry {
 func main() {
 	serve := flag.Bool("serve", false, "keep the nodes running until SIGINT or SIGTERM and print their client addresses")
 	dir := flag.String("dir", "", "the nodes' data directories go here (default: a temp dir, removed at exit)")
+	certsDir := flag.String("certs-dir", os.Getenv("LOCKSTEP_CERTS_DIR"),
+		"the nodes' certificates (ca.crt, node.crt, client.root.crt; see `lockstep cert`); default $LOCKSTEP_CERTS_DIR, else a throw-away CA")
 	flag.Parse()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
@@ -120,7 +122,7 @@ func main() {
 	cluster, err := node.StartLocalCluster(ctx, node.LocalClusterOptions{
 		Nodes:    3,
 		Dir:      *dir,
-		Node:     node.Config{Logger: quiet},
+		Node:     node.Config{Logger: quiet, CertsDir: *certsDir},
 		Registry: func(int) *procedures.Registry { return registry() },
 	})
 	if err != nil {
@@ -132,7 +134,7 @@ func main() {
 		<-sig
 		return
 	}
-	c, err := client.Dial(ctx, client.Config{Addrs: cluster.ClientAddrs()})
+	c, err := client.Dial(ctx, cluster.ClientConfig())
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -38,4 +38,10 @@ type NodeInfo struct {
 	RaftAddr string `msgpack:"raft"`
 	// ClientAddr is the address the node serves clients on.
 	ClientAddr string `msgpack:"client"`
+	// Incarnation identifies the node's data directory (a random id written when the
+	// directory was created); empty when not known. A node that restarts under this ID
+	// with another incarnation has lost its log.
+	Incarnation string `msgpack:"inc,omitempty"`
+	// ReadReplica marks a permanent non-voter that the leader never promotes.
+	ReadReplica bool `msgpack:"rr,omitempty"`
 }

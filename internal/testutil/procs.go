@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockstepdb/lockstep/internal/certs"
 )
 
 // Helpers for tests and benchmarks that run real `lockstep node` processes on loopback
@@ -48,16 +50,25 @@ type Proc struct {
 	LogPath string
 	// Exited is closed once the process has exited and been waited for.
 	Exited chan struct{}
+	// CertsDir is the certificates directory the process was given (see certsFor): its
+	// admin port speaks HTTPS with them. Empty for an insecure process.
+	CertsDir string
 }
 
 // StartProc starts bin with args and env (nil: this process's), its output going to a new
-// file at logPath.
+// file at logPath. Unless args hold --certs-dir or --insecure, or env sets
+// LOCKSTEP_CERTS_DIR, the process gets the shared test certificates (CertsDir) through
+// LOCKSTEP_CERTS_DIR: a `lockstep node` runs secure, a CLI command connects with them.
 func StartProc(logPath string, env []string, bin string, args ...string) (*Proc, error) {
+	dir, env, err := certsFor(env, args)
+	if err != nil {
+		return nil, err
+	}
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	p := &Proc{Cmd: exec.Command(bin, args...), LogPath: logPath, Exited: make(chan struct{})}
+	p := &Proc{Cmd: exec.Command(bin, args...), LogPath: logPath, Exited: make(chan struct{}), CertsDir: dir}
 	p.Cmd.Env = env
 	p.Cmd.Stdout, p.Cmd.Stderr = logf, logf
 	if err := p.Cmd.Start(); err != nil {
@@ -109,11 +120,18 @@ func (p *Proc) Log() []byte {
 	return b
 }
 
-// WaitReady polls http://admin/readyz until it answers 200, failing at once if the
-// process exits (with ErrPortTaken when its log says an address was in use), or after
-// timeout.
+// WaitReady polls admin's /readyz (HTTPS with p.CertsDir's client root, or HTTP for an
+// insecure process) until it answers 200, failing at once if the process exits (with
+// ErrPortTaken when its log says an address was in use), or after timeout.
 func (p *Proc) WaitReady(admin string, timeout time.Duration) error {
-	hc := &http.Client{Timeout: time.Second}
+	hc, scheme := &http.Client{Timeout: time.Second}, "http://"
+	if p.CertsDir != "" {
+		st, err := certs.NewClientStore(p.CertsDir, "root")
+		if err != nil {
+			return fmt.Errorf("%w for the admin port: %w", errNoCerts, err)
+		}
+		hc.Transport, scheme = &http.Transport{TLSClientConfig: st.LibraryConfig(), DisableKeepAlives: true}, "https://"
+	}
 	deadline := time.Now().Add(timeout)
 	last := "no answer"
 	for time.Now().Before(deadline) {
@@ -124,7 +142,7 @@ func (p *Proc) WaitReady(admin string, timeout time.Duration) error {
 			}
 			return fmt.Errorf("exited: %s", log)
 		}
-		resp, err := hc.Get("http://" + admin + "/readyz")
+		resp, err := hc.Get(scheme + admin + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

@@ -90,6 +90,12 @@ type JoinArgs struct {
 	Partitions int `msgpack:"p"`
 	// Procedures is the fingerprint of the node's procedure set; it must equal the cluster's.
 	Procedures uint64 `msgpack:"procs"`
+	// Incarnation identifies the joining node's data directory (node.DataIdentity); a node
+	// whose recorded incarnation differs has lost its data and must be removed first.
+	// Empty from a node that does not send it.
+	Incarnation string `msgpack:"inc,omitempty"`
+	// ReadReplica asks to join as a read replica: a non-voter never promoted.
+	ReadReplica bool `msgpack:"rr,omitempty"`
 }
 
 // String returns the operation's name, or "Op(n)" for an unknown one.

@@ -34,8 +34,32 @@ type Status struct {
 	Batches        uint64 `msgpack:"batches" json:"batches"`
 	Inputs         uint64 `msgpack:"inputs" json:"inputs"`
 	QueueDepth     int    `msgpack:"queue_depth" json:"queue_depth"`
+	// Insecure is true for a node started with --insecure: no TLS, no authentication.
+	Insecure bool `msgpack:"insecure" json:"insecure"`
 	// Nodes are the cluster's members as recorded in the log, ordered by id.
 	Nodes []NodeAddr `msgpack:"nodes" json:"nodes,omitempty"`
+	// Suffrage is the node's part in the Raft configuration it knows: "voter", "learner"
+	// (a non-voter catching up before its promotion), or "" when it is in none.
+	Suffrage string `msgpack:"suffrage" json:"suffrage"`
+	// Incarnation identifies the node's data directory (node.DataIdentity).
+	Incarnation string `msgpack:"incarnation" json:"incarnation"`
+	// ReadReplica is set on a read replica: a permanent non-voter serving reads.
+	ReadReplica bool `msgpack:"read_replica" json:"read_replica"`
+	// Learners are, on the leader, the learners waiting for promotion and how far they
+	// have caught up; empty elsewhere.
+	Learners []LearnerProgress `msgpack:"learners" json:"learners"`
+}
+
+// LearnerProgress is how far a learner (a non-voter waiting for promotion) has caught up,
+// as the leader last saw it.
+type LearnerProgress struct {
+	ID string `msgpack:"id" json:"id"`
+	// Applied is the learner's applied index, Target the leader's applied index when it
+	// asked; the learner is promoted once Target-Applied is within the bound.
+	Applied uint64 `msgpack:"applied" json:"applied"`
+	Target  uint64 `msgpack:"target" json:"target"`
+	// Note says why it is not promoted yet (unreachable, catching up, quorum check).
+	Note string `msgpack:"note,omitempty" json:"note,omitempty"`
 }
 
 // NodeAddr is where a cluster member is reached.
@@ -43,6 +67,8 @@ type NodeAddr struct {
 	ID         string `msgpack:"id" json:"id"`
 	RaftAddr   string `msgpack:"raft" json:"raft"`
 	ClientAddr string `msgpack:"client" json:"client"`
+	// Incarnation is the member's recorded data-directory incarnation; empty if unknown.
+	Incarnation string `msgpack:"inc,omitempty" json:"incarnation,omitempty"`
 }
 
 // HashCheck is one replica's state hashes at a hash-check log index: one per partition,

@@ -1,0 +1,145 @@
+package node
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/lockstepdb/lockstep/internal/certs"
+)
+
+// handshakeTimeout bounds a TLS handshake on every listener of a secure node.
+const handshakeTimeout = 10 * time.Second
+
+// tlsStreamLayer is the Raft transport's stream layer of a secure node: mutual TLS 1.3
+// where both ends hold a node certificate of the cluster's CA. A connection reaches
+// hashicorp/raft (Accept) only after its handshake verified the peer's node certificate,
+// so a message from anything else — plaintext, a client certificate, another CA — is
+// never decoded by Raft. Handshakes run in their own goroutines, each bounded by
+// handshakeTimeout, so a slow peer does not hold up the others.
+type tlsStreamLayer struct {
+	ln   net.Listener
+	st   *certs.Store
+	log  *slog.Logger
+	dial func(addr string, timeout time.Duration) (net.Conn, error) // the TCP dial; nil: net.DialTimeout
+
+	accepted chan net.Conn
+	done     chan struct{}
+	once     sync.Once
+	wg       sync.WaitGroup
+}
+
+var _ raft.StreamLayer = (*tlsStreamLayer)(nil)
+
+// errLayerClosed is returned by Accept once the layer is closed.
+var errLayerClosed = errors.New("raft TLS layer closed")
+
+// newTLSStreamLayer listens on addr and starts accepting. dial opens the TCP connections
+// to peers (Config.Sequencer.Dial, for fault injection); nil dials the address.
+func newTLSStreamLayer(addr string, st *certs.Store, log *slog.Logger, dial func(string, time.Duration) (net.Conn, error)) (*tlsStreamLayer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	l := &tlsStreamLayer{ln: ln, st: st, log: log, dial: dial, accepted: make(chan net.Conn), done: make(chan struct{})}
+	l.wg.Add(1)
+	go l.acceptLoop()
+	return l, nil
+}
+
+func (l *tlsStreamLayer) acceptLoop() {
+	defer l.wg.Done()
+	cfg := l.st.ServerConfig(certs.KindNode)
+	for {
+		nc, err := l.ln.Accept()
+		if err != nil {
+			return
+		}
+		l.wg.Add(1)
+		go l.handshake(tls.Server(nc, cfg))
+	}
+}
+
+// handshake verifies a peer and hands its connection to Raft, or closes it.
+func (l *tlsStreamLayer) handshake(tc *tls.Conn) {
+	defer l.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+	go func() { // ctx also ends when the layer closes
+		select {
+		case <-l.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := tc.HandshakeContext(ctx)
+	cancel()
+	if err != nil {
+		select {
+		case <-l.done:
+		default:
+			l.log.Warn("raft connection refused", "remote", tc.RemoteAddr().String(), "err", err)
+		}
+		tc.Close()
+		return
+	}
+	select {
+	case l.accepted <- &rawClose{Conn: tc, raw: tc.NetConn()}:
+	case <-l.done:
+		tc.Close()
+	}
+}
+
+// Accept returns the next connection whose peer holds a node certificate.
+func (l *tlsStreamLayer) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.accepted:
+		return c, nil
+	case <-l.done:
+		return nil, errLayerClosed
+	}
+}
+
+// Close stops accepting and waits for the handshakes in progress. Idempotent.
+func (l *tlsStreamLayer) Close() error {
+	var err error
+	l.once.Do(func() {
+		close(l.done)
+		err = l.ln.Close()
+		l.wg.Wait()
+	})
+	return err
+}
+
+// Addr is the listener's address.
+func (l *tlsStreamLayer) Addr() net.Addr { return l.ln.Addr() }
+
+// Dial connects to the node at address and verifies it holds a node certificate for
+// that address's host.
+func (l *tlsStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	dial := l.dial
+	if dial == nil {
+		dial = func(addr string, timeout time.Duration) (net.Conn, error) {
+			return net.DialTimeout("tcp", addr, timeout)
+		}
+	}
+	nc, err := dial(string(address), timeout)
+	if err != nil {
+		return nil, err
+	}
+	// The certificate must name the peer's address, wherever the TCP dial went (a fault
+	// injection proxy).
+	tc := tls.Client(nc, l.st.ClientConfig(string(address)))
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &rawClose{Conn: tc, raw: tc.NetConn()}, nil // see rawClose: a stalled peer must not block Close
+}

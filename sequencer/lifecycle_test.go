@@ -1,0 +1,323 @@
+package sequencer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/lockstepdb/lockstep/internal/testutil"
+)
+
+// TestAddNonvoterThenPromote: a learner receives the log without counting towards the
+// quorum, reports its suffrage, and becomes a voter when promoted (DESIGN.md section 7,
+// replacement).
+func TestAddNonvoterThenPromote(t *testing.T) {
+	_, leader := newCluster(t, 1, nil)
+	for i := range 30 {
+		if o := submitWait(t, leader.seq, fmt.Sprintf("a%d", i)); o.err != nil {
+			t.Fatal(o.err)
+		}
+	}
+	fresh := openNode(t, testConfig(t, "fresh"), newTestFSM())
+	if got := fresh.seq.Suffrage(); got != "" {
+		t.Fatalf("suffrage before the join: got %q, want none", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := leader.seq.AddNonvoter(ctx, fresh.id, fresh.seq.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	waitSameState(t, leader, fresh)
+	if got := fresh.seq.Suffrage(); got != SuffrageLearner {
+		t.Fatalf("suffrage of the learner: got %q, want %q", got, SuffrageLearner)
+	}
+	if v, _ := leader.seq.Servers(); len(v) != 1 {
+		t.Fatalf("voters with a learner: %v, want the leader alone", v)
+	}
+	if err := leader.seq.AddVoter(ctx, fresh.id, fresh.seq.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if got := fresh.seq.Suffrage(); got != SuffrageVoter {
+			return fmt.Errorf("suffrage after promotion: %q", got)
+		}
+		return nil
+	})
+	members, _ := leader.seq.Members()
+	if len(members) != 2 || !members[0].Voter || !members[1].Voter {
+		t.Fatalf("members after promotion: %+v", members)
+	}
+}
+
+// askVote sends one RequestVote, as a candidate with a long log in a high term would,
+// to the Raft transport at target.
+func askVote(t *testing.T, target string, term, lastIndex uint64) *raft.RequestVoteResponse {
+	t.Helper()
+	trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer trans.Close()
+	req := &raft.RequestVoteRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,
+		ID: []byte("candidate"), Addr: []byte(trans.LocalAddr())}, Term: term, LastLogIndex: lastIndex, LastLogTerm: 1}
+	var resp raft.RequestVoteResponse
+	if err := trans.RequestVote("target", raft.ServerAddress(target), req, &resp); err != nil {
+		t.Fatal(err)
+	}
+	return &resp
+}
+
+// TestVoteGate: a node opened with HoldVotes, whose empty log would make it vote for any
+// candidate (a wiped voter), refuses the votes of candidates with a history until
+// AllowVotes; without the gate the same node grants them.
+func TestVoteGate(t *testing.T) {
+	for _, hold := range []bool{false, true} {
+		cfg := testConfig(t, fmt.Sprintf("gate-%t", hold))
+		cfg.HoldVotes = hold
+		n := openNode(t, cfg, newTestFSM())
+		resp := askVote(t, n.seq.Addr(), 5, 1000)
+		if resp.Granted == hold {
+			t.Fatalf("HoldVotes %t: vote granted %t", hold, resp.Granted)
+		}
+		if got, want := n.seq.VotesRefused() > 0, hold; got != want {
+			t.Fatalf("HoldVotes %t: refused count %d", hold, n.seq.VotesRefused())
+		}
+		if hold {
+			if n.seq.Term() != 0 {
+				t.Fatalf("a held vote reached Raft: term %d", n.seq.Term())
+			}
+			// A candidate of a new cluster (its log at most a bootstrap configuration)
+			// gets the vote, so that a cluster bootstrapped from one node elects a leader.
+			if resp := askVote(t, n.seq.Addr(), 6, 1); !resp.Granted {
+				t.Fatalf("vote for a new cluster's candidate not granted: %+v", resp)
+			}
+			n.seq.AllowVotes()
+			if resp := askVote(t, n.seq.Addr(), 7, 1000); !resp.Granted {
+				t.Fatalf("vote after AllowVotes not granted: %+v", resp)
+			}
+		}
+	}
+}
+
+// flipIn flips one byte of the first occurrence of needle in the file at path.
+func flipIn(t *testing.T, path string, needle []byte) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(b, needle)
+	if i < 0 {
+		t.Fatalf("%q not found in %s", needle, path)
+	}
+	b[i+len(needle)/2] ^= 0x20
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLogChecksum: one flipped byte in a stored log entry is ErrLogCorrupt on read, where
+// raft-boltdb alone returns the altered entry; entries without a checksum are refused
+// unless the store is legacy.
+func TestLogChecksum(t *testing.T) {
+	cfg := testConfig(t, "solo")
+	solo(&cfg)
+	n := openNode(t, cfg, newTestFSM())
+	if err := n.seq.Bootstrap([]Server{{ID: n.id, Addr: n.seq.Addr()}}); err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, []*node{n})
+	for i := range 20 {
+		submitWait(t, n.seq, fmt.Sprintf("payload-%03d-abcdefghijklmnop", i))
+	}
+	if err := n.seq.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := CheckDataDir(cfg.DataDir, false); err != nil || !st.HasState || st.LastIndex < 20 {
+		t.Fatalf("intact data dir: %+v, %v", st, err)
+	}
+	db := filepath.Join(cfg.DataDir, "raft.db")
+	flipIn(t, db, []byte("payload-007-abcdefghijklmnop"))
+	// raft-boltdb alone reads the damaged entry back without complaint.
+	store, err := raftboltdb.NewBoltStore(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := store.FirstIndex()
+	last, _ := store.LastIndex()
+	for i := first; i <= last; i++ {
+		var l raft.Log
+		if err := store.GetLog(i, &l); err != nil {
+			t.Fatalf("raft-boltdb GetLog(%d): %v", i, err)
+		}
+	}
+	store.Close()
+	if _, err := CheckDataDir(cfg.DataDir, false); !errors.Is(err, ErrLogCorrupt) {
+		t.Fatalf("damaged entry: got %v, want ErrLogCorrupt", err)
+	}
+	if s, err := Open(cfg, newTestFSM()); !errors.Is(err, ErrLogCorrupt) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Open on a damaged log: got %v, want ErrLogCorrupt", err)
+	}
+}
+
+// TestLogChecksumLegacy: entries stored without a checksum (raft.db from before
+// checksums) are ErrLogCorrupt for a strict store and accepted by a legacy one.
+func TestLogChecksumLegacy(t *testing.T) {
+	dir := t.TempDir()
+	store, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.StoreLogs([]*raft.Log{{Index: 1, Term: 1, Type: raft.LogCommand, Data: []byte("old")}}); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	if _, err := CheckDataDir(dir, false); !errors.Is(err, ErrLogCorrupt) {
+		t.Fatalf("strict: got %v, want ErrLogCorrupt", err)
+	}
+	if st, err := CheckDataDir(dir, true); err != nil || st.LastIndex != 1 {
+		t.Fatalf("legacy: %+v, %v", st, err)
+	}
+}
+
+// TestSnapshotCorruptDetected: one flipped byte in a snapshot's state file, or damaged
+// metadata, is ErrSnapshotCorrupt from CheckDataDir.
+func TestSnapshotCorruptDetected(t *testing.T) {
+	for _, target := range []string{"state.bin", "meta.json"} {
+		t.Run(target, func(t *testing.T) {
+			cfg := testConfig(t, "solo")
+			solo(&cfg)
+			n := openNode(t, cfg, newTestFSM())
+			if err := n.seq.Bootstrap([]Server{{ID: n.id, Addr: n.seq.Addr()}}); err != nil {
+				t.Fatal(err)
+			}
+			waitLeader(t, []*node{n})
+			for i := range 10 {
+				submitWait(t, n.seq, fmt.Sprintf("snapshot-%03d-abcdefghijkl", i))
+			}
+			if err := n.seq.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+			if err := n.seq.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if st, err := CheckDataDir(cfg.DataDir, false); err != nil || st.Snapshots != 1 {
+				t.Fatalf("intact: %+v, %v", st, err)
+			}
+			dirs, _ := filepath.Glob(filepath.Join(cfg.DataDir, "snapshots", "*", target))
+			if len(dirs) != 1 {
+				t.Fatalf("snapshot files %v", dirs)
+			}
+			needle := []byte("snapshot-003-abcdefghijkl")
+			if target == "meta.json" {
+				needle = []byte("{") // unparseable metadata
+			}
+			flipIn(t, dirs[0], needle)
+			if _, err := CheckDataDir(cfg.DataDir, false); !errors.Is(err, ErrSnapshotCorrupt) {
+				t.Fatalf("got %v, want ErrSnapshotCorrupt", err)
+			}
+			if s, err := Open(cfg, newTestFSM()); !errors.Is(err, ErrSnapshotCorrupt) {
+				if err == nil {
+					s.Close()
+				}
+				t.Fatalf("Open: got %v, want ErrSnapshotCorrupt", err)
+			}
+		})
+	}
+}
+
+// TestCompactionByBytes: with an entry-count threshold that is never reached, entries of
+// 16 KiB trigger snapshots by bytes and the log keeps about TrailingBytes of them; with
+// the byte trigger off, the log is not compacted.
+func TestCompactionByBytes(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprintf("bytes=%t", on), func(t *testing.T) {
+			n := openSolo(t, "solo", func(c *Config) {
+				c.SnapshotThreshold = 1 << 40
+				c.SnapshotInterval = time.Hour
+				c.SnapshotBytes, c.TrailingBytes = 256<<10, 64<<10
+				if !on {
+					c.SnapshotBytes = -1
+				}
+			})
+			pad := strings.Repeat("x", 16<<10)
+			for i := range 40 {
+				submitWait(t, n.seq, fmt.Sprintf("%d-%s", i, pad))
+			}
+			first := func() uint64 { f, _ := n.seq.parts.logs.FirstIndex(); return f }
+			if !on {
+				if st := n.seq.Stats(); st.ByteSnapshots != 0 || first() > 1 {
+					t.Fatalf("byte trigger off: %d snapshots by bytes, first index %d", st.ByteSnapshots, first())
+				}
+				return
+			}
+			testutil.WaitFor(t, 10*time.Second, func() error {
+				st := n.seq.Stats()
+				last, _ := n.seq.parts.logs.LastIndex()
+				if st.ByteSnapshots == 0 {
+					return fmt.Errorf("no snapshot by bytes yet; %d bytes since the last", st.BytesSinceSnapshot)
+				}
+				// 64 KiB of 16 KiB entries: about 4 kept (plus what came after the snapshot).
+				if kept := last - first() + 1; kept > 20 {
+					return fmt.Errorf("%d entries kept (first %d, last %d)", kept, first(), last)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// TestRecover: a cluster of three loses two nodes for good; Recover rewrites the
+// survivor's configuration to itself alone, and the survivor restarts as a one-node
+// cluster with every committed entry, and takes new ones.
+func TestRecover(t *testing.T) {
+	nodes, leader := newCluster(t, 3, nil)
+	for i := range 25 {
+		if o := submitWait(t, leader.seq, fmt.Sprintf("r%d", i)); o.err != nil {
+			t.Fatal(o.err)
+		}
+	}
+	if err := leader.seq.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		submitWait(t, leader.seq, fmt.Sprintf("after-snapshot-%d", i))
+	}
+	waitSameState(t, leader, nodes...)
+	survivor := nodes[0]
+	want := survivor.fsm.state()
+	for _, nd := range nodes {
+		if err := nd.seq.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := survivor.cfg
+	if err := Recover(cfg, newTestFSM(), []Server{{ID: "other", Addr: "127.0.0.1:1"}}); !errors.Is(err, ErrBadConfig) {
+		t.Fatalf("members without the node itself: got %v, want ErrBadConfig", err)
+	}
+	if err := Recover(cfg, newTestFSM(), []Server{{ID: survivor.id, Addr: "127.0.0.1:1"}}); err != nil {
+		t.Fatalf("Recover: %v", err)
+	}
+	solo(&cfg)
+	cfg.RaftAddr = "127.0.0.1:0"
+	back := openNode(t, cfg, newTestFSM())
+	waitLeader(t, []*node{back})
+	if got := back.fsm.state(); got.Count != want.Count || got.Hash != want.Hash {
+		t.Fatalf("recovered state %+v, want %+v", got, want)
+	}
+	if o := submitWait(t, back.seq, "after-recovery"); o.err != nil {
+		t.Fatal(o.err)
+	}
+}
