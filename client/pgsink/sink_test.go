@@ -529,3 +529,27 @@ func TestSinkStoredOffsetPastEnd(t *testing.T) {
 		t.Errorf("stored offsets %v after the failed run, %v before", after, before)
 	}
 }
+
+// TestOpenOldEpochsLayout: a lockstep_sink_epochs of the earlier layout (one epoch per
+// sink) is refused with ErrTableSchema, before any epoch is taken.
+func TestOpenOldEpochsLayout(t *testing.T) {
+	cl := cluster(t)
+	db := pgtest.New(t)
+	createTarget(t, db, "events")
+	db.Exec(t, `CREATE TABLE lockstep_sink_epochs (sink_table text NOT NULL, stream text NOT NULL, epoch bigint NOT NULL, PRIMARY KEY (sink_table, stream))`)
+	db.Exec(t, `INSERT INTO lockstep_sink_epochs VALUES ('x.events', 's', 7)`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := pgsink.Open(ctx, config(db, t), &pgsink.SubscribeOrigin{Client: cl})
+	if err == nil {
+		s.Close()
+	}
+	if !errors.Is(err, pgsink.ErrTableSchema) || !strings.Contains(err.Error(), "earlier layout") {
+		t.Fatalf("Open: %v, want ErrTableSchema naming the earlier layout", err)
+	}
+	conn := db.Connect(t)
+	var epoch int64
+	if err := conn.QueryRow(ctx, `SELECT epoch FROM lockstep_sink_epochs`).Scan(&epoch); err != nil || epoch != 7 {
+		t.Fatalf("the old epochs table changed: epoch %d, %v", epoch, err)
+	}
+}
