@@ -319,6 +319,7 @@ func Recover(cfg Config, reg *procedures.Registry, members []Peer) (string, erro
 			return "", fmt.Errorf("%w: %s is node %s's, not %s's", ErrIdentityMismatch, cfg.DataDir, id.NodeID, cfg.ID)
 		}
 	}
+	cfg.CertsDir, cfg.Insecure = "", true // offline: no port opens, no certificate is needed
 	if err := cfg.Validate(); err != nil {
 		return "", err
 	}

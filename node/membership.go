@@ -138,9 +138,6 @@ func (n *Node) addNode(ctx context.Context, payload []byte) error {
 				"was wiped or replaced. Remove it first (lockstep cluster remove %s), then join again",
 			ErrJoinRefused, j.ID, rec.Incarnation, j.Incarnation, j.ID)}
 	}
-	if err := n.checkReachable(ctx, j.ID, j.RaftAddr, j.ClientAddr); err != nil {
-		return err
-	}
 	voter, member := false, false
 	members, err := n.seq.Members()
 	if err != nil {
@@ -164,6 +161,9 @@ func (n *Node) addNode(ctx context.Context, payload []byte) error {
 		if err := promotionQuorum(j.ID, views); err != nil {
 			return fmt.Errorf("join %s: %w", j.ID, err)
 		}
+	}
+	if err := n.checkReachable(ctx, j.ID, j.RaftAddr, j.ClientAddr); err != nil {
+		return err
 	}
 	if voter {
 		err = n.seq.AddVoter(ctx, j.ID, j.RaftAddr) // a voter's address update

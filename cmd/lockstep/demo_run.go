@@ -120,8 +120,9 @@ func killHalfway(ctx context.Context, out io.Writer, cluster *node.LocalCluster,
 		return -1
 	case <-time.After(d / 2):
 	}
-	leader := cluster.Leader()
-	if leader < 0 {
+	// Between elections no node leads for a moment: wait for one rather than skip the kill.
+	leader, err := cluster.WaitLeader(ctx)
+	if err != nil {
 		return -1
 	}
 	start := time.Now()

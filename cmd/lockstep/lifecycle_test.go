@@ -214,14 +214,16 @@ func TestGhostJoinsHarmless(t *testing.T) {
 	defer cancel()
 	load := startLoad(t, ctx, strings.Split(c.addrs(), ","), "g", 8)
 	load.waitAcked(t, 200)
+	// Joins of addresses where nothing answers are refused before any change to the
+	// membership (node/reachable.go); were they admitted, they would be learners only.
 	ghosts := testutil.FreeAddrs(t, 6)
 	for i := range 3 {
-		mustRun(t, bin, "cluster", "join", "--addr", c.addrs(), "--id", fmt.Sprintf("ghost%d", i),
+		r := run(t, bin, "cluster", "join", "--addr", c.addrs(), "--id", fmt.Sprintf("ghost%d", i),
 			"--raft", ghosts[2*i], "--client", ghosts[2*i+1])
+		checkFailure(t, r, "does not answer")
 	}
 	load.waitAcked(t, 500)
-	// A node failure on top: with 3 learners that would have been 6 voters, losing one
-	// real node still leaves a quorum of the 3 real voters.
+	// A node failure on top: the 3 real voters still hold a quorum.
 	var follower *procNode
 	leader := leaderNode(t, bin, c)
 	for _, n := range c.nodes {
@@ -236,23 +238,10 @@ func TestGhostJoinsHarmless(t *testing.T) {
 	load.check(t, ctx, load.cl)
 
 	cs := statusAnyHealth(t, bin, c.addrs())
-	var learners []string
 	for _, n := range cs.Nodes {
-		if n.NodeID == cs.Leader {
-			for _, l := range n.Learners {
-				if !strings.Contains(l.Note, "unreachable") {
-					t.Errorf("ghost learner %s: note %q", l.ID, l.Note)
-				}
-				learners = append(learners, l.ID)
-			}
+		if strings.HasPrefix(n.NodeID, "ghost") || len(n.Learners) > 0 {
+			t.Fatalf("a ghost join left a trace: %+v", n)
 		}
-	}
-	if want := []string{"ghost0", "ghost1", "ghost2"}; !slices.Equal(learners, want) {
-		t.Fatalf("the leader's learners: %v, want %v", learners, want)
-	}
-	r := run(t, bin, "cluster", "status", "--addr", c.addrs())
-	if r.code != exitUnreachable || !strings.Contains(r.stdout, "learner ghost0: unreachable") {
-		t.Fatalf("cluster status with ghost learners and a lost node: %v", r)
 	}
 }
 
