@@ -340,8 +340,8 @@ func TestSinkGroupShareTable(t *testing.T) {
 	groupConfig := func(member string, log *syncBuffer) pgsink.Config {
 		cfg := config(db, t)
 		cfg.Group, cfg.Member = "sinks", member
-		// A heartbeat every 10 s: a learns of b's join only when fenced.
-		cfg.GroupSessionTimeout = 30 * time.Second
+		// A heartbeat every 20 s: a learns of b's join only when fenced.
+		cfg.GroupSessionTimeout = time.Minute
 		cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(log, testWriter{t}), nil))
 		return cfg
 	}
