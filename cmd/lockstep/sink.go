@@ -31,11 +31,12 @@ func sinkPostgresCommand() *cli.Command {
 create). Each batch is one PostgreSQL transaction holding the rows and, per partition,
 the offset to resume from (table lockstep_sink_offsets, created beside --table): after a
 crash, a restart resumes where the last committed transaction ended, so every record is
-written once. Each start takes a new epoch (table lockstep_sink_epochs); a transaction
-commits only while its epoch is the current one, so an older instance still running
-(paused, partitioned) writes nothing once a newer one has started, and exits.
+written once. Each start takes a new epoch of every partition it writes (table
+lockstep_sink_epochs); a transaction commits only while its epochs are the current ones,
+so an older instance still running (paused, partitioned) writes nothing once a newer one
+has taken its partitions, and exits.
 
-Records come from a push subscription to every partition (--read subscribe, the default):
+Records come from a push subscription to its partitions (--read subscribe, the default):
 a node sends each record as it applies it, at most --batch records per partition ahead of
 the sink, and the subscription moves to another node, without gap or duplicate, when its
 node is lost. --read poll reads with stream reads instead, every --poll when idle.
