@@ -92,7 +92,7 @@ func joinBench(ctx context.Context, addrs []string, tlsCfg *tls.Config, id strin
 				log.add(b.Generation, b.Partition)
 			}
 			return err
-		}, client.ConsumeOptions{MaxRecords: 200, PollInterval: 10 * time.Millisecond})
+		}, client.ConsumeOptions{MaxRecords: 200})
 	}()
 	return bm, nil
 }

@@ -98,7 +98,7 @@ func BenchmarkSinkPostgres(b *testing.B) {
 	if rows != int64(total) {
 		b.Fatalf("%d rows, want %d", rows, total)
 	}
-	records, txs := s.Stats()
+	records, txs, _ := s.Stats()
 	b.ReportMetric(float64(total)/took.Seconds(), "records/s")
 	b.ReportMetric(float64(records)/float64(txs), "records/tx")
 	b.Logf("%d records in %v: %.0f records/s, %d transactions (%.0f records each)", total, took.Round(time.Millisecond),

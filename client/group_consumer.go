@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
@@ -28,19 +27,24 @@ type GroupBatch struct {
 
 // ConsumeOptions bound Consume. Zero fields get their defaults.
 type ConsumeOptions struct {
-	// MaxRecords is the most records of one batch. Default 500.
+	// MaxRecords is the most records of one batch, and the credit window of the
+	// subscription to each owned partition (WithCredit). Default 500.
 	MaxRecords int
-	// PollInterval is the pause when no owned partition has new records, in the absence
-	// of a push API. Default 50 ms.
-	PollInterval time.Duration
+	// MaxBytes is the credit window of each owned partition in bytes (WithCredit).
+	// Default DefaultSubscribeCreditBytes.
+	MaxBytes int
 }
 
 // Consume runs handle over the records of the member's partitions until ctx ends (it
 // returns ctx.Err()), the member is out of the group (it returns Err()), or handle fails
-// with another error than a fencing refusal (it returns that error). It reads records
-// with ReadStream from each owned partition's committed offset, one batch per partition
-// in turn, and never hands the same partition to handle from two generations: at every
-// generation change it reads the assignment and the committed offsets again.
+// with another error than a fencing refusal (it returns that error). Records are pushed:
+// for each generation it subscribes to the member's partitions (SubscribePartitions),
+// each from its committed offset, and hands handle one batch per partition as records
+// arrive. At every generation change it drops what it has not handed out, closes the
+// subscription and subscribes again from the committed offsets, so it never hands the
+// same partition to handle from two generations, and within a generation each
+// partition's batches follow one another without gap or overlap. A committed offset that
+// retention has trimmed goes on from the first retained record.
 //
 // handle must commit b.Commit when it has processed the batch. When it does so in the
 // same procedure invocation as its writes (procedures.CommitGroupOffset), every record
@@ -52,8 +56,8 @@ func (m *GroupMember) Consume(ctx context.Context, handle func(context.Context, 
 	if opts.MaxRecords <= 0 {
 		opts.MaxRecords = 500
 	}
-	if opts.PollInterval <= 0 {
-		opts.PollInterval = 50 * time.Millisecond
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultSubscribeCreditBytes
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -80,52 +84,85 @@ func (m *GroupMember) Consume(ctx context.Context, handle func(context.Context, 
 	}
 }
 
-// consumeGeneration consumes the partitions of one generation until it changes (nil) or
-// a handle or read fails.
+// consumeGeneration consumes the partitions of one generation, from pos, until it
+// changes (nil) or a handle or the subscription fails.
 func (m *GroupMember) consumeGeneration(ctx context.Context, handle func(context.Context, GroupBatch) error,
 	opts ConsumeOptions, changed <-chan struct{}, gen uint64, parts []int, pos map[int]uint64) error {
-	idle := time.NewTimer(opts.PollInterval)
-	defer idle.Stop()
-	for {
-		busy := false
-		for _, p := range parts {
-			select {
-			case <-changed:
-				return nil
-			default:
-			}
-			recs, next, err := m.c.ReadStream(ctx, m.stream, p, pos[p], opts.MaxRecords)
-			var trimmed *OffsetTrimmedError
-			if errors.As(err, &trimmed) {
-				// Retention took records nobody processed: go on from the first kept.
-				pos[p] = trimmed.First
-				busy = true
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if len(recs) == 0 {
-				continue
-			}
-			b := GroupBatch{Generation: gen, Partition: p, Records: recs, Next: next,
-				Commit: m.CommitArgs(gen, p, next)}
-			if err := handle(ctx, b); err != nil {
-				return err
-			}
-			pos[p] = next
-			busy = true
-		}
-		if busy {
-			continue
-		}
-		idle.Reset(opts.PollInterval)
-		select {
+	if len(parts) == 0 {
+		select { // more members than partitions: idle until the next rebalance
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-changed:
 			return nil
-		case <-idle.C:
+		}
+	}
+	from := make(map[int]uint64, len(parts))
+	for _, p := range parts {
+		if off, ok := pos[p]; ok {
+			from[p] = off
+		}
+	}
+	// gctx ends at the generation's change, which wakes a waiting Next; the watcher
+	// goroutine is this function's, and ends with it.
+	gctx, cancel := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-changed:
+			cancel()
+		case <-gctx.Done():
+		}
+	}()
+	defer func() { cancel(); <-watched }()
+	for {
+		sub, err := m.c.SubscribePartitions(gctx, m.stream, parts, from, WithCredit(opts.MaxRecords, opts.MaxBytes))
+		if err == nil {
+			err = m.handleSubscription(ctx, gctx, sub, handle, gen, from)
+			sub.Close()
+		}
+		var trimmed *OffsetTrimmedError
+		switch {
+		case errors.As(err, &trimmed):
+			// Retention took records nobody processed: go on from the first kept.
+			from[trimmed.Partition] = trimmed.First
+		case errors.Is(err, context.Canceled) && gctx.Err() != nil && ctx.Err() == nil:
+			return nil // the generation changed
+		default:
+			return err
+		}
+	}
+}
+
+// handleSubscription hands the records of sub to handle (called with ctx), one batch per
+// partition, and moves from past each batch handled. It returns when sub or handle fails
+// or gctx, the generation's context, ends.
+func (m *GroupMember) handleSubscription(ctx, gctx context.Context, sub *Subscription, handle func(context.Context, GroupBatch) error,
+	gen uint64, from map[int]uint64) error {
+	for {
+		recs, err := sub.Next(gctx)
+		if err != nil {
+			return err
+		}
+		// Next returns the records in offset order per partition, partitions ascending,
+		// at most a credit window (MaxRecords) of each.
+		for len(recs) > 0 {
+			n := 1
+			for n < len(recs) && recs[n].Partition == recs[0].Partition {
+				n++
+			}
+			batch := recs[:n:n]
+			recs = recs[n:]
+			if err := gctx.Err(); err != nil {
+				return err // the generation changed: hand nothing more out
+			}
+			p, next := batch[0].Partition, batch[n-1].Offset+1
+			b := GroupBatch{Generation: gen, Partition: p, Records: batch, Next: next,
+				Commit: m.CommitArgs(gen, p, next)}
+			if err := handle(ctx, b); err != nil {
+				return err
+			}
+			from[p] = next
 		}
 	}
 }

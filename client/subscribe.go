@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -187,8 +188,36 @@ func (c *Client) SubscribeAll(ctx context.Context, stream string, from map[int]u
 			return nil, fmt.Errorf("client: subscribe %q: %w: partition %d of %d", stream, ErrBadScope, p, parts)
 		}
 	}
+	all := make([]int, parts)
+	for p := range all {
+		all[p] = p
+	}
+	return c.SubscribePartitions(ctx, stream, all, from, opts...)
+}
+
+// SubscribePartitions subscribes to the listed partitions of the stream (a consumer
+// group member's assignment, say), as SubscribeAll does to all of them, on one node at a
+// time: from gives the start offset per partition; a partition missing from the map
+// starts at its first retained offset. An empty or repeated partition list, or a key of
+// from that is not listed, fails with ErrBadArguments; a partition the stream does not
+// have with ErrBadScope. An end of one partition ends the whole subscription.
+func (c *Client) SubscribePartitions(ctx context.Context, stream string, partitions []int, from map[int]uint64, opts ...SubscribeOption) (*Subscription, error) {
+	parts := slices.Sorted(slices.Values(partitions))
+	if len(parts) == 0 || len(slices.Compact(slices.Clone(parts))) != len(parts) {
+		return nil, fmt.Errorf("client: subscribe %q: %w: partitions %v: want at least one, each once", stream, ErrBadArguments, partitions)
+	}
+	for p := range from {
+		if !slices.Contains(parts, p) {
+			return nil, fmt.Errorf("client: subscribe %q: %w: start offset for partition %d, which is not among %v", stream, ErrBadArguments, p, parts)
+		}
+	}
+	for _, p := range parts {
+		if p < 0 || p > math.MaxInt32 {
+			return nil, fmt.Errorf("client: subscribe %q: %w: partition %d", stream, ErrBadScope, p)
+		}
+	}
 	s := c.newSubscription(stream, opts)
-	for p := range parts {
+	for _, p := range parts {
 		off, ok := from[p]
 		s.feeds = append(s.feeds, &feed{part: p, next: off, earliest: !ok})
 	}

@@ -158,7 +158,7 @@ func TestClusterConsumerGroup(t *testing.T) {
 			done <- m.Consume(cctx, func(ctx context.Context, b client.GroupBatch) error {
 				observe(m)
 				return handle(ctx, b)
-			}, client.ConsumeOptions{MaxRecords: 50, PollInterval: 20 * time.Millisecond})
+			}, client.ConsumeOptions{MaxRecords: 50})
 		}()
 		return running{m, stop, done}
 	}
@@ -346,5 +346,222 @@ func TestClusterGroupMemberExpires(t *testing.T) {
 	defer y.Close()
 	if gen, parts := y.Current(); gen != 2 || len(parts) != 4 {
 		t.Errorf("join after the expiry: generation %d partitions %v, want 2 and all 4", gen, parts)
+	}
+}
+
+// TestClusterGroupConsumePushed: GroupMember.Consume reads by push subscription, one
+// per owned partition on the node, and subscribes again at each assignment change: a
+// lone member holds subscriptions to all 4 partitions; after a second member joins each
+// holds its 2; within a generation each partition's batches follow one another without
+// gap or overlap; every record is processed once; a committed offset below retention
+// goes on from the first retained record (DESIGN.md section 5 "Out").
+func TestClusterGroupConsumePushed(t *testing.T) {
+	const (
+		group  = "pushed"
+		stream = "events"
+		parts  = 4
+	)
+	c := startCluster(t, clusterOptions{nodes: 1, partitions: parts, registry: groupRegistry})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admin := c.dial(ctx)
+	if err := admin.CreateStream(ctx, builtin.StreamDefinition{Name: stream}); err != nil {
+		t.Fatal(err)
+	}
+	appendN := func(from, n int) {
+		t.Helper()
+		recs := make([]client.StreamRecord, n)
+		for i := range recs {
+			recs[i] = client.StreamRecord{Key: fmt.Sprintf("k%d", from+i), Value: []byte("v")}
+		}
+		if _, err := admin.AppendBatch(ctx, stream, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The successful batches by (member, generation, partition): each must start where
+	// the one before ended.
+	type span struct{ first, next uint64 }
+	var mu sync.Mutex
+	spans := map[string][]span{}
+	var errs []string
+	start := func(id string) (*client.GroupMember, context.CancelFunc, chan error) {
+		cl := c.dial(ctx)
+		m, err := cl.JoinGroup(ctx, group, stream, id, client.WithSessionTimeout(5*time.Second), client.WithHeartbeatInterval(100*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		handle := consumeBatch(cl, group)
+		go func() {
+			done <- m.Consume(cctx, func(ctx context.Context, b client.GroupBatch) error {
+				for i, r := range b.Records {
+					if r.Partition != b.Partition || i > 0 && r.Offset <= b.Records[i-1].Offset {
+						mu.Lock()
+						errs = append(errs, fmt.Sprintf("batch of partition %d holds %d@%d out of order", b.Partition, r.Partition, r.Offset))
+						mu.Unlock()
+					}
+				}
+				if err := handle(ctx, b); err != nil {
+					return err
+				}
+				key := fmt.Sprintf("%s/g%d/p%d", id, b.Generation, b.Partition)
+				mu.Lock()
+				spans[key] = append(spans[key], span{b.Records[0].Offset, b.Next})
+				mu.Unlock()
+				return nil
+			}, client.ConsumeOptions{MaxRecords: 20})
+		}()
+		return m, stop, done
+	}
+	drained := func() {
+		t.Helper()
+		desc, err := admin.DescribeStream(ctx, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testutil.WaitFor(t, 20*time.Second, func() error {
+			offs, err := admin.GroupOffsets(ctx, group)
+			if err != nil {
+				return err
+			}
+			for _, p := range desc.Partitions {
+				if offs[int(p.Partition)] != p.NextOffset {
+					return fmt.Errorf("partition %d: committed %d of %d", p.Partition, offs[int(p.Partition)], p.NextOffset)
+				}
+			}
+			return nil
+		})
+	}
+	// subscribed waits until the node serves want subscriptions to the stream, one per
+	// partition in total.
+	subscribed := func(want int) {
+		t.Helper()
+		testutil.WaitFor(t, 10*time.Second, func() error {
+			seen := map[int]int{}
+			for _, s := range c.Nodes[0].Subscriptions() {
+				if s.Stream == stream {
+					seen[s.Partition]++
+				}
+			}
+			if len(seen) != want {
+				return fmt.Errorf("subscriptions by partition %v, want one to each of %d", seen, want)
+			}
+			for p, n := range seen {
+				if n != 1 {
+					return fmt.Errorf("partition %d has %d subscriptions", p, n)
+				}
+			}
+			return nil
+		})
+	}
+
+	a, stopA, doneA := start("a")
+	appendN(0, 200)
+	drained()
+	subscribed(parts)
+	b, stopB, doneB := start("b")
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if ga, pa := a.Current(); len(pa) != 2 || ga != b.Generation() {
+			return fmt.Errorf("a holds %v in generation %d, b is in %d", pa, ga, b.Generation())
+		}
+		return nil
+	})
+	appendN(200, 200)
+	drained()
+	subscribed(parts) // a dropped two of its four, b took them
+	for _, r := range []struct {
+		m    *client.GroupMember
+		stop context.CancelFunc
+		done chan error
+	}{{a, stopA, doneA}, {b, stopB, doneB}} {
+		r.stop()
+		if err := <-r.done; !errors.Is(err, context.Canceled) {
+			t.Errorf("consumer %s: %v", r.m.Member(), err)
+		}
+		r.m.Close()
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, e := range errs {
+		t.Error(e)
+	}
+	for key, ss := range spans {
+		for i := 1; i < len(ss); i++ {
+			if ss[i].first != ss[i-1].next {
+				t.Errorf("%s: batch %d starts at %d, the one before ended at %d", key, i, ss[i].first, ss[i-1].next)
+			}
+		}
+	}
+	counts := map[string]uint64{}
+	for _, part := range c.Nodes[0].fsm.Engine().Partitions() {
+		part.Scan(processedTable, partition.ScanOptions{}, func(k, v []byte) bool {
+			counts[string(k)] += binary.BigEndian.Uint64(v)
+			return true
+		})
+	}
+	total := 0
+	for k, n := range counts {
+		if n != 1 {
+			t.Errorf("record %x processed %d times", k, n)
+		}
+		total++
+	}
+	if total != 400 {
+		t.Errorf("%d records processed, want 400", total)
+	}
+}
+
+// TestClusterGroupConsumeTrimmed: a committed offset that retention has trimmed is
+// consumed from the first retained record on.
+func TestClusterGroupConsumeTrimmed(t *testing.T) {
+	c := startCluster(t, clusterOptions{nodes: 1, partitions: 2, registry: groupRegistry})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := c.dial(ctx)
+	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "r", Retention: builtin.StreamRetention{MaxRecords: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	p := partition.PartitionOf([]byte("same-key"), 2)
+	for i := range 20 {
+		if _, err := cl.Append(ctx, "r", "same-key", []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := cl.JoinGroup(ctx, "g", "r", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Commit(ctx, p, 2); err != nil {
+		t.Fatal(err)
+	}
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	got := make(chan client.GroupBatch, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- m.Consume(cctx, func(ctx context.Context, b client.GroupBatch) error {
+			select {
+			case got <- b:
+			default:
+			}
+			return nil
+		}, client.ConsumeOptions{})
+	}()
+	select {
+	case b := <-got:
+		if b.Partition != p || b.Records[0].Offset != 15 || b.Next != 20 {
+			t.Errorf("first batch: partition %d offsets %d to %d, want partition %d 15 to 20", b.Partition, b.Records[0].Offset, b.Next, p)
+		}
+	case err := <-done:
+		t.Fatalf("Consume ended: %v", err)
+	case <-ctx.Done():
+		t.Fatal("no batch")
+	}
+	stop()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Consume: %v", err)
 	}
 }

@@ -278,6 +278,26 @@ func TestSubscribeBadInput(t *testing.T) {
 	if _, err := cl.SubscribeAll(ctx, "r", map[int]uint64{5: 0}); !errors.Is(err, client.ErrBadScope) {
 		t.Errorf("all partitions, from for partition 5: got %v, want ErrBadScope", err)
 	}
+	for i, c := range []struct {
+		parts []int
+		from  map[int]uint64
+		want  error
+	}{
+		{nil, nil, client.ErrBadArguments},
+		{[]int{0, 0}, nil, client.ErrBadArguments},
+		{[]int{0}, map[int]uint64{1: 0}, client.ErrBadArguments},
+		{[]int{0, 2}, nil, client.ErrBadScope},
+	} {
+		if sub, err := cl.SubscribePartitions(ctx, "r", c.parts, c.from); !errors.Is(err, c.want) {
+			t.Errorf("#%d SubscribePartitions(%v, %v): got %v, want %v", i, c.parts, c.from, err, c.want)
+			if err == nil {
+				sub.Close()
+			}
+		}
+	}
+	if _, err := cl.SubscribePartitions(ctx, "r", []int{p}, map[int]uint64{p: 3}); !errors.Is(err, client.ErrOffsetTrimmed) {
+		t.Errorf("SubscribePartitions below retention: got %v, want ErrOffsetTrimmed", err)
+	}
 	_, err := cl.Subscribe(ctx, "r", p, 0)
 	var te *client.OffsetTrimmedError
 	if !errors.As(err, &te) || !errors.Is(err, client.ErrOffsetTrimmed) || te.First != 15 || te.Partition != p {

@@ -197,6 +197,9 @@ func TestGroupBadInput(t *testing.T) {
 			t.Errorf("#%d %s(%q): got %v, want %v", i, c.proc, c.key, err, c.want)
 		}
 	}
+	if after := te.snapshot(t); !after.same(before) {
+		t.Errorf("refused calls (unknown group, not a member, bad arguments) changed state")
+	}
 	// A group consumes one stream for its life.
 	mustInvoke[builtin.StreamDefinition](t, te, builtin.StreamCreate, "", builtin.StreamDefinition{Name: "other"})
 	before = te.snapshot(t)

@@ -3,6 +3,7 @@ package pgsink
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 )
@@ -27,9 +28,36 @@ type Config struct {
 	// so a paused sink (SIGSTOP) holding a transaction open is cut off by the server and
 	// cannot block a newer instance for longer. Default 10s.
 	IdleInTransactionTimeout time.Duration
+	// Group, if set, makes the sink a member of this Lockstep consumer group on Stream:
+	// it writes only the partitions the group assigns it, so several sink processes with
+	// the same Group, Table and Stream share the stream's partitions. Empty: the sink
+	// writes every partition.
+	Group string
+	// Member is the sink's member id in Group: a restarted process that keeps its id
+	// takes its own place at once. Default: the host name and the process id.
+	Member string
+	// GroupSessionTimeout is how long Group keeps a member it has no heartbeat from (its
+	// partitions are reassigned after it). Default 10s.
+	GroupSessionTimeout time.Duration
+	// OnTrimmed says what the sink does when the stream's retention trimmed records
+	// before it wrote them: TrimmedFail (the default) or TrimmedSkip.
+	OnTrimmed TrimmedPolicy
 	// Logger receives the sink's logs. Default: slog.Default().
 	Logger *slog.Logger
 }
+
+// TrimmedPolicy is what a sink does about records trimmed by retention before it wrote
+// them.
+type TrimmedPolicy string
+
+const (
+	// TrimmedFail stops the sink with an error matching ErrTrimmed and
+	// client.ErrOffsetTrimmed, writing nothing more: the table cannot hold those records.
+	TrimmedFail TrimmedPolicy = "fail"
+	// TrimmedSkip logs the range of records lost (a warning) and goes on from the first
+	// record retention kept.
+	TrimmedSkip TrimmedPolicy = "skip"
+)
 
 // DefaultConfig returns a Config with the defaults filled in and the required fields
 // empty.
@@ -37,6 +65,8 @@ func DefaultConfig() Config {
 	return Config{
 		OffsetCommitInterval:     time.Second,
 		IdleInTransactionTimeout: 10 * time.Second,
+		GroupSessionTimeout:      10 * time.Second,
+		OnTrimmed:                TrimmedFail,
 	}
 }
 
@@ -51,6 +81,19 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.GroupSessionTimeout == 0 {
+		c.GroupSessionTimeout = d.GroupSessionTimeout
+	}
+	if c.OnTrimmed == "" {
+		c.OnTrimmed = d.OnTrimmed
+	}
+	if c.Group != "" && c.Member == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			host = "sink"
+		}
+		c.Member = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	return c
 }
@@ -68,6 +111,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: OffsetCommitInterval %v is negative", ErrBadConfig, c.OffsetCommitInterval)
 	case c.IdleInTransactionTimeout < 0:
 		return fmt.Errorf("%w: IdleInTransactionTimeout %v is negative", ErrBadConfig, c.IdleInTransactionTimeout)
+	case c.GroupSessionTimeout < 0:
+		return fmt.Errorf("%w: GroupSessionTimeout %v is negative", ErrBadConfig, c.GroupSessionTimeout)
+	case c.OnTrimmed != "" && c.OnTrimmed != TrimmedFail && c.OnTrimmed != TrimmedSkip:
+		return fmt.Errorf("%w: OnTrimmed %q: want %q or %q", ErrBadConfig, c.OnTrimmed, TrimmedFail, TrimmedSkip)
+	case c.Group == "" && c.Member != "":
+		return fmt.Errorf("%w: Member %q without a Group", ErrBadConfig, c.Member)
 	}
 	if _, err := splitTable(c.Table); err != nil {
 		return err

@@ -21,24 +21,40 @@ var (
 	ErrTableSchema = errors.New("pgsink: target table has the wrong columns")
 	// ErrUnknownStream is a stream the cluster does not have.
 	ErrUnknownStream = errors.New("pgsink: unknown stream")
-	// ErrFenced is the end of a sink whose epoch is no longer the current one: a newer
-	// instance of the same sink (table and stream) started, and this one's transaction
-	// was rolled back, writing nothing.
+	// ErrFenced is the end of a sink whose epoch of a partition is no longer the current
+	// one: a newer instance of the same sink (table and stream) took the partition, and
+	// this one's transaction was rolled back, writing nothing. A member of a consumer
+	// group fenced by a newer generation of its own group does not end: it learns its
+	// new assignment and goes on.
 	ErrFenced = errors.New("pgsink: fenced by a newer sink instance")
+	// ErrTrimmed is the end of a sink (OnTrimmed TrimmedFail) that found records trimmed
+	// by the stream's retention before it wrote them. The error also matches
+	// client.ErrOffsetTrimmed and holds a *client.OffsetTrimmedError.
+	ErrTrimmed = errors.New("pgsink: records trimmed by retention before the sink wrote them")
 	// ErrOffsetRegress is an invariant violation: a batch would store an offset at or
 	// below the one stored, which means its records were written before. The transaction
 	// is rolled back.
 	ErrOffsetRegress = errors.New("pgsink: stored offset would not advance")
 )
 
-// FencedError says which epochs met when a sink was fenced. It matches ErrFenced.
+// FencedError says which epoch of which partition was fenced. It matches ErrFenced.
 type FencedError struct {
-	// Epoch is this instance's epoch.
+	// Partition is the stream partition whose epoch moved on.
+	Partition int
+	// Epoch is this instance's epoch of Partition (0 if it could not take one).
 	Epoch int64
+	// Group and Generation are those of the instance that holds Partition now (Group
+	// empty: a sink outside any group).
+	Group      string
+	Generation uint64
 }
 
 func (e *FencedError) Error() string {
-	return fmt.Sprintf("pgsink: epoch %d is no longer current: a newer sink instance started; this transaction was rolled back", e.Epoch)
+	holder := "a newer sink instance"
+	if e.Group != "" {
+		holder = fmt.Sprintf("a member of group %q in generation %d", e.Group, e.Generation)
+	}
+	return fmt.Sprintf("pgsink: epoch %d of partition %d is no longer current: %s took the partition; this transaction was rolled back", e.Epoch, e.Partition, holder)
 }
 
 // Unwrap returns ErrFenced.

@@ -2,18 +2,21 @@ package pgsink
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 )
 
 // HoldEpoch begins a transaction on the sink's connection that passes the epoch check
-// and so holds the epoch row, as a sink paused between its check and its commit does.
+// of every partition the sink holds and so holds their epoch rows, as a sink paused
+// between its check and its commit does.
 func (s *Sink) HoldEpoch(ctx context.Context) (pgx.Tx, error) {
 	tx, err := s.conn.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkEpoch(ctx, tx); err != nil {
+	if err := s.checkEpochs(ctx, tx, slices.Sorted(maps.Keys(s.epochs))); err != nil {
 		tx.Rollback(ctx)
 		return nil, err
 	}

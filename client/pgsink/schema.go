@@ -57,16 +57,20 @@ func columnNames() []string {
 }
 
 // The sink's own tables, created in the target table's schema on first start:
-// lockstep_sink_epochs holds each sink's current epoch, lockstep_sink_offsets the next
-// offset to write per partition. A sink is named by its target table and stream.
+// lockstep_sink_epochs holds the current epoch of each partition a sink writes, with the
+// consumer group and generation of the instance that took it; lockstep_sink_offsets the
+// next offset to write per partition. A sink is named by its target table and stream.
 const (
 	epochsTable  = "lockstep_sink_epochs"
 	offsetsTable = "lockstep_sink_offsets"
 	createEpochs = `CREATE TABLE IF NOT EXISTS %s (
-    sink_table text   NOT NULL,
-    stream     text   NOT NULL,
-    epoch      bigint NOT NULL,
-    PRIMARY KEY (sink_table, stream)
+    sink_table     text    NOT NULL,
+    stream         text    NOT NULL,
+    partition      integer NOT NULL,
+    epoch          bigint  NOT NULL,
+    consumer_group text    NOT NULL DEFAULT '',
+    generation     bigint  NOT NULL DEFAULT 0,
+    PRIMARY KEY (sink_table, stream, partition)
 )`
 	createOffsets = `CREATE TABLE IF NOT EXISTS %s (
     sink_table  text    NOT NULL,
@@ -76,6 +80,26 @@ const (
     PRIMARY KEY (sink_table, stream, partition)
 )`
 )
+
+// epochColumns are the columns of lockstep_sink_epochs that an earlier layout (one epoch
+// per sink, not per partition) lacks.
+var epochColumns = []string{"partition", "consumer_group", "generation"}
+
+// checkEpochsLayout fails with ErrTableSchema if lockstep_sink_epochs has an earlier
+// layout.
+func checkEpochsLayout(ctx context.Context, conn *pgx.Conn, t target) error {
+	var n int
+	err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = ANY($2) AND NOT attisdropped`,
+		t.meta(epochsTable), epochColumns).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("pgsink: read columns of %s: %w", t.meta(epochsTable), err)
+	}
+	if n != len(epochColumns) {
+		return fmt.Errorf("%w: %s has an earlier layout without the columns %v (one epoch per partition); drop it, it is created again",
+			ErrTableSchema, t.meta(epochsTable), epochColumns)
+	}
+	return nil
+}
 
 // target is a resolved target table.
 type target struct {

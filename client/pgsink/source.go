@@ -31,16 +31,32 @@ type Source interface {
 	Close() error
 }
 
-// Origin opens Sources on the streams of a cluster.
+// Origin is the sink's access to a cluster: it checks streams, opens Sources on them and
+// joins consumer groups.
 //
-// SubscribeOrigin reads by push subscription (client.SubscribeAll); PollOrigin reads with
-// client.ReadStream.
+// SubscribeOrigin reads by push subscription (client.SubscribePartitions); PollOrigin
+// reads with client.ReadStream.
 type Origin interface {
-	// CheckStream fails with an error matching ErrUnknownStream if stream does not exist.
-	CheckStream(ctx context.Context, stream string) error
-	// Open returns a Source of every partition of stream, each from the offset in from;
-	// a partition missing from from starts at its first retained record.
-	Open(ctx context.Context, stream string, from map[int]uint64) (Source, error)
+	// CheckStream returns the number of partitions of stream, or an error matching
+	// ErrUnknownStream if stream does not exist.
+	CheckStream(ctx context.Context, stream string) (partitions int, err error)
+	// Open returns a Source of the listed partitions of stream, each from the offset in
+	// from; a partition missing from from starts at its first retained record.
+	Open(ctx context.Context, stream string, partitions []int, from map[int]uint64) (Source, error)
+	// JoinGroup joins member to the consumer group on stream (client.Client.JoinGroup).
+	JoinGroup(ctx context.Context, group, stream, member string, opts ...client.GroupOption) (*client.GroupMember, error)
+}
+
+// checkStream is CheckStream of both origins.
+func checkStream(ctx context.Context, cl *client.Client, stream string) (int, error) {
+	desc, err := cl.DescribeStream(ctx, stream)
+	if errors.Is(err, client.ErrUnknownStream) {
+		return 0, fmt.Errorf("%w %q: %w", ErrUnknownStream, stream, err)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return len(desc.Partitions), nil
 }
 
 // PollOrigin is an Origin that reads with client.ReadStream, polling a partition again
@@ -55,23 +71,28 @@ type PollOrigin struct {
 }
 
 // CheckStream implements Origin.
-func (o *PollOrigin) CheckStream(ctx context.Context, stream string) error {
-	_, err := o.Client.DescribeStream(ctx, stream)
-	if errors.Is(err, client.ErrUnknownStream) {
-		return fmt.Errorf("%w %q: %w", ErrUnknownStream, stream, err)
-	}
-	return err
+func (o *PollOrigin) CheckStream(ctx context.Context, stream string) (int, error) {
+	return checkStream(ctx, o.Client, stream)
+}
+
+// JoinGroup implements Origin.
+func (o *PollOrigin) JoinGroup(ctx context.Context, group, stream, member string, opts ...client.GroupOption) (*client.GroupMember, error) {
+	return o.Client.JoinGroup(ctx, group, stream, member, opts...)
 }
 
 // Open implements Origin: one reader goroutine per partition, each handing batches to Next
 // through a bounded channel.
-func (o *PollOrigin) Open(ctx context.Context, stream string, from map[int]uint64) (Source, error) {
+func (o *PollOrigin) Open(ctx context.Context, stream string, partitions []int, from map[int]uint64) (Source, error) {
 	desc, err := o.Client.DescribeStream(ctx, stream)
 	if errors.Is(err, client.ErrUnknownStream) {
 		return nil, fmt.Errorf("%w %q: %w", ErrUnknownStream, stream, err)
 	}
 	if err != nil {
 		return nil, err
+	}
+	first := map[int]uint64{}
+	for _, p := range desc.Partitions {
+		first[int(p.Partition)] = p.FirstOffset
 	}
 	poll, batch := o.Poll, o.Batch
 	if poll <= 0 {
@@ -81,12 +102,11 @@ func (o *PollOrigin) Open(ctx context.Context, stream string, from map[int]uint6
 		batch = 4096
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	s := &pollSource{cancel: cancel, batches: make(chan []Record, len(desc.Partitions)), errs: make(chan error, len(desc.Partitions))}
-	for _, p := range desc.Partitions {
-		part := int(p.Partition)
+	s := &pollSource{cancel: cancel, batches: make(chan []Record, len(partitions)), errs: make(chan error, len(partitions))}
+	for _, part := range partitions {
 		next, ok := from[part]
 		if !ok {
-			next = p.FirstOffset
+			next = first[part]
 		}
 		s.wg.Go(func() { s.follow(rctx, o.Client, stream, part, next, poll, batch) })
 	}

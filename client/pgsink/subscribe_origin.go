@@ -8,7 +8,7 @@ import (
 	"github.com/lockstepdb/lockstep/client"
 )
 
-// SubscribeOrigin is an Origin on push subscriptions (client.SubscribeAll): a node pushes
+// SubscribeOrigin is an Origin on push subscriptions (client.SubscribePartitions): a node pushes
 // each record as it applies it, within a credit window, and the subscription moves to
 // another node without gap or duplicate when its node is lost. Nothing polls.
 type SubscribeOrigin struct {
@@ -19,17 +19,18 @@ type SubscribeOrigin struct {
 }
 
 // CheckStream implements Origin.
-func (o *SubscribeOrigin) CheckStream(ctx context.Context, stream string) error {
-	_, err := o.Client.DescribeStream(ctx, stream)
-	if errors.Is(err, client.ErrUnknownStream) {
-		return fmt.Errorf("%w %q: %w", ErrUnknownStream, stream, err)
-	}
-	return err
+func (o *SubscribeOrigin) CheckStream(ctx context.Context, stream string) (int, error) {
+	return checkStream(ctx, o.Client, stream)
+}
+
+// JoinGroup implements Origin.
+func (o *SubscribeOrigin) JoinGroup(ctx context.Context, group, stream, member string, opts ...client.GroupOption) (*client.GroupMember, error) {
+	return o.Client.JoinGroup(ctx, group, stream, member, opts...)
 }
 
 // Open implements Origin.
-func (o *SubscribeOrigin) Open(ctx context.Context, stream string, from map[int]uint64) (Source, error) {
-	sub, err := o.Client.SubscribeAll(ctx, stream, from, o.Options...)
+func (o *SubscribeOrigin) Open(ctx context.Context, stream string, partitions []int, from map[int]uint64) (Source, error) {
+	sub, err := o.Client.SubscribePartitions(ctx, stream, partitions, from, o.Options...)
 	if errors.Is(err, client.ErrUnknownStream) {
 		return nil, fmt.Errorf("%w %q: %w", ErrUnknownStream, stream, err)
 	}

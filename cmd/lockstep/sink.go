@@ -31,17 +31,30 @@ func sinkPostgresCommand() *cli.Command {
 create). Each batch is one PostgreSQL transaction holding the rows and, per partition,
 the offset to resume from (table lockstep_sink_offsets, created beside --table): after a
 crash, a restart resumes where the last committed transaction ended, so every record is
-written once. Each start takes a new epoch (table lockstep_sink_epochs); a transaction
-commits only while its epoch is the current one, so an older instance still running
-(paused, partitioned) writes nothing once a newer one has started, and exits.
+written once. Each start takes a new epoch of every partition it writes (table
+lockstep_sink_epochs); a transaction commits only while its epochs are the current ones,
+so an older instance still running (paused, partitioned) writes nothing once a newer one
+has taken its partitions, and exits.
 
-Records come from a push subscription to every partition (--read subscribe, the default):
+Records come from a push subscription to its partitions (--read subscribe, the default):
 a node sends each record as it applies it, at most --batch records per partition ahead of
 the sink, and the subscription moves to another node, without gap or duplicate, when its
 node is lost. --read poll reads with stream reads instead, every --poll when idle.
 
+With --group G, several sink processes share the stream's partitions: each joins the
+Lockstep consumer group G (as --member, by default host-pid) and writes only the
+partitions the group assigns it; a process that dies or leaves has its partitions taken
+by the others (after --group-session-timeout when it died). The offsets stay in
+PostgreSQL with the rows; the epochs are per partition, so group members writing
+different partitions of one table do not fence each other, and a member that lost a
+partition writes nothing more to it once the new owner has taken it.
+
+A record that the stream's retention trimmed before the sink wrote it stops the sink
+(--on-trimmed fail, the default: the table cannot hold it any more); --on-trimmed skip
+logs the range lost as a warning and goes on from the first record kept.
+
 The DSN, the connection, the table's columns and the stream are checked before anything
-is read or written. Runs until SIGINT or SIGTERM (exit 0); exits 1 when fenced or on
+is read or written (or a group joined). Runs until SIGINT or SIGTERM (exit 0); exits 1 when fenced or on
 an error it cannot go on from. Logs go to stderr.
 
 --at-least-once commits the offsets in a separate transaction after the rows (every
@@ -51,7 +64,8 @@ show what the default mode prevents; do not use it for data you care about.
 Example:
   psql "$DSN" -c 'CREATE TABLE clicks_sink (stream text NOT NULL, partition integer NOT NULL,
       "offset" bigint NOT NULL, key bytea, value bytea, event_time timestamptz NOT NULL)'
-  lockstep sink postgres --stream clicks --table clicks_sink --dsn "$DSN"`,
+  lockstep sink postgres --stream clicks --table clicks_sink --dsn "$DSN"
+  lockstep sink postgres --stream clicks --table clicks_sink --dsn "$DSN" --group clicks-sink   # one of several`,
 		Flags: withClientFlags(
 			&cli.StringFlag{Name: "stream", Usage: "the stream to copy", Required: true},
 			&cli.StringFlag{Name: "dsn", Usage: "PostgreSQL connection string (postgres://user:pass@host:port/db or key=value form)", Required: true, EnvVars: []string{"LOCKSTEP_SINK_DSN"}},
@@ -61,6 +75,10 @@ Example:
 			&cli.StringFlag{Name: "read", Usage: "how records are read: subscribe (pushed by a node) or poll (stream reads)", Value: "subscribe"},
 			&cli.DurationFlag{Name: "poll", Usage: "with --read poll, pause before reading a partition again that had no new records", Value: 20 * time.Millisecond},
 			&cli.IntFlag{Name: "batch", Usage: "most records read from one partition at once (with --read subscribe: the credit window per partition)", Value: 4096},
+			&cli.StringFlag{Name: "group", Usage: "share the stream's partitions with the other sinks of this consumer group (same --table)"},
+			&cli.StringFlag{Name: "member", Usage: "with --group, this sink's member id (default: host-pid); a restart that keeps it takes its place at once"},
+			&cli.DurationFlag{Name: "group-session-timeout", Usage: "with --group, how long the group waits for a dead member's heartbeat before reassigning its partitions", Value: 10 * time.Second},
+			&cli.StringFlag{Name: "on-trimmed", Usage: "when retention trimmed records before they were written: fail (stop) or skip (log the range lost, go on)", Value: "fail"},
 			&cli.StringFlag{Name: "log-format", Usage: "text or json", Value: "text"},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
 		),
@@ -73,8 +91,15 @@ func runSinkPostgres(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.Duration("poll") <= 0 || c.Int("batch") <= 0 {
-		return errors.New("--poll and --batch must be positive")
+	if c.Duration("poll") <= 0 || c.Int("batch") <= 0 || c.Duration("group-session-timeout") <= 0 {
+		return errors.New("--poll, --batch and --group-session-timeout must be positive")
+	}
+	if c.String("member") != "" && c.String("group") == "" {
+		return errors.New("--member needs --group")
+	}
+	onTrimmed := pgsink.TrimmedPolicy(c.String("on-trimmed"))
+	if onTrimmed != pgsink.TrimmedFail && onTrimmed != pgsink.TrimmedSkip {
+		return fmt.Errorf("--on-trimmed %q: want fail or skip", onTrimmed)
 	}
 	cl, err := openClient(c)
 	if err != nil {
@@ -87,6 +112,10 @@ func runSinkPostgres(c *cli.Context) error {
 		Stream:               c.String("stream"),
 		AtLeastOnce:          c.Bool("at-least-once"),
 		OffsetCommitInterval: c.Duration("offset-commit-interval"),
+		Group:                c.String("group"),
+		Member:               c.String("member"),
+		GroupSessionTimeout:  c.Duration("group-session-timeout"),
+		OnTrimmed:            onTrimmed,
 		Logger:               log,
 	}
 	var origin pgsink.Origin
@@ -114,7 +143,7 @@ func runSinkPostgres(c *cli.Context) error {
 	if err := s.Run(ctx); err != nil {
 		return fmt.Errorf("sink postgres: %w", err)
 	}
-	records, txs := s.Stats()
-	log.Info("sink stopped", "records", records, "transactions", txs)
+	records, txs, skipped := s.Stats()
+	log.Info("sink stopped", "records", records, "transactions", txs, "skipped", skipped)
 	return nil
 }

@@ -190,6 +190,7 @@ func (f *sinkFixture) tableContents(t *testing.T) (map[rowID]rowData, map[rowID]
 func (f *sinkFixture) tableRows(t *testing.T) (rows, distinct int) {
 	t.Helper()
 	conn := f.db.Connect(t)
+	defer conn.Close(context.Background()) // polled: do not hold a connection per call until the test ends
 	if err := conn.QueryRow(context.Background(), `SELECT count(*), count(DISTINCT (partition, "offset")) FROM events`).Scan(&rows, &distinct); err != nil {
 		t.Fatal(err)
 	}
@@ -399,8 +400,9 @@ func TestSinkZombieFenced(t *testing.T) {
 	}
 }
 
-// TestSinkBadInput: a bad DSN, an unreachable server, a missing table and an unknown
-// stream end the command with one clear line and exit 1, before anything is written.
+// TestSinkBadInput: a bad DSN, an unreachable server, a missing table, an unknown
+// stream, bad flags and a group of another stream end the command with one clear line
+// and exit 1, before anything is written.
 func TestSinkBadInput(t *testing.T) {
 	f := newSinkFixture(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -409,6 +411,15 @@ func TestSinkBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	closed := testutil.FreeAddrs(t, 1)[0]
+	// Group g consumes stream s: a sink of stream other cannot join it.
+	if err := f.cl.CreateStream(ctx, builtin.StreamDefinition{Name: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	gm, err := f.cl.JoinGroup(ctx, "g", "s", "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gm.Close()
 	base := []string{"sink", "postgres", "--addr", f.c.addrs(), "--timeout", "10s"}
 	cases := []struct {
 		args []string
@@ -419,6 +430,9 @@ func TestSinkBadInput(t *testing.T) {
 		{[]string{"--stream", "s", "--table", "nope", "--dsn", f.db.DSN}, "target table does not exist"},
 		{[]string{"--stream", "nope", "--table", "events", "--dsn", f.db.DSN}, `unknown stream "nope"`},
 		{[]string{"--stream", "s", "--table", "events"}, `"dsn" not set`},
+		{[]string{"--stream", "s", "--table", "events", "--dsn", f.db.DSN, "--on-trimmed", "ignore"}, `--on-trimmed "ignore": want fail or skip`},
+		{[]string{"--stream", "s", "--table", "events", "--dsn", f.db.DSN, "--member", "m"}, "--member needs --group"},
+		{[]string{"--stream", "other", "--table", "events", "--dsn", f.db.DSN, "--group", "g"}, `join group "g"`},
 	}
 	for _, tc := range cases {
 		checkFailure(t, run(t, f.bin, append(base, tc.args...)...), tc.want)
@@ -433,5 +447,154 @@ func TestSinkBadInput(t *testing.T) {
 	}
 	if meta != 0 {
 		t.Fatal("the sink's tables were created")
+	}
+}
+
+// TestSinkGroupUnderKills: three `lockstep sink postgres --group` processes share the
+// stream's partitions through a consumer group while records flow: two start, one of
+// them is killed with SIGKILL mid-stream (its partitions go to the survivor once its
+// session expires), a third joins later. Each member writes only the partitions the
+// group assigned it (no partition taken by two members in one generation), and the
+// table ends up holding every record exactly once.
+func TestSinkGroupUnderKills(t *testing.T) {
+	f := newSinkFixture(t, 1)
+	const total, batch = 20000, 100
+	const producing = 12 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	appendErr := make(chan error, 1)
+	go func() { appendErr <- f.appendRange(ctx, 0, total, batch, producing/time.Duration(total/batch)) }()
+
+	member := func(id string) *testutil.Proc {
+		return f.startSink(t, "--group", "sinks", "--member", id, "--group-session-timeout", "2s", "--batch", "500", "--log-format", "json")
+	}
+	sinks := map[string]*testutil.Proc{"m1": member("m1"), "m2": member("m2")}
+	time.Sleep(producing / 3)
+	sinks["m1"].Kill() // SIGKILL mid-stream: no leave, no shutdown code
+	t.Log("killed sink m1")
+	time.Sleep(producing / 3)
+	sinks["m3"] = member("m3")
+	if err := <-appendErr; err != nil {
+		t.Fatal(err)
+	}
+	want := f.streamContents(t)
+	if len(want) < total {
+		t.Fatalf("the stream holds %d records, %d appended", len(want), total)
+	}
+	testutil.WaitFor(t, 2*time.Minute, func() error {
+		for _, id := range []string{"m2", "m3"} {
+			if !sinks[id].Running() {
+				t.Fatalf("sink %s exited: %s", id, sinks[id].Log())
+			}
+		}
+		if _, distinct := f.tableRows(t); distinct < len(want) {
+			return fmt.Errorf("%d of %d records in the table", distinct, len(want))
+		}
+		return nil
+	})
+	for _, id := range []string{"m2", "m3"} {
+		sinks[id].Stop(10 * time.Second)
+		if code := sinks[id].Cmd.ProcessState.ExitCode(); code != 0 {
+			t.Errorf("sink %s exit code %d after SIGTERM, want 0", id, code)
+		}
+	}
+	table, n := f.tableContents(t)
+	if d := compare(t, want, table, n); d != 0 {
+		t.Fatalf("%d records written more than once", d)
+	}
+
+	// Who took which partitions in which generation, from the members' logs.
+	type taken struct {
+		Msg        string `json:"msg"`
+		Generation uint64 `json:"generation"`
+		Partitions []int  `json:"partitions"`
+	}
+	owners := map[uint64]map[int]string{}
+	takes := map[string]int{}
+	for id, p := range sinks {
+		for _, line := range strings.Split(string(p.Log()), "\n") {
+			var e taken
+			if json.Unmarshal([]byte(line), &e) != nil || e.Msg != "partitions taken" {
+				continue
+			}
+			takes[id]++
+			if owners[e.Generation] == nil {
+				owners[e.Generation] = map[int]string{}
+			}
+			for _, part := range e.Partitions {
+				if o, ok := owners[e.Generation][part]; ok && o != id {
+					t.Errorf("generation %d: partition %d taken by %s and %s", e.Generation, part, o, id)
+				}
+				owners[e.Generation][part] = id
+			}
+		}
+	}
+	for _, id := range []string{"m1", "m2", "m3"} {
+		if takes[id] == 0 {
+			t.Errorf("sink %s never took a partition", id)
+		}
+	}
+	if len(owners) < 3 {
+		t.Errorf("partitions taken in %d generations, want at least 3 (two joins, an expiry, a join)", len(owners))
+	}
+	rows, _ := f.tableRows(t)
+	t.Logf("%d records, %d rows; partitions by generation: %v", len(want), rows, owners)
+}
+
+// TestSinkGroupZombieFenced: a group member paused with SIGSTOP past its session loses
+// its partitions to the other member, which resumes them from PostgreSQL's offsets;
+// resumed, the zombie writes nothing (its transactions fail on the epochs the new owner
+// took), learns it is out of the group and exits 1. Every record is in the table once.
+func TestSinkGroupZombieFenced(t *testing.T) {
+	f := newSinkFixture(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	waitRows := func(want int) {
+		t.Helper()
+		testutil.WaitFor(t, time.Minute, func() error {
+			if rows, _ := f.tableRows(t); rows != want {
+				return fmt.Errorf("%d rows, want %d", rows, want)
+			}
+			return nil
+		})
+	}
+	member := func(id string) *testutil.Proc {
+		return f.startSink(t, "--group", "sinks", "--member", id, "--group-session-timeout", "2s")
+	}
+	zombie, other := member("z"), member("o")
+	if err := f.appendRange(ctx, 0, 2000, 500, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitRows(2000)
+	if err := zombie.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.appendRange(ctx, 2000, 4000, 500, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitRows(4000) // o took z's partitions once z's session expired
+	if err := zombie.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.appendRange(ctx, 4000, 5000, 500, 0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-zombie.Exited:
+	case <-time.After(time.Minute):
+		t.Fatal("the resumed zombie sink is still running")
+	}
+	if code := zombie.Cmd.ProcessState.ExitCode(); code != 1 || !bytes.Contains(zombie.Log(), []byte("not a consumer group member")) {
+		t.Fatalf("zombie exit %d, want 1 with the not-a-member error: %s", code, zombie.Log())
+	}
+	t.Logf("the zombie's log:\n%s", zombie.Log())
+	waitRows(5000)
+	if !other.Running() {
+		t.Fatalf("the other sink exited: %s", other.Log())
+	}
+	other.Stop(10 * time.Second)
+	table, n := f.tableContents(t)
+	if d := compare(t, f.streamContents(t), table, n); d != 0 {
+		t.Fatalf("%d records written twice", d)
 	}
 }
