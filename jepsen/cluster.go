@@ -45,6 +45,9 @@ type ClusterConfig struct {
 	ReadyTimeout time.Duration
 	// Env is added to the nodes' environment (GORACE=..., for example).
 	Env []string
+	// Clients is the number of client endpoints of the Net: WorkerClient(w) for w below
+	// it reaches the nodes through proxies of its own, which client faults cut.
+	Clients int
 }
 
 func (c *ClusterConfig) defaults() error {
@@ -165,7 +168,7 @@ func tryStart(ctx context.Context, cfg ClusterConfig, certsDir string, tlsCfg *t
 		return nil, err
 	}
 	c := &Cluster{cfg: cfg, certsDir: certsDir, tls: tlsCfg}
-	var raft []string
+	var raft, clientAddrs []string
 	for i := range cfg.Nodes {
 		n := &Node{ID: fmt.Sprintf("n%d", i+1), Raft: addrs[3*i], Client: addrs[3*i+1], Admin: addrs[3*i+2],
 			Dir: filepath.Join(cfg.Dir, fmt.Sprintf("n%d", i+1))}
@@ -177,8 +180,9 @@ func tryStart(ctx context.Context, cfg ClusterConfig, certsDir string, tlsCfg *t
 		}
 		c.Nodes = append(c.Nodes, n)
 		raft = append(raft, n.Raft)
+		clientAddrs = append(clientAddrs, n.Client)
 	}
-	if c.Net, err = NewNet(raft); err != nil {
+	if c.Net, err = NewNet(raft, clientAddrs, cfg.Clients); err != nil {
 		return nil, err
 	}
 	var peers []string
@@ -387,9 +391,24 @@ func (c *Cluster) Addrs() []string {
 	return a
 }
 
-// Client dials a client of the cluster with the harness's settings.
+// Client dials a client of the cluster with the harness's settings, reaching every node
+// directly (the nemesis's and the checkers' client).
 func (c *Cluster) Client(ctx context.Context) (*client.Client, error) {
+	return c.dialClient(ctx, nil)
+}
+
+// WorkerClient dials worker w's client: it reaches each node through the Net's proxies of
+// client endpoint w (w below ClusterConfig.Clients), so client faults apply to it.
+func (c *Cluster) WorkerClient(ctx context.Context, w int) (*client.Client, error) {
+	if w < 0 || w >= c.Net.Clients() {
+		return nil, fmt.Errorf("jepsen: worker %d: the net has %d client endpoints", w, c.Net.Clients())
+	}
+	return c.dialClient(ctx, c.Net.ClientDial(w))
+}
+
+func (c *Cluster) dialClient(ctx context.Context, dial func(context.Context, string) (net.Conn, error)) (*client.Client, error) {
 	cfg := client.DefaultConfig()
+	cfg.Dial = dial
 	cfg.Addrs = c.Addrs()
 	cfg.TLS = c.tls
 	cfg.RequestTimeout = 2 * time.Second

@@ -154,7 +154,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Dir: dir, Seed: cfg.Seed, Workload: cfg.Workload, Nemesis: cfg.Nemesis, Nodes: cfg.Nodes,
 		Duration: cfg.Duration, Faults: map[string]int{}}
 
-	c, err := StartCluster(ctx, ClusterConfig{Bin: cfg.Bin, Nodes: cfg.Nodes, Dir: filepath.Join(dir, "nodes"), Env: cfg.Env})
+	c, err := StartCluster(ctx, ClusterConfig{Bin: cfg.Bin, Nodes: cfg.Nodes, Dir: filepath.Join(dir, "nodes"), Env: cfg.Env,
+		Clients: cfg.Workers})
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +192,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer stop()
 	var wg sync.WaitGroup
 	for p := range cfg.Workers {
-		cl, err := c.Client(ctx)
+		cl, err := c.WorkerClient(ctx, p)
 		if err != nil {
 			stop()
 			wg.Wait()
