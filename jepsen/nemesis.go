@@ -102,6 +102,27 @@ func ParseNemesis(s string) ([]string, error) {
 	return slices.Compact(faults), nil
 }
 
+// ringCuts returns the directed links the majorities ring cuts: the nodes stand in a ring
+// in perm's order, each keeps its links to the k nearest on either side, where 2k+1 nodes
+// are a majority, and loses the others (both ways).
+func ringCuts(perm []int) [][2]int {
+	n := len(perm)
+	k := (n/2 + 1) / 2
+	pos := make([]int, n)
+	for p, i := range perm {
+		pos[i] = p
+	}
+	var cuts [][2]int
+	for a := range n {
+		for b := range n {
+			if d := (pos[a] - pos[b] + n) % n; min(d, n-d) > k {
+				cuts = append(cuts, [2]int{a, b})
+			}
+		}
+	}
+	return cuts
+}
+
 // isFault reports whether name is a fault kind of some nemesis.
 func isFault(name string) bool {
 	for _, fs := range nemeses {
@@ -273,17 +294,8 @@ func (nm *nemesis) start(ctx context.Context, st Step) {
 		c.Net.SetDelay(st.Dur)
 		ev.Detail = st.Dur.String()
 	case FaultRing:
-		k := (n/2 + 1) / 2 // each node's neighbours on either side: 2k+1 nodes are a majority
-		pos := make([]int, n)
-		for p, i := range st.Perm {
-			pos[i] = p
-		}
-		for a := range n {
-			for b := range n {
-				if d := (pos[a] - pos[b] + n) % n; min(d, n-d) > k {
-					c.Net.Cut(a, b)
-				}
-			}
+		for _, l := range ringCuts(st.Perm) {
+			c.Net.Cut(l[0], l[1])
 		}
 		ev.Nodes, ev.Detail = nm.ids(st.Perm...), "ring; "+strings.Join(c.Net.Cuts(), " ")
 	case FaultClientsCut:

@@ -38,7 +38,7 @@ type Net struct {
 	delay   time.Duration
 	slow    map[[2]int]time.Duration // extra delay of one directed link
 	loss    float64                  // chance that a chunk is "lost" and waits a retransmission
-	changed chan struct{} // closed and replaced at every change
+	changed chan struct{}            // closed and replaced at every change
 	proxies map[[2]int]*proxy
 	closed  bool
 	wg      sync.WaitGroup // proxy goroutines

@@ -249,9 +249,20 @@ func TestCheckersCatchDoubleExecution(t *testing.T) {
 	}
 }
 
-// TestRegisterClientFaults: the register stays linearizable, and nothing runs twice
-// (counter), when clients are cut from nodes, kept with an isolated old leader, or lose
-// the leader's answers — the faults that catch the planted bugs above.
+// TestRegisterClientFaults: the register stays linearizable when clients are cut from a
+// minority of the nodes, or kept with an isolated old leader — the fault that catches the
+// planted stale reads above.
 func TestRegisterClientFaults(t *testing.T) {
-	mustPass(t, short(t, Config{Workload: "register", Nemesis: "clients", Seed: 10}))
+	cfg := Config{Workload: "register", Nemesis: FaultClientsCut + "," + FaultIsolateLeaderClients, Duration: 9 * time.Second,
+		IntervalMin: 1500 * time.Millisecond, IntervalMax: 2500 * time.Millisecond}
+	cfg.Seed = seedWith(t, cfg, FaultClientsCut, FaultIsolateLeaderClients)
+	mustPass(t, short(t, cfg))
+}
+
+// TestSetLostReplies: with the session dedup in place, the retries the lost-replies fault
+// causes return the original results and add nothing (the run
+// TestCheckersCatchDoubleExecution fails with the planted bug).
+func TestSetLostReplies(t *testing.T) {
+	mustPass(t, short(t, Config{Workload: "set", Nemesis: FaultLostReplies, Seed: 9, Duration: 6 * time.Second,
+		IntervalMin: 1500 * time.Millisecond, IntervalMax: 2 * time.Second}))
 }
