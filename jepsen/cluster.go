@@ -29,6 +29,7 @@ var ErrPortTaken = errors.New("jepsen: a port was taken")
 const (
 	envRaftRoutes = "LOCKSTEP_FAULT_RAFT_ROUTES"
 	envClockFile  = "LOCKSTEP_FAULT_CLOCK_FILE"
+	envCrashStore = "LOCKSTEP_FAULT_CRASH_STORE"
 )
 
 // ClusterConfig describes the cluster to start.

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +41,10 @@ type Config struct {
 	MinThroughput float64
 	// KeepData keeps the nodes' data directories (logs are always kept).
 	KeepData bool
+	// CrashStore runs the nodes with their Raft log and stable store in crashstore
+	// (LOCKSTEP_FAULT_CRASH_STORE=1), which discards every write not yet fsynced when a
+	// killed node starts again: kill and kill-all then lose what a power loss would.
+	CrashStore bool
 	// Env is added to the nodes' environment.
 	Env []string
 	// Out receives progress lines (the seed first). Default: none.
@@ -154,7 +159,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Dir: dir, Seed: cfg.Seed, Workload: cfg.Workload, Nemesis: cfg.Nemesis, Nodes: cfg.Nodes,
 		Duration: cfg.Duration, Faults: map[string]int{}}
 
-	c, err := StartCluster(ctx, ClusterConfig{Bin: cfg.Bin, Nodes: cfg.Nodes, Dir: filepath.Join(dir, "nodes"), Env: cfg.Env,
+	env := cfg.Env
+	if cfg.CrashStore {
+		env = append(slices.Clip(env), envCrashStore+"=1")
+	}
+	c, err := StartCluster(ctx, ClusterConfig{Bin: cfg.Bin, Nodes: cfg.Nodes, Dir: filepath.Join(dir, "nodes"), Env: env,
 		Clients: cfg.Workers})
 	if err != nil {
 		return nil, err
