@@ -46,6 +46,8 @@ type ClusterConfig struct {
 	ReadyTimeout time.Duration
 	// Env is added to the nodes' environment (GORACE=..., for example).
 	Env []string
+	// Args are extra flags of every node process (--session-ttl 2s, for example).
+	Args []string
 	// Clients is the number of client endpoints of the Net: WorkerClient(w) for w below
 	// it reaches the nodes through proxies of its own, which client faults cut.
 	Clients int
@@ -218,7 +220,8 @@ func (c *Cluster) spawn(i int, extra ...string) error {
 	}
 	args := append([]string{"node", "--id", n.ID, "--data", n.DataDir(), "--raft", n.Raft, "--client", n.Client,
 		"--admin", n.Admin, "--partitions", fmt.Sprint(c.cfg.Partitions), "--certs-dir", c.certsDir,
-		"--log-level", "info"}, extra...)
+		"--log-level", "info"}, c.cfg.Args...)
+	args = append(args, extra...)
 	cmd := exec.Command(c.cfg.Bin, args...)
 	cmd.Env = append(append(os.Environ(), c.cfg.Env...),
 		envRaftRoutes+"="+c.Net.Routes(i), envClockFile+"="+n.ClockFile())

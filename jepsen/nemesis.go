@@ -42,6 +42,11 @@ const (
 	// FaultLostReplies stalls every byte the leader sends to the workers while their
 	// requests still reach it: requests commit, their answers are lost, the clients retry.
 	FaultLostReplies = "lost-replies"
+	// FaultExpireSessions makes the workers idle past their session's TTL in the middle of
+	// a retry: the leader's answers to them are lost for expireReplyLoss (requests commit,
+	// the clients retry), then every worker is cut from every node until the heal. The
+	// session-expiry workload's nodes run with a TTL shorter than the fault.
+	FaultExpireSessions = "expire-sessions"
 	// FaultLoss loses each chunk on every link (Raft and client) with probability
 	// Step.Loss; a lost chunk arrives after a retransmission timeout, as TCP recovers it.
 	FaultLoss = "loss"
@@ -62,6 +67,7 @@ var nemeses = map[string][]string{
 	"membership": {FaultReplace, FaultTransfer},
 	"ring":       {FaultRing},
 	"clients":    {FaultClientsCut, FaultIsolateLeaderClients, FaultLostReplies},
+	"expire":     {FaultExpireSessions},
 	"loss":       {FaultLoss},
 	"slow":       {FaultSlowLinks},
 }
@@ -122,6 +128,10 @@ func ringCuts(perm []int) [][2]int {
 	}
 	return cuts
 }
+
+// expireReplyLoss is how long FaultExpireSessions loses the leader's answers before it
+// cuts the workers off.
+const expireReplyLoss = 300 * time.Millisecond
 
 // isFault reports whether name is a fault kind of some nemesis.
 func isFault(name string) bool {
@@ -266,7 +276,7 @@ func (nm *nemesis) start(ctx context.Context, st Step) {
 	var err error
 	target := st.Perm[0]
 	switch st.Fault {
-	case FaultIsolateLeader, FaultKillLeader, FaultPauseLeader, FaultIsolateLeaderClients, FaultLostReplies:
+	case FaultIsolateLeader, FaultKillLeader, FaultPauseLeader, FaultIsolateLeaderClients, FaultLostReplies, FaultExpireSessions:
 		target = nm.leaderOr(ctx, target)
 	case FaultReplace:
 		// A follower: the leader cannot be removed by itself in this harness.
@@ -325,6 +335,18 @@ func (nm *nemesis) start(ctx context.Context, st Step) {
 			c.Net.Cut(target, n+w)
 		}
 		ev.Nodes, ev.Detail = nm.ids(target), strings.Join(c.Net.Cuts(), " ")
+	case FaultExpireSessions:
+		for w := range c.Net.Clients() {
+			c.Net.Cut(target, n+w)
+		}
+		time.Sleep(expireReplyLoss)
+		for w := range c.Net.Clients() {
+			for j := range n {
+				c.Net.Cut(n+w, j)
+				c.Net.Cut(j, n+w)
+			}
+		}
+		ev.Nodes, ev.Detail = nm.ids(target), fmt.Sprintf("answers lost for %v, then every worker cut", expireReplyLoss)
 	case FaultLoss:
 		c.Net.SetLoss(st.Loss)
 		ev.Detail = fmt.Sprintf("%.0f%% of chunks lost", 100*st.Loss)

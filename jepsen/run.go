@@ -21,7 +21,7 @@ type Config struct {
 	Bin string
 	// Results is the folder under which the run's own folder is made. Required.
 	Results string
-	// Workload is register, bank, counter, set or voter. Required.
+	// Workload is register, bank, counter, set, voter or session-expiry. Required.
 	Workload string
 	// Nemesis is a comma-separated list of nemesis names (NemesisNames). Default none.
 	Nemesis string
@@ -93,8 +93,10 @@ func NewWorkload(name string) (Workload, error) {
 		return &Set{}, nil
 	case "voter":
 		return &Voter{}, nil
+	case "session-expiry":
+		return &SessionExpiry{}, nil
 	}
-	return nil, fmt.Errorf("jepsen: unknown workload %q: want register, bank, counter, set or voter", name)
+	return nil, fmt.Errorf("jepsen: unknown workload %q: want register, bank, counter, set, voter or session-expiry", name)
 }
 
 func (cfg *Config) defaults() error {
@@ -163,7 +165,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.CrashStore {
 		env = append(slices.Clip(env), envCrashStore+"=1")
 	}
-	c, err := StartCluster(ctx, ClusterConfig{Bin: cfg.Bin, Nodes: cfg.Nodes, Dir: filepath.Join(dir, "nodes"), Env: env,
+	var args []string
+	if na, ok := wl.(nodeArgser); ok {
+		args = na.NodeArgs()
+	}
+	c, err := StartCluster(ctx, ClusterConfig{Bin: cfg.Bin, Nodes: cfg.Nodes, Dir: filepath.Join(dir, "nodes"), Env: env, Args: args,
 		Clients: cfg.Workers})
 	if err != nil {
 		return nil, err

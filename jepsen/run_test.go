@@ -294,3 +294,17 @@ func TestCheckersCatchUnsyncedLog(t *testing.T) {
 	rep := plantedRun(t, "jepsen_nosync", crashRun(t))
 	mustCatch(t, rep, "set")
 }
+
+// TestSessionExpiry: a worker whose request committed, whose answer was lost, and who was
+// then cut off past its session's TTL (1 s) gets the original result or ErrUnknownOutcome
+// — the counters show no second execution — and the run does reach that case.
+func TestSessionExpiry(t *testing.T) {
+	rep := short(t, Config{Workload: "session-expiry", Nemesis: FaultExpireSessions, Seed: 12, Duration: 9 * time.Second,
+		IntervalMin: 2500 * time.Millisecond, IntervalMax: 3 * time.Second})
+	mustPass(t, rep)
+	for _, v := range rep.Verdicts {
+		if v.Checker == "session-expired-in-doubt" && strings.HasPrefix(v.Detail, "0 ") {
+			t.Fatalf("no operation met an expired session:\n%s", rep.Text())
+		}
+	}
+}
