@@ -398,25 +398,29 @@ func (c *Cluster) Addrs() []string {
 // Client dials a client of the cluster with the harness's settings, reaching every node
 // directly (the nemesis's and the checkers' client).
 func (c *Cluster) Client(ctx context.Context) (*client.Client, error) {
-	return c.dialClient(ctx, nil)
+	return c.dialClient(ctx, nil, nil)
 }
 
 // WorkerClient dials worker w's client: it reaches each node through the Net's proxies of
-// client endpoint w (w below ClusterConfig.Clients), so client faults apply to it.
-func (c *Cluster) WorkerClient(ctx context.Context, w int) (*client.Client, error) {
+// client endpoint w (w below ClusterConfig.Clients), so client faults apply to it. tune,
+// if not nil, adjusts the client's configuration before the dial.
+func (c *Cluster) WorkerClient(ctx context.Context, w int, tune func(*client.Config)) (*client.Client, error) {
 	if w < 0 || w >= c.Net.Clients() {
 		return nil, fmt.Errorf("jepsen: worker %d: the net has %d client endpoints", w, c.Net.Clients())
 	}
-	return c.dialClient(ctx, c.Net.ClientDial(w))
+	return c.dialClient(ctx, c.Net.ClientDial(w), tune)
 }
 
-func (c *Cluster) dialClient(ctx context.Context, dial func(context.Context, string) (net.Conn, error)) (*client.Client, error) {
+func (c *Cluster) dialClient(ctx context.Context, dial func(context.Context, string) (net.Conn, error), tune func(*client.Config)) (*client.Client, error) {
 	cfg := client.DefaultConfig()
 	cfg.Dial = dial
 	cfg.Addrs = c.Addrs()
 	cfg.TLS = c.tls
 	cfg.RequestTimeout = 2 * time.Second
 	cfg.MaxRetries = 10
+	if tune != nil {
+		tune(&cfg)
+	}
 	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	return client.Dial(dctx, cfg)

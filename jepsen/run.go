@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lockstepdb/lockstep/client"
 )
 
 // Config is one run of the harness.
@@ -207,7 +209,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer stop()
 	var wg sync.WaitGroup
 	for p := range cfg.Workers {
-		cl, err := c.WorkerClient(ctx, p)
+		var tune func(*client.Config)
+		if ct, ok := wl.(clientTuner); ok {
+			tune = ct.TuneClient
+		}
+		cl, err := c.WorkerClient(ctx, p, tune)
 		if err != nil {
 			stop()
 			wg.Wait()

@@ -17,6 +17,12 @@ type nodeArgser interface {
 	NodeArgs() []string
 }
 
+// clientTuner is a workload that adjusts its workers' client configuration.
+type clientTuner interface {
+	// TuneClient adjusts cfg before a worker's client is dialed.
+	TuneClient(cfg *client.Config)
+}
+
 // SessionExpiry is the session-expiry workload: counter.add of 1 on one counter per
 // worker, on nodes whose sessions expire after TTL of idleness. Under the expire-sessions
 // fault a worker's request commits, its answer is lost, and the worker is cut off past
@@ -44,6 +50,11 @@ func (s *SessionExpiry) NodeArgs() []string {
 	}
 	return []string{"--session-ttl", ttl.String()}
 }
+
+// TuneClient implements clientTuner: retries bounded only by the operation's deadline
+// (opTimeout), so a retry outlives the cut and meets the expired session rather than
+// giving up before the heal.
+func (s *SessionExpiry) TuneClient(cfg *client.Config) { cfg.MaxRetries = -1 }
 
 // Setup implements Workload: counters start at 0.
 func (s *SessionExpiry) Setup(context.Context, *client.Client) error { return nil }
