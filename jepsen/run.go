@@ -43,6 +43,11 @@ type Config struct {
 	MinThroughput float64
 	// KeepData keeps the nodes' data directories (logs are always kept).
 	KeepData bool
+	// ClientRetries, when not 0, is the workers' client.Config.MaxRetries (the harness's
+	// default is 10; negative: until the operation's deadline). Fewer retries turn a
+	// worker stuck behind a fault into an unknown outcome sooner, so it issues more
+	// operations during the fault.
+	ClientRetries int
 	// CrashStore runs the nodes with their Raft log and stable store in crashstore
 	// (LOCKSTEP_FAULT_CRASH_STORE=1), which discards every write not yet fsynced when a
 	// killed node starts again: kill and kill-all then lose what a power loss would.
@@ -212,6 +217,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		var tune func(*client.Config)
 		if ct, ok := wl.(clientTuner); ok {
 			tune = ct.TuneClient
+		}
+		if cfg.ClientRetries != 0 {
+			wtune := tune
+			tune = func(cc *client.Config) {
+				if wtune != nil {
+					wtune(cc)
+				}
+				cc.MaxRetries = cfg.ClientRetries
+			}
 		}
 		cl, err := c.WorkerClient(ctx, p, tune)
 		if err != nil {

@@ -56,6 +56,7 @@ Example:
 					&cli.StringFlag{Name: "results", Usage: "folder for the run folders", Value: "jepsen-results"},
 					&cli.StringFlag{Name: "bin", Usage: "lockstep binary the nodes run (default: this one)"},
 					&cli.BoolFlag{Name: "keep-data", Usage: "keep the nodes' data directories"},
+					&cli.IntFlag{Name: "client-retries", Usage: "workers' client retries per operation (0: the harness's 10; negative: until the operation's 10 s deadline)"},
 					&cli.BoolFlag{Name: "crash-store", Usage: "nodes keep their Raft log in a test-only store that loses unsynced writes at every kill (power loss)"},
 				},
 				Action: runJepsen,
@@ -87,6 +88,7 @@ func runJepsen(c *cli.Context) error {
 		MinThroughput: c.Float64("min-throughput"),
 		KeepData:      c.Bool("keep-data"),
 		CrashStore:    c.Bool("crash-store"),
+		ClientRetries: c.Int("client-retries"),
 		Out:           c.App.Writer,
 	}
 	if _, err := jepsen.NewWorkload(cfg.Workload); err != nil {
