@@ -1,9 +1,11 @@
 package client
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 )
 
@@ -69,6 +71,11 @@ type Config struct {
 	// Insecure connects in plaintext, to nodes started with --insecure. Exactly one of
 	// TLS and Insecure must be set.
 	Insecure bool
+	// Dial, when set, opens the TCP connection to a node's client address instead of a
+	// plain net.Dialer (the fault-injection harness routes each client through its own
+	// proxies this way). TLS and the handshake still run on the connection it returns,
+	// with the address asked for as the server name.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // DefaultConfig returns a Config with every field but Addrs and ClusterID at its default.

@@ -61,8 +61,14 @@ func monoNow() int64 { return int64(time.Since(monoBase)) }
 func dialConn(ctx context.Context, cfg *Config, addr string) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	var nc net.Conn
+	var err error
+	if cfg.Dial != nil {
+		nc, err = cfg.Dial(ctx, addr)
+	} else {
+		var d net.Dialer
+		nc, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: dial %s: %w", errUnreachable, addr, err)
 	}

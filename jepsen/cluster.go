@@ -29,6 +29,7 @@ var ErrPortTaken = errors.New("jepsen: a port was taken")
 const (
 	envRaftRoutes = "LOCKSTEP_FAULT_RAFT_ROUTES"
 	envClockFile  = "LOCKSTEP_FAULT_CLOCK_FILE"
+	envCrashStore = "LOCKSTEP_FAULT_CRASH_STORE"
 )
 
 // ClusterConfig describes the cluster to start.
@@ -45,6 +46,11 @@ type ClusterConfig struct {
 	ReadyTimeout time.Duration
 	// Env is added to the nodes' environment (GORACE=..., for example).
 	Env []string
+	// Args are extra flags of every node process (--session-ttl 2s, for example).
+	Args []string
+	// Clients is the number of client endpoints of the Net: WorkerClient(w) for w below
+	// it reaches the nodes through proxies of its own, which client faults cut.
+	Clients int
 }
 
 func (c *ClusterConfig) defaults() error {
@@ -165,7 +171,7 @@ func tryStart(ctx context.Context, cfg ClusterConfig, certsDir string, tlsCfg *t
 		return nil, err
 	}
 	c := &Cluster{cfg: cfg, certsDir: certsDir, tls: tlsCfg}
-	var raft []string
+	var raft, clientAddrs []string
 	for i := range cfg.Nodes {
 		n := &Node{ID: fmt.Sprintf("n%d", i+1), Raft: addrs[3*i], Client: addrs[3*i+1], Admin: addrs[3*i+2],
 			Dir: filepath.Join(cfg.Dir, fmt.Sprintf("n%d", i+1))}
@@ -177,8 +183,9 @@ func tryStart(ctx context.Context, cfg ClusterConfig, certsDir string, tlsCfg *t
 		}
 		c.Nodes = append(c.Nodes, n)
 		raft = append(raft, n.Raft)
+		clientAddrs = append(clientAddrs, n.Client)
 	}
-	if c.Net, err = NewNet(raft); err != nil {
+	if c.Net, err = NewNet(raft, clientAddrs, cfg.Clients); err != nil {
 		return nil, err
 	}
 	var peers []string
@@ -213,7 +220,8 @@ func (c *Cluster) spawn(i int, extra ...string) error {
 	}
 	args := append([]string{"node", "--id", n.ID, "--data", n.DataDir(), "--raft", n.Raft, "--client", n.Client,
 		"--admin", n.Admin, "--partitions", fmt.Sprint(c.cfg.Partitions), "--certs-dir", c.certsDir,
-		"--log-level", "info"}, extra...)
+		"--log-level", "info"}, c.cfg.Args...)
+	args = append(args, extra...)
 	cmd := exec.Command(c.cfg.Bin, args...)
 	cmd.Env = append(append(os.Environ(), c.cfg.Env...),
 		envRaftRoutes+"="+c.Net.Routes(i), envClockFile+"="+n.ClockFile())
@@ -387,13 +395,32 @@ func (c *Cluster) Addrs() []string {
 	return a
 }
 
-// Client dials a client of the cluster with the harness's settings.
+// Client dials a client of the cluster with the harness's settings, reaching every node
+// directly (the nemesis's and the checkers' client).
 func (c *Cluster) Client(ctx context.Context) (*client.Client, error) {
+	return c.dialClient(ctx, nil, nil)
+}
+
+// WorkerClient dials worker w's client: it reaches each node through the Net's proxies of
+// client endpoint w (w below ClusterConfig.Clients), so client faults apply to it. tune,
+// if not nil, adjusts the client's configuration before the dial.
+func (c *Cluster) WorkerClient(ctx context.Context, w int, tune func(*client.Config)) (*client.Client, error) {
+	if w < 0 || w >= c.Net.Clients() {
+		return nil, fmt.Errorf("jepsen: worker %d: the net has %d client endpoints", w, c.Net.Clients())
+	}
+	return c.dialClient(ctx, c.Net.ClientDial(w), tune)
+}
+
+func (c *Cluster) dialClient(ctx context.Context, dial func(context.Context, string) (net.Conn, error), tune func(*client.Config)) (*client.Client, error) {
 	cfg := client.DefaultConfig()
+	cfg.Dial = dial
 	cfg.Addrs = c.Addrs()
 	cfg.TLS = c.tls
 	cfg.RequestTimeout = 2 * time.Second
 	cfg.MaxRetries = 10
+	if tune != nil {
+		tune(&cfg)
+	}
 	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	return client.Dial(dctx, cfg)

@@ -40,6 +40,16 @@ func (c *Counter) Invoke(ctx context.Context, w *Worker) {
 
 // Check implements Workload.
 func (c *Counter) Check(ctx context.Context, cl *client.Client, hist []Op, _ string) []Verdict {
+	var names []string
+	for i := range c.n() {
+		names = append(names, fmt.Sprintf("c%d", i))
+	}
+	return checkCounters(ctx, cl, hist, names)
+}
+
+// checkCounters checks the adds of hist to the counters names: each final value (read
+// through cl) within [acknowledged, acknowledged + unknown], acknowledged results distinct.
+func checkCounters(ctx context.Context, cl *client.Client, hist []Op, names []string) []Verdict {
 	acked, unknown := map[string]int64{}, map[string]int64{}
 	seen := map[string]map[int64]bool{}
 	distinct := Verdict{Checker: "counter-distinct", Valid: true}
@@ -64,8 +74,7 @@ func (c *Counter) Check(ctx context.Context, cl *client.Client, hist []Op, _ str
 	}
 	bounds := Verdict{Checker: "counter-bounds", Valid: true}
 	var summary []string
-	for i := range c.n() {
-		name := fmt.Sprintf("c%d", i)
+	for _, name := range names {
 		got, err := cl.CounterGet(ctx, name)
 		a, u := acked[name], unknown[name]
 		switch {

@@ -27,6 +27,32 @@ const (
 	FaultClock         = "clock"          // nodes' batch clocks skewed up to ±Step.Dur, reset at the end (a jump)
 	FaultReplace       = "replace"        // a follower wiped, removed and joined again empty
 	FaultTransfer      = "transfer"       // leadership handed to another node
+	// FaultRing is the majorities ring: the nodes in a ring (Perm's order), each linked
+	// only to its nearest neighbours, enough for a majority; every node sees a majority,
+	// no two the same one. Needs 5 nodes or more (with 3 it would cut nothing): a schedule
+	// for fewer leaves it out.
+	FaultRing = "ring"
+	// FaultClientsCut cuts every worker from a minority of the nodes (Perm[:n/2], the
+	// leader or not), both ways; the Raft links stay.
+	FaultClientsCut = "clients-cut"
+	// FaultIsolateLeaderClients isolates the leader from the other nodes, and the
+	// clients with it: even-numbered workers reach only the old leader, odd-numbered
+	// ones only the others (Jepsen's clients bound to the side of their node).
+	FaultIsolateLeaderClients = "isolate-leader-clients"
+	// FaultLostReplies stalls every byte the leader sends to the workers while their
+	// requests still reach it: requests commit, their answers are lost, the clients retry.
+	FaultLostReplies = "lost-replies"
+	// FaultExpireSessions makes the workers idle past their session's TTL in the middle of
+	// a retry: the leader's answers to them are lost for expireReplyLoss (requests commit,
+	// the clients retry), then every worker is cut from every node until the heal. The
+	// session-expiry workload's nodes run with a TTL shorter than the fault.
+	FaultExpireSessions = "expire-sessions"
+	// FaultLoss loses each chunk on every link (Raft and client) with probability
+	// Step.Loss; a lost chunk arrives after a retransmission timeout, as TCP recovers it.
+	FaultLoss = "loss"
+	// FaultSlowLinks adds Step.Dur of latency to every link, both ways, of a minority of
+	// the nodes (Perm[:max(1, n/2)]), to the other nodes and to the clients.
+	FaultSlowLinks = "slow-links"
 )
 
 // nemeses maps the names --nemesis takes to the faults they mix.
@@ -39,6 +65,11 @@ var nemeses = map[string][]string{
 	"kill-all":   {FaultKillAll},
 	"clock":      {FaultClock},
 	"membership": {FaultReplace, FaultTransfer},
+	"ring":       {FaultRing},
+	"clients":    {FaultClientsCut, FaultIsolateLeaderClients, FaultLostReplies},
+	"expire":     {FaultExpireSessions},
+	"loss":       {FaultLoss},
+	"slow":       {FaultSlowLinks},
 }
 
 // NemesisNames returns the names ParseNemesis accepts, sorted; "all" mixes every fault.
@@ -52,7 +83,8 @@ func NemesisNames() []string {
 	return out
 }
 
-// ParseNemesis returns the faults of a comma-separated list of nemesis names.
+// ParseNemesis returns the faults of a comma-separated list of nemesis names; a fault's
+// own name (isolate-leader-clients, lost-replies...) stands for that fault alone.
 func ParseNemesis(s string) ([]string, error) {
 	var faults []string
 	for _, name := range strings.Split(s, ",") {
@@ -64,13 +96,51 @@ func ParseNemesis(s string) ([]string, error) {
 			continue
 		}
 		f, ok := nemeses[name]
+		if !ok && isFault(name) {
+			f, ok = []string{name}, true
+		}
 		if !ok {
-			return nil, fmt.Errorf("jepsen: unknown nemesis %q: want one of %v", name, NemesisNames())
+			return nil, fmt.Errorf("jepsen: unknown nemesis %q: want one of %v or a fault's name", name, NemesisNames())
 		}
 		faults = append(faults, f...)
 	}
 	slices.Sort(faults)
 	return slices.Compact(faults), nil
+}
+
+// ringCuts returns the directed links the majorities ring cuts: the nodes stand in a ring
+// in perm's order, each keeps its links to the k nearest on either side, where 2k+1 nodes
+// are a majority, and loses the others (both ways).
+func ringCuts(perm []int) [][2]int {
+	n := len(perm)
+	k := (n/2 + 1) / 2
+	pos := make([]int, n)
+	for p, i := range perm {
+		pos[i] = p
+	}
+	var cuts [][2]int
+	for a := range n {
+		for b := range n {
+			if d := (pos[a] - pos[b] + n) % n; min(d, n-d) > k {
+				cuts = append(cuts, [2]int{a, b})
+			}
+		}
+	}
+	return cuts
+}
+
+// expireReplyLoss is how long FaultExpireSessions loses the leader's answers before it
+// cuts the workers off.
+const expireReplyLoss = 300 * time.Millisecond
+
+// isFault reports whether name is a fault kind of some nemesis.
+func isFault(name string) bool {
+	for _, fs := range nemeses {
+		if slices.Contains(fs, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // Step is one fault of a schedule. Node choices are a permutation drawn from the seed;
@@ -88,6 +158,8 @@ type Step struct {
 	Dur time.Duration `json:"dur,omitempty"`
 	// Skews are FaultClock's offsets per node.
 	Skews []time.Duration `json:"skews,omitempty"`
+	// Loss is FaultLoss's probability of losing a chunk.
+	Loss float64 `json:"loss,omitempty"`
 }
 
 // ScheduleConfig is what a schedule is drawn from.
@@ -110,6 +182,9 @@ func Schedule(cfg ScheduleConfig) []Step {
 	}
 	if cfg.IntervalMax < cfg.IntervalMin {
 		cfg.IntervalMax = max(cfg.IntervalMin, 10*time.Second)
+	}
+	if cfg.Nodes < 5 && slices.Contains(cfg.Faults, FaultRing) {
+		cfg.Faults = slices.DeleteFunc(slices.Clone(cfg.Faults), func(f string) bool { return f == FaultRing })
 	}
 	if len(cfg.Faults) == 0 {
 		return nil
@@ -134,6 +209,10 @@ func Schedule(cfg ScheduleConfig) []Step {
 			for range cfg.Nodes {
 				st.Skews = append(st.Skews, time.Duration(rng.Int64N(int64(2*st.Dur)))-st.Dur)
 			}
+		case FaultLoss:
+			st.Loss = 0.05 + 0.15*rng.Float64()
+		case FaultSlowLinks:
+			st.Dur = time.Duration(50+rng.IntN(450)) * time.Millisecond
 		}
 		steps = append(steps, st)
 		at = st.End + span()
@@ -197,7 +276,7 @@ func (nm *nemesis) start(ctx context.Context, st Step) {
 	var err error
 	target := st.Perm[0]
 	switch st.Fault {
-	case FaultIsolateLeader, FaultKillLeader, FaultPauseLeader:
+	case FaultIsolateLeader, FaultKillLeader, FaultPauseLeader, FaultIsolateLeaderClients, FaultLostReplies, FaultExpireSessions:
 		target = nm.leaderOr(ctx, target)
 	case FaultReplace:
 		// A follower: the leader cannot be removed by itself in this harness.
@@ -224,6 +303,64 @@ func (nm *nemesis) start(ctx context.Context, st Step) {
 	case FaultDelay:
 		c.Net.SetDelay(st.Dur)
 		ev.Detail = st.Dur.String()
+	case FaultRing:
+		for _, l := range ringCuts(st.Perm) {
+			c.Net.Cut(l[0], l[1])
+		}
+		ev.Nodes, ev.Detail = nm.ids(st.Perm...), "ring; "+strings.Join(c.Net.Cuts(), " ")
+	case FaultClientsCut:
+		for w := range c.Net.Clients() {
+			for _, j := range st.Perm[:n/2] {
+				c.Net.Cut(n+w, j)
+				c.Net.Cut(j, n+w)
+			}
+		}
+		ev.Nodes, ev.Detail = nm.ids(st.Perm[:n/2]...), strings.Join(c.Net.Cuts(), " ")
+	case FaultIsolateLeaderClients:
+		rest := others(n, target)
+		c.Net.Partition([]int{target}, rest)
+		for w := range c.Net.Clients() {
+			away := rest // even workers stay with the old leader
+			if w%2 == 1 {
+				away = []int{target}
+			}
+			for _, j := range away {
+				c.Net.Cut(n+w, j)
+				c.Net.Cut(j, n+w)
+			}
+		}
+		ev.Nodes, ev.Detail = nm.ids(target), strings.Join(c.Net.Cuts(), " ")
+	case FaultLostReplies:
+		for w := range c.Net.Clients() {
+			c.Net.Cut(target, n+w)
+		}
+		ev.Nodes, ev.Detail = nm.ids(target), strings.Join(c.Net.Cuts(), " ")
+	case FaultExpireSessions:
+		for w := range c.Net.Clients() {
+			c.Net.Cut(target, n+w)
+		}
+		time.Sleep(expireReplyLoss)
+		for w := range c.Net.Clients() {
+			for j := range n {
+				c.Net.Cut(n+w, j)
+				c.Net.Cut(j, n+w)
+			}
+		}
+		ev.Nodes, ev.Detail = nm.ids(target), fmt.Sprintf("answers lost for %v, then every worker cut", expireReplyLoss)
+	case FaultLoss:
+		c.Net.SetLoss(st.Loss)
+		ev.Detail = fmt.Sprintf("%.0f%% of chunks lost", 100*st.Loss)
+	case FaultSlowLinks:
+		slow := st.Perm[:max(1, n/2)]
+		for _, a := range slow {
+			for b := range n + c.Net.Clients() {
+				if b != a {
+					c.Net.SetLinkDelay(a, b, st.Dur)
+					c.Net.SetLinkDelay(b, a, st.Dur)
+				}
+			}
+		}
+		ev.Nodes, ev.Detail = nm.ids(slow...), st.Dur.String()
 	case FaultKill, FaultKillLeader:
 		c.Kill(target)
 		nm.killed = append(nm.killed, target)

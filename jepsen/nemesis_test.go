@@ -1,6 +1,8 @@
 package jepsen
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
@@ -46,5 +48,40 @@ func TestParseNemesis(t *testing.T) {
 	}
 	if got, err := ParseNemesis("none"); err != nil || len(got) != 0 {
 		t.Fatalf("none: got %v, %v", got, err)
+	}
+}
+
+// TestRingCuts: in the majorities ring of 5, 7 and 9 nodes every node keeps links, both
+// ways, to a majority (itself included), and no two nodes keep the same majority.
+func TestRingCuts(t *testing.T) {
+	for _, n := range []int{5, 7, 9} {
+		perm := rand.New(rand.NewPCG(uint64(n), 1)).Perm(n)
+		cut := map[[2]int]bool{}
+		for _, l := range ringCuts(perm) {
+			cut[l] = true
+		}
+		seen := map[string]bool{}
+		for a := range n {
+			var sees []int
+			for b := range n {
+				if cut[[2]int{a, b}] != cut[[2]int{b, a}] {
+					t.Fatalf("n=%d: link %d-%d cut one way only", n, a, b)
+				}
+				if !cut[[2]int{a, b}] {
+					sees = append(sees, b)
+				}
+			}
+			if len(sees) <= n/2 || len(sees) == n {
+				t.Errorf("n=%d: node %d sees %v: want a majority, not everyone", n, a, sees)
+			}
+			if key := fmt.Sprint(sees); seen[key] {
+				t.Errorf("n=%d: two nodes see the same majority %v", n, sees)
+			} else {
+				seen[key] = true
+			}
+		}
+	}
+	if s := Schedule(ScheduleConfig{Seed: 1, Faults: []string{FaultRing}, Nodes: 3, Duration: time.Minute}); len(s) != 0 {
+		t.Errorf("a 3-node schedule holds the ring: %v", s)
 	}
 }

@@ -1,7 +1,9 @@
 package jepsen
 
 import (
+	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -16,46 +18,101 @@ import (
 // (the sender's TCP buffers fill, Raft's RPC deadlines pass and it gives up on the
 // connection, as with packets dropped by a firewall); heal lets them through again. A
 // delay holds each chunk for the given time before forwarding it.
+//
+// Clients go through proxies too: each worker's client (client.Config.Dial, ClientDial)
+// reaches node j's client port through a proxy of its own, so a worker can be cut from
+// some nodes, or hear nothing back from them. Endpoints are numbered nodes first (0 to
+// n-1), then clients (n, n+1, ...); cuts, delays and losses are between endpoints. A
+// cut client link rejects rather than stalls (a firewall's REJECT, not DROP): its
+// connections are reset when a byte would cross the cut and new ones are closed at once,
+// so a client learns fast which nodes it cannot reach. Raft links stall.
 
 // Net is the set of link proxies of a cluster. Safe for concurrent use.
 type Net struct {
-	raft []string // nodes' Raft addresses
+	raft    []string // nodes' Raft addresses
+	client  []string // nodes' client addresses
+	clients int      // client endpoints, numbered from len(raft)
 
 	mu      sync.Mutex
 	cut     map[[2]int]bool // [from, to]: bytes from node from to node to are stalled
 	delay   time.Duration
-	changed chan struct{} // closed and replaced at every change
+	slow    map[[2]int]time.Duration // extra delay of one directed link
+	loss    float64                  // chance that a chunk is "lost" and waits a retransmission
+	changed chan struct{}            // closed and replaced at every change
 	proxies map[[2]int]*proxy
 	closed  bool
 	wg      sync.WaitGroup // proxy goroutines
 }
 
-// proxy is the listener of link [i, j] and its open connections.
+// proxy is the listener of link [i, j], the address it forwards to, and its open
+// connections.
 type proxy struct {
-	ln    net.Listener
-	conns map[net.Conn]struct{}
+	ln     net.Listener
+	target string
+	conns  map[net.Conn]struct{}
 }
 
-// NewNet opens a proxy for every directed link between the nodes at raft addresses.
-func NewNet(raft []string) (*Net, error) {
-	nt := &Net{raft: raft, cut: map[[2]int]bool{}, changed: make(chan struct{}), proxies: map[[2]int]*proxy{}}
+// NewNet opens a proxy for every directed link between the nodes at raft addresses, and
+// one per client endpoint and node, forwarding to the nodes' client addresses (client
+// may be empty when clients is 0).
+func NewNet(raft, client []string, clients int) (*Net, error) {
+	if clients > 0 && len(client) != len(raft) {
+		return nil, fmt.Errorf("jepsen: %d client addresses for %d nodes", len(client), len(raft))
+	}
+	nt := &Net{raft: raft, client: client, clients: clients, cut: map[[2]int]bool{}, slow: map[[2]int]time.Duration{},
+		changed: make(chan struct{}), proxies: map[[2]int]*proxy{}}
+	open := func(i, j int, target string) error {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			nt.Close()
+			return err
+		}
+		p := &proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+		nt.proxies[[2]int{i, j}] = p
+		nt.wg.Add(1)
+		go nt.accept(i, j, p)
+		return nil
+	}
 	for i := range raft {
 		for j := range raft {
 			if i == j {
 				continue
 			}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				nt.Close()
+			if err := open(i, j, raft[j]); err != nil {
 				return nil, err
 			}
-			p := &proxy{ln: ln, conns: map[net.Conn]struct{}{}}
-			nt.proxies[[2]int{i, j}] = p
-			nt.wg.Add(1)
-			go nt.accept(i, j, p)
+		}
+	}
+	for c := range clients {
+		for j := range raft {
+			if err := open(len(raft)+c, j, client[j]); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return nt, nil
+}
+
+// Nodes returns the number of node endpoints; client endpoint c is Nodes()+c.
+func (nt *Net) Nodes() int { return len(nt.raft) }
+
+// Clients returns the number of client endpoints.
+func (nt *Net) Clients() int { return nt.clients }
+
+// ClientDial is client endpoint c's client.Config.Dial: a node's client address is dialed
+// through c's proxy to that node; any other address directly.
+func (nt *Net) ClientDial(c int) func(ctx context.Context, addr string) (net.Conn, error) {
+	via := map[string]string{}
+	for j, a := range nt.client {
+		via[a] = nt.proxies[[2]int{len(nt.raft) + c, j}].ln.Addr().String()
+	}
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		if v, ok := via[addr]; ok {
+			addr = v
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
 }
 
 // Routes is node i's LOCKSTEP_FAULT_RAFT_ROUTES value: each peer's Raft address routed
@@ -98,6 +155,27 @@ func (nt *Net) Partition(groups ...[]int) {
 	nt.changedLocked()
 }
 
+// SetLinkDelay holds every chunk from endpoint from to endpoint to for d more (0: none).
+func (nt *Net) SetLinkDelay(from, to int, d time.Duration) {
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	nt.slow[[2]int{from, to}] = d
+	nt.changedLocked()
+}
+
+// SetLoss makes each chunk on every link "lost" with probability p: as TCP recovers a lost
+// segment, it is delivered after a retransmission timeout (lossRTO, doubled for each
+// further loss of the same chunk). 0 turns it off.
+func (nt *Net) SetLoss(p float64) {
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	nt.loss = p
+	nt.changedLocked()
+}
+
+// lossRTO is the retransmission timeout a "lost" chunk waits: Linux's minimum RTO.
+const lossRTO = 200 * time.Millisecond
+
 // SetDelay holds every chunk of every link for d before forwarding it (0: none).
 func (nt *Net) SetDelay(d time.Duration) {
 	nt.mu.Lock()
@@ -111,23 +189,34 @@ func (nt *Net) Heal() {
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
 	clear(nt.cut)
-	nt.delay = 0
+	clear(nt.slow)
+	nt.delay, nt.loss = 0, 0
 	nt.changedLocked()
 }
 
-// Cuts returns the cut directed links as "a->b" for the timeline.
+// Cuts returns the cut directed links as "a->b" for the timeline (nodes n1..., clients
+// c0...).
 func (nt *Net) Cuts() []string {
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
 	var out []string
-	for i := range nt.raft {
-		for j := range nt.raft {
+	all := len(nt.raft) + nt.clients
+	for i := range all {
+		for j := range all {
 			if nt.cut[[2]int{i, j}] {
-				out = append(out, fmt.Sprintf("n%d->n%d", i+1, j+1))
+				out = append(out, nt.name(i)+"->"+nt.name(j))
 			}
 		}
 	}
 	return out
+}
+
+// name is endpoint i's name: n1, n2... for nodes, c0, c1... for clients.
+func (nt *Net) name(i int) string {
+	if i < len(nt.raft) {
+		return fmt.Sprintf("n%d", i+1)
+	}
+	return fmt.Sprintf("c%d", i-len(nt.raft))
 }
 
 func (nt *Net) changedLocked() {
@@ -135,12 +224,22 @@ func (nt *Net) changedLocked() {
 	nt.changed = make(chan struct{})
 }
 
-// state returns whether from→to is cut, the delay, and the channel closed at the next
-// change.
-func (nt *Net) state(from, to int) (bool, time.Duration, <-chan struct{}) {
+// state returns whether from→to is cut, its delay, its loss probability, and the
+// channel closed at the next change.
+func (nt *Net) state(from, to int) (bool, time.Duration, float64, <-chan struct{}) {
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
-	return nt.cut[[2]int{from, to}], nt.delay, nt.changed
+	return nt.cut[[2]int{from, to}], nt.delay + nt.slow[[2]int{from, to}], nt.loss, nt.changed
+}
+
+// rejects reports whether link [i, j] is a client link cut in either direction.
+func (nt *Net) rejects(i, j int) bool {
+	if i < len(nt.raft) && j < len(nt.raft) {
+		return false
+	}
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	return nt.cut[[2]int{i, j}] || nt.cut[[2]int{j, i}]
 }
 
 // Close closes every proxy and connection and waits for the proxies' goroutines.
@@ -185,9 +284,14 @@ func (nt *Net) accept(i, j int, p *proxy) {
 		if err != nil {
 			return
 		}
-		up, err := net.DialTimeout("tcp", nt.raft[j], 2*time.Second)
+		up, err := net.DialTimeout("tcp", p.target, 2*time.Second)
 		if err != nil {
 			down.Close()
+			continue
+		}
+		if nt.rejects(i, j) { // a client link that is cut refuses new connections
+			down.Close()
+			up.Close()
 			continue
 		}
 		if !nt.track(p, down, true) || !nt.track(p, up, true) {
@@ -209,8 +313,9 @@ func (nt *Net) accept(i, j int, p *proxy) {
 	}
 }
 
-// pump copies src to dst as bytes from node from to node to, stalling while that
-// direction is cut and holding each chunk for the delay.
+// pump copies src to dst as bytes from endpoint from to endpoint to, stalling while that
+// direction is cut, holding each chunk for the delay, and for a retransmission timeout
+// when the chunk is "lost".
 func (nt *Net) pump(from, to int, src, dst net.Conn, done chan struct{}, closeBoth func()) {
 	defer nt.wg.Done()
 	defer closeBoth()
@@ -218,8 +323,12 @@ func (nt *Net) pump(from, to int, src, dst net.Conn, done chan struct{}, closeBo
 	for {
 		n, err := src.Read(buf)
 		read := time.Now()
+		var lost time.Duration // retransmission waits of this chunk so far
 		for n > 0 {
-			cut, delay, changed := nt.state(from, to)
+			cut, delay, loss, changed := nt.state(from, to)
+			if cut && (from >= len(nt.raft) || to >= len(nt.raft)) {
+				return // a cut client link resets its connections, as a firewall's REJECT
+			}
 			if cut {
 				select {
 				case <-changed:
@@ -236,6 +345,11 @@ func (nt *Net) pump(from, to int, src, dst net.Conn, done chan struct{}, closeBo
 				case <-done:
 					return
 				}
+			}
+			if loss > 0 && rand.Float64() < loss {
+				lost = max(lossRTO, 2*lost)
+				read = time.Now().Add(lost - delay) // wait the RTO, then the delay's rest
+				continue
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return

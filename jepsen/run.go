@@ -9,9 +9,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lockstepdb/lockstep/client"
 )
 
 // Config is one run of the harness.
@@ -20,7 +23,7 @@ type Config struct {
 	Bin string
 	// Results is the folder under which the run's own folder is made. Required.
 	Results string
-	// Workload is register, bank, counter, set or voter. Required.
+	// Workload is register, bank, counter, set, voter or session-expiry. Required.
 	Workload string
 	// Nemesis is a comma-separated list of nemesis names (NemesisNames). Default none.
 	Nemesis string
@@ -40,6 +43,15 @@ type Config struct {
 	MinThroughput float64
 	// KeepData keeps the nodes' data directories (logs are always kept).
 	KeepData bool
+	// ClientRetries, when not 0, is the workers' client.Config.MaxRetries (the harness's
+	// default is 10; negative: until the operation's deadline). Fewer retries turn a
+	// worker stuck behind a fault into an unknown outcome sooner, so it issues more
+	// operations during the fault.
+	ClientRetries int
+	// CrashStore runs the nodes with their Raft log and stable store in crashstore
+	// (LOCKSTEP_FAULT_CRASH_STORE=1), which discards every write not yet fsynced when a
+	// killed node starts again: kill and kill-all then lose what a power loss would.
+	CrashStore bool
 	// Env is added to the nodes' environment.
 	Env []string
 	// Out receives progress lines (the seed first). Default: none.
@@ -88,8 +100,10 @@ func NewWorkload(name string) (Workload, error) {
 		return &Set{}, nil
 	case "voter":
 		return &Voter{}, nil
+	case "session-expiry":
+		return &SessionExpiry{}, nil
 	}
-	return nil, fmt.Errorf("jepsen: unknown workload %q: want register, bank, counter, set or voter", name)
+	return nil, fmt.Errorf("jepsen: unknown workload %q: want register, bank, counter, set, voter or session-expiry", name)
 }
 
 func (cfg *Config) defaults() error {
@@ -154,7 +168,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Dir: dir, Seed: cfg.Seed, Workload: cfg.Workload, Nemesis: cfg.Nemesis, Nodes: cfg.Nodes,
 		Duration: cfg.Duration, Faults: map[string]int{}}
 
-	c, err := StartCluster(ctx, ClusterConfig{Bin: cfg.Bin, Nodes: cfg.Nodes, Dir: filepath.Join(dir, "nodes"), Env: cfg.Env})
+	env := cfg.Env
+	if cfg.CrashStore {
+		env = append(slices.Clip(env), envCrashStore+"=1")
+	}
+	var args []string
+	if na, ok := wl.(nodeArgser); ok {
+		args = na.NodeArgs()
+	}
+	c, err := StartCluster(ctx, ClusterConfig{Bin: cfg.Bin, Nodes: cfg.Nodes, Dir: filepath.Join(dir, "nodes"), Env: env, Args: args,
+		Clients: cfg.Workers})
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +214,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer stop()
 	var wg sync.WaitGroup
 	for p := range cfg.Workers {
-		cl, err := c.Client(ctx)
+		var tune func(*client.Config)
+		if ct, ok := wl.(clientTuner); ok {
+			tune = ct.TuneClient
+		}
+		if cfg.ClientRetries != 0 {
+			wtune := tune
+			tune = func(cc *client.Config) {
+				if wtune != nil {
+					wtune(cc)
+				}
+				cc.MaxRetries = cfg.ClientRetries
+			}
+		}
+		cl, err := c.WorkerClient(ctx, p, tune)
 		if err != nil {
 			stop()
 			wg.Wait()

@@ -332,7 +332,8 @@ func (cc *clientConn) invoke(req *wire.Request) {
 		it.Key = req.Key
 		it.Partition = int32(partition.PartitionOf(req.Key, P))
 	}
-	if req.Consistency == wire.ConsistencyAny {
+	// plantedStaleRead: a test-only build's planted bug; false in a normal build.
+	if req.Consistency == wire.ConsistencyAny || (info.ReadOnly && req.Consistency == wire.ConsistencyLinearizable && plantedStaleRead(n)) {
 		if !info.ReadOnly {
 			cc.fail(req.ID, fmt.Errorf("%w: consistency Any is for read-only procedures; %s writes", wire.ErrBadArguments, info.Name))
 			return

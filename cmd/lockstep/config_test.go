@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstepdb/lockstep/node"
 	"github.com/urfave/cli/v2"
@@ -59,6 +60,7 @@ client: 10.0.0.1:8001
 admin: ""
 partitions: 8
 snapshot-threshold: 0
+session-ttl: 30s
 join: [10.0.0.2:8001, 10.0.0.3:8001]
 log-format: json
 `)
@@ -70,6 +72,7 @@ client = "10.0.0.1:8001"
 admin = ""
 partitions = 8
 snapshot-threshold = 0
+session-ttl = "30s"
 join = ["10.0.0.2:8001", "10.0.0.3:8001"]
 log-format = "json"
 `)
@@ -80,7 +83,7 @@ log-format = "json"
 		}
 		if cfg.ID != "n1" || cfg.DataDir != "/var/lib/lockstep/n1" || cfg.RaftAddr != "10.0.0.1:7001" ||
 			cfg.ClientAddr != "10.0.0.1:8001" || cfg.AdminAddr != "" || cfg.Replica.Partitions != 8 ||
-			cfg.Sequencer.SnapshotThreshold != 0 || !slices.Equal(cfg.Join, []string{"10.0.0.2:8001", "10.0.0.3:8001"}) {
+			cfg.Sequencer.SnapshotThreshold != 0 || cfg.Replica.SessionTTL != 30*time.Second || !slices.Equal(cfg.Join, []string{"10.0.0.2:8001", "10.0.0.3:8001"}) {
 			t.Errorf("#%d: got %+v", i, cfg)
 		}
 		// Flags on the command line win over the file.

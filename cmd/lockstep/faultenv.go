@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/lockstepdb/lockstep/internal/crashstore"
 	"github.com/lockstepdb/lockstep/node"
 )
 
@@ -25,7 +27,15 @@ const (
 	envClockFile = "LOCKSTEP_FAULT_CLOCK_FILE"
 	// clockFileRefresh is how often the clock file is read again at most.
 	clockFileRefresh = 50 * time.Millisecond
+	// envCrashStore, set to 1, keeps the Raft log and stable store in crashstore (in
+	// DATADIR/crashstore) instead of raft.db: a store that discards, when it is opened
+	// again, every write not yet fsynced — so a kill -9 of the process loses what a power
+	// loss would.
+	envCrashStore = "LOCKSTEP_FAULT_CRASH_STORE"
 )
+
+// crashStore is the store envCrashStore opened, closed by runNode after the node.
+var crashStore *crashstore.Store
 
 // applyFaultEnv sets the fault hooks getenv asks for on cfg. It returns an error naming
 // the variable when a value is malformed, and leaves cfg unchanged then.
@@ -50,6 +60,27 @@ func applyFaultEnv(cfg *node.Config, getenv func(string) string) error {
 			return fmt.Errorf("%s: %w", envClockFile, err)
 		}
 		now = c.Now
+	}
+	crash := false
+	switch v := getenv(envCrashStore); v {
+	case "", "0":
+	case "1":
+		crash = true
+	default:
+		return fmt.Errorf("%s: %q: want 1 or 0", envCrashStore, v)
+	}
+	if crash {
+		if cfg.DataDir == "" {
+			return fmt.Errorf("%s: no data directory", envCrashStore)
+		}
+		st, err := crashstore.Open(filepath.Join(cfg.DataDir, "crashstore"))
+		if err != nil {
+			return fmt.Errorf("%s: %w", envCrashStore, err)
+		}
+		crashStore = st
+		cfg.Sequencer.LogStore, cfg.Sequencer.StableStore = st, st
+		cfg.Logger.Warn("fault injection: Raft log in a store that loses unsynced writes at a crash", "var", envCrashStore,
+			"discarded_bytes", st.Discarded)
 	}
 	if dial != nil {
 		cfg.Sequencer.Dial = dial

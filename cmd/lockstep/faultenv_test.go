@@ -29,8 +29,11 @@ func TestApplyFaultEnv(t *testing.T) {
 		{env: map[string]string{envRaftRoutes: "127.0.0.1:1"}, wantErr: envRaftRoutes},
 		{env: map[string]string{envRaftRoutes: "a=b,a=c"}, wantErr: "routed twice"},
 		{env: map[string]string{envClockFile: badClock}, wantErr: envClockFile},
+		{env: map[string]string{envCrashStore: "yes"}, wantErr: envCrashStore},
+		{env: map[string]string{envCrashStore: "1"}},
 	} {
-		cfg := node.Config{Logger: slog.New(slog.DiscardHandler)}
+		cfg := node.Config{Logger: slog.New(slog.DiscardHandler), DataDir: t.TempDir()}
+		crashStore = nil
 		err := applyFaultEnv(&cfg, func(k string) string { return tc.env[k] })
 		switch {
 		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
@@ -43,6 +46,12 @@ func TestApplyFaultEnv(t *testing.T) {
 			t.Errorf("#%d: dial hook %v", i, cfg.Sequencer.Dial != nil)
 		case tc.wantErr == "" && (cfg.Sequencer.Now != nil) != (tc.env[envClockFile] != ""):
 			t.Errorf("#%d: clock hook %v", i, cfg.Sequencer.Now != nil)
+		case (cfg.Sequencer.LogStore != nil) != (tc.env[envCrashStore] == "1"):
+			t.Errorf("#%d: crash store %v", i, cfg.Sequencer.LogStore != nil)
+		}
+		if crashStore != nil {
+			crashStore.Close()
+			crashStore = nil
 		}
 	}
 }

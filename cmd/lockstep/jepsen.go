@@ -33,10 +33,13 @@ schedule); then heals and restarts everything, checks the history and the replic
 state hashes, and writes a folder under --results: summary.txt, summary.json,
 history.jsonl, timeline.jsonl, schedule.json, chart.svg, nodes/*/node.*.log, and
 linearizability.html for register runs. Exits 0 only when the run is valid and passed.
-Insecure mode only (no TLS yet). See docs/jepsen.md.
+The nodes run mutual TLS with throw-away certificates; workers reach them through
+proxies too, so client faults can cut them. --crash-store keeps the nodes' Raft logs in
+a test-only store that loses unsynced writes at every kill. See docs/jepsen.md.
 
 Workloads: register, bank, counter, set, voter.
-Nemeses (comma-separated): ` + strings.Join(jepsen.NemesisNames(), ", ") + `.
+Nemeses (comma-separated): ` + strings.Join(jepsen.NemesisNames(), ", ") + `, or
+a single fault's name (isolate-leader-clients, lost-replies, ring, ...).
 
 Example:
   lockstep jepsen run --workload register --nemesis partition --nodes 5 --duration 5m --seed 42`,
@@ -53,6 +56,8 @@ Example:
 					&cli.StringFlag{Name: "results", Usage: "folder for the run folders", Value: "jepsen-results"},
 					&cli.StringFlag{Name: "bin", Usage: "lockstep binary the nodes run (default: this one)"},
 					&cli.BoolFlag{Name: "keep-data", Usage: "keep the nodes' data directories"},
+					&cli.IntFlag{Name: "client-retries", Usage: "workers' client retries per operation (0: the harness's 10; negative: until the operation's 10 s deadline)"},
+					&cli.BoolFlag{Name: "crash-store", Usage: "nodes keep their Raft log in a test-only store that loses unsynced writes at every kill (power loss)"},
 				},
 				Action: runJepsen,
 			},
@@ -82,6 +87,8 @@ func runJepsen(c *cli.Context) error {
 		Workers:       c.Int("workers"),
 		MinThroughput: c.Float64("min-throughput"),
 		KeepData:      c.Bool("keep-data"),
+		CrashStore:    c.Bool("crash-store"),
+		ClientRetries: c.Int("client-retries"),
 		Out:           c.App.Writer,
 	}
 	if _, err := jepsen.NewWorkload(cfg.Workload); err != nil {

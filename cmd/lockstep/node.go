@@ -51,6 +51,11 @@ func runNode(c *cli.Context) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	defer func() {
+		if crashStore != nil { // test-only (faultenv.go): closed after the node
+			crashStore.Close()
+		}
+	}()
 	n, err := node.Start(cfg, procedures.Builtins())
 	if err != nil {
 		return err

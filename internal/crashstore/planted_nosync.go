@@ -1,0 +1,16 @@
+//go:build jepsen_nosync
+
+package crashstore
+
+import "time"
+
+// plantedNoSync is a planted bug, for the fault-injection harness's tests only (jepsen/):
+// built with -tags jepsen_nosync, StoreLogs fsyncs only when the last fsync is
+// plantedSyncEvery old and otherwise returns before its entries are durable (a periodic
+// fsync that acknowledges in between), so Raft acknowledges entries a power loss takes
+// away. The set workload under kill-all on this store must
+// catch it (jepsen.TestCheckersCatchUnsyncedLog).
+const plantedNoSync = true
+
+// plantedSyncEvery is the planted bug's fsync period.
+const plantedSyncEvery = 500 * time.Millisecond

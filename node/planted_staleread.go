@@ -1,0 +1,26 @@
+//go:build jepsen_staleread
+
+package node
+
+import "sync/atomic"
+
+// A planted bug, for the fault-injection harness's tests only (jepsen/): built with
+// -tags jepsen_staleread, a node that led answers linearizable reads from its own state
+// for as long as its Raft term is still the one it led in — a "lease" that is never
+// confirmed with a quorum. A leader cut off from the others keeps its term (pre-vote
+// fails without a majority), so while the majority elects a new leader and writes, the
+// deposed one goes on serving reads of the old state. The register workload must catch it
+// under the isolate-leader-clients nemesis (jepsen.TestCheckersCatchStaleReads).
+
+// plantedLedTerm is the term in which this process's node last became ready to lead (a
+// jepsen node process holds one node).
+var plantedLedTerm atomic.Uint64
+
+// plantedNoteLeading records that the node leads in term.
+func plantedNoteLeading(term uint64) { plantedLedTerm.Store(term) }
+
+// plantedStaleRead reports whether a linearizable read is answered locally.
+func plantedStaleRead(n *Node) bool {
+	t := plantedLedTerm.Load()
+	return t != 0 && t == n.seq.Term()
+}
