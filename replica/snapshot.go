@@ -25,6 +25,7 @@ type snapshotMeta struct {
 	Cluster  *batch.ClusterInfo `msgpack:"cluster"`
 	Nodes    []batch.NodeInfo   `msgpack:"nodes"`
 	Hashes   []HashRecord       `msgpack:"hashes"`
+	Users    []User             `msgpack:"users,omitempty"`
 }
 
 type fsmSnapshot struct {
@@ -47,6 +48,9 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	m.Hashes = f.hashes
 	f.mu.Unlock()
+	if us := f.users.Load(); us != nil {
+		m.Users = us.List()[1:] // without RootUser, who is built in
+	}
 	meta, err := msgpack.Marshal(&m) // a deep copy: sessions change after this returns
 	if err != nil {
 		return nil, fmt.Errorf("snapshot meta: %w", err)
@@ -105,6 +109,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.sessionCount.Store(int64(len(m.Sessions)))
 	f.lastTime = m.LastTime
+	f.users.Store(usersFromList(m.Users))
 	f.mu.Lock()
 	f.cluster = m.Cluster
 	f.nodes = map[string]batch.NodeInfo{}

@@ -38,11 +38,12 @@ func TestCodeCatalogueIsAppendOnly(t *testing.T) {
 		{CodeStreamExists, 20, "StreamExists"},
 		{CodeOffsetTrimmed, 21, "OffsetTrimmed"},
 		{CodeOffsetPastEnd, 22, "OffsetPastEnd"},
-		{23, 23, "Code(23)"}, // reserved (reservedCodes)
+		{CodePermissionDenied, 23, "PermissionDenied"},
 		{CodeUnknownGroup, 24, "UnknownGroup"},
 		{CodeNotGroupMember, 25, "NotGroupMember"},
 		{CodeStaleGeneration, 26, "StaleGeneration"},
 		{CodeNotAssigned, 27, "NotAssigned"},
+		{CodeUnknownUser, 28, "UnknownUser"},
 	}
 	for i, p := range pinned {
 		if uint16(p.code) != p.num {
@@ -86,8 +87,8 @@ func sentinels() []error {
 		ErrOverloaded, ErrSessionExpired, ErrDivergent, ErrTimeout, ErrMalformed,
 		ErrProtocolVersion, ErrClusterMismatch, ErrUnknownOutcome, ErrInternal, ErrTooLarge,
 		ErrShuttingDown, ErrNotReady, ErrBadScope, ErrUnknownSession, ErrUnknownStream, ErrStreamExists,
-		ErrOffsetTrimmed, ErrOffsetPastEnd, nil, // 23 is reserved
-		ErrUnknownGroup, ErrNotGroupMember, ErrStaleGeneration, ErrNotAssigned}
+		ErrOffsetTrimmed, ErrOffsetPastEnd, ErrPermissionDenied,
+		ErrUnknownGroup, ErrNotGroupMember, ErrStaleGeneration, ErrNotAssigned, ErrUnknownUser}
 }
 
 // TestSentinelPerCode checks that sentinel i has code i and that a decoded *Error matches
