@@ -20,8 +20,8 @@ type Metrics struct {
 
 	sendFailures *sendFailures // responses the server could not queue
 
-	subscriptions prometheus.Gauge   // live push subscriptions
-	pushedRecords prometheus.Counter // records pushed to subscribers
+	subscriptions prometheus.Gauge       // live push subscriptions
+	pushedRecords prometheus.Counter     // records pushed to subscribers
 	authz         *prometheus.CounterVec // admin actions and refusals (roles.go)
 }
 
