@@ -69,6 +69,10 @@ const (
 	CodeStaleGeneration Code = Code(wire.CodeStaleGeneration)
 	// CodeNotAssigned: a group commit named a partition not assigned to the member.
 	CodeNotAssigned Code = Code(wire.CodeNotAssigned)
+	// CodePermissionDenied: the caller's role or grants do not allow the request.
+	CodePermissionDenied Code = Code(wire.CodePermissionDenied)
+	// CodeUnknownUser: a user command named a user the cluster does not know.
+	CodeUnknownUser Code = Code(wire.CodeUnknownUser)
 )
 
 // String returns the code's stable name ("NotLeader", "ProcedureError", ...), or
@@ -201,6 +205,13 @@ var (
 	// ErrNotAssigned: a commit named a stream partition the member does not own in the
 	// group's current generation. Definite: nothing changed.
 	ErrNotAssigned error = codeError(CodeNotAssigned)
+	// ErrPermissionDenied: the identity of the client's certificate may not do this (its
+	// role or grants do not allow it; docs/security.md, Roles). Nothing changed; not
+	// retried.
+	ErrPermissionDenied error = codeError(CodePermissionDenied)
+	// ErrUnknownUser: a user command named a user that is not in the cluster's users
+	// table. Nothing changed; not retried.
+	ErrUnknownUser error = codeError(CodeUnknownUser)
 )
 
 // ErrSpeaksHTTP is returned when the address answered the handshake in HTTP: it is an

@@ -40,6 +40,8 @@ var sentinelOf = map[wire.Code]error{
 	wire.CodeNotGroupMember:   ErrNotGroupMember,
 	wire.CodeStaleGeneration:  ErrStaleGeneration,
 	wire.CodeNotAssigned:      ErrNotAssigned,
+	wire.CodePermissionDenied: ErrPermissionDenied,
+	wire.CodeUnknownUser:      ErrUnknownUser,
 }
 
 // catalogue returns every code of the wire catalogue but OK: the codes from 1 on whose

@@ -35,6 +35,8 @@ type stateMachine interface {
 	Applied() uint64
 	// Visible returns a log index at or after every entry whose effects reads may see.
 	Visible() uint64
+	// Users returns the users table as applied so far (an immutable view).
+	Users() *replica.Users
 }
 
 var (

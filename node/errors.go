@@ -28,6 +28,7 @@ var wireCodes = [...]wire.Code{
 	replica.CodeNotGroupMember:   wire.CodeNotGroupMember,
 	replica.CodeStaleGeneration:  wire.CodeStaleGeneration,
 	replica.CodeNotAssigned:      wire.CodeNotAssigned,
+	replica.CodeUnknownUser:      wire.CodeUnknownUser,
 }
 
 // toWire is the one translation of the errors of the layers below — sequencer, replica,

@@ -23,12 +23,14 @@ type Metrics struct {
 
 	sendFailures *sendFailures // responses the server could not queue
 
-	subscriptions prometheus.Gauge   // live push subscriptions
-	pushedRecords prometheus.Counter // records pushed to subscribers
+	subscriptions prometheus.Gauge       // live push subscriptions
+	pushedRecords prometheus.Counter     // records pushed to subscribers
+	authz         *prometheus.CounterVec // admin actions and refusals (roles.go)
 }
 
 func newMetrics(n *Node) *Metrics {
 	m := &Metrics{Registry: prometheus.NewRegistry()}
+	m.authz = newAuthzMetrics(m.Registry)
 	m.inputs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lockstep_inputs_total", Help: "Inputs applied by this replica, by procedure and outcome code.",
 	}, []string{"procedure", "outcome"})

@@ -191,6 +191,9 @@ func truncateMessage(msg string, max int) string {
 
 func (cc *clientConn) handle(req *wire.Request) {
 	n := cc.n
+	if !cc.authorize(req) {
+		return
+	}
 	switch req.Op {
 	case wire.OpPing:
 		cc.reply(&wire.Response{ID: req.ID})
@@ -223,6 +226,8 @@ func (cc *clientConn) handle(req *wire.Request) {
 		cc.invoke(req)
 	case wire.OpJoin, wire.OpRemove, wire.OpTransferLeader:
 		cc.admin(req)
+	case wire.OpUsers:
+		cc.users(req)
 	default:
 		cc.fail(req.ID, fmt.Errorf("%w: unknown op %v", wire.ErrMalformed, req.Op))
 	}

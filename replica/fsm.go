@@ -46,6 +46,7 @@ type FSM struct {
 	serving      atomic.Bool   // cluster known, compatible, not divergent: see Serving
 
 	sessStats atomic.Pointer[SessionStats] // at the latest hash check: see SessionStats
+	users     atomic.Pointer[Users]        // the users table: see Users (users.go)
 
 	// Scratch reused between applies.
 	metaBuf  []byte
@@ -215,6 +216,9 @@ func (f *FSM) applyEntry(index uint64, e *batch.Entry, res *batch.Results) {
 			f.mu.Lock()
 			delete(f.nodes, string(it.Key))
 			f.mu.Unlock()
+		case batch.KindUsers:
+			v, err := f.userCommand(it.Args)
+			res.Items[j] = batch.Result{Value: v, Err: err}
 		case batch.KindTick:
 			// Nothing but the entry's processor phase, below.
 		default:

@@ -37,7 +37,7 @@ func (f *FSM) recordHashes(index uint64) {
 
 // metaHash hashes the replicated state that is not in the partitions: the session table
 // with every cached result, the session id counter and the next expiry sweep, the latest
-// batch time, the cluster's identity and the node addresses. Sessions, results and nodes
+// batch time, the cluster's identity, the node addresses and the users table. Sessions, results and nodes
 // are hashed in sorted order, so equal state gives an equal hash on every replica. It is
 // never 0 (0 means unknown in a HashRecord). It runs on the apply goroutine and recomputes
 // everything at each hash check (at most one per sequencer HashCheckInterval, default 1s):
@@ -113,6 +113,7 @@ func (f *FSM) metaHash() uint64 {
 		}
 	}
 	f.mu.Unlock()
+	f.users.Load().hash(u, str)
 
 	d.Write(b)
 	f.metaBuf = b[:0]

@@ -59,6 +59,8 @@ const (
 	// CodeNotAssigned: a group commit named a stream partition not assigned to the member;
 	// the effects were undone.
 	CodeNotAssigned
+	// CodeUnknownUser: a user command named a user not in the users table; nothing changed.
+	CodeUnknownUser
 )
 
 var codeNames = [...]string{
@@ -69,6 +71,7 @@ var codeNames = [...]string{
 	CodeUnknownStream: "UnknownStream", CodeStreamExists: "StreamExists",
 	CodeUnknownGroup: "UnknownGroup", CodeNotGroupMember: "NotGroupMember",
 	CodeStaleGeneration: "StaleGeneration", CodeNotAssigned: "NotAssigned",
+	CodeUnknownUser: "UnknownUser",
 }
 
 // String returns the code's name, as metrics label outcomes with it.
@@ -112,7 +115,7 @@ func CodeOf(err error) Code {
 		return CodeTooLarge
 	case errors.Is(err, partition.ErrEmptyKey), errors.Is(err, partition.ErrKeyTooLarge),
 		errors.Is(err, partition.ErrBadName), errors.Is(err, procedures.ErrBadArguments),
-		errors.Is(err, partition.ErrBadRetention):
+		errors.Is(err, partition.ErrBadRetention), errors.Is(err, ErrBadUser):
 		return CodeBadArguments
 	case errors.Is(err, partition.ErrUnknownStream):
 		return CodeUnknownStream
@@ -142,6 +145,8 @@ func CodeOf(err error) Code {
 		return CodeOverloaded
 	case errors.Is(err, ErrIncompatible):
 		return CodeIncompatible
+	case errors.Is(err, ErrUnknownUser):
+		return CodeUnknownUser
 	}
 	return CodeInternal
 }

@@ -31,6 +31,7 @@ type snapshotMeta struct {
 	// byte, a bug in the snapshot code). Absent (zero Index and no Hashes) in snapshots
 	// written before it existed.
 	State HashRecord `msgpack:"state"`
+	Users []User     `msgpack:"users,omitempty"`
 }
 
 type fsmSnapshot struct {
@@ -54,6 +55,9 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	m.Hashes = f.hashes
 	f.mu.Unlock()
 	m.State = HashRecord{Index: m.Applied, Hashes: f.eng.Hashes(), Meta: f.metaHash()}
+	if us := f.users.Load(); us != nil {
+		m.Users = us.List()[1:] // without RootUser, who is built in
+	}
 	meta, err := msgpack.Marshal(&m) // a deep copy: sessions change after this returns
 	if err != nil {
 		return nil, fmt.Errorf("snapshot meta: %w", err)
@@ -112,6 +116,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.sessionCount.Store(int64(len(m.Sessions)))
 	f.lastTime = m.LastTime
+	f.users.Store(usersFromList(m.Users))
 	f.mu.Lock()
 	f.cluster = m.Cluster
 	f.nodes = map[string]batch.NodeInfo{}

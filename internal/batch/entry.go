@@ -63,6 +63,9 @@ const (
 	// the leader appends one when processors have records pending or wait for time to
 	// pass, so that their work goes on without new input.
 	KindTick Kind = 8
+	// KindUsers changes (or lists) the cluster's users table; Args holds an encoded
+	// UserChange.
+	KindUsers Kind = 9
 )
 
 func (k Kind) String() string {
@@ -83,6 +86,8 @@ func (k Kind) String() string {
 		return "remove-node"
 	case KindTick:
 		return "tick"
+	case KindUsers:
+		return "users"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }

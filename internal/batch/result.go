@@ -45,3 +45,17 @@ type NodeInfo struct {
 	// ReadReplica marks a permanent non-voter that the leader never promotes.
 	ReadReplica bool `msgpack:"rr,omitempty"`
 }
+
+// UserChange is the payload of KindUsers: one command on the users table. The replicas
+// check it against the table and the procedure registry, so every replica accepts or
+// refuses it alike.
+type UserChange struct {
+	// Cmd is "add", "remove", "grant", "revoke" or "list".
+	Cmd string `msgpack:"cmd"`
+	// Name is the user.
+	Name string `msgpack:"name,omitempty"`
+	// Role is the role of an added user: "admin", "writer" or "reader".
+	Role string `msgpack:"role,omitempty"`
+	// Procedures are granted or revoked; "*" means all.
+	Procedures []string `msgpack:"procs,omitempty"`
+}

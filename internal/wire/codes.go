@@ -66,7 +66,10 @@ const (
 	// offset (the offset the next append gets); Response.NextOffset is that next offset.
 	CodeOffsetPastEnd Code = 22
 
-	// Code 23 is reserved (it was held for the subscriptions of branch sub, which needed one).
+	// CodePermissionDenied means the caller's identity may not do what it asked: its role
+	// (or its grants) do not allow it (docs/security.md, Roles). Nothing changed. Code 23
+	// was reserved for branch sub, which did not need it.
+	CodePermissionDenied Code = 23
 
 	// CodeUnknownGroup means the consumer group named does not exist (no member ever
 	// joined it).
@@ -80,14 +83,17 @@ const (
 	// CodeNotAssigned means a consumer-group commit named a stream partition that is not
 	// assigned to the member in the group's current generation.
 	CodeNotAssigned Code = 27
+	// CodeUnknownUser means a user command named a user that is not in the cluster's users
+	// table. Nothing changed.
+	CodeUnknownUser Code = 28
 
 	// lastCode is the highest code in the catalogue.
-	lastCode = CodeNotAssigned
+	lastCode = CodeUnknownUser
 )
 
 // reservedCodes are numbers below lastCode that this catalogue does not name yet: held
 // for codes another branch adds.
-var reservedCodes = map[Code]bool{23: true}
+var reservedCodes = map[Code]bool{}
 
 // describe returns the stable name and the human-readable text of a catalogued code.
 func (c Code) describe() (name, text string, ok bool) {
@@ -146,6 +152,10 @@ func (c Code) describe() (name, text string, ok bool) {
 		return "StaleGeneration", "stale consumer group generation", true
 	case CodeNotAssigned:
 		return "NotAssigned", "partition not assigned to the member", true
+	case CodePermissionDenied:
+		return "PermissionDenied", "permission denied", true
+	case CodeUnknownUser:
+		return "UnknownUser", "unknown user", true
 	}
 	return "", "", false
 }
@@ -228,6 +238,10 @@ var (
 	ErrStaleGeneration error = codeError(CodeStaleGeneration)
 	// ErrNotAssigned matches CodeNotAssigned.
 	ErrNotAssigned error = codeError(CodeNotAssigned)
+	// ErrPermissionDenied matches CodePermissionDenied.
+	ErrPermissionDenied error = codeError(CodePermissionDenied)
+	// ErrUnknownUser matches CodeUnknownUser.
+	ErrUnknownUser error = codeError(CodeUnknownUser)
 )
 
 // Error is a non-OK outcome carried by a Response: what a client gets back from

@@ -38,11 +38,12 @@ func TestCodeCatalogueIsAppendOnly(t *testing.T) {
 		{CodeStreamExists, 20, "StreamExists"},
 		{CodeOffsetTrimmed, 21, "OffsetTrimmed"},
 		{CodeOffsetPastEnd, 22, "OffsetPastEnd"},
-		{23, 23, "Code(23)"}, // reserved (reservedCodes)
+		{CodePermissionDenied, 23, "PermissionDenied"},
 		{CodeUnknownGroup, 24, "UnknownGroup"},
 		{CodeNotGroupMember, 25, "NotGroupMember"},
 		{CodeStaleGeneration, 26, "StaleGeneration"},
 		{CodeNotAssigned, 27, "NotAssigned"},
+		{CodeUnknownUser, 28, "UnknownUser"},
 	}
 	for i, p := range pinned {
 		if uint16(p.code) != p.num {
@@ -86,8 +87,8 @@ func sentinels() []error {
 		ErrOverloaded, ErrSessionExpired, ErrDivergent, ErrTimeout, ErrMalformed,
 		ErrProtocolVersion, ErrClusterMismatch, ErrUnknownOutcome, ErrInternal, ErrTooLarge,
 		ErrShuttingDown, ErrNotReady, ErrBadScope, ErrUnknownSession, ErrUnknownStream, ErrStreamExists,
-		ErrOffsetTrimmed, ErrOffsetPastEnd, nil, // 23 is reserved
-		ErrUnknownGroup, ErrNotGroupMember, ErrStaleGeneration, ErrNotAssigned}
+		ErrOffsetTrimmed, ErrOffsetPastEnd, ErrPermissionDenied,
+		ErrUnknownGroup, ErrNotGroupMember, ErrStaleGeneration, ErrNotAssigned, ErrUnknownUser}
 }
 
 // TestSentinelPerCode checks that sentinel i has code i and that a decoded *Error matches
@@ -200,7 +201,7 @@ func TestOpString(t *testing.T) {
 		{OpStatus, "Status"}, {OpStreamRead, "StreamRead"}, {OpPing, "Ping"}, {OpJoin, "Join"},
 		{OpRemove, "Remove"}, {OpTransferLeader, "TransferLeader"}, {OpProcedures, "Procedures"},
 		{OpProcessors, "Processors"}, {OpSubscribe, "Subscribe"}, {OpCredit, "Credit"},
-		{OpUnsubscribe, "Unsubscribe"}, {Op(0), "Op(0)"}, {Op(15), "Op(15)"},
+		{OpUnsubscribe, "Unsubscribe"}, {OpUsers, "Users"}, {Op(0), "Op(0)"}, {Op(16), "Op(16)"},
 	}
 	for i, tt := range tests {
 		if got := tt.op.String(); got != tt.want {
@@ -212,7 +213,7 @@ func TestOpString(t *testing.T) {
 		num uint8
 	}{{OpInvoke, 1}, {OpOpenSession, 2}, {OpCloseSession, 3}, {OpStatus, 4}, {OpStreamRead, 5}, {OpPing, 6},
 		{OpJoin, 7}, {OpRemove, 8}, {OpTransferLeader, 9}, {OpProcedures, 10}, {OpProcessors, 11},
-		{OpSubscribe, 12}, {OpCredit, 13}, {OpUnsubscribe, 14}}
+		{OpSubscribe, 12}, {OpCredit, 13}, {OpUnsubscribe, 14}, {OpUsers, 15}}
 	for i, p := range pinned {
 		if uint8(p.op) != p.num {
 			t.Errorf("#%d: got %d, want %d", i, uint8(p.op), p.num)

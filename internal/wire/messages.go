@@ -77,7 +77,51 @@ const (
 	// OpUnsubscribe ends the subscription Sub. The OK Response comes after the last push
 	// of the subscription; ending one that has ended already is OK too.
 	OpUnsubscribe Op = 14
+	// OpUsers reads or changes the cluster's users table (docs/security.md, Roles): Args is
+	// the msgpack encoding of a UserArgs. It needs the admin role and goes through the log,
+	// on the leader. The Response carries the table after the command, a msgpack array of
+	// UserInfo ordered by name, in Value.
+	OpUsers Op = 15
 )
+
+// User commands (UserArgs.Cmd).
+const (
+	// UserAdd adds the user Name with Role; a user of that name must not exist.
+	UserAdd = "add"
+	// UserRemove removes the user Name.
+	UserRemove = "remove"
+	// UserGrant lets the writer Name invoke Procedures; "*" among them lets it invoke every
+	// procedure again.
+	UserGrant = "grant"
+	// UserRevoke takes Procedures from the writer Name; "*" leaves it none.
+	UserRevoke = "revoke"
+	// UserList changes nothing: the Response lists the users.
+	UserList = "list"
+)
+
+// UserArgs is the argument of OpUsers.
+type UserArgs struct {
+	// Cmd is one of UserAdd, UserRemove, UserGrant, UserRevoke, UserList.
+	Cmd string `msgpack:"cmd"`
+	// Name is the user: a client certificate's common name.
+	Name string `msgpack:"name,omitempty"`
+	// Role is the new user's role (UserAdd): "admin", "writer" or "reader".
+	Role string `msgpack:"role,omitempty"`
+	// Procedures are the procedures granted or revoked, or "*" for all.
+	Procedures []string `msgpack:"procs,omitempty"`
+}
+
+// UserInfo is one user of the cluster's users table, as OpUsers lists it.
+type UserInfo struct {
+	// Name is the user's name, its certificate's common name.
+	Name string `msgpack:"name"`
+	// Role is "admin", "writer" or "reader".
+	Role string `msgpack:"role"`
+	// Limited is true for a writer that may invoke only Procedures (and read-only ones).
+	Limited bool `msgpack:"limited,omitempty"`
+	// Procedures are a limited writer's granted procedures, sorted.
+	Procedures []string `msgpack:"procs,omitempty"`
+}
 
 // JoinArgs describes a node asking to join a cluster (OpJoin).
 type JoinArgs struct {
@@ -129,6 +173,8 @@ func (o Op) String() string {
 		return "Credit"
 	case OpUnsubscribe:
 		return "Unsubscribe"
+	case OpUsers:
+		return "Users"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/lockstepdb/lockstep/client"
+	"github.com/urfave/cli/v2"
+)
+
+// The users and grants commands (docs/security.md, Roles). They need the admin role.
+
+func userCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "user",
+		Usage: "manage the cluster's users and their roles (admin only)",
+		Description: `A user is the common name of a client certificate ("lockstep cert create-client NAME")
+with one role, kept in the cluster's replicated state so that every node enforces it:
+  admin   membership, leadership, users and grants, and everything below
+  writer  invoke every procedure (or only those granted: see "lockstep grant"), append
+  reader  read-only procedures at any consistency, stream reads and subscriptions
+The user root is always admin and cannot be changed. A certificate whose name is not a
+user may do nothing; a node certificate may only make the calls nodes make.`,
+		Subcommands: []*cli.Command{
+			{
+				Name:      "add",
+				Usage:     "add a user with a role",
+				ArgsUsage: "NAME",
+				Description: `Adds the user NAME with --role admin, writer or reader.
+
+Example:
+  lockstep cert create-client --certs-dir certs alice
+  lockstep user add alice --role writer`,
+				Flags:  withClientFlags(&cli.StringFlag{Name: "role", Usage: "admin, writer or reader", Required: true}),
+				Action: runUserAdd,
+			},
+			{
+				Name:      "remove",
+				Usage:     "remove a user",
+				ArgsUsage: "NAME",
+				Description: `Removes the user NAME: its certificate may do nothing from then on (connections open
+already are refused at their next request).
+
+Example:
+  lockstep user remove alice`,
+				Flags:  clientFlags(),
+				Action: runUserRemove,
+			},
+			{
+				Name:  "list",
+				Usage: "list the users, their roles and grants",
+				Description: `Lists the users: name, role and, for a writer limited by grants, the procedures it
+may invoke. Read through the log, so it shows every change acknowledged before.
+
+Example:
+  lockstep user list --output json`,
+				Flags:  withClientFlags(outputFlag(outputTable)),
+				Action: runUserList,
+			},
+		},
+	}
+}
+
+func grantCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "grant",
+		Usage:     "limit a writer to listed procedures, or grant it more (admin only)",
+		ArgsUsage: "NAME PROC...",
+		Description: `A writer may invoke every procedure until it is granted some: from then on it may
+invoke only the procedures granted (and read-only ones). "*" as PROC lets it invoke
+every procedure again. Every PROC must be a procedure of the cluster.
+
+Example:
+  lockstep grant alice kv.put kv.delete
+  lockstep grant alice '*'`,
+		Flags:  clientFlags(),
+		Action: func(c *cli.Context) error { return runGrant(c, true) },
+	}
+}
+
+func revokeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "revoke",
+		Usage:     "take granted procedures from a limited writer (admin only)",
+		ArgsUsage: "NAME PROC...",
+		Description: `Takes the procedures PROC from the writer NAME's grants; "*" takes all of them, so
+that it may invoke read-only procedures only. A writer not limited by grants must first
+be limited ("lockstep revoke NAME '*'", then "lockstep grant NAME PROC...").
+
+Example:
+  lockstep revoke alice kv.delete`,
+		Flags:  clientFlags(),
+		Action: func(c *cli.Context) error { return runGrant(c, false) },
+	}
+}
+
+func runUserAdd(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return errors.New("user add needs exactly one NAME")
+	}
+	name := c.Args().First()
+	ctx, cl, done, err := adminCommand(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := cl.AddUser(ctx, name, c.String("role")); err != nil {
+		return fmt.Errorf("user add %s: %w", name, err)
+	}
+	fmt.Fprintf(c.App.Writer, "added user %s with role %s\n", name, c.String("role"))
+	return nil
+}
+
+func runUserRemove(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return errors.New("user remove needs exactly one NAME")
+	}
+	name := c.Args().First()
+	ctx, cl, done, err := adminCommand(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := cl.RemoveUser(ctx, name); err != nil {
+		return fmt.Errorf("user remove %s: %w", name, err)
+	}
+	fmt.Fprintf(c.App.Writer, "removed user %s\n", name)
+	return nil
+}
+
+func runUserList(c *cli.Context) error {
+	format, err := outputFormat(c)
+	if err != nil {
+		return err
+	}
+	ctx, cl, done, err := adminCommand(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	users, err := cl.Users(ctx)
+	if err != nil {
+		return fmt.Errorf("user list: %w", err)
+	}
+	if format == outputJSON {
+		return writeJSON(c.App.Writer, users)
+	}
+	for _, u := range users {
+		fmt.Fprintf(c.App.Writer, "%-20s %-7s %s\n", u.Name, u.Role, grantsText(u))
+	}
+	return nil
+}
+
+func grantsText(u client.User) string {
+	switch {
+	case u.Role != client.RoleWriter:
+		return ""
+	case !u.Limited:
+		return "all procedures"
+	case len(u.Procedures) == 0:
+		return "read-only procedures only"
+	}
+	return strings.Join(u.Procedures, " ")
+}
+
+func runGrant(c *cli.Context, grant bool) error {
+	verb := "revoke"
+	if grant {
+		verb = "grant"
+	}
+	if c.NArg() < 2 {
+		return fmt.Errorf("%s needs a NAME and at least one PROC", verb)
+	}
+	name, procs := c.Args().First(), c.Args().Slice()[1:]
+	ctx, cl, done, err := adminCommand(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if grant {
+		err = cl.Grant(ctx, name, procs...)
+	} else {
+		err = cl.Revoke(ctx, name, procs...)
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", verb, name, err)
+	}
+	fmt.Fprintf(c.App.Writer, "%s %s: %s\n", verb, name, strings.Join(procs, " "))
+	return nil
+}
