@@ -36,9 +36,14 @@ const (
 	// sending followers an AppendEntries RPC, which tells them the commit index. Followers
 	// apply an entry only once they learn it is committed, so this bounds how far a
 	// follower's applied state (what its stream subscribers see) trails the leader's when
-	// no new entry carries the news; hashicorp/raft's own default is 50ms (randomised up to
-	// twice that). An idle leader sends an empty RPC this often, per follower.
-	DefaultCommitTimeout = 5 * time.Millisecond
+	// no new entry carries the news; an idle leader sends an empty RPC this often (randomised
+	// up to twice that), per follower. It is hashicorp/raft's own default: at 5ms, a
+	// follower whose answers stall for about a second (a loaded machine) lets 256 such RPCs
+	// pile up in a pipeline, which deadlocks raft v1.7.3's pipeline replication (its sender
+	// blocks on a full in-progress queue while the decoder blocks on a full done queue whose
+	// reader has quit) and then the leader's shutdown; seen as a 15-minute hang of Close in
+	// TestDivergentLeaderHandsOff.
+	DefaultCommitTimeout = 50 * time.Millisecond
 )
 
 // Limits that Validate enforces, so a typo cannot make the sequencer unbounded.
