@@ -88,6 +88,8 @@ type Config struct {
 	// AdminAddr is the address of the HTTP admin server (/metrics, /status, /healthz,
 	// /readyz; see AdminHandler); port 0 picks a free port. Default "": no admin server.
 	AdminAddr string
+	// Limits bound connections on every listener; zero fields take DefaultLimits.
+	Limits Limits
 }
 
 func (c Config) withDefaults() Config {
@@ -118,6 +120,7 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.Limits = c.Limits.withDefaults()
 	return c
 }
 
@@ -143,6 +146,9 @@ func (c Config) Validate() error {
 	case c.CertsDir != "" && c.Insecure:
 		return fmt.Errorf("%w: a certificates directory and insecure mode: give one of them", ErrNodeConfig)
 	}
+	if err := c.Limits.validate(); err != nil {
+		return err
+	}
 	for _, p := range c.Bootstrap {
 		if p.ID == "" || p.RaftAddr == "" || p.ClientAddr == "" {
 			return fmt.Errorf("%w: bootstrap peer %+v needs id, raft and client addresses", ErrNodeConfig, p)
@@ -158,6 +164,8 @@ type Node struct {
 	fsm     *replica.FSM
 	seq     *sequencer.Sequencer
 	ln      net.Listener
+	// readBudget bounds the request bytes being received over every client connection.
+	readBudget *wire.ReadBudget
 	log     *slog.Logger
 	started time.Time
 
@@ -218,6 +226,9 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		fsm.Close()
 		return nil, fmt.Errorf("client listener: %w", err)
 	}
+	n.ln = newLimitListener(n.ln, "client", cfg.Limits, n.metrics.limits)
+	n.readBudget, _ = wire.NewReadBudget(cfg.Limits.InflightBytes) // positive: validated
+	n.readBudget.OnRefused = func() { n.metrics.limits.limited.WithLabelValues("client", limitBudget).Inc() }
 	// The client seeds nothing: the hash-compare loop names each peer's address.
 	if n.peers, err = client.Open(n.peerClientConfig(client.Config{Addrs: []string{n.ln.Addr().String()}, ClusterID: cfg.ClusterID,
 		Logger: n.log})); err != nil {
@@ -233,7 +244,7 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	}
 	var layer *tlsStreamLayer
 	if n.certs != nil && scfg.Transport == nil {
-		if layer, err = newTLSStreamLayer(cfg.RaftAddr, n.certs, n.log, scfg.Dial); err != nil {
+		if layer, err = newTLSStreamLayer(cfg.RaftAddr, n.certs, n.log, scfg.Dial, cfg.Limits, n.metrics.limits); err != nil {
 			n.cancel()
 			n.peers.Close()
 			n.ln.Close()
