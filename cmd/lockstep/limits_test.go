@@ -222,7 +222,7 @@ func TestIdleConnectionsCapped(t *testing.T) {
 	total := fdsFor(t, 2000)
 	maxConns := total * 3 / 4
 	bin := buildBinary(t)
-	c := startClusterWith(t, bin, 1, "--max-conns", strconv.Itoa(maxConns), "--max-conns-per-addr", strconv.Itoa(maxConns))
+	c := startClusterWith(t, bin, 1, "--max-conns", strconv.Itoa(maxConns), "--max-conns-per-addr", strconv.Itoa(total+10))
 	nd := c.nodes[0]
 	cl := limitsClient(t, c.addrs())
 	adds(t, cl, 200*time.Millisecond) // warm up
