@@ -160,14 +160,14 @@ func (c Config) Validate() error {
 // Node is one Lockstep server: the Raft sequencer, the replica state machine and the
 // client listener. A Go program may run one with its own procedures next to the built-ins.
 type Node struct {
-	cfg     Config
-	fsm     *replica.FSM
-	seq     *sequencer.Sequencer
-	ln      net.Listener
+	cfg Config
+	fsm *replica.FSM
+	seq *sequencer.Sequencer
+	ln  net.Listener
 	// readBudget bounds the request bytes being received over every client connection.
 	readBudget *wire.ReadBudget
-	log     *slog.Logger
-	started time.Time
+	log        *slog.Logger
+	started    time.Time
 
 	proposer      proposer      // seq, as the client-protocol server uses it
 	state         stateMachine  // fsm, likewise

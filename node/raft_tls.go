@@ -23,9 +23,9 @@ import (
 type tlsStreamLayer struct {
 	ln      *limitListener
 	timeout time.Duration // bounds a handshake
-	st   *certs.Store
-	log  *slog.Logger
-	dial func(addr string, timeout time.Duration) (net.Conn, error) // the TCP dial; nil: net.DialTimeout
+	st      *certs.Store
+	log     *slog.Logger
+	dial    func(addr string, timeout time.Duration) (net.Conn, error) // the TCP dial; nil: net.DialTimeout
 
 	accepted chan net.Conn
 	done     chan struct{}

@@ -44,7 +44,7 @@ func TestReadBudget(t *testing.T) {
 		t.Fatalf("after a refusal: used %d, refused %d", b.Used(), refused)
 	}
 	// A truncated frame gives back what it took.
-	fr = NewFrameReader(frame(3*readChunkBytes, 2*readChunkBytes), 0)
+	fr = NewFrameReader(frame(2*readChunkBytes, readChunkBytes), 0)
 	fr.SetBudget(b)
 	if _, err := fr.ReadFrame(); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("err %v, want a truncated frame", err)
