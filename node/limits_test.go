@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/lockstepdb/lockstep/procedures"
 )
 
 // TestLimitListenerCaps: the per-listener and per-address caps close the connections past
@@ -107,4 +109,30 @@ func value(t *testing.T, c prometheus.Metric) float64 {
 		return m.Counter.GetValue()
 	}
 	return m.Gauge.GetValue()
+}
+
+// TestAdminTimeouts: the admin server closes a connection that completes no request in
+// AdminReadTimeout (here a TLS handshake that never goes on); before, only the 5 s header
+// timeout applied.
+func TestAdminTimeouts(t *testing.T) {
+	n, err := Start(Config{ID: "lone", DataDir: t.TempDir(), CertsDir: testCertsDir, AdminAddr: "127.0.0.1:0", Logger: testLogger(t),
+		Limits: Limits{AdminReadTimeout: 500 * time.Millisecond}}, procedures.Builtins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	c, err := net.Dial("tcp", n.AdminAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte{22}) // the start of a TLS record, and nothing more
+	start := time.Now()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(c); err != nil {
+		t.Fatalf("connection not closed by the server: %v", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("closed after %v, read timeout 500ms", took)
+	}
 }
