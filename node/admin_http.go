@@ -72,17 +72,25 @@ func (n *Node) AdminAddr() string {
 // startAdmin listens on addr and serves AdminHandler until stopAdmin: HTTPS with mutual
 // TLS on a secure node, HTTP on an insecure one.
 func (n *Node) startAdmin(addr string) error {
-	ln, err := net.Listen("tcp", addr)
+	raw, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("admin listener: %w", err)
 	}
+	lim := n.cfg.Limits
+	// Connection caps below TLS; the TLS handshake happens on the first read, bounded by
+	// ReadTimeout (whole request, handshake included).
+	ln := net.Listener(newLimitListener(raw, "admin", lim, n.metrics.limits))
 	if n.certs != nil {
 		// HTTPS with a client certificate of the CA (node or client), like the client port.
 		ln = tls.NewListener(ln, n.clientTLS)
 	}
 	a := &adminServer{ln: ln, srv: &http.Server{
 		Handler:           n.AdminHandler(),
-		ReadHeaderTimeout: adminHeaderTimeout,
+		ReadHeaderTimeout: min(adminHeaderTimeout, lim.AdminReadTimeout),
+		ReadTimeout:       lim.AdminReadTimeout,
+		WriteTimeout:      lim.AdminWriteTimeout,
+		IdleTimeout:       lim.AdminIdleTimeout,
+		MaxHeaderBytes:    lim.AdminMaxHeaderBytes,
 	}}
 	n.admin = a
 	n.wg.Add(1)

@@ -26,6 +26,8 @@ type Metrics struct {
 	subscriptions prometheus.Gauge       // live push subscriptions
 	pushedRecords prometheus.Counter     // records pushed to subscribers
 	authz         *prometheus.CounterVec // admin actions and refusals (roles.go)
+
+	limits *limitMetrics // connections refused or closed by Limits (limits.go)
 }
 
 func newMetrics(n *Node) *Metrics {
@@ -46,6 +48,7 @@ func newMetrics(n *Node) *Metrics {
 		Buckets: prometheus.ExponentialBuckets(10e-6, 2, 16),
 	})
 	m.sendFailures = newSendFailures(m.Registry)
+	m.limits = newLimitMetrics(m.Registry)
 	m.subscriptions = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "lockstep_subscriptions", Help: "Live push subscriptions to stream partitions.",
 	})

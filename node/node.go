@@ -93,6 +93,8 @@ type Config struct {
 	// AdminAddr is the address of the HTTP admin server (/metrics, /status, /healthz,
 	// /readyz; see AdminHandler); port 0 picks a free port. Default "": no admin server.
 	AdminAddr string
+	// Limits bound connections on every listener; zero fields take DefaultLimits.
+	Limits Limits
 }
 
 func (c Config) withDefaults() Config {
@@ -123,6 +125,7 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.Limits = c.Limits.withDefaults()
 	return c
 }
 
@@ -151,6 +154,9 @@ func (c Config) Validate() error {
 	if c.ReadReplica && len(c.Bootstrap) > 0 {
 		return fmt.Errorf("%w: a read replica joins a running cluster (Join); it cannot bootstrap one", ErrNodeConfig)
 	}
+	if err := c.Limits.validate(); err != nil {
+		return err
+	}
 	for _, p := range c.Bootstrap {
 		if p.ID == "" || p.RaftAddr == "" || p.ClientAddr == "" {
 			return fmt.Errorf("%w: bootstrap peer %+v needs id, raft and client addresses", ErrNodeConfig, p)
@@ -162,12 +168,14 @@ func (c Config) Validate() error {
 // Node is one Lockstep server: the Raft sequencer, the replica state machine and the
 // client listener. A Go program may run one with its own procedures next to the built-ins.
 type Node struct {
-	cfg     Config
-	fsm     *replica.FSM
-	seq     *sequencer.Sequencer
-	ln      net.Listener
-	log     *slog.Logger
-	started time.Time
+	cfg Config
+	fsm *replica.FSM
+	seq *sequencer.Sequencer
+	ln  net.Listener
+	// readBudget bounds the request bytes being received over every client connection.
+	readBudget *wire.ReadBudget
+	log        *slog.Logger
+	started    time.Time
 
 	proposer      proposer      // seq, as the client-protocol server uses it
 	state         stateMachine  // fsm, likewise
@@ -232,6 +240,9 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		fsm.Close()
 		return nil, fmt.Errorf("client listener: %w", err)
 	}
+	n.ln = newLimitListener(n.ln, "client", cfg.Limits, n.metrics.limits)
+	n.readBudget, _ = wire.NewReadBudget(cfg.Limits.InflightBytes) // positive: validated
+	n.readBudget.OnRefused = func() { n.metrics.limits.limited.WithLabelValues("client", limitBudget).Inc() }
 	// The client seeds nothing: the hash-compare loop names each peer's address.
 	if n.peers, err = client.Open(n.peerClientConfig(client.Config{Addrs: []string{n.ln.Addr().String()}, ClusterID: cfg.ClusterID,
 		Logger: n.log})); err != nil {
@@ -266,7 +277,7 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		scfg.Logger = cfg.Logger
 	}
 	if n.certs != nil && scfg.Transport == nil {
-		if layer, err = newTLSStreamLayer(cfg.RaftAddr, n.certs, n.log, scfg.Dial); err != nil {
+		if layer, err = newTLSStreamLayer(cfg.RaftAddr, n.certs, n.log, scfg.Dial, cfg.Limits, n.metrics.limits); err != nil {
 			return fail(fmt.Errorf("raft listener: %w", err))
 		}
 		scfg.StreamLayer, scfg.RaftAddr = layer, ""

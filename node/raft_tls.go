@@ -14,20 +14,18 @@ import (
 	"github.com/lockstepdb/lockstep/internal/certs"
 )
 
-// handshakeTimeout bounds a TLS handshake on every listener of a secure node.
-const handshakeTimeout = 10 * time.Second
-
 // tlsStreamLayer is the Raft transport's stream layer of a secure node: mutual TLS 1.3
 // where both ends hold a node certificate of the cluster's CA. A connection reaches
 // hashicorp/raft (Accept) only after its handshake verified the peer's node certificate,
 // so a message from anything else — plaintext, a client certificate, another CA — is
 // never decoded by Raft. Handshakes run in their own goroutines, each bounded by
-// handshakeTimeout, so a slow peer does not hold up the others.
+// Limits.HandshakeTimeout and capped by Limits.MaxHandshakes, so a slow peer does not hold up the others.
 type tlsStreamLayer struct {
-	ln   net.Listener
-	st   *certs.Store
-	log  *slog.Logger
-	dial func(addr string, timeout time.Duration) (net.Conn, error) // the TCP dial; nil: net.DialTimeout
+	ln      *limitListener
+	timeout time.Duration // bounds a handshake
+	st      *certs.Store
+	log     *slog.Logger
+	dial    func(addr string, timeout time.Duration) (net.Conn, error) // the TCP dial; nil: net.DialTimeout
 
 	accepted chan net.Conn
 	done     chan struct{}
@@ -42,12 +40,15 @@ var errLayerClosed = errors.New("raft TLS layer closed")
 
 // newTLSStreamLayer listens on addr and starts accepting. dial opens the TCP connections
 // to peers (Config.Sequencer.Dial, for fault injection); nil dials the address.
-func newTLSStreamLayer(addr string, st *certs.Store, log *slog.Logger, dial func(string, time.Duration) (net.Conn, error)) (*tlsStreamLayer, error) {
-	ln, err := net.Listen("tcp", addr)
+// lim and m bound and count its connections (limits.go).
+func newTLSStreamLayer(addr string, st *certs.Store, log *slog.Logger, dial func(string, time.Duration) (net.Conn, error),
+	lim Limits, m *limitMetrics) (*tlsStreamLayer, error) {
+	raw, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	l := &tlsStreamLayer{ln: ln, st: st, log: log, dial: dial, accepted: make(chan net.Conn), done: make(chan struct{})}
+	ln := newLimitListener(raw, "raft", lim, m)
+	l := &tlsStreamLayer{ln: ln, timeout: lim.HandshakeTimeout, st: st, log: log, dial: dial, accepted: make(chan net.Conn), done: make(chan struct{})}
 	l.wg.Add(1)
 	go l.acceptLoop()
 	return l, nil
@@ -61,6 +62,10 @@ func (l *tlsStreamLayer) acceptLoop() {
 		if err != nil {
 			return
 		}
+		if !l.ln.startHandshake() {
+			nc.Close()
+			continue
+		}
 		l.wg.Add(1)
 		go l.handshake(tls.Server(nc, cfg))
 	}
@@ -69,7 +74,8 @@ func (l *tlsStreamLayer) acceptLoop() {
 // handshake verifies a peer and hands its connection to Raft, or closes it.
 func (l *tlsStreamLayer) handshake(tc *tls.Conn) {
 	defer l.wg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+	defer l.ln.endHandshake()
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	go func() { // ctx also ends when the layer closes
 		select {
 		case <-l.done:
@@ -80,6 +86,9 @@ func (l *tlsStreamLayer) handshake(tc *tls.Conn) {
 	err := tc.HandshakeContext(ctx)
 	cancel()
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			l.ln.refused(limitHandshake)
+		}
 		select {
 		case <-l.done:
 		default:

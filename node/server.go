@@ -51,17 +51,17 @@ type clientConn struct {
 // Malformed answer and the connection goes on.
 func (n *Node) serveConn(nc net.Conn) {
 	defer n.wg.Done()
-	sc, who, err := n.acceptTLS(nc)
-	if err != nil {
-		nc.Close()
+	ln := n.ln.(*limitListener)
+	var cc *clientConn // set before idle is armed
+	idle := &idleConn{Conn: nc, timeout: n.cfg.Limits.IdleTimeout,
+		active: func() bool { return cc.active() },
+		onIdle: func() { ln.refused(limitIdle) }}
+	nc, who, ok := n.handshake(ln, idle)
+	if !ok {
 		return
 	}
-	nc = sc
-	if _, err := wire.ServerHandshake(n.ctx, nc, n.cfg.ClusterID, n.cfg.ID); err != nil {
-		nc.Close()
-		return
-	}
-	c, err := wire.NewConn(nc, wire.ConnConfig{SendQueueFrames: sendQueueFrames})
+	c, err := wire.NewConn(nc, wire.ConnConfig{SendQueueFrames: sendQueueFrames,
+		MaxFrameBytes: n.cfg.Limits.MaxFrameBytes, ReadBudget: n.readBudget})
 	if err != nil {
 		nc.Close()
 		return
@@ -72,9 +72,10 @@ func (n *Node) serveConn(nc net.Conn) {
 		c.Close()
 		return
 	}
-	cc := &clientConn{n: n, c: c, who: who, sem: make(chan struct{}, n.cfg.MaxInflightPerConn)}
+	cc = &clientConn{n: n, c: c, who: who, sem: make(chan struct{}, n.cfg.MaxInflightPerConn)}
 	n.conns[c] = cc
 	n.mu.Unlock()
+	idle.armed.Store(true)
 	defer func() {
 		n.mu.Lock()
 		delete(n.conns, c)
@@ -93,7 +94,7 @@ func (n *Node) serveConn(nc net.Conn) {
 				cc.reply(&wire.Response{ID: req.ID, Code: wire.CodeMalformed, Message: err.Error()})
 				continue
 			}
-			if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrMalformed) {
+			if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrMalformed) || errors.Is(err, wire.ErrReadBudget) {
 				resp := wire.ErrorResponse(0, err)
 				if err := c.SendResponse(n.ctx, &resp); err != nil {
 					cc.sendFailed(reasonOf(err), 0, err)

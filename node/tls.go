@@ -85,12 +85,12 @@ func (n *Node) acceptTLS(nc net.Conn) (net.Conn, Identity, error) {
 	if n.certs == nil {
 		return nc, Identity{}, nil
 	}
-	ctx, cancel := context.WithTimeout(n.ctx, handshakeTimeout)
+	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Limits.HandshakeTimeout)
 	defer cancel()
 	// A TLS connection starts with a handshake record (type 22). Anything else is most
 	// likely a plaintext Lockstep client (--insecure): it gets a definite refusal in its
 	// own protocol, so that it stops at once and says why, and nothing else.
-	nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	nc.SetReadDeadline(time.Now().Add(n.cfg.Limits.HandshakeTimeout))
 	stop := context.AfterFunc(ctx, func() { nc.SetReadDeadline(time.Unix(1, 0)) }) // Close interrupts
 	var first [1]byte
 	_, err := io.ReadFull(nc, first[:])

@@ -21,6 +21,7 @@ const (
 // takes a list there. --id and --data are required, from the command line or the file;
 // NodeConfig.Validate checks them.
 func nodeFlags() []cli.Flag {
+	lim := node.DefaultLimits()
 	return []cli.Flag{
 		&cli.StringFlag{Name: "config", Usage: "read flag values from this YAML (.yaml, .yml) or TOML (.toml) file; flags given on the command line win"},
 		&cli.StringFlag{Name: "id", Usage: "node id, unique in the cluster (required)"},
@@ -40,6 +41,17 @@ func nodeFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "insecure", Usage: "run without TLS or authentication, for development only (instead of --certs-dir)"},
 		&cli.Int64Flag{Name: "snapshot-bytes", Usage: "also snapshot when the entries applied since the last snapshot pass this many bytes (-1: by entry count only)", Value: 64 << 20},
 		&cli.Uint64Flag{Name: "trailing-logs", Usage: "log entries a snapshot leaves in the log for lagging followers (fewer when they pass --snapshot-bytes)", Value: 10240},
+		&cli.IntFlag{Name: "max-conns", Usage: "most connections each listener (client, Raft, admin) holds", Value: lim.MaxConns},
+		&cli.IntFlag{Name: "max-conns-per-addr", Usage: "most connections each listener holds from one remote IP", Value: lim.MaxConnsPerAddr},
+		&cli.IntFlag{Name: "max-handshakes", Usage: "most TLS+protocol handshakes in progress per listener", Value: lim.MaxHandshakes},
+		&cli.DurationFlag{Name: "handshake-timeout", Usage: "time allowed for a connection's TLS and protocol handshakes", Value: lim.HandshakeTimeout},
+		&cli.DurationFlag{Name: "idle-timeout", Usage: "close a client connection silent this long with no request in flight and no subscription", Value: lim.IdleTimeout},
+		&cli.IntFlag{Name: "max-frame-bytes", Usage: "largest request frame a client may send", Value: lim.MaxFrameBytes},
+		&cli.Int64Flag{Name: "inflight-bytes", Usage: "node-wide budget of request bytes being received (beyond each frame's first 64 KiB)", Value: lim.InflightBytes},
+		&cli.DurationFlag{Name: "admin-read-timeout", Usage: "admin HTTP: time to read a request", Value: lim.AdminReadTimeout},
+		&cli.DurationFlag{Name: "admin-write-timeout", Usage: "admin HTTP: time to write a response", Value: lim.AdminWriteTimeout},
+		&cli.DurationFlag{Name: "admin-idle-timeout", Usage: "admin HTTP: keep-alive idle timeout", Value: lim.AdminIdleTimeout},
+		&cli.IntFlag{Name: "admin-max-header-bytes", Usage: "admin HTTP: largest request header", Value: lim.AdminMaxHeaderBytes},
 		&cli.StringFlag{Name: "log-format", Usage: "text or json", Value: "text"},
 		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
 	}
@@ -82,6 +94,13 @@ func nodeConfigFromFlags(c *cli.Context) (node.Config, error) {
 		Join:        c.StringSlice("join"),
 		ReadReplica: c.Bool("read-replica"),
 		Logger:      log,
+	}
+	cfg.Limits = node.Limits{
+		MaxConns: c.Int("max-conns"), MaxConnsPerAddr: c.Int("max-conns-per-addr"), MaxHandshakes: c.Int("max-handshakes"),
+		HandshakeTimeout: c.Duration("handshake-timeout"), IdleTimeout: c.Duration("idle-timeout"),
+		MaxFrameBytes: c.Int("max-frame-bytes"), InflightBytes: c.Int64("inflight-bytes"),
+		AdminReadTimeout: c.Duration("admin-read-timeout"), AdminWriteTimeout: c.Duration("admin-write-timeout"),
+		AdminIdleTimeout: c.Duration("admin-idle-timeout"), AdminMaxHeaderBytes: c.Int("admin-max-header-bytes"),
 	}
 	cfg.Replica.Partitions = c.Int("partitions")
 	cfg.Sequencer.SnapshotThreshold = c.Uint64("snapshot-threshold")

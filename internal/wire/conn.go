@@ -32,6 +32,9 @@ type ConnConfig struct {
 	// next, in bytes; a burst of frames that grows it beyond is written, then the buffer
 	// is dropped. Default 256 KiB.
 	WriteBufferBytes int
+	// ReadBudget, if set, bounds the bytes of frame bodies being received, shared with
+	// other Conns (see ReadBudget). Default nil: no bound but MaxFrameBytes.
+	ReadBudget *ReadBudget
 }
 
 // DefaultConnConfig returns the default ConnConfig.
@@ -133,6 +136,7 @@ func NewConn(nc net.Conn, cfg ConnConfig) (*Conn, error) {
 		quit: make(chan struct{}),
 		done: make(chan struct{}),
 	}
+	c.fr.SetBudget(cfg.ReadBudget)
 	go c.writeLoop()
 	return c, nil
 }

@@ -43,10 +43,15 @@ var (
 // FrameReader reads frames from a byte stream. It is not safe for concurrent use: one
 // goroutine owns it.
 type FrameReader struct {
-	r   io.Reader
-	max int
-	hdr [FrameHeaderBytes]byte
+	r      io.Reader
+	max    int
+	hdr    [FrameHeaderBytes]byte
+	budget *ReadBudget // nil: unbounded
 }
+
+// SetBudget makes the reader take the bytes of a frame body beyond its first chunk from b
+// while the frame is being received (see ReadBudget); nil removes the bound.
+func (fr *FrameReader) SetBudget(b *ReadBudget) { fr.budget = b }
 
 // NewFrameReader returns a FrameReader that reads frames of at most maxFrameBytes
 // (DefaultMaxFrameBytes if maxFrameBytes <= 0) from r. It reads exactly the bytes of each
@@ -80,13 +85,16 @@ func (fr *FrameReader) ReadFrame() ([]byte, error) {
 	if uint64(size) > uint64(fr.max) {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, size, fr.max)
 	}
-	return readBody(fr.r, int(size))
+	return readBody(fr.r, int(size), fr.budget)
 }
 
-// readBody reads an n-byte frame body, growing the buffer as the bytes arrive.
-func readBody(r io.Reader, n int) ([]byte, error) {
+// readBody reads an n-byte frame body, growing the buffer as the bytes arrive. The first
+// chunk is free; every larger buffer is taken from budget before it is allocated, and all
+// of it is given back when readBody returns.
+func readBody(r io.Reader, n int, budget *ReadBudget) ([]byte, error) {
 	buf := make([]byte, min(n, readChunkBytes))
-	got := 0
+	got, taken := 0, 0
+	defer func() { budget.give(taken) }()
 	for {
 		m, err := io.ReadFull(r, buf[got:])
 		got += m
@@ -99,9 +107,14 @@ func readBody(r io.Reader, n int) ([]byte, error) {
 		if got == n {
 			return buf, nil
 		}
-		next := make([]byte, min(n, 2*len(buf)))
+		size := min(n, 2*len(buf))
+		if !budget.take(size) {
+			return nil, fmt.Errorf("%w: a frame of %d bytes after %d received (budget %d bytes)", ErrReadBudget, n, got, budget.Limit())
+		}
+		next := make([]byte, size)
 		copy(next, buf)
-		buf = next
+		budget.give(taken) // the old buffer is garbage now
+		buf, taken = next, size
 	}
 }
 

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
+)
+
+// The resource limits of docs/operations.md against the attacks of issue 11, on node
+// processes: half-sent maximum frames and thousands of idle connections.
+
+// rssBytes is the resident set size of process pid.
+func rssBytes(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// dialProtocol opens a TLS connection to addr as root and completes the protocol
+// handshake: what any authenticated client can do before its first request.
+func dialProtocol(addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: 10 * time.Second}
+	tc, err := tls.DialWithDialer(d, "tcp", addr, testTLS())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := wire.ClientHandshake(ctx, tc, "lockstep"); err != nil {
+		tc.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+// limitsClient opens a client of the cluster with the test certificates.
+func limitsClient(t *testing.T, addrs string) *client.Client {
+	t.Helper()
+	c, err := client.Open(client.Config{Addrs: strings.Split(addrs, ","), TLS: testTLS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// adds runs counter.add calls one after another for d and returns how many succeeded.
+func adds(t *testing.T, c *client.Client, d time.Duration) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+	defer cancel()
+	n := 0
+	for end := time.Now().Add(d); time.Now().Before(end); n++ {
+		var v int64
+		if err := c.Invoke(ctx, builtin.CounterAdd, []byte("k"), builtin.CounterAddArgs{Delta: 1}, &v); err != nil {
+			t.Fatalf("counter.add: %v", err)
+		}
+	}
+	return n
+}
+
+// TestHalfFramesBoundedMemory: 200 connections each announce a maximum frame (4 MiB) and
+// send half of it. The node's RSS grows by less than the documented bound (with the GC's
+// headroom), and another client is served. Without the read budget each connection pins
+// a 2-4 MiB buffer: 400 MiB and more.
+func TestHalfFramesBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves 400 MiB through TLS")
+	}
+	const (
+		conns    = 200
+		inflight = 16 << 20
+	)
+	bin := buildBinary(t)
+	c := startClusterWith(t, bin, 1, "--inflight-bytes", strconv.Itoa(inflight))
+	nd := c.nodes[0]
+	cl := limitsClient(t, c.addrs())
+	adds(t, cl, 200*time.Millisecond)
+	base := rssBytes(t, nd.Cmd.Process.Pid)
+
+	half := make([]byte, wire.DefaultMaxFrameBytes/2)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var held []net.Conn
+	sem := make(chan struct{}, 16)
+	for range conns {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			nc, err := dialProtocol(nd.client)
+			if err != nil {
+				t.Errorf("dial: %v", err)
+				return
+			}
+			mu.Lock()
+			held = append(held, nc)
+			mu.Unlock()
+			var hdr [4]byte
+			binary.BigEndian.PutUint32(hdr[:], wire.DefaultMaxFrameBytes)
+			nc.SetWriteDeadline(time.Now().Add(20 * time.Second))
+			nc.Write(hdr[:])
+			nc.Write(half) // fails once the node closes the connection: expected
+		}()
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, nc := range held {
+			nc.Close()
+		}
+	})
+	// The node has read what it will read; settle, then measure.
+	time.Sleep(500 * time.Millisecond)
+	peak := rssBytes(t, nd.Cmd.Process.Pid)
+	// Documented: 200 KiB per connection plus the budget; twice that for the GC's
+	// headroom, plus 32 MiB of slack.
+	bound := 2*(int64(conns)*200<<10+inflight) + 32<<20
+	if raceBuild {
+		bound *= 2 // the race detector's shadow memory; unprotected growth is still ~1 GiB
+	}
+	t.Logf("RSS %d MiB before, %d MiB with %d half frames (growth bound %d MiB)", base>>20, peak>>20, conns, bound>>20)
+	if peak-base > bound {
+		t.Errorf("RSS grew by %d MiB, bound %d MiB", (peak-base)>>20, bound>>20)
+	}
+	if n := adds(t, cl, 500*time.Millisecond); n == 0 {
+		t.Error("no call served during the attack")
+	}
+}
+
+// raiseNoFile raises this process's soft limit on open files to want if it can, and
+// returns the limit in effect.
+func raiseNoFile(want uint64) uint64 {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return 0
+	}
+	if l.Cur < want {
+		l.Cur = min(want, l.Max)
+		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
+		syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l)
+	}
+	return l.Cur
+}
+
+// heldConn is a connection the node accepted and when its handshake ended.
+type heldConn struct {
+	net.Conn
+	opened time.Time
+}
+
+// openIdle opens total connections to addr that then send nothing, 32 handshakes at a
+// time (within --max-handshakes); those the node closes during the handshake are counted
+// as refused. The node closes the held ones when the test ends.
+func openIdle(t *testing.T, addr string, total int) (held []heldConn, refused int) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for range total {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			nc, err := dialProtocol(addr)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				refused++
+				return
+			}
+			held = append(held, heldConn{nc, time.Now()})
+		}()
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, nc := range held {
+			nc.Close()
+		}
+	})
+	return held, refused
+}
+
+// fdsFor raises the soft limit on open files for n connections (this process holds its
+// end of each) and returns how many connections it allows.
+func fdsFor(t *testing.T, n int) int {
+	if lim := raiseNoFile(uint64(n + 500)); lim < uint64(n+500) {
+		n = int(lim) - 500
+		t.Logf("RLIMIT_NOFILE %d: %d connections", lim, n)
+	}
+	return n
+}
+
+// TestIdleConnectionsCapped: 2,000 authenticated connections that send nothing. Past
+// --max-conns the node closes them at once, and a normal client meanwhile keeps most of
+// its unloaded throughput. Without the cap every connection is held.
+func TestIdleConnectionsCapped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 2,000 connections")
+	}
+	total := fdsFor(t, 2000)
+	maxConns := total * 3 / 4
+	bin := buildBinary(t)
+	c := startClusterWith(t, bin, 1, "--max-conns", strconv.Itoa(maxConns), "--max-conns-per-addr", strconv.Itoa(total+10))
+	nd := c.nodes[0]
+	cl := limitsClient(t, c.addrs())
+	adds(t, cl, 200*time.Millisecond) // warm up
+	const window = 2 * time.Second
+	unloaded := adds(t, cl, window)
+	start := time.Now()
+	held, refused := openIdle(t, nd.client, total)
+	opened := time.Since(start)
+	// The client's own connection is one of the listener's.
+	if len(held) > maxConns-1 || refused < total-maxConns+1 {
+		t.Errorf("%d of %d connections held, %d refused; cap %d", len(held), total, refused, maxConns)
+	}
+	loaded := adds(t, cl, window)
+	ratio := float64(loaded) / float64(unloaded)
+	t.Logf("%d connections held, %d refused (opened in %v); %d calls in %v unloaded, %d with the idle connections: ratio %.2f",
+		len(held), refused, opened.Round(time.Millisecond), unloaded, window, loaded, ratio)
+	if ratio < 0.5 { // 0.8 is the goal; a loaded 2-core machine needs room
+		t.Errorf("throughput ratio %.2f with %d idle connections", ratio, len(held))
+	}
+}
+
+// TestIdleConnectionsClosed: 2,000 authenticated connections that send nothing are each
+// closed by the node about --idle-timeout after their handshake, while a client that
+// keeps calling is not. Without the idle timeout every connection stays open.
+func TestIdleConnectionsClosed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 2,000 connections")
+	}
+	total := fdsFor(t, 2000)
+	const idle = 3 * time.Second
+	bin := buildBinary(t)
+	c := startClusterWith(t, bin, 1, "--max-conns", strconv.Itoa(total+10), "--max-conns-per-addr", strconv.Itoa(total+10),
+		"--idle-timeout", idle.String())
+	nd := c.nodes[0]
+	cl := limitsClient(t, c.addrs())
+	stop := make(chan struct{})
+	busy := make(chan int)
+	go func() { // a client that is never idle
+		n := 0
+		for {
+			select {
+			case <-stop:
+				busy <- n
+				return
+			default:
+			}
+			var v int64
+			if err := cl.Invoke(context.Background(), builtin.CounterAdd, []byte("k"), builtin.CounterAddArgs{Delta: 1}, &v); err != nil {
+				t.Errorf("counter.add: %v", err)
+			}
+			n++
+		}
+	}()
+	held, refused := openIdle(t, nd.client, total)
+	if refused > 0 {
+		t.Errorf("%d connections refused under the cap", refused)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var late []time.Duration
+	const slack = 10 * time.Second
+	for _, hc := range held {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hc.SetReadDeadline(hc.opened.Add(idle + slack))
+			_, err := io.ReadFull(hc, make([]byte, 1))
+			took := time.Since(hc.opened)
+			if ne, ok := err.(net.Error); (ok && ne.Timeout()) || took < idle-time.Second {
+				mu.Lock()
+				late = append(late, took)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	n := <-busy
+	t.Logf("%d idle connections closed by the node within %v of their handshake; the busy client made %d calls meanwhile", len(held)-len(late), idle+slack, n)
+	if len(late) > 0 {
+		t.Errorf("%d of %d connections not closed between %v and %v after their handshake (first: %v)", len(late), len(held), idle-time.Second, idle+slack, late[0])
+	}
+}

@@ -1,0 +1,138 @@
+package node
+
+import (
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/lockstepdb/lockstep/procedures"
+)
+
+// TestLimitListenerCaps: the per-listener and per-address caps close the connections past
+// them, count each, and free a place when a held connection closes.
+func TestLimitListenerCaps(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newLimitMetrics(prometheus.NewRegistry())
+	lim := DefaultLimits()
+	lim.MaxConns, lim.MaxConnsPerAddr = 3, 2
+	ln := newLimitListener(raw, "client", lim, m)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 10)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	dial := func(local string) net.Conn {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+		c, err := d.Dial("tcp", raw.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	closedByServer := func(c net.Conn) bool {
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, err := c.Read(make([]byte, 1))
+		return err == io.EOF
+	}
+	dial("127.0.0.1")
+	dial("127.0.0.1")
+	if c := dial("127.0.0.1"); !closedByServer(c) {
+		t.Error("third connection from one address held past MaxConnsPerAddr 2")
+	}
+	dial("127.0.0.2")
+	if c := dial("127.0.0.3"); !closedByServer(c) {
+		t.Error("fourth connection held past MaxConns 3")
+	}
+	if got := value(t, m.limited.WithLabelValues("client", limitConnsAddr)); got != 1 {
+		t.Errorf("max_conns_per_addr count %v, want 1", got)
+	}
+	if got := value(t, m.limited.WithLabelValues("client", limitConns)); got != 1 {
+		t.Errorf("max_conns count %v, want 1", got)
+	}
+	(<-accepted).Close() // frees a place
+	if c := dial("127.0.0.3"); closedByServer(c) {
+		t.Error("connection refused after a held one closed")
+	}
+	if got := value(t, m.open.WithLabelValues("client")); got != 3 {
+		t.Errorf("open gauge %v, want 3", got)
+	}
+}
+
+// TestLimitListenerHandshakes: past MaxHandshakes in progress, startHandshake refuses.
+func TestLimitListenerHandshakes(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newLimitMetrics(prometheus.NewRegistry())
+	lim := DefaultLimits()
+	lim.MaxHandshakes = 2
+	ln := newLimitListener(raw, "raft", lim, m)
+	defer ln.Close()
+	if !ln.startHandshake() || !ln.startHandshake() {
+		t.Fatal("handshake refused under the cap")
+	}
+	if ln.startHandshake() {
+		t.Fatal("third handshake allowed with MaxHandshakes 2")
+	}
+	ln.endHandshake()
+	if !ln.startHandshake() {
+		t.Fatal("handshake refused after one ended")
+	}
+	if got := value(t, m.limited.WithLabelValues("raft", limitHandshakes)); got != 1 {
+		t.Errorf("max_handshakes count %v, want 1", got)
+	}
+}
+
+// value is the current value of a counter or gauge.
+func value(t *testing.T, c prometheus.Metric) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Counter != nil {
+		return m.Counter.GetValue()
+	}
+	return m.Gauge.GetValue()
+}
+
+// TestAdminTimeouts: the admin server closes a connection that completes no request in
+// AdminReadTimeout (here a TLS handshake that never goes on); before, only the 5 s header
+// timeout applied.
+func TestAdminTimeouts(t *testing.T) {
+	n, err := Start(Config{ID: "lone", DataDir: t.TempDir(), CertsDir: testCertsDir, AdminAddr: "127.0.0.1:0", Logger: testLogger(t),
+		Limits: Limits{AdminReadTimeout: 500 * time.Millisecond}}, procedures.Builtins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	c, err := net.Dial("tcp", n.AdminAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte{22}) // the start of a TLS record, and nothing more
+	start := time.Now()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(c); err != nil {
+		t.Fatalf("connection not closed by the server: %v", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("closed after %v, read timeout 500ms", took)
+	}
+}
