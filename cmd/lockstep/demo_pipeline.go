@@ -2,15 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/lockstepdb/lockstep/client"
-	"github.com/lockstepdb/lockstep/node"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/urfave/cli/v2"
@@ -25,28 +20,13 @@ func runPipelineDemo(c *cli.Context) error {
 	ctx, cancel := context.WithCancel(c.Context)
 	defer cancel()
 	duration, nodes, producers := c.Duration("duration"), c.Int("nodes"), c.Int("clients")
-	if nodes < 1 || duration <= 0 || producers < 1 {
-		return errors.New("demo: --nodes, --duration and --clients must be positive")
-	}
 	pipe := procedures.DefaultClickPipeline
 	streams := pipe.Streams()
-	fmt.Fprintf(out, "starting a %d-node cluster (Raft over loopback, fsynced logs in a temp dir)...\n", nodes)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	startCtx, startCancel := context.WithTimeout(ctx, 30*time.Second)
-	cfg := node.Config{Logger: quiet}
-	cfg.Replica.Partitions = c.Int("partitions")
-	cluster, err := node.StartLocalCluster(startCtx, node.LocalClusterOptions{Nodes: nodes, Node: cfg})
-	startCancel()
+	cluster, cl, quiet, err := startDemoCluster(ctx, c, out)
 	if err != nil {
 		return err
 	}
 	defer cluster.Close()
-	ccfg := cluster.ClientConfig() // the cluster's throw-away CA and client root
-	ccfg.MaxRetries = -1
-	cl, err := client.Dial(ctx, ccfg)
-	if err != nil {
-		return err
-	}
 	defer cl.Close()
 	for _, s := range []string{streams.Clicks, streams.ByPage, streams.Counts, streams.Late} {
 		if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: s}); err != nil {

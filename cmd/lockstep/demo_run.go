@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -32,26 +30,11 @@ func runDemo(c *cli.Context) error {
 	ctx, cancel := context.WithCancel(c.Context)
 	defer cancel()
 	duration, nodes := c.Duration("duration"), c.Int("nodes")
-	if nodes < 1 || duration <= 0 || c.Int("clients") < 1 {
-		return errors.New("demo: --nodes, --duration and --clients must be positive")
-	}
-	fmt.Fprintf(out, "starting a %d-node cluster (Raft over loopback, fsynced logs in a temp dir)...\n", nodes)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	startCtx, startCancel := context.WithTimeout(ctx, 30*time.Second)
-	cfg := node.Config{Logger: quiet}
-	cfg.Replica.Partitions = c.Int("partitions")
-	cluster, err := node.StartLocalCluster(startCtx, node.LocalClusterOptions{Nodes: nodes, Node: cfg})
-	startCancel()
+	cluster, cl, _, err := startDemoCluster(ctx, c, out)
 	if err != nil {
 		return err
 	}
 	defer cluster.Close()
-	ccfg := cluster.ClientConfig() // the cluster's throw-away CA and client root
-	ccfg.MaxRetries = -1
-	cl, err := client.Dial(ctx, ccfg)
-	if err != nil {
-		return err
-	}
 	defer cl.Close()
 	if _, err := cl.VoterInit(ctx, contestants, 3); err != nil {
 		return fmt.Errorf("voter.init: %w", err)
