@@ -148,6 +148,15 @@ func openIdentity(cfg Config) (DataIdentity, error) {
 	if err != nil {
 		return id, err
 	}
+	if ls := cfg.Sequencer.LogStore; ls != nil {
+		// A log store the caller gives (the fault harness's crash store) holds the log
+		// instead of raft.db.
+		last, err := ls.LastIndex()
+		if err != nil {
+			return id, fmt.Errorf("%w: %w", ErrDataDamaged, err)
+		}
+		st.HasState = st.HasState || last > 0
+	}
 	switch {
 	case ok && id.NodeID != cfg.ID:
 		return id, fmt.Errorf("%w: %s is node %s's (incarnation %s), not %s's: start %s with its own data directory",
