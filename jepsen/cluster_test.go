@@ -69,7 +69,11 @@ func TestClusterControl(t *testing.T) {
 	}
 	c := startTestCluster(t, 3)
 	ctx := context.Background()
-	cl, err := c.Client(ctx)
+	// The control client retries until put's deadline: after a fault, the cluster must
+	// take writes within that time, however many elections and catch-ups it takes (a new
+	// leader refuses writes until it has applied its predecessors' entries, which takes
+	// seconds on a loaded machine and used up a bounded retry count).
+	cl, err := c.dialClient(ctx, nil, func(cfg *client.Config) { cfg.MaxRetries = -1 })
 	if err != nil {
 		t.Fatal(err)
 	}
