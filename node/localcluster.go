@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
@@ -174,17 +175,30 @@ func (c *LocalCluster) Kill(i int) {
 
 // Restart starts the stopped node i again on its data directory and addresses: it
 // replays its log and catches up from the leader.
+//
+// Its ports were chosen by the OS from the ephemeral range, so while it was down any
+// outgoing connection on the machine may have taken one as its local port: Restart tries
+// again for restartBindWait while an address is in use, and then fails with that error.
 func (c *LocalCluster) Restart(i int) error {
 	if c.Nodes[i] != nil {
 		return fmt.Errorf("node %s is running", c.cfgs[i].ID)
 	}
-	n, err := Start(c.cfgs[i], c.reg(i))
-	if err != nil {
-		return err
+	deadline := time.Now().Add(restartBindWait)
+	for {
+		n, err := Start(c.cfgs[i], c.reg(i))
+		if err == nil {
+			c.Nodes[i] = n
+			return nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	c.Nodes[i] = n
-	return nil
 }
+
+// restartBindWait is how long Restart waits for a node's address to be free again.
+const restartBindWait = 10 * time.Second
 
 // WaitConverged waits until every running node has applied the same log index with equal
 // partition hashes (DESIGN.md invariant 1), and returns those hashes.
