@@ -361,13 +361,13 @@ func openParts(cfg Config, hlog *hclogAdapter) (p raftParts, err error) {
 		}
 	}
 	if p.snaps == nil {
-		if _, err := checkSnapshots(cfg.DataDir); err != nil {
-			return p, fmt.Errorf("sequencer: %s: %w", cfg.DataDir, err)
-		}
 		// FileSnapshotStore keeps its snapshots in DataDir/snapshots.
 		snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, snapshotsRetained, hlog.Named("snapshots"))
 		if err != nil {
 			return p, fmt.Errorf("sequencer: open snapshot store: %w", err)
+		}
+		if _, err := checkSnapshots(cfg.DataDir, snaps); err != nil {
+			return p, fmt.Errorf("sequencer: %s: %w", cfg.DataDir, err)
 		}
 		p.snaps = snaps
 	}
