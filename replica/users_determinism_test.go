@@ -2,7 +2,6 @@ package replica
 
 import (
 	"fmt"
-	"io"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -57,13 +56,7 @@ func TestUsersIndependentOfApplyGrouping(t *testing.T) {
 		for name, groups := range groupings(t, len(logs)) {
 			f := newGroupFSM(t, propConfig(0))
 			defer f.Close()
-			var out []interface{}
-			rest := logs
-			for _, g := range groups {
-				out = append(out, f.ApplyBatch(rest[:g])...)
-				rest = rest[g:]
-			}
-			runs = append(runs, run{name, f, outcomesOf(out)})
+			runs = append(runs, run{name, f, applyGroups(f, logs, groups)})
 		}
 		ref := runs[0]
 		refUsers := fmt.Sprint(ref.f.Users().List())
@@ -78,19 +71,8 @@ func TestUsersIndependentOfApplyGrouping(t *testing.T) {
 				t.Fatalf("meta hash differs: %s %x, %s %x", r.name, got, ref.name, want)
 			}
 		}
-		snap, err := ref.f.Snapshot()
-		if err != nil {
-			t.Fatalf("snapshot: %v", err)
-		}
-		var sink memSink
-		if err := snap.Persist(&sink); err != nil {
-			t.Fatalf("persist: %v", err)
-		}
-		g := newGroupFSM(t, propConfig(0))
+		g := snapshotRoundTripWith(t, ref.f, func() *FSM { return newGroupFSM(t, propConfig(0)) })
 		defer g.Close()
-		if err := g.Restore(io.NopCloser(&sink)); err != nil {
-			t.Fatalf("restore: %v", err)
-		}
 		if got := fmt.Sprint(g.Users().List()); got != refUsers {
 			t.Fatalf("restored users %s, want %s", got, refUsers)
 		}
