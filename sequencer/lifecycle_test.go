@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 
 	"github.com/lockstepdb/lockstep/internal/testutil"
 )
@@ -319,5 +320,37 @@ func TestRecover(t *testing.T) {
 	}
 	if o := submitWait(t, back.seq, "after-recovery"); o.err != nil {
 		t.Fatal(o.err)
+	}
+}
+
+// TestRecoverRefusals: Recover refuses, changing nothing, an empty member list, a member
+// without an address, a data directory without a log, and the data directory of a node
+// that is still running.
+func TestRecoverRefusals(t *testing.T) {
+	empty := testConfig(t, "n1")
+	tests := []struct {
+		name    string
+		members []Server
+		want    error
+	}{
+		{"no members", nil, ErrBadConfig},
+		{"member without an address", []Server{{ID: "n1"}}, ErrBadConfig},
+		{"no raft.db", []Server{{ID: "n1", Addr: "127.0.0.1:1"}}, ErrBadConfig},
+	}
+	for i, tt := range tests {
+		if err := Recover(empty, newTestFSM(), tt.members); !errors.Is(err, tt.want) {
+			t.Errorf("#%d %s: got %v, want %v", i, tt.name, err, tt.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(empty.DataDir, "raft.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused Recover made raft.db: %v", err)
+	}
+	running := openSolo(t, "solo", nil)
+	err := Recover(running.cfg, newTestFSM(), []Server{{ID: running.id, Addr: running.seq.Addr()}})
+	if !errors.Is(err, bbolt.ErrTimeout) {
+		t.Errorf("running node: got %v, want bbolt.ErrTimeout (data dir locked)", err)
+	}
+	if o := submitWait(t, running.seq, "still serving"); o.err != nil {
+		t.Errorf("the node after a refused Recover: %v", o.err)
 	}
 }
