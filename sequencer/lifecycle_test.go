@@ -59,51 +59,64 @@ func TestAddNonvoterThenPromote(t *testing.T) {
 	}
 }
 
-// askVote sends one RequestVote, as a candidate with a long log in a high term would,
-// to the Raft transport at target.
-func askVote(t *testing.T, target string, term, lastIndex uint64) *raft.RequestVoteResponse {
+// askVote sends one RequestVote (or, with pre, one RequestPreVote), as a candidate with a
+// log ending at lastIndex in term would, to the Raft transport at target, and returns
+// whether it was granted.
+func askVote(t *testing.T, target string, term, lastIndex uint64, pre bool) bool {
 	t.Helper()
 	trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer trans.Close()
-	req := &raft.RequestVoteRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,
-		ID: []byte("candidate"), Addr: []byte(trans.LocalAddr())}, Term: term, LastLogIndex: lastIndex, LastLogTerm: 1}
+	hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("candidate"), Addr: []byte(trans.LocalAddr())}
+	if pre {
+		var resp raft.RequestPreVoteResponse
+		err = trans.RequestPreVote("target", raft.ServerAddress(target),
+			&raft.RequestPreVoteRequest{RPCHeader: hdr, Term: term, LastLogIndex: lastIndex, LastLogTerm: 1}, &resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Granted
+	}
 	var resp raft.RequestVoteResponse
-	if err := trans.RequestVote("target", raft.ServerAddress(target), req, &resp); err != nil {
+	err = trans.RequestVote("target", raft.ServerAddress(target),
+		&raft.RequestVoteRequest{RPCHeader: hdr, Term: term, LastLogIndex: lastIndex, LastLogTerm: 1}, &resp)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return &resp
+	return resp.Granted
 }
 
 // TestVoteGate: a node opened with HoldVotes, whose empty log would make it vote for any
-// candidate (a wiped voter), refuses the votes of candidates with a history until
-// AllowVotes; without the gate the same node grants them.
+// candidate (a wiped voter), refuses the votes and pre-votes of candidates with a history
+// until AllowVotes; without the gate the same node grants them.
 func TestVoteGate(t *testing.T) {
-	for _, hold := range []bool{false, true} {
-		cfg := testConfig(t, fmt.Sprintf("gate-%t", hold))
-		cfg.HoldVotes = hold
-		n := openNode(t, cfg, newTestFSM())
-		resp := askVote(t, n.seq.Addr(), 5, 1000)
-		if resp.Granted == hold {
-			t.Fatalf("HoldVotes %t: vote granted %t", hold, resp.Granted)
-		}
-		if got, want := n.seq.VotesRefused() > 0, hold; got != want {
-			t.Fatalf("HoldVotes %t: refused count %d", hold, n.seq.VotesRefused())
-		}
-		if hold {
+	for _, pre := range []bool{false, true} {
+		for _, hold := range []bool{false, true} {
+			cfg := testConfig(t, fmt.Sprintf("gate-%t-%t", pre, hold))
+			cfg.HoldVotes = hold
+			n := openNode(t, cfg, newTestFSM())
+			if granted := askVote(t, n.seq.Addr(), 5, 1000, pre); granted == hold {
+				t.Fatalf("pre-vote %t, HoldVotes %t: granted %t", pre, hold, granted)
+			}
+			if got, want := n.seq.VotesRefused() > 0, hold; got != want {
+				t.Fatalf("pre-vote %t, HoldVotes %t: refused count %d", pre, hold, n.seq.VotesRefused())
+			}
+			if !hold {
+				continue
+			}
 			if n.seq.Term() != 0 {
-				t.Fatalf("a held vote reached Raft: term %d", n.seq.Term())
+				t.Fatalf("pre-vote %t: a held vote reached Raft: term %d", pre, n.seq.Term())
 			}
 			// A candidate of a new cluster (its log at most a bootstrap configuration)
 			// gets the vote, so that a cluster bootstrapped from one node elects a leader.
-			if resp := askVote(t, n.seq.Addr(), 6, 1); !resp.Granted {
-				t.Fatalf("vote for a new cluster's candidate not granted: %+v", resp)
+			if !askVote(t, n.seq.Addr(), 6, 1, pre) {
+				t.Fatalf("pre-vote %t: vote for a new cluster's candidate not granted", pre)
 			}
 			n.seq.AllowVotes()
-			if resp := askVote(t, n.seq.Addr(), 7, 1000); !resp.Granted {
-				t.Fatalf("vote after AllowVotes not granted: %+v", resp)
+			if !askVote(t, n.seq.Addr(), 7, 1000, pre) {
+				t.Fatalf("pre-vote %t: vote after AllowVotes not granted", pre)
 			}
 		}
 	}
