@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockstepdb/lockstep/internal/testutil"
 	"io"
 	"net"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lockstepdb/lockstep/internal/testutil"
 )
 
 func newConnPair(t *testing.T, clientCfg, serverCfg ConnConfig) (client, server *Conn) {
