@@ -1,7 +1,9 @@
 package replica
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -121,5 +123,33 @@ func TestUsersInMetaHash(t *testing.T) {
 	u, _ := a.Users().Lookup("alice")
 	if u.Role != RoleWriter || u.Limited {
 		t.Errorf("alice after refused commands: %+v", u)
+	}
+}
+
+// TestCheckUserName: every refusal of a user name wraps ErrBadUser and says why.
+func TestCheckUserName(t *testing.T) {
+	tests := []struct {
+		name string
+		says string // "" for a good name
+	}{
+		{"alice", ""},
+		{strings.Repeat("a", MaxUserNameBytes), ""},
+		{"", "empty"},
+		{strings.Repeat("a", MaxUserNameBytes+1), "limit"},
+		{RootUser, "built in"},
+		{"node", "node certificates"},
+		{"bad\nname", "non-printable"},
+	}
+	for i, tt := range tests {
+		err := CheckUserName(tt.name)
+		if tt.says == "" {
+			if err != nil {
+				t.Errorf("#%d: got %v, want nil", i, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrBadUser) || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("#%d: got %v, want ErrBadUser saying %q", i, err, tt.says)
+		}
 	}
 }
