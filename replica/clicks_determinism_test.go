@@ -192,22 +192,3 @@ func TestClickPipelineDeterminism(t *testing.T) {
 		checkClickConservation(t, pc, other, streamRecords(t, split, pc.Streams().Counts), streamRecords(t, split, pc.Streams().Late))
 	})
 }
-
-// snapshotRoundTripWith snapshots f and restores it into the FSM fresh returns.
-func snapshotRoundTripWith(t fataler, f *FSM, fresh func() *FSM) *FSM {
-	t.Helper()
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatalf("snapshot: %v", err)
-	}
-	var sink memSink
-	if err := snap.Persist(&sink); err != nil {
-		t.Fatalf("persist: %v", err)
-	}
-	g := fresh()
-	if err := g.Restore(nopCloser{&sink}); err != nil {
-		g.Close()
-		t.Fatalf("restore: %v", err)
-	}
-	return g
-}

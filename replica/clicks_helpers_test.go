@@ -2,7 +2,6 @@ package replica
 
 import (
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"github.com/lockstepdb/lockstep/internal/batch"
@@ -29,11 +28,7 @@ func pipelineRegistry(cfg procedures.ClickPipelineConfig) *procedures.Registry {
 
 func newPipelineFSM(t fataler, cfg Config, pc procedures.ClickPipelineConfig) *FSM {
 	t.Helper()
-	f, err := New(cfg, pipelineRegistry(pc), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatalf("new FSM: %v", err)
-	}
-	return f
+	return newFSMWith(t, cfg, pipelineRegistry(pc))
 }
 
 // clickItem is stream.append of a click to the pipeline's input stream.

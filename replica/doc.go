@@ -23,8 +23,9 @@
 //     divergent replica (invariant 6).
 //
 // Raft hands the FSM committed entries in groups of any size, different on every
-// replica; the FSM runs a group's inputs in as few engine calls as it can, yet every
-// result and the whole session table depend on the log alone, never on the grouping.
+// replica; the FSM runs each entry's inputs in one engine call (split at a hash check),
+// before the entry's processor phase, so every result and the whole session table depend
+// on the log alone, never on the grouping.
 //
 // Usage (the node does this; tests drive an FSM with log entries directly):
 //

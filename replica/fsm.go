@@ -57,9 +57,6 @@ type FSM struct {
 	pend     []pending
 	dupes    []dupe
 	inFlush  map[[2]uint64]int // (session, seq) → index in inputs, for retries inside one flush
-	// flushGen numbers the flushes, from 1; a session whose queuedIn equals it has inputs
-	// queued in the current flush.
-	flushGen uint64
 
 	handlers sync.Pool // procedure handlers for Query
 
@@ -112,10 +109,9 @@ func New(cfg Config, reg *procedures.Registry, log *slog.Logger) (*FSM, error) {
 	}
 	f := &FSM{
 		cfg: cfg, reg: reg, eng: eng, log: log,
-		sess:     newSessions(cfg),
-		nodes:    map[string]batch.NodeInfo{},
-		inFlush:  map[[2]uint64]int{},
-		flushGen: 1,
+		sess:    newSessions(cfg),
+		nodes:   map[string]batch.NodeInfo{},
+		inFlush: map[[2]uint64]int{},
 	}
 	f.handlers.New = func() any { return reg.NewHandler() }
 	return f, nil
@@ -161,7 +157,6 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		f.stats.EntryItems = append(f.stats.EntryItems, len(e.Items))
 		f.applyEntry(l.Index, e, res)
 	}
-	f.flush()
 	for i := range f.entries {
 		// The decoded items point into the entries' log data: drop them, so the scratch
 		// (kept for its capacity) does not hold the largest apply's log data alive.
@@ -180,11 +175,6 @@ func (f *FSM) applyEntry(index uint64, e *batch.Entry, res *batch.Results) {
 	}
 	f.lastTime = now
 	f.sess.expire(now)
-	if f.queuedSessionIn(e) {
-		// The result-cache bound is checked against the results of earlier entries: run
-		// them first, so that the check sees the same cache however entries are grouped.
-		f.flush()
-	}
 	f.mu.Lock()
 	incompatible := f.incompatible
 	f.mu.Unlock()
@@ -225,9 +215,14 @@ func (f *FSM) applyEntry(index uint64, e *batch.Entry, res *batch.Results) {
 			res.Items[j].Err = fmt.Errorf("%w: %v", ErrUnknownKind, it.Kind)
 		}
 	}
-	if incompatible == nil {
-		f.endEntry(index, now)
+	// Every entry ends with a flush, so no input is queued from one entry to the next: the
+	// result-cache bound of the next entry's inputs sees this entry's results however
+	// entries are grouped into ApplyBatch calls.
+	if incompatible != nil {
+		f.flush() // inputs queued before the entry made the node incompatible
+		return
 	}
+	f.endEntry(index, now)
 }
 
 // invoke queues one procedure input, or answers it from the session's result cache
@@ -264,7 +259,6 @@ func (f *FSM) invoke(index uint64, now int64, it *batch.Item, res *batch.Results
 			return
 		}
 		f.inFlush[[2]uint64{it.Session, it.Seq}] = len(f.inputs)
-		ss.queuedIn = f.flushGen
 	}
 	f.inputs = append(f.inputs, partition.Input{
 		Procedure: it.Procedure,
@@ -278,24 +272,6 @@ func (f *FSM) invoke(index uint64, now int64, it *batch.Item, res *batch.Results
 	f.pend = append(f.pend, pending{res: res, j: j, ss: ss, seq: it.Seq})
 }
 
-// queuedSessionIn reports whether an invoke of e belongs to a session that has inputs
-// queued in the current flush, from earlier entries.
-func (f *FSM) queuedSessionIn(e *batch.Entry) bool {
-	if len(f.inputs) == 0 {
-		return false
-	}
-	for j := range e.Items {
-		it := &e.Items[j]
-		if it.Kind != batch.KindInvoke || it.Session == 0 {
-			continue
-		}
-		if ss := f.sess.byID[it.Session]; ss != nil && ss.queuedIn == f.flushGen {
-			return true
-		}
-	}
-	return false
-}
-
 // flush executes the queued inputs and delivers their results. Where flushes fall does not
 // change any result or the session table: partitions run inputs in log order, and a result
 // goes into its session's cache only if the session has not acknowledged it meanwhile.
@@ -305,7 +281,6 @@ func (f *FSM) flush() {
 	if len(f.inputs) == 0 {
 		return
 	}
-	f.flushGen++
 	results := f.eng.Execute(f.inputs)
 	// One allocation holds every result value of the flush: the values outlive the
 	// engine's arena (the session cache and the waiting clients keep them).

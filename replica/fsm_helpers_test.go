@@ -62,11 +62,18 @@ func testLogger(t *testing.T) *slog.Logger { return testutil.Logger(t, slog.Leve
 
 func newTestFSM(t fataler, cfg Config) *FSM {
 	t.Helper()
+	return newFSMWith(t, cfg, stepRegistry())
+}
+
+// newFSMWith returns a new FSM of cfg running reg's procedures. It logs to t.Log at Warn
+// and above when t is a *testing.T, nowhere otherwise.
+func newFSMWith(t fataler, cfg Config, reg *procedures.Registry) *FSM {
+	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	if tt, ok := t.(*testing.T); ok {
 		log = testLogger(tt)
 	}
-	f, err := New(cfg, stepRegistry(), log)
+	f, err := New(cfg, reg, log)
 	if err != nil {
 		t.Fatalf("new FSM: %v", err)
 	}
@@ -157,6 +164,12 @@ func (s *memSink) Close() error  { return nil }
 // snapshotRoundTrip snapshots f and restores the snapshot into a new FSM of cfg.
 func snapshotRoundTrip(t fataler, f *FSM, cfg Config) *FSM {
 	t.Helper()
+	return snapshotRoundTripWith(t, f, func() *FSM { return newTestFSM(t, cfg) })
+}
+
+// snapshotRoundTripWith snapshots f and restores the snapshot into the FSM fresh returns.
+func snapshotRoundTripWith(t fataler, f *FSM, fresh func() *FSM) *FSM {
+	t.Helper()
 	snap, err := f.Snapshot()
 	if err != nil {
 		t.Fatalf("snapshot: %v", err)
@@ -165,7 +178,7 @@ func snapshotRoundTrip(t fataler, f *FSM, cfg Config) *FSM {
 	if err := snap.Persist(&sink); err != nil {
 		t.Fatalf("persist: %v", err)
 	}
-	g := newTestFSM(t, cfg)
+	g := fresh()
 	if err := g.Restore(io.NopCloser(&sink)); err != nil {
 		g.Close()
 		t.Fatalf("restore: %v", err)

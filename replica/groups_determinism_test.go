@@ -2,8 +2,6 @@ package replica
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -86,11 +84,7 @@ func groupsDump(t fataler, f *FSM) string {
 
 func newGroupFSM(t fataler, cfg Config) *FSM {
 	t.Helper()
-	f, err := New(cfg, procedures.Builtins(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatalf("new FSM: %v", err)
-	}
-	return f
+	return newFSMWith(t, cfg, procedures.Builtins())
 }
 
 func TestGroupsIndependentOfApplyGrouping(t *testing.T) {
@@ -108,13 +102,7 @@ func TestGroupsIndependentOfApplyGrouping(t *testing.T) {
 				cfg.Sequential = seq
 				f := newGroupFSM(t, cfg)
 				defer f.Close()
-				var out []interface{}
-				rest := logs
-				for _, g := range groups {
-					out = append(out, f.ApplyBatch(rest[:g])...)
-					rest = rest[g:]
-				}
-				runs = append(runs, run{fmt.Sprintf("%s sequential=%t", name, seq), f, outcomesOf(out)})
+				runs = append(runs, run{fmt.Sprintf("%s sequential=%t", name, seq), f, applyGroups(f, logs, groups)})
 			}
 		}
 		ref := runs[0]
@@ -137,19 +125,8 @@ func TestGroupsIndependentOfApplyGrouping(t *testing.T) {
 			}
 		}
 		// A replica restored from a snapshot holds the same groups.
-		snap, err := ref.f.Snapshot()
-		if err != nil {
-			t.Fatalf("snapshot: %v", err)
-		}
-		var sink memSink
-		if err := snap.Persist(&sink); err != nil {
-			t.Fatalf("persist: %v", err)
-		}
-		g := newGroupFSM(t, propConfig(0))
+		g := snapshotRoundTripWith(t, ref.f, func() *FSM { return newGroupFSM(t, propConfig(0)) })
 		defer g.Close()
-		if err := g.Restore(io.NopCloser(&sink)); err != nil {
-			t.Fatalf("restore: %v", err)
-		}
 		if got, want := groupsDump(t, g), groupsDump(t, ref.f); got != want {
 			t.Fatalf("restored groups differ:\n%s\nwant\n%s", got, want)
 		}

@@ -181,7 +181,7 @@ func TestProcessorChainDeterminism(t *testing.T) {
 		first := newChainFSM(t, chainConfig(true))
 		defer first.Close()
 		applyChainGrouped(t, first, logs[:half], "first half group")
-		restored := chainSnapshotRoundTrip(t, first, chainConfig(false))
+		restored := snapshotRoundTripWith(t, first, func() *FSM { return newChainFSM(t, chainConfig(false)) })
 		defer restored.Close()
 		applyChainGrouped(t, restored, logs[half:], "second half group")
 		if got := chainState(t, restored); got != want {
@@ -201,25 +201,3 @@ func TestProcessorChainDeterminism(t *testing.T) {
 		checkChainRef(t, other, ref, "split entries")
 	})
 }
-
-func chainSnapshotRoundTrip(t fataler, f *FSM, cfg Config) *FSM {
-	t.Helper()
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatalf("snapshot: %v", err)
-	}
-	var sink memSink
-	if err := snap.Persist(&sink); err != nil {
-		t.Fatalf("persist: %v", err)
-	}
-	g := newChainFSM(t, cfg)
-	if err := g.Restore(nopCloser{&sink}); err != nil {
-		g.Close()
-		t.Fatalf("restore: %v", err)
-	}
-	return g
-}
-
-type nopCloser struct{ *memSink }
-
-func (nopCloser) Close() error { return nil }

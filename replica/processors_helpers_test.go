@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"github.com/hashicorp/raft"
@@ -61,11 +60,7 @@ func bumpCounter(tx *partition.Tx, table string, key []byte) error {
 
 func newChainFSM(t fataler, cfg Config) *FSM {
 	t.Helper()
-	f, err := New(cfg, chainRegistry(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatalf("new FSM: %v", err)
-	}
-	return f
+	return newFSMWith(t, cfg, chainRegistry())
 }
 
 // createStreamItem is stream.create of name over all parts partitions.

@@ -19,9 +19,6 @@ type session struct {
 
 	// cachedBytes is the sum of the sizes of Results; derived, so not in snapshots.
 	cachedBytes int
-	// queuedIn is the FSM flush generation in which the session last queued an input for
-	// execution; see FSM.flushGen. Not replicated state.
-	queuedIn uint64
 }
 
 // cachedResult is a result kept so that a retried request gets the original answer.

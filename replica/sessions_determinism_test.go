@@ -137,12 +137,18 @@ func groupings(t *rapid.T, n int) map[string][]int {
 // FSM and every item's outcome.
 func applyGrouped(t *rapid.T, cfg Config, logs []*raft.Log, groups []int) (*FSM, [][]itemOutcome) {
 	f := newTestFSM(t, cfg)
+	return f, applyGroups(f, logs, groups)
+}
+
+// applyGroups applies logs to f in groups of the given sizes and returns every item's
+// outcome.
+func applyGroups(f *FSM, logs []*raft.Log, groups []int) [][]itemOutcome {
 	var out []interface{}
 	for _, g := range groups {
 		out = append(out, f.ApplyBatch(logs[:g])...)
 		logs = logs[g:]
 	}
-	return f, outcomesOf(out)
+	return outcomesOf(out)
 }
 
 func TestSessionTableIndependentOfApplyGrouping(t *testing.T) {

@@ -1,8 +1,9 @@
 package replica
 
 import (
+	"errors"
 	"fmt"
-	"io"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -57,13 +58,7 @@ func TestUsersIndependentOfApplyGrouping(t *testing.T) {
 		for name, groups := range groupings(t, len(logs)) {
 			f := newGroupFSM(t, propConfig(0))
 			defer f.Close()
-			var out []interface{}
-			rest := logs
-			for _, g := range groups {
-				out = append(out, f.ApplyBatch(rest[:g])...)
-				rest = rest[g:]
-			}
-			runs = append(runs, run{name, f, outcomesOf(out)})
+			runs = append(runs, run{name, f, applyGroups(f, logs, groups)})
 		}
 		ref := runs[0]
 		refUsers := fmt.Sprint(ref.f.Users().List())
@@ -78,19 +73,8 @@ func TestUsersIndependentOfApplyGrouping(t *testing.T) {
 				t.Fatalf("meta hash differs: %s %x, %s %x", r.name, got, ref.name, want)
 			}
 		}
-		snap, err := ref.f.Snapshot()
-		if err != nil {
-			t.Fatalf("snapshot: %v", err)
-		}
-		var sink memSink
-		if err := snap.Persist(&sink); err != nil {
-			t.Fatalf("persist: %v", err)
-		}
-		g := newGroupFSM(t, propConfig(0))
+		g := snapshotRoundTripWith(t, ref.f, func() *FSM { return newGroupFSM(t, propConfig(0)) })
 		defer g.Close()
-		if err := g.Restore(io.NopCloser(&sink)); err != nil {
-			t.Fatalf("restore: %v", err)
-		}
 		if got := fmt.Sprint(g.Users().List()); got != refUsers {
 			t.Fatalf("restored users %s, want %s", got, refUsers)
 		}
@@ -139,5 +123,33 @@ func TestUsersInMetaHash(t *testing.T) {
 	u, _ := a.Users().Lookup("alice")
 	if u.Role != RoleWriter || u.Limited {
 		t.Errorf("alice after refused commands: %+v", u)
+	}
+}
+
+// TestCheckUserName: every refusal of a user name wraps ErrBadUser and says why.
+func TestCheckUserName(t *testing.T) {
+	tests := []struct {
+		name string
+		says string // "" for a good name
+	}{
+		{"alice", ""},
+		{strings.Repeat("a", MaxUserNameBytes), ""},
+		{"", "empty"},
+		{strings.Repeat("a", MaxUserNameBytes+1), "limit"},
+		{RootUser, "built in"},
+		{"node", "node certificates"},
+		{"bad\nname", "non-printable"},
+	}
+	for i, tt := range tests {
+		err := CheckUserName(tt.name)
+		if tt.says == "" {
+			if err != nil {
+				t.Errorf("#%d: got %v, want nil", i, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrBadUser) || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("#%d: got %v, want ErrBadUser saying %q", i, err, tt.says)
+		}
 	}
 }

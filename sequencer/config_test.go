@@ -3,6 +3,7 @@ package sequencer
 import (
 	"errors"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -28,6 +29,15 @@ func TestConfigValidate(t *testing.T) {
 		return c
 	}
 	_, mem := raft.NewInmemTransport("mem-1")
+	layer := func(t *testing.T, bind string) raft.StreamLayer {
+		ln, err := net.Listen("tcp", bind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		return &dialLayer{Listener: ln}
+	}
+	loopback, anyAddr := layer(t, "127.0.0.1:0"), layer(t, "0.0.0.0:0")
 	allStores := func(c *Config) {
 		c.LogStore, c.StableStore, c.SnapshotStore = raft.NewInmemStore(), raft.NewInmemStore(), raft.NewInmemSnapshotStore()
 	}
@@ -83,6 +93,12 @@ func TestConfigValidate(t *testing.T) {
 		{"lease above heartbeat", base(func(c *Config) { c.LeaderLeaseTimeout = time.Second }), false},
 		{"heartbeat too low for raft", base(func(c *Config) { c.HeartbeatTimeout = time.Millisecond; c.LeaderLeaseTimeout = time.Millisecond }), false},
 		{"negative heartbeat", base(func(c *Config) { c.HeartbeatTimeout = -time.Second }), false},
+		{"negative commit timeout", base(func(c *Config) { c.CommitTimeout = -time.Millisecond }), false},
+		{"stream layer", base(func(c *Config) { c.StreamLayer, c.RaftAddr = loopback, "" }), true},
+		{"stream layer with its own addr", base(func(c *Config) { c.StreamLayer, c.RaftAddr = loopback, loopback.Addr().String() }), true},
+		{"stream layer with another addr", base(func(c *Config) { c.StreamLayer = loopback }), false},
+		{"stream layer and transport", base(func(c *Config) { c.StreamLayer, c.Transport, c.RaftAddr = loopback, mem, "" }), false},
+		{"stream layer on an unspecified addr", base(func(c *Config) { c.StreamLayer, c.RaftAddr = anyAddr, "" }), false},
 	}
 	for i, tt := range tests {
 		err := tt.cfg.Validate()

@@ -58,7 +58,7 @@ func inspect(dir string, legacy, full bool) (DataDirState, error) {
 		st.SnapshotIndex = list[0].Index
 	}
 	if full {
-		if st.Snapshots, err = checkSnapshots(dir); err != nil {
+		if st.Snapshots, err = checkSnapshots(dir, snaps); err != nil {
 			return st, err
 		}
 	}
@@ -90,20 +90,16 @@ func inspect(dir string, legacy, full bool) (DataDirState, error) {
 	return st, nil
 }
 
-// checkSnapshots opens every snapshot in dir/snapshots (the store checks the state file's
-// CRC as it opens it) and returns how many there are. A snapshot directory the store
+// checkSnapshots opens every snapshot in dir/snapshots through snaps, the store on dir
+// (which checks the state file's CRC as it opens it), and returns how many there are. A snapshot directory the store
 // cannot list (its metadata unreadable) is corrupt too: the store would silently skip it
 // and start from an older snapshot, whose log has been compacted away.
-func checkSnapshots(dir string) (int, error) {
+func checkSnapshots(dir string, snaps *raft.FileSnapshotStore) (int, error) {
 	ents, err := os.ReadDir(filepath.Join(dir, "snapshots"))
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	} else if err != nil {
 		return 0, fmt.Errorf("sequencer: snapshots: %w", err)
-	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, snapshotsRetained, newHclogAdapter(discardLogger(), "snapshots"))
-	if err != nil {
-		return 0, fmt.Errorf("sequencer: open snapshot store: %w", err)
 	}
 	list, err := snaps.List()
 	if err != nil {

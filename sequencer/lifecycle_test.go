@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 
 	"github.com/lockstepdb/lockstep/internal/testutil"
 )
@@ -58,51 +59,64 @@ func TestAddNonvoterThenPromote(t *testing.T) {
 	}
 }
 
-// askVote sends one RequestVote, as a candidate with a long log in a high term would,
-// to the Raft transport at target.
-func askVote(t *testing.T, target string, term, lastIndex uint64) *raft.RequestVoteResponse {
+// askVote sends one RequestVote (or, with pre, one RequestPreVote), as a candidate with a
+// log ending at lastIndex in term would, to the Raft transport at target, and returns
+// whether it was granted.
+func askVote(t *testing.T, target string, term, lastIndex uint64, pre bool) bool {
 	t.Helper()
 	trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer trans.Close()
-	req := &raft.RequestVoteRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,
-		ID: []byte("candidate"), Addr: []byte(trans.LocalAddr())}, Term: term, LastLogIndex: lastIndex, LastLogTerm: 1}
+	hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("candidate"), Addr: []byte(trans.LocalAddr())}
+	if pre {
+		var resp raft.RequestPreVoteResponse
+		err = trans.RequestPreVote("target", raft.ServerAddress(target),
+			&raft.RequestPreVoteRequest{RPCHeader: hdr, Term: term, LastLogIndex: lastIndex, LastLogTerm: 1}, &resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Granted
+	}
 	var resp raft.RequestVoteResponse
-	if err := trans.RequestVote("target", raft.ServerAddress(target), req, &resp); err != nil {
+	err = trans.RequestVote("target", raft.ServerAddress(target),
+		&raft.RequestVoteRequest{RPCHeader: hdr, Term: term, LastLogIndex: lastIndex, LastLogTerm: 1}, &resp)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return &resp
+	return resp.Granted
 }
 
 // TestVoteGate: a node opened with HoldVotes, whose empty log would make it vote for any
-// candidate (a wiped voter), refuses the votes of candidates with a history until
-// AllowVotes; without the gate the same node grants them.
+// candidate (a wiped voter), refuses the votes and pre-votes of candidates with a history
+// until AllowVotes; without the gate the same node grants them.
 func TestVoteGate(t *testing.T) {
-	for _, hold := range []bool{false, true} {
-		cfg := testConfig(t, fmt.Sprintf("gate-%t", hold))
-		cfg.HoldVotes = hold
-		n := openNode(t, cfg, newTestFSM())
-		resp := askVote(t, n.seq.Addr(), 5, 1000)
-		if resp.Granted == hold {
-			t.Fatalf("HoldVotes %t: vote granted %t", hold, resp.Granted)
-		}
-		if got, want := n.seq.VotesRefused() > 0, hold; got != want {
-			t.Fatalf("HoldVotes %t: refused count %d", hold, n.seq.VotesRefused())
-		}
-		if hold {
+	for _, pre := range []bool{false, true} {
+		for _, hold := range []bool{false, true} {
+			cfg := testConfig(t, fmt.Sprintf("gate-%t-%t", pre, hold))
+			cfg.HoldVotes = hold
+			n := openNode(t, cfg, newTestFSM())
+			if granted := askVote(t, n.seq.Addr(), 5, 1000, pre); granted == hold {
+				t.Fatalf("pre-vote %t, HoldVotes %t: granted %t", pre, hold, granted)
+			}
+			if got, want := n.seq.VotesRefused() > 0, hold; got != want {
+				t.Fatalf("pre-vote %t, HoldVotes %t: refused count %d", pre, hold, n.seq.VotesRefused())
+			}
+			if !hold {
+				continue
+			}
 			if n.seq.Term() != 0 {
-				t.Fatalf("a held vote reached Raft: term %d", n.seq.Term())
+				t.Fatalf("pre-vote %t: a held vote reached Raft: term %d", pre, n.seq.Term())
 			}
 			// A candidate of a new cluster (its log at most a bootstrap configuration)
 			// gets the vote, so that a cluster bootstrapped from one node elects a leader.
-			if resp := askVote(t, n.seq.Addr(), 6, 1); !resp.Granted {
-				t.Fatalf("vote for a new cluster's candidate not granted: %+v", resp)
+			if !askVote(t, n.seq.Addr(), 6, 1, pre) {
+				t.Fatalf("pre-vote %t: vote for a new cluster's candidate not granted", pre)
 			}
 			n.seq.AllowVotes()
-			if resp := askVote(t, n.seq.Addr(), 7, 1000); !resp.Granted {
-				t.Fatalf("vote after AllowVotes not granted: %+v", resp)
+			if !askVote(t, n.seq.Addr(), 7, 1000, pre) {
+				t.Fatalf("pre-vote %t: vote after AllowVotes not granted", pre)
 			}
 		}
 	}
@@ -319,5 +333,37 @@ func TestRecover(t *testing.T) {
 	}
 	if o := submitWait(t, back.seq, "after-recovery"); o.err != nil {
 		t.Fatal(o.err)
+	}
+}
+
+// TestRecoverRefusals: Recover refuses, changing nothing, an empty member list, a member
+// without an address, a data directory without a log, and the data directory of a node
+// that is still running.
+func TestRecoverRefusals(t *testing.T) {
+	empty := testConfig(t, "n1")
+	tests := []struct {
+		name    string
+		members []Server
+		want    error
+	}{
+		{"no members", nil, ErrBadConfig},
+		{"member without an address", []Server{{ID: "n1"}}, ErrBadConfig},
+		{"no raft.db", []Server{{ID: "n1", Addr: "127.0.0.1:1"}}, ErrBadConfig},
+	}
+	for i, tt := range tests {
+		if err := Recover(empty, newTestFSM(), tt.members); !errors.Is(err, tt.want) {
+			t.Errorf("#%d %s: got %v, want %v", i, tt.name, err, tt.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(empty.DataDir, "raft.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused Recover made raft.db: %v", err)
+	}
+	running := openSolo(t, "solo", nil)
+	err := Recover(running.cfg, newTestFSM(), []Server{{ID: running.id, Addr: running.seq.Addr()}})
+	if !errors.Is(err, bbolt.ErrTimeout) {
+		t.Errorf("running node: got %v, want bbolt.ErrTimeout (data dir locked)", err)
+	}
+	if o := submitWait(t, running.seq, "still serving"); o.err != nil {
+		t.Errorf("the node after a refused Recover: %v", o.err)
 	}
 }

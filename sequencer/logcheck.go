@@ -34,42 +34,72 @@ type checkedLogs struct {
 	legacy bool
 }
 
-// logSum is the CRC-32C of l's index, term, type, data and extensions.
-func logSum(l *raft.Log, ext []byte) uint32 {
-	var hdr [17]byte
+// sumHeaderBytes is the size of the header logSum checksums before the data: index, term
+// and type.
+const sumHeaderBytes = 17
+
+// logSum is the CRC-32C of l's index, term, type, data and extensions. hdr is scratch
+// space of sumHeaderBytes for the header: the caller provides it because crc32 makes any
+// buffer it reads escape to the heap, and a batch can share one.
+func logSum(l *raft.Log, ext, hdr []byte) uint32 {
+	hdr = hdr[:sumHeaderBytes]
 	binary.LittleEndian.PutUint64(hdr[0:], l.Index)
 	binary.LittleEndian.PutUint64(hdr[8:], l.Term)
 	hdr[16] = byte(l.Type)
-	c := crc32.Update(0, castagnoli, hdr[:])
+	c := crc32.Update(0, castagnoli, hdr)
 	c = crc32.Update(c, castagnoli, l.Data)
 	return crc32.Update(c, castagnoli, ext)
 }
 
-// seal returns a copy of l with its checksum in Extensions.
-func seal(l *raft.Log) *raft.Log {
-	out := *l
-	ext := make([]byte, 0, len(logTag)+4+len(l.Extensions))
-	ext = append(ext, logTag[:]...)
-	ext = binary.LittleEndian.AppendUint32(ext, logSum(l, l.Extensions))
-	out.Extensions = append(ext, l.Extensions...)
-	return &out
+// sealBytes is what sealing adds to an entry's Extensions: logTag and the CRC-32C.
+const sealBytes = len(logTag) + 4
+
+// appendSeal appends l's sealed Extensions (logTag, checksum, l's own) to b; hdr is
+// logSum's scratch, not overlapping b's free capacity.
+func appendSeal(b []byte, l *raft.Log, hdr []byte) []byte {
+	b = append(b, logTag[:]...)
+	b = binary.LittleEndian.AppendUint32(b, logSum(l, l.Extensions, hdr))
+	return append(b, l.Extensions...)
+}
+
+// sealAll returns copies of logs with their checksums in Extensions, in three allocations
+// however many entries there are: the entries, their pointers, and one buffer holding
+// logSum's scratch and every entry's Extensions.
+func sealAll(logs []*raft.Log) []*raft.Log {
+	n := sumHeaderBytes
+	for _, l := range logs {
+		n += sealBytes + len(l.Extensions)
+	}
+	buf := make([]byte, sumHeaderBytes, n)
+	hdr, ext := buf[:sumHeaderBytes], buf[sumHeaderBytes:]
+	sealed := make([]raft.Log, len(logs))
+	ptrs := make([]*raft.Log, len(logs))
+	for i, l := range logs {
+		start := len(ext)
+		ext = appendSeal(ext, l, hdr)
+		sealed[i] = *l
+		sealed[i].Extensions = ext[start:len(ext):len(ext)]
+		ptrs[i] = &sealed[i]
+	}
+	return ptrs
 }
 
 // unseal verifies l's checksum and restores its own Extensions.
 func (c *checkedLogs) unseal(index uint64, l *raft.Log) error {
 	ext := l.Extensions
-	if len(ext) < len(logTag)+4 || [4]byte(ext[:4]) != logTag {
+	if len(ext) < sealBytes || [4]byte(ext[:4]) != logTag {
 		if c.legacy {
 			return nil
 		}
 		return fmt.Errorf("%w: entry %d has no checksum", ErrLogCorrupt, index)
 	}
 	want := binary.LittleEndian.Uint32(ext[4:8])
-	own := ext[8:]
+	own := ext[sealBytes:]
 	if len(own) == 0 {
 		own = nil
 	}
-	if got := logSum(l, own); got != want || l.Index != index {
+	var hdr [sumHeaderBytes]byte
+	if got := logSum(l, own, hdr[:]); got != want || l.Index != index {
 		return fmt.Errorf("%w: entry %d (stored index %d, term %d): checksum %08x, stored %08x",
 			ErrLogCorrupt, index, l.Index, l.Term, got, want)
 	}
@@ -86,16 +116,12 @@ func (c *checkedLogs) GetLog(index uint64, l *raft.Log) error {
 }
 
 // StoreLog implements raft.LogStore.
-func (c *checkedLogs) StoreLog(l *raft.Log) error { return c.LogStore.StoreLog(seal(l)) }
+func (c *checkedLogs) StoreLog(l *raft.Log) error {
+	return c.LogStore.StoreLog(sealAll([]*raft.Log{l})[0])
+}
 
 // StoreLogs implements raft.LogStore.
-func (c *checkedLogs) StoreLogs(logs []*raft.Log) error {
-	sealed := make([]*raft.Log, len(logs))
-	for i, l := range logs {
-		sealed[i] = seal(l)
-	}
-	return c.LogStore.StoreLogs(sealed)
-}
+func (c *checkedLogs) StoreLogs(logs []*raft.Log) error { return c.LogStore.StoreLogs(sealAll(logs)) }
 
 // verifyLog reads every entry of logs and checks its checksum; it returns the first
 // failure (wrapping ErrLogCorrupt, or the store's error).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -360,47 +361,39 @@ func openParts(cfg Config, hlog *hclogAdapter) (p raftParts, err error) {
 		}
 	}
 	if p.snaps == nil {
-		if _, err := checkSnapshots(cfg.DataDir); err != nil {
-			return p, fmt.Errorf("sequencer: %s: %w", cfg.DataDir, err)
-		}
 		// FileSnapshotStore keeps its snapshots in DataDir/snapshots.
 		snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, snapshotsRetained, hlog.Named("snapshots"))
 		if err != nil {
 			return p, fmt.Errorf("sequencer: open snapshot store: %w", err)
 		}
+		if _, err := checkSnapshots(cfg.DataDir, snaps); err != nil {
+			return p, fmt.Errorf("sequencer: %s: %w", cfg.DataDir, err)
+		}
 		p.snaps = snaps
 	}
-	if p.trans == nil && cfg.StreamLayer != nil {
-		trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	if p.trans == nil {
+		tcfg := &raft.NetworkTransportConfig{
 			Stream:  cfg.StreamLayer,
 			MaxPool: transportMaxPool,
 			Timeout: transportTimeout,
 			Logger:  hlog.Named("net"),
-		})
-		p.closers = append(p.closers, func() error {
-			trans.CloseStreams()
-			return trans.Close() // closes the stream layer
-		})
-		p.trans = trans
-	}
-	if p.trans == nil {
-		tcfg := &raft.NetworkTransportConfig{
-			MaxPool: transportMaxPool,
-			Timeout: transportTimeout,
-			Logger:  hlog.Named("net"),
+		}
+		if tcfg.Stream == nil && cfg.Dial != nil {
+			ln, err := net.Listen("tcp", cfg.RaftAddr)
+			if err != nil {
+				return p, fmt.Errorf("sequencer: raft transport on %s: %w", cfg.RaftAddr, err)
+			}
+			tcfg.Stream = &dialLayer{Listener: ln, dial: cfg.Dial}
 		}
 		var trans *raft.NetworkTransport
-		if cfg.Dial != nil {
-			trans, err = newDialTransport(cfg.RaftAddr, cfg.Dial, tcfg)
-		} else {
-			trans, err = raft.NewTCPTransportWithConfig(cfg.RaftAddr, nil, tcfg)
-		}
-		if err != nil {
+		if tcfg.Stream != nil {
+			trans = raft.NewNetworkTransportWithConfig(tcfg)
+		} else if trans, err = raft.NewTCPTransportWithConfig(cfg.RaftAddr, nil, tcfg); err != nil {
 			return p, fmt.Errorf("sequencer: raft transport on %s: %w", cfg.RaftAddr, err)
 		}
 		p.closers = append(p.closers, func() error {
 			trans.CloseStreams() // outbound pooled connections, so peers' readers see EOF
-			return trans.Close()
+			return trans.Close() // closes the stream layer
 		})
 		p.trans = trans
 	}

@@ -126,9 +126,5 @@ func (s *Sequencer) AllowVotes() {
 	}
 }
 
-// VotesHeld reports whether the node refuses every vote request (Config.HoldVotes, until
-// AllowVotes).
-func (s *Sequencer) VotesHeld() bool { return s.parts.gate.held.Load() }
-
 // VotesRefused counts the vote requests the gate answered "not granted".
 func (s *Sequencer) VotesRefused() uint64 { return s.parts.gate.refused.Load() }

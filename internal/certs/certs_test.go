@@ -77,12 +77,13 @@ func TestBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tests := []struct {
+	type refusal struct {
 		name string
 		err  error
 		want error
 		says string
-	}{
+	}
+	tests := []refusal{
 		{"CA exists", CreateCA(dir, Options{}), ErrExists, "ca.crt"},
 		{"no CA", CreateNode(t.TempDir(), []string{"h"}, Options{}), ErrMissing, "ca.crt"},
 		{"no hosts", CreateNode(dir, nil, Options{}), ErrBadInput, "host"},
@@ -99,30 +100,15 @@ func TestBadInput(t *testing.T) {
 	copyFile(filepath.Join(other, NodeCertFile), filepath.Join(nd, NodeCertFile))
 	copyFile(filepath.Join(other, NodeKeyFile), filepath.Join(nd, NodeKeyFile))
 	_, err := LoadNode(nd)
-	tests = append(tests, struct {
-		name string
-		err  error
-		want error
-		says string
-	}{"other CA", err, ErrMismatch, "not signed"})
+	tests = append(tests, refusal{"other CA", err, ErrMismatch, "not signed"})
 	// A key that is not the certificate's.
 	copyFile(filepath.Join(dir, ClientKeyFile("bob")), filepath.Join(nd, NodeKeyFile))
 	_, err = LoadNode(nd)
-	tests = append(tests, struct {
-		name string
-		err  error
-		want error
-		says string
-	}{"mismatched key", err, ErrMismatch, "does not belong"})
+	tests = append(tests, refusal{"mismatched key", err, ErrMismatch, "does not belong"})
 	// A client certificate as node.crt.
 	copyFile(filepath.Join(dir, ClientCertFile("bob")), filepath.Join(nd, NodeCertFile))
 	_, err = LoadNode(nd)
-	tests = append(tests, struct {
-		name string
-		err  error
-		want error
-		says string
-	}{"client as node", err, ErrWrongKind, "client certificate"})
+	tests = append(tests, refusal{"client as node", err, ErrWrongKind, "client certificate"})
 	for i, tt := range tests {
 		if !errors.Is(tt.err, tt.want) || !strings.Contains(tt.err.Error(), tt.says) {
 			t.Errorf("#%d %s: got %v, want %v mentioning %q", i, tt.name, tt.err, tt.want, tt.says)

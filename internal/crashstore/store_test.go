@@ -1,6 +1,10 @@
 package crashstore
 
 import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -82,5 +86,46 @@ func TestSyncedSurvivesUnsyncedLost(t *testing.T) {
 	defer s2.Close()
 	if err := s2.GetLog(7, &l); err != nil || l.Term != 3 || s2.Discarded != 0 {
 		t.Fatalf("entry 7 after the rewrite: %+v, %v, discarded %d", l, err, s2.Discarded)
+	}
+}
+
+// TestOpenRefusesDamage: a synced journal record that fails its checksum, or a journal
+// shorter than its mark says was synced, fails Open instead of reading a wrong log.
+func TestOpenRefusesDamage(t *testing.T) {
+	for i, damage := range []func(t *testing.T, dir string){
+		func(t *testing.T, dir string) { // one flipped byte inside entry 2's data
+			path := filepath.Join(dir, journalFile)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := bytes.Index(b, []byte("entry-2"))
+			if at < 0 {
+				t.Fatal("entry 2 not in the journal")
+			}
+			b[at] ^= 1
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+		func(t *testing.T, dir string) { // synced bytes gone
+			if err := os.Truncate(filepath.Join(dir, journalFile), 10); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		dir := t.TempDir()
+		s := mustOpen(t, dir)
+		for j := uint64(1); j <= 3; j++ {
+			if err := s.StoreLog(&raft.Log{Index: j, Term: 1, Data: []byte(fmt.Sprintf("entry-%d", j))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.Close()
+		damage(t, dir)
+		if s, err := Open(dir); err == nil {
+			s.Close()
+			t.Errorf("#%d: Open of a damaged journal succeeded", i)
+		}
 	}
 }

@@ -91,10 +91,6 @@ const (
 	lastCode = CodeUnknownUser
 )
 
-// reservedCodes are numbers below lastCode that this catalogue does not name yet: held
-// for codes another branch adds.
-var reservedCodes = map[Code]bool{}
-
 // describe returns the stable name and the human-readable text of a catalogued code.
 func (c Code) describe() (name, text string, ok bool) {
 	switch c {

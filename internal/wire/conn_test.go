@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockstepdb/lockstep/internal/testutil"
 	"io"
 	"net"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lockstepdb/lockstep/internal/testutil"
 )
 
 func newConnPair(t *testing.T, clientCfg, serverCfg ConnConfig) (client, server *Conn) {
@@ -161,25 +162,8 @@ func TestConnBoundedQueue(t *testing.T) {
 	}
 	// Frames larger than the write buffer go straight to the connection, so the writer
 	// blocks on the first one whatever it coalesces.
-	// The writer may take one more frame after a Send first times out, so wait for two
-	// timeouts in a row: then it is stuck in a write with the queue full.
 	big := make([]byte, 1<<20)
-	blocked, timeouts := false, 0
-	for i := 0; i < 10 && !blocked; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-		err := c.Send(ctx, big)
-		cancel()
-		switch {
-		case errors.Is(err, context.DeadlineExceeded):
-			timeouts++
-			blocked = timeouts == 2
-		case err == nil:
-			timeouts = 0
-		default:
-			t.Fatalf("#%d: got %v, want nil or context.DeadlineExceeded", i, err)
-		}
-	}
-	if !blocked {
+	if !sendUntilBlocked(t, 10, func(ctx context.Context) error { return c.Send(ctx, big) }) {
 		t.Fatalf("got 10 sends queued, want Send to block past the queue bound")
 	}
 	recvErr := make(chan error, 1)
@@ -315,22 +299,7 @@ func TestConnQueueBoundInBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	blocked, timeouts := false, 0
-	for i := 0; i < 20 && !blocked; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-		err := c.Send(ctx, make([]byte, 600))
-		cancel()
-		switch {
-		case errors.Is(err, context.DeadlineExceeded):
-			timeouts++
-			blocked = timeouts == 2
-		case err == nil:
-			timeouts = 0
-		default:
-			t.Fatalf("#%d: got %v, want nil or context.DeadlineExceeded", i, err)
-		}
-	}
-	if !blocked {
+	if !sendUntilBlocked(t, 20, func(ctx context.Context) error { return c.Send(ctx, make([]byte, 600)) }) {
 		t.Fatalf("got 20 sends of 600 bytes queued, want Send to block past 1 KiB pending")
 	}
 }
@@ -346,22 +315,7 @@ func TestConnPushLeavesHalfTheQueue(t *testing.T) {
 	}
 	defer c.Close()
 	push := &Response{Sub: 1, Entries: []StreamRecord{{Offset: 1, Value: make([]byte, 100)}}}
-	blocked, timeouts := false, 0
-	for i := 0; i < 20 && !blocked; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-		err := c.SendPush(ctx, push)
-		cancel()
-		switch {
-		case errors.Is(err, context.DeadlineExceeded):
-			timeouts++
-			blocked = timeouts == 2
-		case err == nil:
-			timeouts = 0
-		default:
-			t.Fatalf("#%d: got %v, want nil or context.DeadlineExceeded", i, err)
-		}
-	}
-	if !blocked {
+	if !sendUntilBlocked(t, 20, func(ctx context.Context) error { return c.SendPush(ctx, push) }) {
 		t.Fatal("got 20 pushes queued, want SendPush to block at half the queue")
 	}
 	done, cancel := context.WithCancel(context.Background())

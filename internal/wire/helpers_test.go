@@ -1,9 +1,37 @@
 package wire
 
 import (
+	"context"
+	"errors"
 	"net"
 	"testing"
+	"time"
 )
+
+// sendUntilBlocked calls send, each time with a 20 ms deadline, at most tries times, until
+// two calls in a row time out: the writer may take one more frame after a send first times
+// out, so two mean it is stuck in a write with the queue full. It reports whether that
+// happened; any error but a timeout fails the test.
+func sendUntilBlocked(t *testing.T, tries int, send func(ctx context.Context) error) bool {
+	t.Helper()
+	timeouts := 0
+	for i := 0; i < tries; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		err := send(ctx)
+		cancel()
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			if timeouts++; timeouts == 2 {
+				return true
+			}
+		case err == nil:
+			timeouts = 0
+		default:
+			t.Fatalf("#%d: got %v, want nil or context.DeadlineExceeded", i, err)
+		}
+	}
+	return false
+}
 
 // tcpPair returns the two ends of a TCP connection over 127.0.0.1. Both are closed when
 // the test ends.
