@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -21,13 +22,38 @@ func pushRecords(fc *fakeConn, sub, from, to, index uint64) {
 	fc.reply(resp)
 }
 
+// subscribeNode starts a fake node that answers pings and unsubscribes, answers each
+// subscribe request with index index and, if push is set, then pushes records from the
+// requested offset to push-1. It returns the node and the subscribe requests it received.
+func subscribeNode(t *testing.T, id string, index, push uint64) (*fakeNode, func() []wire.Request) {
+	var mu sync.Mutex
+	var got []wire.Request
+	n := newFakeNode(t, id, func(fc *fakeConn, req wire.Request) {
+		switch req.Op {
+		case wire.OpSubscribe:
+			mu.Lock()
+			got = append(got, req)
+			mu.Unlock()
+			fc.reply(wire.Response{ID: req.ID, NextOffset: req.Offset, Index: index})
+			if push > 0 {
+				pushRecords(fc, req.Sub, req.Offset, push, index)
+			}
+		case wire.OpPing, wire.OpUnsubscribe:
+			fc.reply(wire.Response{ID: req.ID})
+		}
+	})
+	return n, func() []wire.Request {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+}
+
 // TestSubscriptionLeavesSilentNode: a node that keeps the connection open but stops
 // answering (paused, cut off) is left like a lost one: an unanswered keepalive ping moves
 // the subscription to another node, which is asked to start at the next offset not
 // received, at a log index that holds every record received (MinIndex).
 func TestSubscriptionLeavesSilentNode(t *testing.T) {
-	var mu sync.Mutex
-	var atB []wire.Request
 	a := newFakeNode(t, "a", func(fc *fakeConn, req wire.Request) {
 		if req.Op == wire.OpSubscribe {
 			fc.reply(wire.Response{ID: req.ID, NextOffset: req.Offset, Index: 5})
@@ -35,18 +61,7 @@ func TestSubscriptionLeavesSilentNode(t *testing.T) {
 		}
 		// Pings and everything else: no answer, ever.
 	})
-	b := newFakeNode(t, "b", func(fc *fakeConn, req wire.Request) {
-		switch req.Op {
-		case wire.OpSubscribe:
-			mu.Lock()
-			atB = append(atB, req)
-			mu.Unlock()
-			fc.reply(wire.Response{ID: req.ID, NextOffset: req.Offset, Index: 9})
-			pushRecords(fc, req.Sub, req.Offset, 5, 9)
-		case wire.OpPing, wire.OpUnsubscribe:
-			fc.reply(wire.Response{ID: req.ID})
-		}
-	})
+	b, subscribesAtB := subscribeNode(t, "b", 9, 5)
 	cfg := testConfig(t, a.addr, b.addr)
 	cfg.RequestTimeout = 300 * time.Millisecond
 	c, err := Open(cfg)
@@ -79,9 +94,7 @@ func TestSubscriptionLeavesSilentNode(t *testing.T) {
 			t.Fatalf("got offsets %v, want 0 to 4 in order", got)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(atB) != 1 || atB[0].Offset != 3 || atB[0].MinIndex != 7 || atB[0].Partition != 2 {
+	if atB := subscribesAtB(); len(atB) != 1 || atB[0].Offset != 3 || atB[0].MinIndex != 7 || atB[0].Partition != 2 {
 		t.Fatalf("subscribe requests at b: %+v, want one from offset 3 with MinIndex 7", atB)
 	}
 }
@@ -90,8 +103,6 @@ func TestSubscriptionLeavesSilentNode(t *testing.T) {
 // granted breaks the protocol; the client drops it and goes on elsewhere, and never holds
 // more than its window.
 func TestSubscriptionRefusesPushOverCredit(t *testing.T) {
-	var mu sync.Mutex
-	var atB []wire.Request
 	a := newFakeNode(t, "a", func(fc *fakeConn, req wire.Request) {
 		switch req.Op {
 		case wire.OpSubscribe:
@@ -102,17 +113,7 @@ func TestSubscriptionRefusesPushOverCredit(t *testing.T) {
 			fc.reply(wire.Response{ID: req.ID})
 		}
 	})
-	b := newFakeNode(t, "b", func(fc *fakeConn, req wire.Request) {
-		switch req.Op {
-		case wire.OpSubscribe:
-			mu.Lock()
-			atB = append(atB, req)
-			mu.Unlock()
-			fc.reply(wire.Response{ID: req.ID, NextOffset: req.Offset})
-		case wire.OpPing, wire.OpUnsubscribe:
-			fc.reply(wire.Response{ID: req.ID})
-		}
-	})
+	b, subscribesAtB := subscribeNode(t, "b", 0, 0)
 	c, err := Open(testConfig(t, a.addr, b.addr))
 	if err != nil {
 		t.Fatal(err)
@@ -131,8 +132,7 @@ func TestSubscriptionRefusesPushOverCredit(t *testing.T) {
 	}
 	var req wire.Request
 	testutil.WaitFor(t, 5*time.Second, func() error {
-		mu.Lock()
-		defer mu.Unlock()
+		atB := subscribesAtB()
 		if len(atB) == 0 {
 			return errors.New("the subscription did not leave the node that overran its credit")
 		}
