@@ -386,6 +386,7 @@ func (s *Subscription) deliver(a *attachment, resp *wire.Response) {
 		s.badPushLocked(a, fmt.Errorf("%w: %d records held, credit window %d", errBadPush, held, s.cfg.records))
 		return
 	}
+	f.buf = slices.Grow(f.buf, len(resp.Entries)) // one allocation a push, not log2(n)
 	for i := range resp.Entries {
 		e := &resp.Entries[i]
 		f.buf = append(f.buf, Record{Partition: f.part, Offset: e.Offset, Key: e.Key, Data: e.Value,
@@ -573,16 +574,7 @@ func (s *Subscription) Next(ctx context.Context) ([]Record, error) {
 			s.mu.Unlock()
 			return nil, err
 		}
-		var out []Record
-		for _, f := range s.feeds {
-			if len(f.buf) == 0 {
-				continue
-			}
-			out = append(out, f.buf...)
-			f.lentRecs += int64(len(f.buf))
-			f.lentBytes += f.bufBytes
-			f.buf, f.bufBytes = nil, 0
-		}
+		out := s.takeLocked()
 		err := s.err
 		s.mu.Unlock()
 		if len(out) > 0 {
@@ -597,6 +589,27 @@ func (s *Subscription) Next(ctx context.Context) ([]Record, error) {
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// takeLocked hands out the buffered records of every feed, partitions in ascending order,
+// and counts them as lent. One feed's buffer goes out as it is (the feed starts a new
+// one); only records of several feeds are copied into one slice.
+func (s *Subscription) takeLocked() []Record {
+	var out []Record
+	for _, f := range s.feeds {
+		if len(f.buf) == 0 {
+			continue
+		}
+		if out == nil {
+			out = f.buf // the feed lets go of it below
+		} else {
+			out = append(out, f.buf...)
+		}
+		f.lentRecs += int64(len(f.buf))
+		f.lentBytes += f.bufBytes
+		f.buf, f.bufBytes = nil, 0
+	}
+	return out
 }
 
 // grant is credit to send to one attachment.

@@ -144,3 +144,60 @@ func TestSubscriptionRefusesPushOverCredit(t *testing.T) {
 		t.Fatalf("subscribe at b: offset %d, credit %d; want offset 2, credit 2", req.Offset, req.Max)
 	}
 }
+
+// TestSubscriptionNextHandsOutBuffers: Next returns the records of every partition in
+// ascending partition order, each partition in offset order; deliver grows a partition's
+// buffer once a push, and with one partition holding records Next hands out that buffer
+// without copying it.
+func TestSubscriptionNextHandsOutBuffers(t *testing.T) {
+	s := (&Client{}).newSubscription("s", nil)
+	var atts []*attachment
+	for p := range 2 {
+		f := &feed{part: p}
+		atts = append(atts, &attachment{sub: s, feed: f})
+		s.feeds = append(s.feeds, f)
+	}
+	push := func(a *attachment, from, to uint64) {
+		resp := wire.Response{NextOffset: to}
+		for o := from; o < to; o++ {
+			resp.Entries = append(resp.Entries, wire.StreamRecord{Offset: o})
+		}
+		a.feed.att = a
+		s.deliver(a, &resp)
+		a.feed.att = nil // Next grants no credit to a detached feed
+	}
+	ctx := context.Background()
+	push(atts[1], 0, 2)
+	push(atts[0], 0, 1)
+	push(atts[1], 2, 3)
+	recs, err := s.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ part, off int }{{0, 0}, {1, 0}, {1, 1}, {1, 2}}
+	if len(recs) != len(want) {
+		t.Fatalf("got %d records, want %d", len(recs), len(want))
+	}
+	for i, w := range want {
+		if recs[i].Partition != w.part || recs[i].Offset != uint64(w.off) {
+			t.Errorf("#%d: got partition %d offset %d, want %d, %d", i, recs[i].Partition, recs[i].Offset, w.part, w.off)
+		}
+	}
+
+	if raceBuild {
+		return // the race detector's instrumentation allocates
+	}
+	resp := wire.Response{NextOffset: 4, Entries: []wire.StreamRecord{{Offset: 0}, {Offset: 1}, {Offset: 2}, {Offset: 3}}}
+	f, a := s.feeds[0], atts[0]
+	allocs := testing.AllocsPerRun(100, func() {
+		f.att, f.next, f.lentRecs = a, 0, 0
+		s.deliver(a, &resp) // allocates the feed's buffer
+		f.att = nil
+		if recs, err := s.Next(ctx); err != nil || len(recs) != 4 {
+			t.Fatalf("next: %d records, %v", len(recs), err)
+		}
+	})
+	if allocs > 1 {
+		t.Fatalf("deliver and Next of one partition: %v allocations, want 1 (the buffer, grown once)", allocs)
+	}
+}
