@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -411,7 +412,9 @@ func (s *Sink) write(ctx context.Context, recs []Record) error {
 	if s.cfg.AtLeastOnce {
 		maps.Copy(s.pending, next)
 	}
-	s.log.Debug("batch written", "records", len(recs), "next", fmtOffsets(next))
+	if s.log.Enabled(ctx, slog.LevelDebug) { // not fmtOffsets for every batch otherwise
+		s.log.Debug("batch written", "records", len(recs), "next", fmtOffsets(next))
+	}
 	return nil
 }
 
@@ -507,29 +510,24 @@ func (s *Sink) commitOffsets(ctx context.Context) error {
 // it skipped because retention had trimmed them (TrimmedSkip).
 func (s *Sink) Stats() (records, transactions, skipped int64) { return s.records, s.txs, s.skipped }
 
-// fmtEpochs prints epochs per partition in partition order.
-func fmtEpochs(m map[int]int64) string {
-	out := ""
-	for _, p := range slices.Sorted(maps.Keys(m)) {
-		if out != "" {
-			out += " "
-		}
-		out += fmt.Sprintf("%d:%d", p, m[p])
+// fmtPartitions prints m's values in partition order, "partition:value" apart by
+// spaces; an empty m prints none.
+func fmtPartitions[V int64 | uint64](m map[int]V, none string) string {
+	if len(m) == 0 {
+		return none
 	}
-	return out
+	var b strings.Builder
+	for _, p := range slices.Sorted(maps.Keys(m)) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%d:%d", p, m[p])
+	}
+	return b.String()
 }
 
+// fmtEpochs prints epochs per partition in partition order.
+func fmtEpochs(m map[int]int64) string { return fmtPartitions(m, "") }
+
 // fmtOffsets prints offsets per partition in partition order.
-func fmtOffsets(m map[int]uint64) string {
-	if len(m) == 0 {
-		return "none stored"
-	}
-	out := ""
-	for _, p := range slices.Sorted(maps.Keys(m)) {
-		if out != "" {
-			out += " "
-		}
-		out += fmt.Sprintf("%d:%d", p, m[p])
-	}
-	return out
-}
+func fmtOffsets(m map[int]uint64) string { return fmtPartitions(m, "none stored") }
