@@ -160,15 +160,7 @@ var errBadPush = fmt.Errorf("%w: bad subscription push", wire.ErrMalformed)
 // offset, after the replica has had a second to catch up) and ErrBadScope (no such
 // partition). Transient failures are retried like other requests (Config.MaxRetries).
 func (c *Client) Subscribe(ctx context.Context, stream string, partition int, from uint64, opts ...SubscribeOption) (*Subscription, error) {
-	if partition < 0 || partition > math.MaxInt32 {
-		return nil, fmt.Errorf("client: subscribe %q: %w: partition %d", stream, ErrBadScope, partition)
-	}
-	s := c.newSubscription(stream, opts)
-	s.feeds = []*feed{{part: partition, next: from}}
-	if err := s.open(ctx); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return c.SubscribePartitions(ctx, stream, []int{partition}, map[int]uint64{partition: from}, opts...)
 }
 
 // SubscribeAll subscribes to every partition of the stream, as Subscribe does to one;

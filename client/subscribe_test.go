@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -199,5 +200,39 @@ func TestSubscriptionNextHandsOutBuffers(t *testing.T) {
 	})
 	if allocs > 1 {
 		t.Fatalf("deliver and Next of one partition: %v allocations, want 1 (the buffer, grown once)", allocs)
+	}
+}
+
+// TestSubscribeBadPartitions: a partition list or start offsets that cannot be subscribed
+// fail with a typed error before anything is sent to a node.
+func TestSubscribeBadPartitions(t *testing.T) {
+	n, subscribes := subscribeNode(t, "n", 0, 0)
+	c, err := Open(testConfig(t, n.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	tests := []struct {
+		parts []int
+		from  map[int]uint64
+		want  error
+	}{
+		{[]int{-1}, nil, ErrBadScope},
+		{[]int{math.MaxInt32 + 1}, nil, ErrBadScope},
+		{nil, nil, ErrBadArguments},
+		{[]int{1, 0, 1}, nil, ErrBadArguments},
+		{[]int{0}, map[int]uint64{1: 0}, ErrBadArguments},
+	}
+	for i, tt := range tests {
+		if _, err := c.SubscribePartitions(ctx, "s", tt.parts, tt.from); !errors.Is(err, tt.want) {
+			t.Errorf("#%d: got %v, want %v", i, err, tt.want)
+		}
+	}
+	if _, err := c.Subscribe(ctx, "s", -1, 0); !errors.Is(err, ErrBadScope) {
+		t.Errorf("Subscribe partition -1: got %v, want ErrBadScope", err)
+	}
+	if got := subscribes(); len(got) != 0 {
+		t.Errorf("the node got %d subscribe requests, want none", len(got))
 	}
 }
