@@ -458,23 +458,30 @@ func (s *Subscription) run() {
 			return
 		}
 		c.log.Debug("subscription moving", "stream", s.stream, "err", fault.err)
-		s.detach()
-		for pauses := 0; ; pauses++ {
-			err := s.attach(s.ctx, c.anyAddr())
-			if err == nil {
-				break
-			}
-			if s.ctx.Err() != nil || c.isClosing() {
-				break // the loop's top ends it
-			}
-			if !transient(err) {
-				s.end(s.final(err))
-				return
-			}
-			c.log.Debug("subscription attach failed", "stream", s.stream, "err", err)
-			if c.backoff(s.ctx, pauses) != nil {
-				break
-			}
+		if err := s.move(); err != nil {
+			s.end(s.final(err))
+			return
+		}
+	}
+}
+
+// move detaches every feed and attaches them to another node, with backoff, until one
+// takes them. It returns an attach error that moving cannot help, or nil once attached or
+// when Close or the client's Close interrupts it (run's loop then ends the subscription).
+func (s *Subscription) move() error {
+	c := s.c
+	s.detach()
+	for pauses := 0; ; pauses++ {
+		err := s.attach(s.ctx, c.anyAddr())
+		if err == nil || s.ctx.Err() != nil || c.isClosing() {
+			return nil
+		}
+		if !transient(err) {
+			return err
+		}
+		c.log.Debug("subscription attach failed", "stream", s.stream, "err", err)
+		if c.backoff(s.ctx, pauses) != nil {
+			return nil
 		}
 	}
 }
