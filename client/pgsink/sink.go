@@ -379,12 +379,10 @@ func (s *Sink) Close() error {
 // write writes recs in one transaction.
 func (s *Sink) write(ctx context.Context, recs []Record) error {
 	next := map[int]uint64{}
-	rows := make([][]any, len(recs))
-	for i, r := range recs {
+	for _, r := range recs {
 		if r.Offset >= math.MaxInt64 {
 			return fmt.Errorf("pgsink: partition %d offset %d does not fit a bigint", r.Partition, r.Offset)
 		}
-		rows[i] = []any{s.cfg.Stream, int32(r.Partition), int64(r.Offset), r.Key, r.Value, r.EventTime}
 		next[r.Partition] = max(next[r.Partition], r.Offset+1)
 	}
 	tx, err := s.conn.Begin(ctx)
@@ -392,8 +390,8 @@ func (s *Sink) write(ctx context.Context, recs []Record) error {
 		return fmt.Errorf("pgsink: begin: %w", err)
 	}
 	defer tx.Rollback(context.Background()) // no-op after Commit
-	if _, err := tx.CopyFrom(ctx, s.table.ident(), columnNames(), pgx.CopyFromRows(rows)); err != nil {
-		return fmt.Errorf("pgsink: copy %d rows into %s: %w", len(rows), s.table, err)
+	if _, err := tx.CopyFrom(ctx, s.table.ident(), columnNames(), copyRows(s.cfg.Stream, recs)); err != nil {
+		return fmt.Errorf("pgsink: copy %d rows into %s: %w", len(recs), s.table, err)
 	}
 	if err := s.checkEpochs(ctx, tx, slices.Sorted(maps.Keys(next))); err != nil {
 		return err
@@ -416,6 +414,19 @@ func (s *Sink) write(ctx context.Context, recs []Record) error {
 		s.log.Debug("batch written", "records", len(recs), "next", fmtOffsets(next))
 	}
 	return nil
+}
+
+// copyRows is the COPY source of recs, rows in the order of columnNames. It fills one row
+// slice again for each record (pgx encodes a row before it asks for the next), so a batch
+// costs no row slice per record.
+func copyRows(stream string, recs []Record) pgx.CopyFromSource {
+	row := make([]any, len(columns))
+	row[0] = stream // boxed once
+	return pgx.CopyFromSlice(len(recs), func(i int) ([]any, error) {
+		r := &recs[i]
+		row[1], row[2], row[3], row[4], row[5] = int32(r.Partition), int64(r.Offset), r.Key, r.Value, r.EventTime
+		return row, nil
+	})
 }
 
 // checkEpochs locks the epoch rows of parts (ascending, the order every sink locks them
