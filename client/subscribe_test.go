@@ -236,3 +236,41 @@ func TestSubscribeBadPartitions(t *testing.T) {
 		t.Errorf("the node got %d subscribe requests, want none", len(got))
 	}
 }
+
+// TestSubscriptionRefusesBadPush: a push out of offset order, one whose next offset goes
+// back, and one over the credit window break the protocol: deliver keeps none of its
+// records, detaches the feed and wakes run with errBadPush, which moves the subscription.
+func TestSubscriptionRefusesBadPush(t *testing.T) {
+	entries := func(offs ...uint64) []wire.StreamRecord {
+		var out []wire.StreamRecord
+		for _, o := range offs {
+			out = append(out, wire.StreamRecord{Offset: o})
+		}
+		return out
+	}
+	tests := []wire.Response{
+		{NextOffset: 13, Entries: entries(10, 12, 11)},         // out of order
+		{NextOffset: 13, Entries: entries(10, 10)},             // repeated
+		{NextOffset: 12, Entries: entries(9)},                  // below the feed's next offset
+		{NextOffset: 11, Entries: entries(10, 11)},             // next offset before the last record
+		{NextOffset: 15, Entries: entries(10, 11, 12, 13, 14)}, // over a credit of 4
+	}
+	for i, resp := range tests {
+		s := (&Client{}).newSubscription("s", []SubscribeOption{WithCredit(4, 1<<20)})
+		f := &feed{next: 10}
+		a := &attachment{sub: s, feed: f, cn: &conn{}}
+		f.att, s.feeds = a, []*feed{f}
+		s.deliver(a, &resp)
+		if len(f.buf) != 0 || f.next != 10 || f.att != nil {
+			t.Errorf("#%d: kept %d records, next offset %d, attached %t; want none, 10, false", i, len(f.buf), f.next, f.att != nil)
+		}
+		if s.fault == nil || !errors.Is(s.fault, errBadPush) || !transient(s.fault) {
+			t.Errorf("#%d: got fault %v, want a transient errBadPush", i, s.fault)
+		}
+		select {
+		case <-s.trouble:
+		default:
+			t.Errorf("#%d: run not woken", i)
+		}
+	}
+}
