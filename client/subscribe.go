@@ -381,8 +381,7 @@ func (s *Subscription) deliver(a *attachment, resp *wire.Response) {
 	f.buf = slices.Grow(f.buf, len(resp.Entries)) // one allocation a push, not log2(n)
 	for i := range resp.Entries {
 		e := &resp.Entries[i]
-		f.buf = append(f.buf, Record{Partition: f.part, Offset: e.Offset, Key: e.Key, Data: e.Value,
-			EventTime: time.UnixMilli(e.EventTime).UTC()})
+		f.buf = append(f.buf, recordFromWire(f.part, e))
 		f.bufBytes += int64(wire.StreamRecordSize(e))
 	}
 	f.next = resp.NextOffset
