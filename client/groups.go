@@ -65,9 +65,9 @@ type GroupMember struct {
 	err     error         // set when the member is out of the group for good
 	changed chan struct{} // closed and replaced when gen, parts or err change
 
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	ctx  context.Context // the heartbeats'; cancelled by Close
+	stop context.CancelFunc
+	done chan struct{} // closed when the heartbeats have stopped
 }
 
 // JoinGroup joins member to group, which consumes stream (the first join fixes the
@@ -90,13 +90,14 @@ func (c *Client) JoinGroup(ctx context.Context, group, stream, member string, op
 	}
 	m := &GroupMember{c: c, group: group, stream: stream, member: member, interval: cfg.interval,
 		timeoutMs: cfg.timeout.Milliseconds(), changed: make(chan struct{}),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		done: make(chan struct{})}
 	a, err := InvokeAs[builtin.GroupAssignment](ctx, c, builtin.GroupJoin, GroupKey(group),
 		builtin.GroupJoinArgs{Stream: stream, Member: member, SessionTimeoutMs: m.timeoutMs})
 	if err != nil {
 		return nil, err
 	}
 	m.update(a)
+	m.ctx, m.stop = context.WithCancel(context.Background())
 	go m.heartbeats()
 	return m, nil
 }
@@ -203,18 +204,18 @@ func (m *GroupMember) heartbeats() {
 	defer t.Stop()
 	for {
 		select {
-		case <-m.stop:
+		case <-m.ctx.Done():
 			return
 		case <-m.c.closing:
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), m.interval)
+		ctx, cancel := context.WithTimeout(m.ctx, m.interval) // Close does not wait it out
 		err := m.Heartbeat(ctx)
 		cancel()
 		if err != nil {
-			if m.Err() != nil {
-				return
+			if m.Err() != nil || m.ctx.Err() != nil {
+				return // out of the group, or closed in flight: not worth a warning
 			}
 			m.c.cfg.Logger.Warn("group heartbeat failed", "group", m.group, "member", m.member, "err", err)
 		}
@@ -260,7 +261,7 @@ func (m *GroupMember) Leave(ctx context.Context) error {
 // Close stops the heartbeats without leaving: the group removes the member once its
 // session times out. Safe to call more than once.
 func (m *GroupMember) Close() {
-	m.once.Do(func() { close(m.stop) })
+	m.stop()
 	<-m.done
 	m.fail(ErrClosed)
 }

@@ -1,33 +1,15 @@
 package client
 
 import (
-	"encoding/json"
-	"reflect"
 	"testing"
 	"time"
-
-	"github.com/lockstepdb/lockstep/internal/wire"
 )
 
 // TestProcessorFromWireCoversEveryField checks that processorFromWire converts every
 // field of a wire.ProcessorStatus, its window operators included, to the field of the same
 // JSON name, and leaves no field of ProcessorStatus zero.
 func TestProcessorFromWireCoversEveryField(t *testing.T) {
-	var w wire.ProcessorStatus
-	n := 0
-	fill(reflect.ValueOf(&w).Elem(), &n)
-	got, err := json.Marshal(processorFromWire(&w))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := json.Marshal(&w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != string(want) {
-		t.Fatalf("converted processor status\n got %s\nwant %s", got, want)
-	}
-	checkFilled(t, reflect.ValueOf(processorFromWire(&w)), "ProcessorStatus")
+	checkConvertsEveryField(t, processorFromWire, "ProcessorStatus")
 }
 
 // TestWatermarkTime: a watermark reads as its time, none as false.

@@ -83,18 +83,25 @@ func (c *Client) ReadStream(ctx context.Context, stream string, partition int, o
 	}
 	recs := make([]Record, len(resp.Entries))
 	prev := offset
-	for i, e := range resp.Entries {
+	for i := range resp.Entries {
+		e := &resp.Entries[i]
 		if e.Offset < prev || e.Offset >= resp.NextOffset {
 			return nil, offset, fmt.Errorf("client: read stream %q: %w: record at offset %d out of order (from %d, next %d)",
 				stream, ErrMalformed, e.Offset, offset, resp.NextOffset)
 		}
 		prev = e.Offset + 1
-		recs[i] = Record{Partition: partition, Offset: e.Offset, Key: e.Key, Data: e.Value, EventTime: time.UnixMilli(e.EventTime).UTC()}
+		recs[i] = recordFromWire(partition, e)
 	}
 	if resp.NextOffset < offset {
 		return nil, offset, fmt.Errorf("client: read stream %q: %w: next offset %d before %d", stream, ErrMalformed, resp.NextOffset, offset)
 	}
 	return recs, resp.NextOffset, nil
+}
+
+// recordFromWire is the Record of e, a record of partition partition a node sent (read
+// or pushed).
+func recordFromWire(partition int, e *wire.StreamRecord) Record {
+	return Record{Partition: partition, Offset: e.Offset, Key: e.Key, Data: e.Value, EventTime: time.UnixMilli(e.EventTime).UTC()}
 }
 
 // legacyRecords reads the answer of a node that predates full records: values only, with

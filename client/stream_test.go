@@ -57,8 +57,7 @@ func TestReadStreamFullRecordsAndTrimmed(t *testing.T) {
 // TestStreamHelpersRequests checks what the stream helpers send: procedure, keys and
 // arguments, and that AppendBatch scopes its one invocation to the records' keys.
 func TestStreamHelpersRequests(t *testing.T) {
-	var n *fakeNode
-	n = startNode(t, "n", serveSessions(&n, func(fc *fakeConn, req wire.Request) {
+	n := startNode(t, "n", func(fc *fakeConn, req wire.Request) {
 		var v any = uint64(7)
 		switch req.Procedure {
 		case builtin.StreamAppendBatch:
@@ -74,7 +73,7 @@ func TestStreamHelpersRequests(t *testing.T) {
 			return
 		}
 		fc.reply(wire.Response{ID: req.ID, Value: value(t, v)})
-	}))
+	})
 	c := dial(t, testConfig(t, n.addr))
 	ctx := context.Background()
 	at := time.UnixMilli(42)

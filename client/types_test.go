@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"strconv"
 	"testing"
-
-	"github.com/lockstepdb/lockstep/internal/wire"
 )
 
 // fill sets every field v reaches to a distinct non-zero value (a slice gets two
@@ -40,10 +38,18 @@ func fill(v reflect.Value, n *int) {
 // wire.Status, nested ones included, to the field of the same JSON name: a field added
 // to the wire types without a line in the conversion (and a field in Status) fails it.
 func TestStatusFromWireCoversEveryField(t *testing.T) {
-	var w wire.Status
+	checkConvertsEveryField(t, statusFromWire, "Status")
+}
+
+// checkConvertsEveryField fills every field of a W, converts it with conv, and fails t
+// unless the result marshals to the same JSON as the input and no field of it (named
+// name) is left zero: each comes from the wire.
+func checkConvertsEveryField[W, C any](t *testing.T, conv func(*W) C, name string) {
+	t.Helper()
+	var w W
 	n := 0
 	fill(reflect.ValueOf(&w).Elem(), &n)
-	got, err := json.Marshal(statusFromWire(&w))
+	got, err := json.Marshal(conv(&w))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,10 +58,9 @@ func TestStatusFromWireCoversEveryField(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(got) != string(want) {
-		t.Fatalf("converted status\n got %s\nwant %s", got, want)
+		t.Fatalf("converted %s\n got %s\nwant %s", name, got, want)
 	}
-	// And no field of Status is left zero: each comes from the wire.
-	checkFilled(t, reflect.ValueOf(statusFromWire(&w)), "Status")
+	checkFilled(t, reflect.ValueOf(conv(&w)), name)
 }
 
 // checkFilled fails t for every field v reaches that is zero (or an empty slice).

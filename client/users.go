@@ -90,7 +90,7 @@ func (c *Client) userCall(ctx context.Context, what string, a wire.UserArgs) ([]
 		return nil, c.opErr(err)
 	}
 	var infos []wire.UserInfo
-	if err := msgpack.Unmarshal(resp.Value, &infos); err != nil {
+	if err := c.decode(resp.Value, &infos); err != nil {
 		return nil, fmt.Errorf("client: %s: %w: %w", what, ErrMalformed, err)
 	}
 	out := make([]User, len(infos))

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -378,12 +379,10 @@ func (s *Sink) Close() error {
 // write writes recs in one transaction.
 func (s *Sink) write(ctx context.Context, recs []Record) error {
 	next := map[int]uint64{}
-	rows := make([][]any, len(recs))
-	for i, r := range recs {
+	for _, r := range recs {
 		if r.Offset >= math.MaxInt64 {
 			return fmt.Errorf("pgsink: partition %d offset %d does not fit a bigint", r.Partition, r.Offset)
 		}
-		rows[i] = []any{s.cfg.Stream, int32(r.Partition), int64(r.Offset), r.Key, r.Value, r.EventTime}
 		next[r.Partition] = max(next[r.Partition], r.Offset+1)
 	}
 	tx, err := s.conn.Begin(ctx)
@@ -391,8 +390,8 @@ func (s *Sink) write(ctx context.Context, recs []Record) error {
 		return fmt.Errorf("pgsink: begin: %w", err)
 	}
 	defer tx.Rollback(context.Background()) // no-op after Commit
-	if _, err := tx.CopyFrom(ctx, s.table.ident(), columnNames(), pgx.CopyFromRows(rows)); err != nil {
-		return fmt.Errorf("pgsink: copy %d rows into %s: %w", len(rows), s.table, err)
+	if _, err := tx.CopyFrom(ctx, s.table.ident(), columnNames(), copyRows(s.cfg.Stream, recs)); err != nil {
+		return fmt.Errorf("pgsink: copy %d rows into %s: %w", len(recs), s.table, err)
 	}
 	if err := s.checkEpochs(ctx, tx, slices.Sorted(maps.Keys(next))); err != nil {
 		return err
@@ -411,8 +410,23 @@ func (s *Sink) write(ctx context.Context, recs []Record) error {
 	if s.cfg.AtLeastOnce {
 		maps.Copy(s.pending, next)
 	}
-	s.log.Debug("batch written", "records", len(recs), "next", fmtOffsets(next))
+	if s.log.Enabled(ctx, slog.LevelDebug) { // not fmtOffsets for every batch otherwise
+		s.log.Debug("batch written", "records", len(recs), "next", fmtOffsets(next))
+	}
 	return nil
+}
+
+// copyRows is the COPY source of recs, rows in the order of columnNames. It fills one row
+// slice again for each record (pgx encodes a row before it asks for the next), so a batch
+// costs no row slice per record.
+func copyRows(stream string, recs []Record) pgx.CopyFromSource {
+	row := make([]any, len(columns))
+	row[0] = stream // boxed once
+	return pgx.CopyFromSlice(len(recs), func(i int) ([]any, error) {
+		r := &recs[i]
+		row[1], row[2], row[3], row[4], row[5] = int32(r.Partition), int64(r.Offset), r.Key, r.Value, r.EventTime
+		return row, nil
+	})
 }
 
 // checkEpochs locks the epoch rows of parts (ascending, the order every sink locks them
@@ -507,29 +521,24 @@ func (s *Sink) commitOffsets(ctx context.Context) error {
 // it skipped because retention had trimmed them (TrimmedSkip).
 func (s *Sink) Stats() (records, transactions, skipped int64) { return s.records, s.txs, s.skipped }
 
-// fmtEpochs prints epochs per partition in partition order.
-func fmtEpochs(m map[int]int64) string {
-	out := ""
-	for _, p := range slices.Sorted(maps.Keys(m)) {
-		if out != "" {
-			out += " "
-		}
-		out += fmt.Sprintf("%d:%d", p, m[p])
+// fmtPartitions prints m's values in partition order, "partition:value" apart by
+// spaces; an empty m prints none.
+func fmtPartitions[V int64 | uint64](m map[int]V, none string) string {
+	if len(m) == 0 {
+		return none
 	}
-	return out
+	var b strings.Builder
+	for _, p := range slices.Sorted(maps.Keys(m)) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%d:%d", p, m[p])
+	}
+	return b.String()
 }
 
+// fmtEpochs prints epochs per partition in partition order.
+func fmtEpochs(m map[int]int64) string { return fmtPartitions(m, "") }
+
 // fmtOffsets prints offsets per partition in partition order.
-func fmtOffsets(m map[int]uint64) string {
-	if len(m) == 0 {
-		return "none stored"
-	}
-	out := ""
-	for _, p := range slices.Sorted(maps.Keys(m)) {
-		if out != "" {
-			out += " "
-		}
-		out += fmt.Sprintf("%d:%d", p, m[p])
-	}
-	return out
-}
+func fmtOffsets(m map[int]uint64) string { return fmtPartitions(m, "none stored") }

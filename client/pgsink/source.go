@@ -50,13 +50,19 @@ type Origin interface {
 // checkStream is CheckStream of both origins.
 func checkStream(ctx context.Context, cl *client.Client, stream string) (int, error) {
 	desc, err := cl.DescribeStream(ctx, stream)
-	if errors.Is(err, client.ErrUnknownStream) {
-		return 0, fmt.Errorf("%w %q: %w", ErrUnknownStream, stream, err)
-	}
 	if err != nil {
-		return 0, err
+		return 0, streamErr(stream, err)
 	}
 	return len(desc.Partitions), nil
+}
+
+// streamErr translates the client's ErrUnknownStream for stream into the sink's; it
+// returns any other err as it is.
+func streamErr(stream string, err error) error {
+	if errors.Is(err, client.ErrUnknownStream) {
+		return fmt.Errorf("%w %q: %w", ErrUnknownStream, stream, err)
+	}
+	return err
 }
 
 // PollOrigin is an Origin that reads with client.ReadStream, polling a partition again
@@ -84,11 +90,8 @@ func (o *PollOrigin) JoinGroup(ctx context.Context, group, stream, member string
 // through a bounded channel.
 func (o *PollOrigin) Open(ctx context.Context, stream string, partitions []int, from map[int]uint64) (Source, error) {
 	desc, err := o.Client.DescribeStream(ctx, stream)
-	if errors.Is(err, client.ErrUnknownStream) {
-		return nil, fmt.Errorf("%w %q: %w", ErrUnknownStream, stream, err)
-	}
 	if err != nil {
-		return nil, err
+		return nil, streamErr(stream, err)
 	}
 	first := map[int]uint64{}
 	for _, p := range desc.Partitions {

@@ -2,7 +2,6 @@ package pgsink
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/lockstepdb/lockstep/client"
@@ -31,11 +30,8 @@ func (o *SubscribeOrigin) JoinGroup(ctx context.Context, group, stream, member s
 // Open implements Origin.
 func (o *SubscribeOrigin) Open(ctx context.Context, stream string, partitions []int, from map[int]uint64) (Source, error) {
 	sub, err := o.Client.SubscribePartitions(ctx, stream, partitions, from, o.Options...)
-	if errors.Is(err, client.ErrUnknownStream) {
-		return nil, fmt.Errorf("%w %q: %w", ErrUnknownStream, stream, err)
-	}
 	if err != nil {
-		return nil, err
+		return nil, streamErr(stream, err)
 	}
 	return &subscribeSource{sub: sub, stream: stream}, nil
 }
