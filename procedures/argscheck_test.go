@@ -92,6 +92,8 @@ func TestHugeLengthHeaders(t *testing.T) {
 		{"kv.cas", []byte("\x83\xa1o\xdb\xdb\xdb\xdb\xdb\xdb\xdb\xc4\x00\x00\xa2oa")}, // Old: str32 (fuzz find)
 		{"stream.append", []byte("\x82\xa1s\xa1s\xa1r\xc6\x7f\xff\xff\xff")},
 		{"voter.init", []byte("\x81\xa1c\xdd\xff\xff\xff\xff")}, // Contestants: 4G strings
+		// A record's key: bin32 of 4 GiB, which the fast codec declines (stream_decode.go).
+		{"stream.append_batch", []byte("\x82\xa1s\xa1s\xa1r\x91\x81\xa1k\xc6\xff\xff\xff\xff")},
 	}
 	for i, tt := range tests {
 		before := te.snapshot(t)
