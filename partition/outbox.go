@@ -48,11 +48,8 @@ func (tx *Tx) Emit(streamName string, key, value []byte, eventTimeMs int64) erro
 	}
 	p := tx.part
 	tx.run.undo = append(tx.run.undo, undoEntry{part: p, outbox: true, length: len(p.outbox)})
-	data := make([]byte, len(key)+len(value))
-	copy(data, key)
-	copy(data[len(key):], value)
-	p.outbox = append(p.outbox, outRecord{stream: streamName, target: target,
-		key: data[:len(key):len(key)], value: data[len(key):], time: eventTimeMs})
+	key, value = copyRecord(key, value)
+	p.outbox = append(p.outbox, outRecord{stream: streamName, target: target, key: key, value: value, time: eventTimeMs})
 	return nil
 }
 
