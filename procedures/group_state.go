@@ -59,10 +59,18 @@ func loadGroup(tx *partition.Tx, group string) (g groupState, ok bool, err error
 	if !ok {
 		return g, false, nil
 	}
-	if err := msgpack.Unmarshal(v, &g); err != nil {
-		return g, false, fmt.Errorf("%s group %q: %w: %v", partition.SysGroups, group, ErrCorruptValue, err)
+	if err := decodeGroup(v, group, &g); err != nil {
+		return g, false, err
 	}
 	return g, true, nil
+}
+
+// decodeGroup decodes the row v of group into g.
+func decodeGroup(v []byte, group string, g *groupState) error {
+	if err := msgpack.Unmarshal(v, g); err != nil {
+		return fmt.Errorf("%s group %q: %w: %v", partition.SysGroups, group, ErrCorruptValue, err)
+	}
+	return nil
 }
 
 func storeGroup(tx *partition.Tx, group string, g *groupState) error {
