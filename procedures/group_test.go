@@ -409,3 +409,35 @@ func TestGroupRejoinFencesOldIncarnation(t *testing.T) {
 		t.Errorf("the new incarnation's commit: %v", err)
 	}
 }
+
+// TestGroupCorruptRows checks that a group row that does not decode, or an offset row of
+// the wrong length, fails the group calls that read it with ErrCorruptValue.
+func TestGroupCorruptRows(t *testing.T) {
+	te := newTestEngine(t, 2, func(r *Registry) {
+		MustRegister(r, "test.corrupt", func(tx *partition.Tx, _ builtin.NoArgs) (builtin.NoArgs, error) {
+			g := string(tx.Key())
+			if err := tx.PutGroupRow(groupKey(g), []byte{0xc1}); err != nil { // 0xc1: never used
+				return builtin.NoArgs{}, err
+			}
+			return builtin.NoArgs{}, tx.PutGroupRow(offsetKey(g, 0), []byte{1, 2, 3})
+		})
+	})
+	mustInvoke[builtin.NoArgs](t, te, "test.corrupt", "g", nil)
+	for i, call := range []struct {
+		proc string
+		args any
+	}{
+		{builtin.GroupHeartbeat, builtin.GroupMemberArgs{Member: "m"}},
+		{builtin.GroupDescribe, nil},
+		{builtin.GroupOffsets, nil},
+		{builtin.GroupList, nil},
+	} {
+		before := te.snapshot(t)
+		if _, err := invoke[any](t, te, call.proc, "g", call.args); !errors.Is(err, ErrCorruptValue) {
+			t.Errorf("#%d %s: got %v, want %v", i, call.proc, err, ErrCorruptValue)
+		}
+		if !te.snapshot(t).same(before) {
+			t.Errorf("#%d %s: state changed", i, call.proc)
+		}
+	}
+}
