@@ -3,6 +3,7 @@ package partition
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 // Emitting is how a procedure or processor writes a record to the partition its key
@@ -62,7 +63,7 @@ func (tx *Tx) checkStreamWrite(streamName string) error {
 	if err := checkName(streamName); err != nil {
 		return fmt.Errorf("stream %q: %w", streamName, err)
 	}
-	if d := tx.run.proc; d != nil && !d.emitsTo(streamName) {
+	if d := tx.run.proc; d != nil && !slices.Contains(d.Emits, streamName) {
 		return fmt.Errorf("processor %s: stream %s: %w", d.Name, streamName, ErrUndeclaredStream)
 	}
 	return nil
