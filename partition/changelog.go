@@ -3,6 +3,7 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Changelogs. A table named in Config.Changelogs publishes every change to a stream of
@@ -87,11 +88,8 @@ func checkChangelogs(changelogs map[string]string, replicated []string) error {
 			return fmt.Errorf("%w: changelog of table %s: bad stream name %q", ErrBadConfig, table, sname)
 		case byStream[sname] != "":
 			return fmt.Errorf("%w: tables %s and %s both publish to stream %s", ErrBadConfig, byStream[sname], table, sname)
-		}
-		for _, r := range replicated {
-			if r == table {
-				return fmt.Errorf("%w: replicated table %s cannot publish changes", ErrBadConfig, table)
-			}
+		case slices.Contains(replicated, table):
+			return fmt.Errorf("%w: replicated table %s cannot publish changes", ErrBadConfig, table)
 		}
 		byStream[sname] = table
 	}

@@ -69,7 +69,7 @@ func (c Config) Validate() error {
 	if c.MaxResultBytes < 1 || c.MaxResultBytes > MaxResultBytesLimit {
 		return fmt.Errorf("%w: max result bytes %d not in 1..%d", ErrBadConfig, c.MaxResultBytes, MaxResultBytesLimit)
 	}
-	if err := checkProcessors(c.Processors); err != nil {
+	if err := ValidateProcessors(c.Processors); err != nil {
 		return err
 	}
 	seen := map[string]bool{}

@@ -3,6 +3,7 @@ package partition
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 // Emitting is how a procedure or processor writes a record to the partition its key
@@ -48,11 +49,8 @@ func (tx *Tx) Emit(streamName string, key, value []byte, eventTimeMs int64) erro
 	}
 	p := tx.part
 	tx.run.undo = append(tx.run.undo, undoEntry{part: p, outbox: true, length: len(p.outbox)})
-	data := make([]byte, len(key)+len(value))
-	copy(data, key)
-	copy(data[len(key):], value)
-	p.outbox = append(p.outbox, outRecord{stream: streamName, target: target,
-		key: data[:len(key):len(key)], value: data[len(key):], time: eventTimeMs})
+	key, value = copyRecord(key, value)
+	p.outbox = append(p.outbox, outRecord{stream: streamName, target: target, key: key, value: value, time: eventTimeMs})
 	return nil
 }
 
@@ -65,7 +63,7 @@ func (tx *Tx) checkStreamWrite(streamName string) error {
 	if err := checkName(streamName); err != nil {
 		return fmt.Errorf("stream %q: %w", streamName, err)
 	}
-	if d := tx.run.proc; d != nil && !d.emitsTo(streamName) {
+	if d := tx.run.proc; d != nil && !slices.Contains(d.Emits, streamName) {
 		return fmt.Errorf("processor %s: stream %s: %w", d.Name, streamName, ErrUndeclaredStream)
 	}
 	return nil

@@ -68,23 +68,11 @@ type Processor struct {
 	OnTick func(tx *Tx) error
 }
 
-func (p *Processor) emitsTo(stream string) bool {
-	for _, s := range p.Emits {
-		if s == stream {
-			return true
-		}
-	}
-	return false
-}
-
 // ValidateProcessors reports the first invalid processor of a set, wrapped around
 // ErrBadProcessor: a name that is not a valid row key or is used twice, an input stream
 // whose dead-letter stream name would be too long, a bad emitted stream name, an emitted
 // stream equal to the input, or no Process function.
-func ValidateProcessors(ps []Processor) error { return checkProcessors(ps) }
-
-// checkProcessors validates a processor set: names and streams valid, names unique.
-func checkProcessors(ps []Processor) error {
+func ValidateProcessors(ps []Processor) error {
 	seen := map[string]bool{}
 	for i := range ps {
 		p := &ps[i]

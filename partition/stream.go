@@ -257,16 +257,16 @@ func (s *stream) find(off uint64) int {
 	return s.head + sort.Search(s.log.len()-s.head, func(i int) bool { return s.log.at(s.head+i).off >= off })
 }
 
-// read returns up to max live records from offset on, and the offset to read on from: the
+// read returns up to limit live records from offset on, and the offset to read on from: the
 // offset of the first record not returned, or the stream's next offset if none is left.
 // Key and Value slices are shared with the stream and must not be modified.
-func (s *stream) read(offset uint64, max int) ([]Record, uint64, error) {
+func (s *stream) read(offset uint64, limit int) ([]Record, uint64, error) {
 	if offset < s.first {
 		return nil, s.first, &OffsetTrimmedError{Stream: s.name, Offset: offset, First: s.first}
 	}
 	var out []Record
 	i := s.find(offset)
-	for ; i < s.log.len() && len(out) < max; i++ {
+	for ; i < s.log.len() && len(out) < limit; i++ {
 		if e := s.log.at(i); !e.dead {
 			out = append(out, Record{Offset: e.off, Key: e.key, Value: e.value, EventTime: e.time})
 		}
@@ -277,12 +277,5 @@ func (s *stream) read(offset uint64, max int) ([]Record, uint64, error) {
 	if i < s.log.len() {
 		return out, s.log.at(i).off, nil
 	}
-	return out, max64(offset, s.next), nil
-}
-
-func max64(a, b uint64) uint64 {
-	if a > b {
-		return a
-	}
-	return b
+	return out, max(offset, s.next), nil
 }

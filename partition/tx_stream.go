@@ -67,10 +67,17 @@ func (tx *Tx) Append(streamName string, key, value []byte, eventTimeMs int64) (u
 	if eventTimeMs == 0 {
 		eventTimeMs = tx.run.in.Time / 1e6
 	}
+	key, value = copyRecord(key, value)
+	return tx.appendOwned(s, key, value, eventTimeMs), nil
+}
+
+// copyRecord returns copies of key and value in one allocation, the key's capacity
+// clipped so that appending to it cannot reach the value.
+func copyRecord(key, value []byte) ([]byte, []byte) {
 	data := make([]byte, len(key)+len(value))
 	copy(data, key)
 	copy(data[len(key):], value)
-	return tx.appendOwned(s, data[:len(key):len(key)], data[len(key):], eventTimeMs), nil
+	return data[:len(key):len(key)], data[len(key):]
 }
 
 // appendOwned appends a record whose key and value the Tx owns to s, a stream of the

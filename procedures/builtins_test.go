@@ -64,40 +64,7 @@ func TestBuiltinsDeterministic(t *testing.T) {
 	const n = 4
 	gen := newTestEngine(t, n) // only builds inputs
 	log := randomLog(t, gen, rand.New(rand.NewPCG(7, 7)), 3000)
-	var ref []string
-	var refState state
-	for i, run := range []struct {
-		sequential bool
-		batch      int // inputs per Execute; 0 = random sizes
-	}{{false, len(log)}, {true, len(log)}, {false, 1}, {false, 0}, {true, 0}} {
-		te := newTestEngineConfig(t, partition.Config{Partitions: n, Sequential: run.sequential})
-		rng := rand.New(rand.NewPCG(uint64(i), 1))
-		var got []string
-		for from := 0; from < len(log); {
-			size := run.batch
-			if size == 0 {
-				size = 1 + rng.IntN(64)
-			}
-			to := min(from+size, len(log))
-			for _, r := range te.eng.Execute(log[from:to]) {
-				got = append(got, fmt.Sprintf("%x %v", r.Value, r.Err))
-			}
-			from = to
-		}
-		s := te.snapshot(t)
-		if i == 0 {
-			ref, refState = got, s
-			continue
-		}
-		for j := range ref {
-			if got[j] != ref[j] {
-				t.Fatalf("run %d input %d (%s): got %s, want %s", i, j, log[j].Procedure, got[j], ref[j])
-			}
-		}
-		if !s.same(refState) {
-			t.Errorf("run %d: state differs: got hashes %x, want %x", i, s.hashes, refState.hashes)
-		}
-	}
+	checkDeterministic(t, n, log, 64, 1)
 }
 
 // randomLog returns count inputs over every built-in, valid and invalid, with random

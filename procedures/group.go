@@ -8,7 +8,6 @@ import (
 
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // Consumer groups, coordinated by the replicated state machine: join, heartbeat, leave
@@ -305,8 +304,8 @@ func groupList(tx *partition.Tx, _ builtin.NoArgs) ([]builtin.GroupSummary, erro
 	opts := partition.ScanOptions{Start: []byte{groupRowTag}, End: []byte{groupRowTag + 1}}
 	err := eachInScope(tx, partition.SysGroups, opts, func(k, v []byte) error {
 		var g groupState
-		if err := msgpack.Unmarshal(v, &g); err != nil {
-			return fmt.Errorf("%s group %q: %w: %v", partition.SysGroups, k[1:], ErrCorruptValue, err)
+		if err := decodeGroup(v, string(k[1:]), &g); err != nil {
+			return err
 		}
 		out = append(out, builtin.GroupSummary{Group: string(k[1:]), Stream: g.Stream,
 			Generation: g.Generation, Members: int32(len(g.Members))})

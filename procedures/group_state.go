@@ -59,10 +59,18 @@ func loadGroup(tx *partition.Tx, group string) (g groupState, ok bool, err error
 	if !ok {
 		return g, false, nil
 	}
-	if err := msgpack.Unmarshal(v, &g); err != nil {
-		return g, false, fmt.Errorf("%s group %q: %w: %v", partition.SysGroups, group, ErrCorruptValue, err)
+	if err := decodeGroup(v, group, &g); err != nil {
+		return g, false, err
 	}
 	return g, true, nil
+}
+
+// decodeGroup decodes the row v of group into g.
+func decodeGroup(v []byte, group string, g *groupState) error {
+	if err := msgpack.Unmarshal(v, g); err != nil {
+		return fmt.Errorf("%s group %q: %w: %v", partition.SysGroups, group, ErrCorruptValue, err)
+	}
+	return nil
 }
 
 func storeGroup(tx *partition.Tx, group string, g *groupState) error {
@@ -102,30 +110,28 @@ func (g *groupState) find(id string) (int, bool) {
 // function of its arguments, so every replica computes the same assignment.
 func Assign(members, partitions int) [][]int32 {
 	out := make([][]int32, members)
-	if members == 0 {
-		return out
-	}
-	for p := 0; p < partitions; p++ {
-		out[p%members] = append(out[p%members], int32(p))
-	}
 	for i := range out {
-		if out[i] == nil {
-			out[i] = []int32{}
-		}
+		out[i] = memberPartitions(i, members, partitions)
 	}
 	return out
 }
 
-// assignmentOf returns member i's partitions of a group on a stream of n partitions.
-func (g *groupState) assignmentOf(i, n int) []int32 {
+// memberPartitions returns, ascending and never nil, the partitions of 0..partitions-1
+// that Assign gives member i of members (members > 0).
+func memberPartitions(i, members, partitions int) []int32 {
 	parts := []int32{}
-	if len(g.Members) == 0 {
-		return parts
-	}
-	for p := i; p < n; p += len(g.Members) {
+	for p := i; p < partitions; p += members {
 		parts = append(parts, int32(p))
 	}
 	return parts
+}
+
+// assignmentOf returns member i's partitions of a group on a stream of n partitions.
+func (g *groupState) assignmentOf(i, n int) []int32 {
+	if len(g.Members) == 0 {
+		return []int32{}
+	}
+	return memberPartitions(i, len(g.Members), n)
 }
 
 func (g *groupState) owns(i, n int, p int32) bool {

@@ -319,50 +319,17 @@ func TestGroupDeterministic(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 9))
 	gen := groupEngine(t, n)
 	log := gen.groupLog(t, rng, 2000)
-	var ref []string
-	var refState state
-	for i, run := range []struct {
-		sequential bool
-		batch      int
-	}{{false, len(log)}, {true, len(log)}, {false, 1}, {false, 0}, {true, 0}} {
-		te := newTestEngineConfig(t, partition.Config{Partitions: n, Sequential: run.sequential}, registerProcess)
-		brng := rand.New(rand.NewPCG(uint64(i), 2))
-		var got []string
-		for from := 0; from < len(log); {
-			size := run.batch
-			if size == 0 {
-				size = 1 + brng.IntN(32)
-			}
-			to := min(from+size, len(log))
-			for _, r := range te.eng.Execute(log[from:to]) {
-				got = append(got, fmt.Sprintf("%x %v", r.Value, r.Err))
-			}
-			from = to
+	ref := checkDeterministic(t, n, log, 32, 2, registerProcess)
+	var ok, refused int
+	for _, r := range ref {
+		if r[len(r)-5:] == "<nil>" {
+			ok++
+		} else {
+			refused++
 		}
-		s := te.snapshot(t)
-		if i == 0 {
-			ref, refState = got, s
-			var ok, refused int
-			for _, r := range got {
-				if r[len(r)-5:] == "<nil>" {
-					ok++
-				} else {
-					refused++
-				}
-			}
-			if ok < len(got)/4 || refused < len(got)/20 {
-				t.Fatalf("the log exercises too little: %d succeeded, %d refused", ok, refused)
-			}
-			continue
-		}
-		for j := range ref {
-			if got[j] != ref[j] {
-				t.Fatalf("run %d input %d (%s): got %s, want %s", i, j, log[j].Procedure, got[j], ref[j])
-			}
-		}
-		if !s.same(refState) {
-			t.Errorf("run %d: state differs: got hashes %x, want %x", i, s.hashes, refState.hashes)
-		}
+	}
+	if ok < len(ref)/4 || refused < len(ref)/20 {
+		t.Fatalf("the log exercises too little: %d succeeded, %d refused", ok, refused)
 	}
 }
 
@@ -440,5 +407,37 @@ func TestGroupRejoinFencesOldIncarnation(t *testing.T) {
 	}
 	if err := commit(again.Generation); err != nil {
 		t.Errorf("the new incarnation's commit: %v", err)
+	}
+}
+
+// TestGroupCorruptRows checks that a group row that does not decode, or an offset row of
+// the wrong length, fails the group calls that read it with ErrCorruptValue.
+func TestGroupCorruptRows(t *testing.T) {
+	te := newTestEngine(t, 2, func(r *Registry) {
+		MustRegister(r, "test.corrupt", func(tx *partition.Tx, _ builtin.NoArgs) (builtin.NoArgs, error) {
+			g := string(tx.Key())
+			if err := tx.PutGroupRow(groupKey(g), []byte{0xc1}); err != nil { // 0xc1: never used
+				return builtin.NoArgs{}, err
+			}
+			return builtin.NoArgs{}, tx.PutGroupRow(offsetKey(g, 0), []byte{1, 2, 3})
+		})
+	})
+	mustInvoke[builtin.NoArgs](t, te, "test.corrupt", "g", nil)
+	for i, call := range []struct {
+		proc string
+		args any
+	}{
+		{builtin.GroupHeartbeat, builtin.GroupMemberArgs{Member: "m"}},
+		{builtin.GroupDescribe, nil},
+		{builtin.GroupOffsets, nil},
+		{builtin.GroupList, nil},
+	} {
+		before := te.snapshot(t)
+		if _, err := invoke[any](t, te, call.proc, "g", call.args); !errors.Is(err, ErrCorruptValue) {
+			t.Errorf("#%d %s: got %v, want %v", i, call.proc, err, ErrCorruptValue)
+		}
+		if !te.snapshot(t).same(before) {
+			t.Errorf("#%d %s: state changed", i, call.proc)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
@@ -174,6 +175,50 @@ func (te *testEngine) snapshot(t tb) state {
 	}
 	s.dump = b.String()
 	return s
+}
+
+// checkDeterministic checks DESIGN.md invariant 1 for log: run on engines of n partitions
+// (with extra registered), parallel or sequential, and cut into batches whole, one input
+// at a time, or at random sizes up to maxBatch (from seed), it gives the same results and
+// byte-identical state. It returns the first run's results, one "value error" string per
+// input.
+func checkDeterministic(t *testing.T, n int, log []partition.Input, maxBatch int, seed uint64, extra ...func(*Registry)) []string {
+	t.Helper()
+	var ref []string
+	var refState state
+	for i, run := range []struct {
+		sequential bool
+		batch      int // inputs per Execute; 0 = random sizes
+	}{{false, len(log)}, {true, len(log)}, {false, 1}, {false, 0}, {true, 0}} {
+		te := newTestEngineConfig(t, partition.Config{Partitions: n, Sequential: run.sequential}, extra...)
+		rng := rand.New(rand.NewPCG(uint64(i), seed))
+		var got []string
+		for from := 0; from < len(log); {
+			size := run.batch
+			if size == 0 {
+				size = 1 + rng.IntN(maxBatch)
+			}
+			to := min(from+size, len(log))
+			for _, r := range te.eng.Execute(log[from:to]) {
+				got = append(got, fmt.Sprintf("%x %v", r.Value, r.Err))
+			}
+			from = to
+		}
+		s := te.snapshot(t)
+		if i == 0 {
+			ref, refState = got, s
+			continue
+		}
+		for j := range ref {
+			if got[j] != ref[j] {
+				t.Fatalf("run %d input %d (%s): got %s, want %s", i, j, log[j].Procedure, got[j], ref[j])
+			}
+		}
+		if !s.same(refState) {
+			t.Errorf("run %d: state differs: got hashes %x, want %x", i, s.hashes, refState.hashes)
+		}
+	}
+	return ref
 }
 
 // same reports whether two states are identical.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/lockstepdb/lockstep/partition"
 )
@@ -196,14 +197,6 @@ func (r *Registry) ListProcessors() []ProcessorInfo {
 		info.Windows = slices.Clone(info.Windows)
 		out = append(out, info)
 	}
-	slices.SortFunc(out, func(a, b ProcessorInfo) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b ProcessorInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }

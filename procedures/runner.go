@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/internal/canon"
 	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures/schema"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -38,12 +39,6 @@ func (r *runner) Run(tx *partition.Tx, in *partition.Input, out []byte) ([]byte,
 	}
 	if e.info.Multi != in.Multi() {
 		return out, fmt.Errorf("%w: %s (multi-partition: %t)", ErrWrongScope, e.info.Name, e.info.Multi)
-	}
-	// Before the decoder sees them: it allocates whatever a length header claims.
-	if len(in.Args) > 0 {
-		if err := checkMsgpack(in.Args); err != nil {
-			return out, fmt.Errorf("%w: %s: %v", ErrBadArguments, e.info.Name, err)
-		}
 	}
 	inst := r.insts[e.id]
 	if inst == nil {
@@ -101,6 +96,11 @@ func (t *typed[A, R]) run(tx *partition.Tx, raw []byte, rd *bytes.Reader, dec *m
 	// No argument bytes at all mean the zero value of A.
 	if len(raw) > 0 && (t.fast == nil || !t.fast.decode(raw, &t.args)) {
 		t.args = zeroA
+		// Before the decoder sees them: it allocates whatever a length header claims. A
+		// fast codec bounds-checks what it accepts itself.
+		if err := schema.CheckMsgpack(raw); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrBadArguments, t.name, err)
+		}
 		if err := dec.Decode(&t.args); err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrBadArguments, t.name, err)
 		}

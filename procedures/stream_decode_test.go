@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
+	"github.com/lockstepdb/lockstep/procedures/schema"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -37,7 +38,7 @@ func checkAppendBatchDecoder(t testing.TB, d fastCodec[builtin.StreamAppendBatch
 	var got builtin.StreamAppendBatchArgs
 	ok := d.decode(raw, &got)
 	defer d.release()
-	if err := checkMsgpack(raw); err != nil {
+	if err := schema.CheckMsgpack(raw); err != nil {
 		// The runner refuses these before any decoder sees them (the reflective one would
 		// allocate what a length header claims).
 		return false

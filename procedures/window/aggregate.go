@@ -2,6 +2,7 @@ package window
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/lockstepdb/lockstep/partition"
 )
@@ -98,10 +99,11 @@ type LateRecord[R any] struct {
 // Advance, called when time passes with no record, applies the watermark's idle rule
 // and closes windows up to it.
 type Aggregate[R, S any] struct {
-	cfg     Config[R, S]
-	session bool
-	wm      *Watermark
-	tables  Tables
+	cfg         Config[R, S]
+	session     bool
+	scalarState bool // scalarState of S: a saved state needs no canonical rewrite
+	wm          *Watermark
+	tables      Tables
 }
 
 // Tables names the tables of an Aggregate: all are ordinary partition tables, hashed,
@@ -133,7 +135,7 @@ func New[R, S any](cfg Config[R, S]) (*Aggregate[R, S], error) {
 	case session && cfg.Merge == nil:
 		return nil, fmt.Errorf("%w: session windows need Merge", ErrBadConfig)
 	}
-	a := &Aggregate[R, S]{cfg: cfg, session: session, tables: Tables{
+	a := &Aggregate[R, S]{cfg: cfg, session: session, scalarState: scalarState(reflect.TypeFor[S]()), tables: Tables{
 		Watermark: cfg.Name + ".wm",
 		State:     cfg.Name + ".win",
 		Fire:      cfg.Name + ".fire",

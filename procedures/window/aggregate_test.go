@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/lockstepdb/lockstep/partition"
@@ -171,15 +173,57 @@ func TestStateEncodingDeterministic(t *testing.T) {
 	for i := range 50 {
 		st.Value.Buckets[fmt.Sprint("k", i)] = int64(i)
 	}
-	first, err := encodeState(&st)
+	first, err := encodeState(&st, scalarState(reflect.TypeFor[agg]()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 20 {
-		if b, _ := encodeState(&st); !bytes.Equal(b, first) {
+		if b, _ := encodeState(&st, false); !bytes.Equal(b, first) {
 			t.Fatalf("#%d: encoding differs", i)
 		}
 	}
+}
+
+// TestStateEncodingScalar: a scalar state skips the canonical rewrite, which would not
+// change its bytes; a struct, encoded as a map, does not skip it (invariant 1).
+func TestStateEncodingScalar(t *testing.T) {
+	type named int64
+	type noMap struct{ B, A int64 }
+	for i, tt := range []struct {
+		typ  reflect.Type
+		want bool
+	}{
+		{reflect.TypeFor[int64](), true}, {reflect.TypeFor[named](), true}, {reflect.TypeFor[float64](), true},
+		{reflect.TypeFor[string](), true}, {reflect.TypeFor[bool](), true}, {reflect.TypeFor[uint8](), true},
+		{reflect.TypeFor[noMap](), false}, {reflect.TypeFor[[]int64](), false}, {reflect.TypeFor[any](), false},
+		{reflect.TypeFor[agg](), false}, {reflect.TypeFor[*int64](), false},
+	} {
+		if got := scalarState(tt.typ); got != tt.want {
+			t.Errorf("#%d scalarState(%v): got %t, want %t", i, tt.typ, got, tt.want)
+		}
+	}
+	check := func(name string, got, want []byte, err1, err2 error) {
+		t.Helper()
+		if err1 != nil || err2 != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: got %x (%v), want %x (%v)", name, got, err1, want, err2)
+		}
+	}
+	for _, v := range []int64{0, -1, 127, -33, 1 << 40, -1 << 62} {
+		st := windowState[int64]{End: v, Emitted: 70000, Value: v}
+		got, err1 := encodeState(&st, true)
+		want, err2 := encodeState(&st, false)
+		check(fmt.Sprint("int64 ", v), got, want, err1, err2)
+	}
+	for _, v := range []string{"", "s", strings.Repeat("x", 300)} {
+		st := windowState[string]{End: -5, Value: v}
+		got, err1 := encodeState(&st, true)
+		want, err2 := encodeState(&st, false)
+		check("string", got, want, err1, err2)
+	}
+	st := windowState[float64]{End: 1, Value: 2.5}
+	got, err1 := encodeState(&st, true)
+	want, err2 := encodeState(&st, false)
+	check("float64", got, want, err1, err2)
 }
 
 // TestSessionExtendedBackwards: a record that starts a fired session earlier retracts it

@@ -2,6 +2,7 @@ package window
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/lockstepdb/lockstep/internal/canon"
 	"github.com/lockstepdb/lockstep/partition"
@@ -17,16 +18,30 @@ type windowState[S any] struct {
 }
 
 // encodeState encodes st with msgpack in canonical form, so that equal states give equal
-// bytes on every replica (the bytes are hashed, DESIGN.md invariant 1).
-func encodeState[S any](st *windowState[S]) ([]byte, error) {
+// bytes on every replica (the bytes are hashed, DESIGN.md invariant 1). scalar is
+// scalarState of S: such a state encodes no map, so it is canonical as msgpack writes it.
+func encodeState[S any](st *windowState[S], scalar bool) ([]byte, error) {
 	b, err := msgpack.Marshal(st)
-	if err == nil {
+	if err == nil && !scalar {
 		b, err = canon.Msgpack(nil, b)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("window state: %w", err)
 	}
 	return b, nil
+}
+
+// scalarState reports whether a window state of type t is a bool, number or string
+// without an encoder of its own: one that encodes no msgpack map (a struct encodes as
+// one), so encodeState need not rewrite it.
+func scalarState(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64, reflect.String:
+		return !canon.MayHoldMap(t)
+	}
+	return false
 }
 
 // load reads the state of the window of key starting at start.
@@ -52,7 +67,7 @@ func decodeState[S any](b []byte, st *windowState[S]) error {
 
 // save writes the state of the window of key starting at start.
 func (a *Aggregate[R, S]) save(tx *partition.Tx, key []byte, start int64, st *windowState[S]) error {
-	b, err := encodeState(st)
+	b, err := encodeState(st, a.scalarState)
 	if err != nil {
 		return err
 	}
