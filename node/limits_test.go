@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/lockstepdb/lockstep/internal/certs"
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/procedures"
 )
@@ -185,4 +186,41 @@ func TestClientHandshakeTimeout(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// TestRaftHandshakeTimeout: a Raft connection that stalls in its TLS handshake is closed
+// within one HandshakeTimeout and counted as handshake_timeout, and the layer closes with
+// nothing left running.
+func TestRaftHandshakeTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	st, err := certs.NewNodeStore(testCertsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newLimitMetrics(prometheus.NewRegistry())
+	l, err := newTLSStreamLayer("127.0.0.1:0", st, testLogger(t), nil, Limits{HandshakeTimeout: timeout}.withDefaults(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	nc, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.Write([]byte{recordTypeHandshake}) // the start of a TLS record, and nothing more
+	start := time.Now()
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(nc); err != nil {
+		t.Fatalf("connection not closed by the layer: %v", err)
+	}
+	if took := time.Since(start); took > 10*timeout {
+		t.Errorf("closed after %v, handshake timeout %v", took, timeout)
+	}
+	testutil.WaitFor(t, 5*time.Second, func() error {
+		if got := value(t, m.limited.WithLabelValues("raft", limitHandshake)); got != 1 {
+			return fmt.Errorf("handshake_timeout count %v, want 1", got)
+		}
+		return nil
+	})
 }
