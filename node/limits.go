@@ -281,15 +281,14 @@ func (n *Node) handshake(ln *limitListener, nc net.Conn) (net.Conn, Identity, bo
 		return nil, Identity{}, false
 	}
 	defer ln.endHandshake()
-	deadline := time.Now().Add(n.cfg.Limits.HandshakeTimeout)
-	sc, who, err := n.acceptTLS(nc)
+	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Limits.HandshakeTimeout)
+	defer cancel()
+	sc, who, err := n.acceptTLS(ctx, nc)
 	if err != nil {
 		n.handshakeFailed(ln, err)
 		nc.Close()
 		return nil, Identity{}, false
 	}
-	ctx, cancel := context.WithDeadline(n.ctx, deadline)
-	defer cancel()
 	if _, err := wire.ServerHandshake(ctx, sc, n.cfg.ClusterID, n.cfg.ID); err != nil {
 		n.handshakeFailed(ln, err)
 		sc.Close()
