@@ -224,3 +224,15 @@ func TestRaftHandshakeTimeout(t *testing.T) {
 		return nil
 	})
 }
+
+// TestLimitsWithDefaults: every zero limit takes its default, and a limit given stays.
+func TestLimitsWithDefaults(t *testing.T) {
+	if got, want := (Limits{}).withDefaults(), DefaultLimits(); got != want {
+		t.Errorf("zero limits: got %+v, want %+v", got, want)
+	}
+	given := Limits{MaxConns: 1, MaxConnsPerAddr: 2, MaxHandshakes: 3, HandshakeTimeout: 4, IdleTimeout: 5, MaxFrameBytes: 6,
+		InflightBytes: 7, AdminReadTimeout: 8, AdminWriteTimeout: 9, AdminIdleTimeout: 10, AdminMaxHeaderBytes: 11}
+	if got := given.withDefaults(); got != given {
+		t.Errorf("given limits: got %+v, want %+v", got, given)
+	}
+}
