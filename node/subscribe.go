@@ -1,11 +1,13 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -483,13 +485,7 @@ func (n *Node) Subscriptions() []SubscriptionStats {
 		cc.subs.mu.Unlock()
 	}
 	slices.SortFunc(out, func(a, b SubscriptionStats) int {
-		if a.Stream != b.Stream {
-			if a.Stream < b.Stream {
-				return -1
-			}
-			return 1
-		}
-		return a.Partition - b.Partition
+		return cmp.Or(strings.Compare(a.Stream, b.Stream), cmp.Compare(a.Partition, b.Partition))
 	})
 	return out
 }
