@@ -87,11 +87,10 @@ func inputsTotal(t *testing.T, hc *http.Client, addr string) (total, counterOK f
 	return total, counterOK
 }
 
-// TestAdminEndpoints checks /healthz, /readyz, /status and /metrics on every node of a real
-// cluster, and that the counters move under load on the leader and the followers alike.
-func TestAdminEndpoints(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+// startAdminCluster starts 3 nodes with their admin servers on OS-chosen ports, closed
+// when the test ends.
+func startAdminCluster(t *testing.T, ctx context.Context) *LocalCluster {
+	t.Helper()
 	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: 3, Dir: t.TempDir(), Node: Config{CertsDir: testCertsDir,
 		Replica: replica.Config{Partitions: 4}, Logger: testLogger(t), AdminAddr: "127.0.0.1:0",
 	}})
@@ -99,6 +98,15 @@ func TestAdminEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(lc.Close)
+	return lc
+}
+
+// TestAdminEndpoints checks /healthz, /readyz, /status and /metrics on every node of a real
+// cluster, and that the counters move under load on the leader and the followers alike.
+func TestAdminEndpoints(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lc := startAdminCluster(t, ctx)
 	hc := testHTTPClient(t)
 
 	before := map[string]float64{}

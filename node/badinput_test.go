@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"syscall"
 	"testing"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // rawConn is a handshaken connection for sending hand-made frames.
@@ -224,5 +227,76 @@ func TestClientThatDoesNotReadLosesOnlyItsConnection(t *testing.T) {
 	// The responses it did not read were counted, not dropped in silence (issue 7).
 	if n := sendErrors(t, l.Metrics(), sendQueueFull); n < 1 {
 		t.Fatalf("lockstep_client_send_errors_total{reason=queue_full} = %v, want at least 1", n)
+	}
+}
+
+// TestRawRequestsRefused: requests the client library never sends, made by hand, each get
+// their typed error from the node's own checks (subscribe, credit, invoke, users, op)
+// and change nothing: the partitions' state hashes stay what they were (DESIGN.md
+// invariant 7).
+func TestRawRequestsRefused(t *testing.T) {
+	c := startCluster(t, clusterOptions{nodes: 1, partitions: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := c.dial(ctx).CreateStream(ctx, builtin.StreamDefinition{Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	n := c.Nodes[0]
+	nc := rawConn(t, n.ClientAddr())
+	roundTrip := func(req *wire.Request) wire.Response {
+		t.Helper()
+		nc.Write(wire.AppendFrame(nil, wire.AppendRequest(nil, req)))
+		resp, err := readResponse(t, nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	users := func(a wire.UserArgs) []byte {
+		b, err := msgpack.Marshal(&a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if resp := roundTrip(&wire.Request{ID: 1, Op: wire.OpSubscribe, Sub: 9, Stream: "s", Max: 1, Bytes: 1 << 20}); resp.Code != wire.CodeOK {
+		t.Fatalf("subscribe: %v %s", resp.Code, resp.Message)
+	}
+	hashes := func() (hs []uint64) {
+		for _, p := range n.fsm.Engine().Partitions() {
+			hs = append(hs, p.RecomputeHash())
+		}
+		return hs
+	}
+	before := hashes()
+	for i, tc := range []struct {
+		name string
+		req  wire.Request
+		want wire.Code
+	}{
+		{"subscription id 0", wire.Request{Op: wire.OpSubscribe, Stream: "s"}, wire.CodeBadArguments},
+		{"subscription without a stream", wire.Request{Op: wire.OpSubscribe, Sub: 1}, wire.CodeBadArguments},
+		{"subscription credit over the bound", wire.Request{Op: wire.OpSubscribe, Sub: 1, Stream: "s", Max: math.MaxUint32}, wire.CodeBadArguments},
+		{"subscription id taken", wire.Request{Op: wire.OpSubscribe, Sub: 9, Stream: "s"}, wire.CodeBadArguments},
+		{"unknown consistency", wire.Request{Op: wire.OpInvoke, Procedure: "counter.get", Key: []byte("k"), HasKey: true, Consistency: 9}, wire.CodeBadArguments},
+		{"no partition key", wire.Request{Op: wire.OpInvoke, Procedure: "counter.add"}, wire.CodeBadArguments},
+		{"empty partition key", wire.Request{Op: wire.OpInvoke, Procedure: "counter.add", HasKey: true}, wire.CodeBadArguments},
+		{"write at consistency Any", wire.Request{Op: wire.OpInvoke, Procedure: "counter.add", Key: []byte("k"), HasKey: true, Consistency: wire.ConsistencyAny}, wire.CodeBadArguments},
+		{"unknown user command", wire.Request{Op: wire.OpUsers, Args: users(wire.UserArgs{Cmd: "bogus", Name: "x"})}, wire.CodeBadArguments},
+		{"grant of nothing", wire.Request{Op: wire.OpUsers, Args: users(wire.UserArgs{Cmd: wire.UserGrant, Name: "x"})}, wire.CodeBadArguments},
+		{"unknown op", wire.Request{Op: wire.Op(200)}, wire.CodeMalformed},
+	} {
+		tc.req.ID = uint64(100 + i)
+		if resp := roundTrip(&tc.req); resp.ID != tc.req.ID || resp.Code != tc.want {
+			t.Errorf("#%d %s: got %d %v %q, want %v", i, tc.name, resp.ID, resp.Code, resp.Message, tc.want)
+		}
+	}
+	// A credit grant past the bound ends the subscription with an end push.
+	nc.Write(wire.AppendFrame(nil, wire.AppendRequest(nil, &wire.Request{ID: 200, Op: wire.OpCredit, Sub: 9, Max: math.MaxUint32})))
+	if resp, err := readResponse(t, nc); err != nil || resp.Sub != 9 || resp.Code != wire.CodeBadArguments {
+		t.Errorf("credit over the bound: got %+v %v, want the end push of subscription 9 with BadArguments", resp, err)
+	}
+	if after := hashes(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("state hashes %x after the refused requests, %x before", after, before)
 	}
 }

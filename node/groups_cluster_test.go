@@ -70,6 +70,62 @@ func consumeBatch(cl *client.Client, group string) func(context.Context, client.
 	}
 }
 
+// runningConsumer is a group member consuming in its own goroutine until stop.
+type runningConsumer struct {
+	m    *client.GroupMember
+	stop context.CancelFunc
+	done chan error // Consume's result
+}
+
+// stopConsumers stops each consumer, checks that its Consume ended by the cancel, and
+// closes its member.
+func stopConsumers(t *testing.T, rs ...runningConsumer) {
+	t.Helper()
+	for _, r := range rs {
+		r.stop()
+		if err := <-r.done; !errors.Is(err, context.Canceled) {
+			t.Errorf("consumer %s: %v", r.m.Member(), err)
+		}
+		r.m.Close()
+	}
+}
+
+// waitGroupDrained waits until group has committed, in every partition, the next offset
+// stream has now, and returns the stream's description.
+func waitGroupDrained(t *testing.T, ctx context.Context, admin *client.Client, group, stream string, timeout time.Duration) builtin.StreamDescription {
+	t.Helper()
+	desc, err := admin.DescribeStream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, timeout, func() error {
+		offs, err := admin.GroupOffsets(ctx, group)
+		if err != nil {
+			return err
+		}
+		for _, p := range desc.Partitions {
+			if offs[int(p.Partition)] != p.NextOffset {
+				return fmt.Errorf("partition %d: committed %d of %d", p.Partition, offs[int(p.Partition)], p.NextOffset)
+			}
+		}
+		return nil
+	})
+	return desc
+}
+
+// processedCounts sums node n's processedTable over its partitions: how often test.consume
+// processed each record.
+func processedCounts(n *Node) map[string]uint64 {
+	counts := map[string]uint64{}
+	for _, part := range n.fsm.Engine().Partitions() {
+		part.Scan(processedTable, partition.ScanOptions{}, func(k, v []byte) bool {
+			counts[string(k)] += binary.BigEndian.Uint64(v)
+			return true
+		})
+	}
+	return counts
+}
+
 // TestClusterConsumerGroup: on 3 nodes under a steady stream of appends, members join,
 // leave, and stop heartbeating (a zombie that goes on consuming); every partition is
 // assigned to exactly one member in every generation observed, every record is processed
@@ -140,12 +196,7 @@ func TestClusterConsumerGroup(t *testing.T) {
 			owners[gen][p] = m.Member()
 		}
 	}
-	type running struct {
-		m    *client.GroupMember
-		stop context.CancelFunc
-		done chan error
-	}
-	start := func(id string) running {
+	start := func(id string) runningConsumer {
 		cl := c.dial(ctx)
 		m, err := cl.JoinGroup(ctx, group, stream, id, client.WithSessionTimeout(time.Second), client.WithHeartbeatInterval(150*time.Millisecond))
 		if err != nil {
@@ -160,7 +211,7 @@ func TestClusterConsumerGroup(t *testing.T) {
 				return handle(ctx, b)
 			}, client.ConsumeOptions{MaxRecords: 50})
 		}()
-		return running{m, stop, done}
+		return runningConsumer{m, stop, done}
 	}
 	a, b := start("a"), start("b")
 	time.Sleep(400 * time.Millisecond) // let them consume under load in generation 2
@@ -241,29 +292,8 @@ func TestClusterConsumerGroup(t *testing.T) {
 	if err := <-producerDone; err != nil {
 		t.Fatalf("producer: %v", err)
 	}
-	desc, err := admin.DescribeStream(ctx, stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testutil.WaitFor(t, 30*time.Second, func() error {
-		offs, err := admin.GroupOffsets(ctx, group)
-		if err != nil {
-			return err
-		}
-		for _, p := range desc.Partitions {
-			if offs[int(p.Partition)] != p.NextOffset {
-				return fmt.Errorf("partition %d: committed %d of %d", p.Partition, offs[int(p.Partition)], p.NextOffset)
-			}
-		}
-		return nil
-	})
-	for _, r := range []running{a, d} {
-		r.stop()
-		if err := <-r.done; !errors.Is(err, context.Canceled) {
-			t.Errorf("consumer %s: %v", r.m.Member(), err)
-		}
-		r.m.Close()
-	}
+	desc := waitGroupDrained(t, ctx, admin, group, stream, 30*time.Second)
+	stopConsumers(t, a, d)
 	hashes := c.waitConverged()
 	t.Logf("%d records, generations observed %d, hashes %x", produced.Load(), len(owners), hashes)
 
@@ -281,13 +311,7 @@ func TestClusterConsumerGroup(t *testing.T) {
 		t.Fatalf("stream holds %d records, %d appended", total, produced.Load())
 	}
 	for _, n := range c.Nodes {
-		counts := map[string]uint64{}
-		for _, part := range n.fsm.Engine().Partitions() {
-			part.Scan(processedTable, partition.ScanOptions{}, func(k, v []byte) bool {
-				counts[string(k)] += binary.BigEndian.Uint64(v)
-				return true
-			})
-		}
+		counts := processedCounts(n)
 		for _, p := range desc.Partitions {
 			for off := uint64(0); off < p.NextOffset; off++ {
 				row := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint32(nil, uint32(p.Partition)), off)
@@ -384,7 +408,7 @@ func TestClusterGroupConsumePushed(t *testing.T) {
 	var mu sync.Mutex
 	spans := map[string][]span{}
 	var errs []string
-	start := func(id string) (*client.GroupMember, context.CancelFunc, chan error) {
+	start := func(id string) runningConsumer {
 		cl := c.dial(ctx)
 		m, err := cl.JoinGroup(ctx, group, stream, id, client.WithSessionTimeout(5*time.Second), client.WithHeartbeatInterval(100*time.Millisecond))
 		if err != nil {
@@ -412,26 +436,11 @@ func TestClusterGroupConsumePushed(t *testing.T) {
 				return nil
 			}, client.ConsumeOptions{MaxRecords: 20})
 		}()
-		return m, stop, done
+		return runningConsumer{m, stop, done}
 	}
 	drained := func() {
 		t.Helper()
-		desc, err := admin.DescribeStream(ctx, stream)
-		if err != nil {
-			t.Fatal(err)
-		}
-		testutil.WaitFor(t, 20*time.Second, func() error {
-			offs, err := admin.GroupOffsets(ctx, group)
-			if err != nil {
-				return err
-			}
-			for _, p := range desc.Partitions {
-				if offs[int(p.Partition)] != p.NextOffset {
-					return fmt.Errorf("partition %d: committed %d of %d", p.Partition, offs[int(p.Partition)], p.NextOffset)
-				}
-			}
-			return nil
-		})
+		waitGroupDrained(t, ctx, admin, group, stream, 20*time.Second)
 	}
 	// subscribed waits until the node serves want subscriptions to the stream, one per
 	// partition in total.
@@ -456,31 +465,21 @@ func TestClusterGroupConsumePushed(t *testing.T) {
 		})
 	}
 
-	a, stopA, doneA := start("a")
+	a := start("a")
 	appendN(0, 200)
 	drained()
 	subscribed(parts)
-	b, stopB, doneB := start("b")
+	b := start("b")
 	testutil.WaitFor(t, 10*time.Second, func() error {
-		if ga, pa := a.Current(); len(pa) != 2 || ga != b.Generation() {
-			return fmt.Errorf("a holds %v in generation %d, b is in %d", pa, ga, b.Generation())
+		if ga, pa := a.m.Current(); len(pa) != 2 || ga != b.m.Generation() {
+			return fmt.Errorf("a holds %v in generation %d, b is in %d", pa, ga, b.m.Generation())
 		}
 		return nil
 	})
 	appendN(200, 200)
 	drained()
 	subscribed(parts) // a dropped two of its four, b took them
-	for _, r := range []struct {
-		m    *client.GroupMember
-		stop context.CancelFunc
-		done chan error
-	}{{a, stopA, doneA}, {b, stopB, doneB}} {
-		r.stop()
-		if err := <-r.done; !errors.Is(err, context.Canceled) {
-			t.Errorf("consumer %s: %v", r.m.Member(), err)
-		}
-		r.m.Close()
-	}
+	stopConsumers(t, a, b)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -494,13 +493,7 @@ func TestClusterGroupConsumePushed(t *testing.T) {
 			}
 		}
 	}
-	counts := map[string]uint64{}
-	for _, part := range c.Nodes[0].fsm.Engine().Partitions() {
-		part.Scan(processedTable, partition.ScanOptions{}, func(k, v []byte) bool {
-			counts[string(k)] += binary.BigEndian.Uint64(v)
-			return true
-		})
-	}
+	counts := processedCounts(c.Nodes[0])
 	total := 0
 	for k, n := range counts {
 		if n != 1 {

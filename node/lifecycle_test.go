@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -253,4 +254,38 @@ func TestReadReplica(t *testing.T) {
 	if !c.leader().FSM().Nodes()["r1"].ReadReplica {
 		t.Fatal("the log does not record r1 as a read replica")
 	}
+}
+
+// TestStartFailsCleanly: Start refuses missing certificates, a client address or a Raft
+// address in use, with an error, and releases what it had opened: the same data directory
+// and addresses start a node afterwards (and TestMain finds no goroutine left).
+func TestStartFailsCleanly(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	dir := t.TempDir()
+	addrs := testutil.FreeAddrs(t, 2)
+	base := Config{ID: "lone", DataDir: dir, CertsDir: testCertsDir, Logger: testLogger(t), ClientAddr: addrs[0], RaftAddr: addrs[1]}
+	for i, tc := range []struct {
+		name   string
+		change func(*Config)
+	}{
+		{"no certificates", func(c *Config) { c.CertsDir = filepath.Join(dir, "none") }},
+		{"client address in use", func(c *Config) { c.ClientAddr = taken.Addr().String() }},
+		{"raft address in use", func(c *Config) { c.RaftAddr = taken.Addr().String() }},
+	} {
+		cfg := base
+		tc.change(&cfg)
+		if n, err := Start(cfg, procedures.Builtins()); err == nil {
+			n.Close()
+			t.Errorf("#%d %s: started", i, tc.name)
+		}
+	}
+	n, err := Start(base, procedures.Builtins())
+	if err != nil {
+		t.Fatalf("start after the failures: %v", err)
+	}
+	n.Close()
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,29 +68,17 @@ func DefaultLimits() Limits {
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	def := func(v *int, dv int) {
-		if *v == 0 {
-			*v = dv
-		}
-	}
-	defD := func(v *time.Duration, dv time.Duration) {
-		if *v == 0 {
-			*v = dv
-		}
-	}
-	def(&l.MaxConns, d.MaxConns)
-	def(&l.MaxConnsPerAddr, d.MaxConnsPerAddr)
-	def(&l.MaxHandshakes, d.MaxHandshakes)
-	def(&l.MaxFrameBytes, d.MaxFrameBytes)
-	def(&l.AdminMaxHeaderBytes, d.AdminMaxHeaderBytes)
-	defD(&l.HandshakeTimeout, d.HandshakeTimeout)
-	defD(&l.IdleTimeout, d.IdleTimeout)
-	defD(&l.AdminReadTimeout, d.AdminReadTimeout)
-	defD(&l.AdminWriteTimeout, d.AdminWriteTimeout)
-	defD(&l.AdminIdleTimeout, d.AdminIdleTimeout)
-	if l.InflightBytes == 0 {
-		l.InflightBytes = d.InflightBytes
-	}
+	l.MaxConns = cmp.Or(l.MaxConns, d.MaxConns)
+	l.MaxConnsPerAddr = cmp.Or(l.MaxConnsPerAddr, d.MaxConnsPerAddr)
+	l.MaxHandshakes = cmp.Or(l.MaxHandshakes, d.MaxHandshakes)
+	l.HandshakeTimeout = cmp.Or(l.HandshakeTimeout, d.HandshakeTimeout)
+	l.IdleTimeout = cmp.Or(l.IdleTimeout, d.IdleTimeout)
+	l.MaxFrameBytes = cmp.Or(l.MaxFrameBytes, d.MaxFrameBytes)
+	l.InflightBytes = cmp.Or(l.InflightBytes, d.InflightBytes)
+	l.AdminReadTimeout = cmp.Or(l.AdminReadTimeout, d.AdminReadTimeout)
+	l.AdminWriteTimeout = cmp.Or(l.AdminWriteTimeout, d.AdminWriteTimeout)
+	l.AdminIdleTimeout = cmp.Or(l.AdminIdleTimeout, d.AdminIdleTimeout)
+	l.AdminMaxHeaderBytes = cmp.Or(l.AdminMaxHeaderBytes, d.AdminMaxHeaderBytes)
 	return l
 }
 
@@ -281,15 +270,14 @@ func (n *Node) handshake(ln *limitListener, nc net.Conn) (net.Conn, Identity, bo
 		return nil, Identity{}, false
 	}
 	defer ln.endHandshake()
-	deadline := time.Now().Add(n.cfg.Limits.HandshakeTimeout)
-	sc, who, err := n.acceptTLS(nc)
+	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Limits.HandshakeTimeout)
+	defer cancel()
+	sc, who, err := n.acceptTLS(ctx, nc)
 	if err != nil {
 		n.handshakeFailed(ln, err)
 		nc.Close()
 		return nil, Identity{}, false
 	}
-	ctx, cancel := context.WithDeadline(n.ctx, deadline)
-	defer cancel()
 	if _, err := wire.ServerHandshake(ctx, sc, n.cfg.ClusterID, n.cfg.ID); err != nil {
 		n.handshakeFailed(ln, err)
 		sc.Close()

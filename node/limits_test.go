@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -9,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/lockstepdb/lockstep/internal/certs"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/procedures"
 )
 
@@ -134,5 +137,102 @@ func TestAdminTimeouts(t *testing.T) {
 	}
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("closed after %v, read timeout 500ms", took)
+	}
+}
+
+// TestClientHandshakeTimeout: a client-port connection that stalls in any of its
+// handshakes (before its first byte, inside TLS, before the protocol's Hello) is closed
+// within one HandshakeTimeout and counted as handshake_timeout.
+func TestClientHandshakeTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	n, err := Start(Config{ID: "lone", DataDir: t.TempDir(), CertsDir: testCertsDir, Logger: testLogger(t),
+		Limits: Limits{HandshakeTimeout: timeout}}, procedures.Builtins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	for i, tc := range []struct {
+		name  string
+		stall func(t *testing.T, nc net.Conn) net.Conn // returns the connection to read
+	}{
+		{"silent", func(t *testing.T, nc net.Conn) net.Conn { return nc }},
+		{"in TLS", func(t *testing.T, nc net.Conn) net.Conn {
+			nc.Write([]byte{recordTypeHandshake}) // the start of a TLS record, and nothing more
+			return nc
+		}},
+		{"before Hello", func(t *testing.T, nc net.Conn) net.Conn { return testDialTLS(t, nc) }},
+	} {
+		nc, err := net.Dial("tcp", n.ClientAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := tc.stall(t, nc)
+		start := time.Now()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err = io.ReadAll(c)
+		took := time.Since(start)
+		nc.Close()
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("#%d %s: connection not closed by the server: %v", i, tc.name, err)
+		}
+		if took > 10*timeout {
+			t.Errorf("#%d %s: closed after %v, handshake timeout %v", i, tc.name, took, timeout)
+		}
+		// TLS closes the connection itself when its context ends: the count may follow.
+		testutil.WaitFor(t, 5*time.Second, func() error {
+			if got, want := value(t, n.metrics.limits.limited.WithLabelValues("client", limitHandshake)), float64(i+1); got != want {
+				return fmt.Errorf("#%d %s: handshake_timeout count %v, want %v", i, tc.name, got, want)
+			}
+			return nil
+		})
+	}
+}
+
+// TestRaftHandshakeTimeout: a Raft connection that stalls in its TLS handshake is closed
+// within one HandshakeTimeout and counted as handshake_timeout, and the layer closes with
+// nothing left running.
+func TestRaftHandshakeTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	st, err := certs.NewNodeStore(testCertsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newLimitMetrics(prometheus.NewRegistry())
+	l, err := newTLSStreamLayer("127.0.0.1:0", st, testLogger(t), nil, Limits{HandshakeTimeout: timeout}.withDefaults(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	nc, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.Write([]byte{recordTypeHandshake}) // the start of a TLS record, and nothing more
+	start := time.Now()
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(nc); err != nil {
+		t.Fatalf("connection not closed by the layer: %v", err)
+	}
+	if took := time.Since(start); took > 10*timeout {
+		t.Errorf("closed after %v, handshake timeout %v", took, timeout)
+	}
+	testutil.WaitFor(t, 5*time.Second, func() error {
+		if got := value(t, m.limited.WithLabelValues("raft", limitHandshake)); got != 1 {
+			return fmt.Errorf("handshake_timeout count %v, want 1", got)
+		}
+		return nil
+	})
+}
+
+// TestLimitsWithDefaults: every zero limit takes its default, and a limit given stays.
+func TestLimitsWithDefaults(t *testing.T) {
+	if got, want := (Limits{}).withDefaults(), DefaultLimits(); got != want {
+		t.Errorf("zero limits: got %+v, want %+v", got, want)
+	}
+	given := Limits{MaxConns: 1, MaxConnsPerAddr: 2, MaxHandshakes: 3, HandshakeTimeout: 4, IdleTimeout: 5, MaxFrameBytes: 6,
+		InflightBytes: 7, AdminReadTimeout: 8, AdminWriteTimeout: 9, AdminIdleTimeout: 10, AdminMaxHeaderBytes: 11}
+	if got := given.withDefaults(); got != given {
+		t.Errorf("given limits: got %+v, want %+v", got, given)
 	}
 }

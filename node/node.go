@@ -216,9 +216,26 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), started: time.Now(),
 		conns: map[*wire.Conn]*clientConn{}, abstainCh: make(chan struct{}, 1)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	if err := n.loadCerts(); err != nil {
+	// fail undoes what Start has opened so far.
+	var layer *tlsStreamLayer
+	fail := func(err error) (*Node, error) {
+		if layer != nil {
+			layer.Close()
+		}
 		n.cancel()
+		if n.peers != nil {
+			n.peers.Close()
+		}
+		if n.ln != nil {
+			n.ln.Close()
+		}
+		if n.fsm != nil {
+			n.fsm.Close()
+		}
 		return nil, err
+	}
+	if err := n.loadCerts(); err != nil {
+		return fail(err)
 	}
 	// Everything the FSM reports to is in place before Raft can apply a single entry (a
 	// restarting node replays its log as soon as the sequencer opens).
@@ -227,8 +244,7 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	rcfg.Observer = applyObserver{n}
 	fsm, err := replica.New(rcfg, reg, cfg.Logger)
 	if err != nil {
-		n.cancel()
-		return nil, err
+		return fail(err)
 	}
 	fsm.OnDivergent(func() {
 		n.wakeAbstain()
@@ -236,9 +252,7 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	})
 	n.fsm, n.allPartitions = fsm, partition.AllPartitions(fsm.Partitions())
 	if n.ln, err = net.Listen("tcp", cfg.ClientAddr); err != nil {
-		n.cancel()
-		fsm.Close()
-		return nil, fmt.Errorf("client listener: %w", err)
+		return fail(fmt.Errorf("client listener: %w", err))
 	}
 	n.ln = newLimitListener(n.ln, "client", cfg.Limits, n.metrics.limits)
 	n.readBudget, _ = wire.NewReadBudget(cfg.Limits.InflightBytes) // positive: validated
@@ -246,21 +260,7 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	// The client seeds nothing: the hash-compare loop names each peer's address.
 	if n.peers, err = client.Open(n.peerClientConfig(client.Config{Addrs: []string{n.ln.Addr().String()}, ClusterID: cfg.ClusterID,
 		Logger: n.log})); err != nil {
-		n.cancel()
-		n.ln.Close()
-		fsm.Close()
-		return nil, err
-	}
-	var layer *tlsStreamLayer
-	fail := func(err error) (*Node, error) {
-		if layer != nil {
-			layer.Close()
-		}
-		n.cancel()
-		n.peers.Close()
-		n.ln.Close()
-		fsm.Close()
-		return nil, err
+		return fail(err)
 	}
 	if n.identity, err = openIdentity(cfg); err != nil {
 		return fail(err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,53 +80,10 @@ func TestClusterProcessorFailover(t *testing.T) {
 		}
 	}
 	const workers = 8
-	var acked, unknown [workers]uint64
-	var stop atomic.Bool
-	var total atomic.Int64
-	var wg sync.WaitGroup
-	for w := range workers {
-		cl := c.dial(ctx)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			key := fmt.Sprintf("worker-%d", w)
-			for !stop.Load() {
-				actx, acancel := context.WithTimeout(ctx, 20*time.Second)
-				_, err := cl.Append(actx, "clicks", key, []byte("x"))
-				acancel()
-				if err != nil {
-					unknown[w]++
-					continue
-				}
-				acked[w]++
-				total.Add(1)
-			}
-		}()
-	}
-	testutil.WaitFor(t, 30*time.Second, func() error {
-		if total.Load() < 100 {
-			return fmt.Errorf("%d appends acknowledged so far", total.Load())
-		}
-		return nil
+	l := c.loadThroughLeaderKill(ctx, workers, 100, func(ctx context.Context, cl *client.Client, key string) error {
+		_, err := cl.Append(ctx, "clicks", key, []byte("x"))
+		return err
 	})
-	old := c.leader()
-	for i, n := range c.Nodes {
-		if n == old {
-			c.kill(i)
-		}
-	}
-	before := total.Load()
-	if c.waitLeader() == old {
-		t.Fatal("old leader still leads")
-	}
-	testutil.WaitFor(t, 30*time.Second, func() error {
-		if total.Load() < before+100 {
-			return fmt.Errorf("only %d appends acknowledged since the kill", total.Load()-before)
-		}
-		return nil
-	})
-	stop.Store(true)
-	wg.Wait()
 	// A burst in one entry, far beyond the budget: only ticks from the new leader drain
 	// it in time (an idle cluster appends no other entries but a hash check now and then).
 	const burst = 300
@@ -174,8 +129,8 @@ func TestClusterProcessorFailover(t *testing.T) {
 			if got != v.inputs[key] {
 				t.Errorf("node %s %s: counted %d, stream holds %d records", n.ID(), key, got, v.inputs[key])
 			}
-			if got < acked[w] || got > acked[w]+unknown[w] {
-				t.Errorf("node %s %s: count %d, want %d acknowledged + at most %d unknown", n.ID(), key, got, acked[w], unknown[w])
+			if got < l.acked[w] || got > l.acked[w]+l.unknown[w] {
+				t.Errorf("node %s %s: count %d, want %d acknowledged + at most %d unknown", n.ID(), key, got, l.acked[w], l.unknown[w])
 			}
 			sum += got
 		}
@@ -190,5 +145,5 @@ func TestClusterProcessorFailover(t *testing.T) {
 			t.Errorf("node %s: %d records emitted, %d counted", n.ID(), v.outputs, sum)
 		}
 	}
-	t.Logf("acknowledged %d appends, %d before the kill", total.Load(), before)
+	t.Logf("acknowledged %d appends, %d before the kill", l.total, l.before)
 }

@@ -28,7 +28,8 @@ type tlsStreamLayer struct {
 	dial    func(addr string, timeout time.Duration) (net.Conn, error) // the TCP dial; nil: net.DialTimeout
 
 	accepted chan net.Conn
-	done     chan struct{}
+	ctx      context.Context // ends at Close
+	cancel   context.CancelFunc
 	once     sync.Once
 	wg       sync.WaitGroup
 }
@@ -48,7 +49,9 @@ func newTLSStreamLayer(addr string, st *certs.Store, log *slog.Logger, dial func
 		return nil, err
 	}
 	ln := newLimitListener(raw, "raft", lim, m)
-	l := &tlsStreamLayer{ln: ln, timeout: lim.HandshakeTimeout, st: st, log: log, dial: dial, accepted: make(chan net.Conn), done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &tlsStreamLayer{ln: ln, timeout: lim.HandshakeTimeout, st: st, log: log, dial: dial, accepted: make(chan net.Conn),
+		ctx: ctx, cancel: cancel}
 	l.wg.Add(1)
 	go l.acceptLoop()
 	return l, nil
@@ -75,23 +78,14 @@ func (l *tlsStreamLayer) acceptLoop() {
 func (l *tlsStreamLayer) handshake(tc *tls.Conn) {
 	defer l.wg.Done()
 	defer l.ln.endHandshake()
-	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
-	go func() { // ctx also ends when the layer closes
-		select {
-		case <-l.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	ctx, cancel := context.WithTimeout(l.ctx, l.timeout) // ends too when the layer closes
 	err := tc.HandshakeContext(ctx)
 	cancel()
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			l.ln.refused(limitHandshake)
 		}
-		select {
-		case <-l.done:
-		default:
+		if l.ctx.Err() == nil {
 			l.log.Warn("raft connection refused", "remote", tc.RemoteAddr().String(), "err", err)
 		}
 		tc.Close()
@@ -99,7 +93,7 @@ func (l *tlsStreamLayer) handshake(tc *tls.Conn) {
 	}
 	select {
 	case l.accepted <- &rawClose{Conn: tc, raw: tc.NetConn()}:
-	case <-l.done:
+	case <-l.ctx.Done():
 		tc.Close()
 	}
 }
@@ -109,7 +103,7 @@ func (l *tlsStreamLayer) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.accepted:
 		return c, nil
-	case <-l.done:
+	case <-l.ctx.Done():
 		return nil, errLayerClosed
 	}
 }
@@ -118,7 +112,7 @@ func (l *tlsStreamLayer) Accept() (net.Conn, error) {
 func (l *tlsStreamLayer) Close() error {
 	var err error
 	l.once.Do(func() {
-		close(l.done)
+		l.cancel()
 		err = l.ln.Close()
 		l.wg.Wait()
 	})

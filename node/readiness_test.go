@@ -15,7 +15,6 @@ import (
 
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/internal/wire"
-	"github.com/lockstepdb/lockstep/replica"
 )
 
 // healthSignals are a node's readiness as each of its admin endpoints reports it.
@@ -78,13 +77,7 @@ func (h healthSignals) notReadyWith(want string) error {
 func TestReadinessAgreesWithoutLeader(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: 3, Dir: t.TempDir(), Node: Config{CertsDir: testCertsDir,
-		Replica: replica.Config{Partitions: 4}, Logger: testLogger(t), AdminAddr: "127.0.0.1:0",
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(lc.Close)
+	lc := startAdminCluster(t, ctx)
 	hc := testHTTPClient(t)
 	survivor := lc.Nodes[2]
 	testutil.WaitFor(t, 10*time.Second, func() error {
@@ -111,13 +104,7 @@ func TestReadinessAgreesWithoutLeader(t *testing.T) {
 func TestReadinessReplaying(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: 3, Dir: t.TempDir(), Node: Config{CertsDir: testCertsDir,
-		Replica: replica.Config{Partitions: 4}, Logger: testLogger(t), AdminAddr: "127.0.0.1:0",
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(lc.Close)
+	lc := startAdminCluster(t, ctx)
 	for i := range lc.Nodes {
 		lc.Kill(i)
 	}

@@ -36,7 +36,7 @@ func newAuthzMetrics(reg *prometheus.Registry) *prometheus.CounterVec {
 	return c
 }
 
-// peerOps are the operations a node certificate may use: what nodes ask of each other.
+// peerOp reports whether op is one of the operations a node certificate may use: what nodes ask of each other.
 func peerOp(op wire.Op) bool {
 	switch op {
 	case wire.OpPing, wire.OpStatus, wire.OpProcedures, wire.OpProcessors, wire.OpJoin:
@@ -66,6 +66,7 @@ func (cc *clientConn) authorize(req *wire.Request) bool {
 	return false
 }
 
+// isAdminOp reports whether req is an admin action: membership, leadership and users.
 func isAdminOp(req *wire.Request) bool {
 	switch req.Op {
 	case wire.OpJoin, wire.OpRemove, wire.OpTransferLeader, wire.OpUsers:
@@ -97,22 +98,22 @@ func (cc *clientConn) permitted(req *wire.Request) error {
 	if u.Role == replica.RoleAdmin {
 		return nil
 	}
-	switch req.Op {
-	case wire.OpJoin, wire.OpRemove, wire.OpTransferLeader, wire.OpUsers:
+	if isAdminOp(req) {
 		return fmt.Errorf("%w: %q is %s: %v needs admin", wire.ErrPermissionDenied, who.Name, u.Role, req.Op)
-	case wire.OpInvoke:
-		info, ok := cc.n.state.Registry().Lookup(req.Procedure)
-		if !ok {
-			return nil // invoke answers UnknownProcedure
-		}
-		if !u.May(info.Name, info.ReadOnly) {
-			if u.Role == replica.RoleReader {
-				return fmt.Errorf("%w: %q is reader: %s writes", wire.ErrPermissionDenied, who.Name, info.Name)
-			}
-			return fmt.Errorf("%w: %q is not granted %s", wire.ErrPermissionDenied, who.Name, info.Name)
-		}
 	}
-	return nil
+	if req.Op != wire.OpInvoke {
+		return nil
+	}
+	info, ok := cc.n.state.Registry().Lookup(req.Procedure)
+	switch {
+	case !ok:
+		return nil // invoke answers UnknownProcedure
+	case u.May(info.Name, info.ReadOnly):
+		return nil
+	case u.Role == replica.RoleReader:
+		return fmt.Errorf("%w: %q is reader: %s writes", wire.ErrPermissionDenied, who.Name, info.Name)
+	}
+	return fmt.Errorf("%w: %q is not granted %s", wire.ErrPermissionDenied, who.Name, info.Name)
 }
 
 // users serves OpUsers: it checks the command, then runs it through the log, where every

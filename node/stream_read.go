@@ -1,11 +1,9 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/lockstepdb/lockstep/internal/wire"
-	"github.com/lockstepdb/lockstep/partition"
 )
 
 // maxStreamRead bounds the records one stream read returns.
@@ -45,18 +43,9 @@ func (cc *clientConn) readStream(req *wire.Request) {
 		max = maxStreamRead
 	}
 	recs, next, err := parts[req.Partition].ReadStream(req.Stream, req.Offset, max)
-	var trimmed *partition.OffsetTrimmedError
-	switch {
-	case errors.As(err, &trimmed):
-		resp := wire.ErrorResponse(req.ID, fmt.Errorf("%w: %v", wire.ErrOffsetTrimmed, err))
-		resp.NextOffset = trimmed.First
+	if err != nil {
+		resp := n.streamErrorResponse(req.ID, streamErr(err))
 		cc.reply(&resp)
-		return
-	case errors.Is(err, partition.ErrUnknownStream):
-		cc.fail(req.ID, fmt.Errorf("%w: %v", wire.ErrUnknownStream, err))
-		return
-	case err != nil:
-		cc.fail(req.ID, err)
 		return
 	}
 	resp := wire.Response{ID: req.ID, NextOffset: next}

@@ -1,11 +1,13 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -249,15 +251,15 @@ func (s *subscription) end(err error) {
 	if s.cc.n.ctx.Err() != nil {
 		return
 	}
-	resp := s.cc.n.subscriptionError(0, err)
+	resp := s.cc.n.streamErrorResponse(0, err)
 	resp.Sub = s.id
 	s.cc.send(&resp) // never dropped in silence: a client that does not read loses its connection
 }
 
-// subscriptionError is the Response that reports err for request id: with NextOffset set
-// to the first offset available (OffsetTrimmed) or the partition's next offset
-// (OffsetPastEnd).
-func (n *Node) subscriptionError(id uint64, err error) wire.Response {
+// streamErrorResponse is the Response that reports err of a stream read or subscription
+// for request id, as clientConn.fail would, with NextOffset set to the first offset
+// available (OffsetTrimmed) or the partition's next offset (OffsetPastEnd).
+func (n *Node) streamErrorResponse(id uint64, err error) wire.Response {
 	resp := wire.ErrorResponse(id, n.toWire(err))
 	resp.Message = truncateMessage(resp.Message, maxMessageBytes)
 	var trimmed *partition.OffsetTrimmedError
@@ -307,7 +309,7 @@ func (s *subscription) run(reqID, minIndex uint64, earliest bool) {
 		s.cc.subs.wg.Done()
 	}()
 	if err := s.start(minIndex, earliest); err != nil {
-		resp := n.subscriptionError(reqID, err)
+		resp := n.streamErrorResponse(reqID, err)
 		s.cc.reply(&resp)
 		return
 	}
@@ -483,13 +485,7 @@ func (n *Node) Subscriptions() []SubscriptionStats {
 		cc.subs.mu.Unlock()
 	}
 	slices.SortFunc(out, func(a, b SubscriptionStats) int {
-		if a.Stream != b.Stream {
-			if a.Stream < b.Stream {
-				return -1
-			}
-			return 1
-		}
-		return a.Partition - b.Partition
+		return cmp.Or(strings.Compare(a.Stream, b.Stream), cmp.Compare(a.Partition, b.Partition))
 	})
 	return out
 }

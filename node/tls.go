@@ -78,19 +78,19 @@ func (n *Node) peerClientConfig(cfg client.Config) client.Config {
 	return cfg
 }
 
-// acceptTLS runs the TLS handshake of a client-port connection and returns the
-// connection to speak the protocol on and the peer's identity. On a secure node a peer
-// without a certificate of the CA fails here, before any frame is read.
-func (n *Node) acceptTLS(nc net.Conn) (net.Conn, Identity, error) {
+// acceptTLS runs the TLS handshake of a client-port connection within ctx, which has a
+// deadline, and returns the connection to speak the protocol on and the peer's identity.
+// On a secure node a peer without a certificate of the CA fails here, before any frame is
+// read.
+func (n *Node) acceptTLS(ctx context.Context, nc net.Conn) (net.Conn, Identity, error) {
 	if n.certs == nil {
 		return nc, Identity{}, nil
 	}
-	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Limits.HandshakeTimeout)
-	defer cancel()
 	// A TLS connection starts with a handshake record (type 22). Anything else is most
 	// likely a plaintext Lockstep client (--insecure): it gets a definite refusal in its
 	// own protocol, so that it stops at once and says why, and nothing else.
-	nc.SetReadDeadline(time.Now().Add(n.cfg.Limits.HandshakeTimeout))
+	deadline, _ := ctx.Deadline()
+	nc.SetReadDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { nc.SetReadDeadline(time.Unix(1, 0)) }) // Close interrupts
 	var first [1]byte
 	_, err := io.ReadFull(nc, first[:])
