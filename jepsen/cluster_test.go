@@ -64,6 +64,7 @@ func put(t *testing.T, cl *client.Client, key, val string) {
 // wiping and replacing a node, killing all and restarting — and checks after each that
 // the cluster takes writes, and at the end that the replicas are identical.
 func TestClusterControl(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("real node processes")
 	}
