@@ -20,7 +20,8 @@ import (
 type Register struct {
 	// Keys is the number of keys. Default 3.
 	Keys int
-	// CheckTimeout bounds porcupine's search per run. Default 60s.
+	// CheckTimeout bounds porcupine's search for the verdict, and again the search for
+	// linearizability.html (vizBudget at most when the verdict is not a pass). Default 60s.
 	CheckTimeout time.Duration
 }
 
