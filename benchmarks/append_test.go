@@ -91,11 +91,7 @@ func benchAppendBatchProcs(b *testing.B, spread bool) {
 	ctx := context.Background()
 	pc := startProcs(b, 3)
 	addrs := pc.clientAddrs()
-	cl, err := client.Dial(ctx, client.Config{Addrs: addrs, TLS: testutil.ClientTLS(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
+	cl := pc.dial(b)
 	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: appendStream}); err != nil {
 		b.Fatal(err)
 	}

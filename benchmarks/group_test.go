@@ -127,11 +127,7 @@ func benchGroupRebalance(b *testing.B, leave, idle bool) {
 	defer cancel()
 	pc := startProcs(b, 3)
 	addrs := pc.clientAddrs()
-	admin, err := client.Dial(ctx, client.Config{Addrs: addrs, TLS: testutil.ClientTLS(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer admin.Close()
+	admin := pc.dial(b)
 	if err := admin.CreateStream(ctx, builtin.StreamDefinition{Name: rebalanceStream, Retention: builtin.StreamRetention{MaxRecords: 100_000}}); err != nil {
 		b.Fatal(err)
 	}
@@ -154,9 +150,11 @@ func benchGroupRebalance(b *testing.B, leave, idle bool) {
 	log := &commitLog{first: map[uint64]map[int]time.Time{}, wake: make(chan struct{}, 1)}
 	members := map[string]*benchMember{}
 	for _, id := range []string{"m1", "m2", "m3"} {
-		if members[id], err = joinBench(ctx, addrs, testutil.ClientTLS(b), id, log); err != nil {
+		m, err := joinBench(ctx, addrs, testutil.ClientTLS(b), id, log)
+		if err != nil {
 			b.Fatal(err)
 		}
+		members[id] = m
 	}
 	var seen, work []time.Duration
 	b.ResetTimer()

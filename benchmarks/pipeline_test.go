@@ -271,11 +271,7 @@ func BenchmarkPipelineProcs(b *testing.B) {
 	ctx := context.Background()
 	pc := startProcs(b, 3)
 	addrs := pc.clientAddrs()
-	cl, err := client.Dial(ctx, client.Config{Addrs: addrs, TLS: testutil.ClientTLS(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
+	cl := pc.dial(b)
 	cfg := procedures.DefaultClickPipeline
 	s := cfg.Streams()
 	for _, d := range []builtin.StreamDefinition{

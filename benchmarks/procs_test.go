@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -137,6 +138,18 @@ func (c *procCluster) clientAddrs() []string {
 		a = append(a, n.client)
 	}
 	return a
+}
+
+// dial returns a client of the cluster with the shared test certificates' client root,
+// closed when the benchmark ends.
+func (c *procCluster) dial(tb testing.TB) *client.Client {
+	tb.Helper()
+	cl, err := client.Dial(context.Background(), client.Config{Addrs: c.clientAddrs(), TLS: testutil.ClientTLS(tb)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { cl.Close() })
+	return cl
 }
 
 // cpu returns each node process's CPU time so far.

@@ -87,11 +87,7 @@ func benchSubscribeLatency(b *testing.B, producers int, pace time.Duration) {
 	ctx := context.Background()
 	pc := startProcs(b, 3)
 	addrs := pc.clientAddrs()
-	cl, err := client.Dial(ctx, client.Config{Addrs: addrs, TLS: testutil.ClientTLS(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
+	cl := pc.dial(b)
 	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: stream, Retention: builtin.StreamRetention{MaxRecords: 100_000}}); err != nil {
 		b.Fatal(err)
 	}

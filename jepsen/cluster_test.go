@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/testutil"
 )
 
 // startTestCluster starts n nodes of testBin in a temp dir, closed when the test ends.
@@ -20,27 +21,11 @@ func startTestCluster(t *testing.T, n int) *Cluster {
 	return c
 }
 
-// waitFor polls cond until nil or timeout.
-func waitFor(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still failing after %v: %v", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // waitLeader waits until the cluster names a leader and returns its index.
 func waitLeader(t *testing.T, c *Cluster, cl *client.Client) int {
 	t.Helper()
 	leader := -1
-	waitFor(t, 30*time.Second, func() error {
+	testutil.WaitFor(t, 30*time.Second, func() error {
 		if leader = c.Leader(context.Background(), cl); leader < 0 {
 			return fmt.Errorf("no leader")
 		}
@@ -64,6 +49,7 @@ func put(t *testing.T, cl *client.Client, key, val string) {
 // wiping and replacing a node, killing all and restarting — and checks after each that
 // the cluster takes writes, and at the end that the replicas are identical.
 func TestClusterControl(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("real node processes")
 	}
@@ -105,7 +91,7 @@ func TestClusterControl(t *testing.T) {
 		}
 	}
 	c.Net.Partition([]int{old}, rest)
-	waitFor(t, 30*time.Second, func() error {
+	testutil.WaitFor(t, 30*time.Second, func() error {
 		st, err := cl.Status(ctx, c.Nodes[rest[0]].Client)
 		if err != nil {
 			return err

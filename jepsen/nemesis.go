@@ -2,6 +2,7 @@ package jepsen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -377,7 +378,7 @@ func (nm *nemesis) start(ctx context.Context, st Step) {
 	case FaultClock:
 		var parts []string
 		for i, d := range st.Skews {
-			err = c.SetClock(i, d)
+			err = errors.Join(err, c.SetClock(i, d))
 			parts = append(parts, fmt.Sprintf("%s:%+.3fs", c.Nodes[i].ID, d.Seconds()))
 		}
 		ev.Detail = strings.Join(parts, " ")

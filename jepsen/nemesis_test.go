@@ -1,9 +1,12 @@
 package jepsen
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -83,5 +86,18 @@ func TestRingCuts(t *testing.T) {
 	}
 	if s := Schedule(ScheduleConfig{Seed: 1, Faults: []string{FaultRing}, Nodes: 3, Duration: time.Minute}); len(s) != 0 {
 		t.Errorf("a 3-node schedule holds the ring: %v", s)
+	}
+}
+
+// TestClockFaultReportsEveryError: a clock skew that cannot be set on one node is in the
+// fault's event even when a later node's succeeds.
+func TestClockFaultReportsEveryError(t *testing.T) {
+	dir := t.TempDir()
+	c := &Cluster{Nodes: []*Node{{ID: "n1", Dir: filepath.Join(dir, "missing")}, {ID: "n2", Dir: dir}}}
+	var got Event
+	nm := &nemesis{c: c, rec: NewRecorder(), log: func(ev Event) { got = ev }}
+	nm.start(context.Background(), Step{Fault: FaultClock, Perm: []int{0, 1}, Skews: []time.Duration{time.Second, -time.Second}})
+	if !strings.Contains(got.Detail, "error:") || !strings.Contains(got.Detail, "missing") {
+		t.Fatalf("event %+v: want n1's error", got)
 	}
 }

@@ -284,14 +284,13 @@ func (nt *Net) accept(i, j int, p *proxy) {
 		if err != nil {
 			return
 		}
-		up, err := net.DialTimeout("tcp", p.target, 2*time.Second)
-		if err != nil {
+		if nt.rejects(i, j) { // a client link that is cut refuses new connections
 			down.Close()
 			continue
 		}
-		if nt.rejects(i, j) { // a client link that is cut refuses new connections
+		up, err := net.DialTimeout("tcp", p.target, 2*time.Second)
+		if err != nil {
 			down.Close()
-			up.Close()
 			continue
 		}
 		if !nt.track(p, down, true) || !nt.track(p, up, true) {

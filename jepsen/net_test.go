@@ -4,31 +4,35 @@ import (
 	"context"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// echoServer listens on loopback and echoes every connection, until the test ends.
-func echoServer(t *testing.T) string {
+// echoServer listens on loopback and echoes every connection, until the test ends; it
+// counts the connections it accepted.
+func echoServer(t *testing.T) (string, *atomic.Int64) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
+	var accepted atomic.Int64
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			accepted.Add(1)
 			go func() {
 				defer c.Close()
 				io.Copy(c, c)
 			}()
 		}
 	}()
-	return ln.Addr().String()
+	return ln.Addr().String(), &accepted
 }
 
 // roundTrip sends one byte on c and waits up to a second for its echo.
@@ -43,10 +47,10 @@ func roundTrip(c net.Conn) error {
 
 // TestNetClientLinks: a worker's dial of a node's client address goes through its proxy;
 // a cut client link resets the open connection and refuses new ones at once (it does
-// not stall); a heal lets new connections through; a lost chunk arrives after a
-// retransmission timeout.
+// not stall) without reaching the node; a heal lets new connections through; a lost
+// chunk arrives after a retransmission timeout.
 func TestNetClientLinks(t *testing.T) {
-	node := echoServer(t)
+	node, accepted := echoServer(t)
 	nt, err := NewNet([]string{"127.0.0.1:1"}, []string{node}, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +71,7 @@ func TestNetClientLinks(t *testing.T) {
 	if err := roundTrip(c); err == nil || time.Since(start) > 500*time.Millisecond {
 		t.Fatalf("cut link: got %v after %v, want the connection reset at once", err, time.Since(start))
 	}
+	before := accepted.Load()
 	start = time.Now()
 	if c2, err := dial(ctx, node); err == nil {
 		err = roundTrip(c2)
@@ -74,6 +79,9 @@ func TestNetClientLinks(t *testing.T) {
 		if err == nil || time.Since(start) > 500*time.Millisecond {
 			t.Fatalf("new connection on a cut link: got %v after %v, want it closed at once", err, time.Since(start))
 		}
+	}
+	if n := accepted.Load() - before; n != 0 {
+		t.Fatalf("a connection on a cut link reached the node (%d accepted)", n)
 	}
 	nt.Heal()
 	c3, err := dial(ctx, node)

@@ -20,7 +20,8 @@ import (
 type Register struct {
 	// Keys is the number of keys. Default 3.
 	Keys int
-	// CheckTimeout bounds porcupine's search per run. Default 60s.
+	// CheckTimeout bounds porcupine's search for the verdict, and again the search for
+	// linearizability.html (vizBudget at most when the verdict is not a pass). Default 60s.
 	CheckTimeout time.Duration
 }
 
@@ -164,6 +165,9 @@ func registerOps(hist []Op) []porcupine.Operation {
 	return ops
 }
 
+// vizBudget bounds the search behind linearizability.html when the check did not pass.
+const vizBudget = 3 * time.Second
+
 // Check implements Workload: porcupine's linearizability check of the history; the
 // visualization goes to dir/linearizability.html.
 func (r *Register) Check(_ context.Context, _ *client.Client, hist []Op, dir string) []Verdict {
@@ -172,7 +176,7 @@ func (r *Register) Check(_ context.Context, _ *client.Client, hist []Op, dir str
 		timeout = 60 * time.Second
 	}
 	ops := registerOps(hist)
-	res, info := porcupine.CheckOperationsVerbose(registerModel, ops, timeout)
+	res := porcupine.CheckOperationsTimeout(registerModel, ops, timeout)
 	v := Verdict{Checker: "linearizable", Valid: res == porcupine.Ok}
 	switch res {
 	case porcupine.Ok:
@@ -184,6 +188,14 @@ func (r *Register) Check(_ context.Context, _ *client.Client, hist []Op, dir str
 		v.Detail = fmt.Sprintf("porcupine gave up after %v on %d operations", timeout, len(ops))
 	}
 	if dir != "" {
+		// The visualization needs porcupine's verbose search, which goes on exploring every
+		// other key after one is found not linearizable, until the timeout: on a history
+		// that failed or could not be decided it gets vizBudget at most.
+		budget := timeout
+		if res != porcupine.Ok {
+			budget = min(timeout, vizBudget)
+		}
+		_, info := porcupine.CheckOperationsVerbose(registerModel, ops, budget)
 		if err := porcupine.VisualizePath(registerModel, info, filepath.Join(dir, "linearizability.html")); err != nil {
 			v.Detail += fmt.Sprintf(" (visualization: %v)", err)
 		}

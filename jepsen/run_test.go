@@ -63,6 +63,7 @@ func mustPass(t *testing.T, rep *Report) {
 // with an isolated old leader — the fault that catches the planted stale reads
 // (TestCheckersCatchStaleReads).
 func TestRegisterPartition(t *testing.T) {
+	t.Parallel()
 	cfg := Config{Workload: "register", Nemesis: "partition," + FaultClientsCut + "," + FaultIsolateLeaderClients,
 		Duration: 10 * time.Second, IntervalMin: 1500 * time.Millisecond, IntervalMax: 2 * time.Second}
 	cfg.Seed = seedWith(t, cfg, FaultIsolateLeaderClients, FaultClientsCut)
@@ -87,35 +88,40 @@ func TestCheckersCatchLostWrites(t *testing.T) {
 		{"register", "linearizable", "linearizability.html"},
 		{"counter", "counter-bounds", ""},
 	} {
-		rep, err := Run(context.Background(), Config{Bin: bin, Results: t.TempDir(), Workload: tc.workload,
-			Duration: 3 * time.Second, Workers: 4, Seed: 7, Out: tWriter{t}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !rep.Valid || rep.Passed {
-			t.Fatalf("#%d: want a valid, failed run:\n%s", i, rep.Text())
-		}
-		for _, v := range rep.Verdicts {
-			if v.Checker == tc.checker && v.Valid {
-				t.Fatalf("#%d: checker %s missed the lost writes:\n%s", i, tc.checker, rep.Text())
+		t.Run(tc.workload, func(t *testing.T) {
+			t.Parallel()
+			rep, err := Run(context.Background(), Config{Bin: bin, Results: t.TempDir(), Workload: tc.workload,
+				Duration: 3 * time.Second, Workers: 4, Seed: 7, Out: tWriter{t}})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if tc.artifact != "" {
-			if _, err := os.Stat(filepath.Join(rep.Dir, tc.artifact)); err != nil {
-				t.Errorf("#%d: %v", i, err)
+			if !rep.Valid || rep.Passed {
+				t.Fatalf("#%d: want a valid, failed run:\n%s", i, rep.Text())
 			}
-		}
+			for _, v := range rep.Verdicts {
+				if v.Checker == tc.checker && v.Valid {
+					t.Fatalf("#%d: checker %s missed the lost writes:\n%s", i, tc.checker, rep.Text())
+				}
+			}
+			if tc.artifact != "" {
+				if _, err := os.Stat(filepath.Join(rep.Dir, tc.artifact)); err != nil {
+					t.Errorf("#%d: %v", i, err)
+				}
+			}
+		})
 	}
 }
 
 // TestBankKill: transfers keep the total through kill -9 of nodes and the leader.
 func TestBankKill(t *testing.T) {
+	t.Parallel()
 	mustPass(t, short(t, Config{Workload: "bank", Nemesis: "kill", Seed: 2}))
 }
 
 // TestCounterPause: counters stay within [acknowledged, acknowledged + unknown] through
 // SIGSTOP/SIGCONT of nodes and the leader (DESIGN.md invariants 3 and 4).
 func TestCounterPause(t *testing.T) {
+	t.Parallel()
 	mustPass(t, short(t, Config{Workload: "counter", Nemesis: "pause", Seed: 3}))
 }
 
@@ -151,6 +157,7 @@ func seedWith(t *testing.T, cfg Config, faults ...string) uint64 {
 // retry (invariant 3); and batch time never goes backwards while the nodes' clocks are
 // skewed by seconds and jump back.
 func TestSetKillAllClock(t *testing.T) {
+	t.Parallel()
 	cfg := Config{Workload: "set", Nemesis: "kill-all,clock," + FaultLostReplies, Duration: 10 * time.Second,
 		IntervalMin: 1500 * time.Millisecond, IntervalMax: 2 * time.Second, CrashStore: true}
 	cfg.Seed = seedWith(t, cfg, FaultKillAll, FaultClock, FaultLostReplies)
@@ -195,6 +202,7 @@ func TestClockCheckerCatchesBackwardsTime(t *testing.T) {
 // TestVoterKill: votes counted equal votes acknowledged (within the unknown ones) and no
 // phone exceeds its limit through kill -9 of nodes and the leader.
 func TestVoterKill(t *testing.T) {
+	t.Parallel()
 	mustPass(t, short(t, Config{Workload: "voter", Nemesis: "kill", Seed: 6}))
 }
 
