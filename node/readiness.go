@@ -48,7 +48,8 @@ func (e *notReady) Unwrap() error { return wire.ErrNotReady }
 //     (ErrJoining), the cluster's partition count and procedures are this
 //     node's (replica.ErrIncompatible), its state has not diverged (replica.ErrDivergent), it has
 //     applied the cluster's first entry (ErrNotInitialised, or ErrCatchingUp when it has
-//     a log it has not replayed yet), and, after a restart, the log it found at start
+//     a log it has not replayed yet), and, after a restart, the log it found at start or,
+//     if less, all the leader says is committed
 //     (ErrCatchingUp);
 //  2. it knows a leader: it leads and has applied every entry committed before its term,
 //     or it has heard from the leader within its lease (ErrNoLeader, ErrCatchingUp);
@@ -59,7 +60,7 @@ func (n *Node) Readiness() error { return n.readiness(n.seq.Stats()) }
 // (statusFrom) reports the same state in its fields and in its readiness.
 func (n *Node) readiness(st sequencer.Stats) error {
 	applied := n.fsm.Applied()
-	if err := n.fsmReadiness(st.LastLogIndex, applied); err != nil {
+	if err := n.fsmReadiness(st, applied); err != nil {
 		return err
 	}
 	switch id, _ := n.seq.Leader(); {
@@ -89,12 +90,12 @@ func (n *Node) ready() error {
 	if n.fsm.Serving() && n.replayed.Load() && n.admission.err() == nil && n.stale.Load() == nil { // the common case: four atomic loads
 		return nil
 	}
-	return n.fsmReadiness(n.seq.Stats().LastLogIndex, n.fsm.Applied())
+	return n.fsmReadiness(n.seq.Stats(), n.fsm.Applied())
 }
 
 // fsmReadiness returns step 1 of Readiness: why the state machine may not serve, or nil.
-// lastIndex is the last index of this node's Raft log.
-func (n *Node) fsmReadiness(lastIndex, applied uint64) error {
+// st is the sequencer's state.
+func (n *Node) fsmReadiness(st sequencer.Stats, applied uint64) error {
 	if err := n.staleIdentity(); err != nil {
 		return err
 	}
@@ -108,16 +109,19 @@ func (n *Node) fsmReadiness(lastIndex, applied uint64) error {
 		return err
 	}
 	if _, ok := n.fsm.Cluster(); !ok {
-		if lastIndex > applied {
-			return fmt.Errorf("%w: applied %d of %d", ErrCatchingUp, applied, lastIndex)
+		if st.LastLogIndex > applied {
+			return fmt.Errorf("%w: applied %d of %d", ErrCatchingUp, applied, st.LastLogIndex)
 		}
 		return ErrNotInitialised
 	}
 	// A restarted node replays its log from the start (or its last compaction snapshot):
 	// until it is back where it was, it would answer reads at consistency Any with state
 	// older than it served before, so a client reading it twice could see time go back.
+	// The log's tail past the cluster's commit index may never commit (a crash lost it on
+	// the others, a new leader replaces it): having applied all the leader says is
+	// committed is being back too.
 	if !n.replayed.Load() {
-		if applied < n.replayTo {
+		if applied < n.replayTo && (st.CommitIndex == 0 || applied < st.CommitIndex) {
 			return fmt.Errorf("%w: replaying its log after a restart: applied %d of %d", ErrCatchingUp, applied, n.replayTo)
 		}
 		n.replayed.Store(true)
