@@ -533,3 +533,15 @@ func TestCLIUsageErrors(t *testing.T) {
 		t.Fatalf("the refused cert commands left %v in the certificates directory (%v)", ents, err)
 	}
 }
+
+// TestCertsDirHelp: the help of --certs-dir shows "value" as its placeholder (urfave/cli
+// takes a back-quoted word of a flag's usage as the placeholder).
+func TestCertsDirHelp(t *testing.T) {
+	bin := buildBinary(t)
+	for _, args := range [][]string{{"node", "--help"}, {"cluster", "status", "--help"}} {
+		r := mustRun(t, bin, args...)
+		if !strings.Contains(r.stdout, "--certs-dir value") {
+			t.Errorf("%v: --certs-dir without its value placeholder: %s", args, r.stdout)
+		}
+	}
+}
