@@ -524,6 +524,8 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"stream", "tail", "s", "t", "--addr", dead}, "stream tail needs exactly one stream NAME"},
 		{[]string{"sink", "postgres", "--stream", "s", "--table", "t", "--dsn", "x", "--batch", "0", "--addr", dead},
 			"--poll, --batch and --group-session-timeout must be positive"},
+		{[]string{"sink", "postgres", "--stream", "s", "--table", "t", "--dsn", "x", "--read", "push", "--addr", dead},
+			`--read "push": want subscribe or poll`},
 		{[]string{"cert", "create-node", "--certs-dir", dir}, "create-node: give the node's hosts"},
 		{[]string{"cert", "create-client", "--certs-dir", dir, "a", "b"}, "create-client: give one client name"},
 	} {
