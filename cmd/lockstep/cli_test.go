@@ -536,8 +536,8 @@ func TestCLIUsageErrors(t *testing.T) {
 	}
 }
 
-// TestCertsDirHelp: the help of --certs-dir shows "value" as its placeholder (urfave/cli
-// takes a back-quoted word of a flag's usage as the placeholder).
+// TestCertsDirHelp: the help of --certs-dir shows a value placeholder (urfave/cli and
+// package flag take a back-quoted word of a flag's usage as the placeholder).
 func TestCertsDirHelp(t *testing.T) {
 	bin := buildBinary(t)
 	for _, args := range [][]string{{"node", "--help"}, {"cluster", "status", "--help"}} {
@@ -545,5 +545,10 @@ func TestCertsDirHelp(t *testing.T) {
 		if !strings.Contains(r.stdout, "--certs-dir value") {
 			t.Errorf("%v: --certs-dir without its value placeholder: %s", args, r.stdout)
 		}
+	}
+	// The same with package flag, in examples/customproc.
+	out, err := exec.Command("go", "run", "../../examples/customproc", "-h").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "-certs-dir string") {
+		t.Errorf("customproc -h: %v: -certs-dir without its value placeholder: %s", err, out)
 	}
 }
