@@ -503,6 +503,7 @@ func TestClusterRecoverBadInput(t *testing.T) {
 	bin := buildBinary(t)
 	missing := filepath.Join(t.TempDir(), "missing")
 	checkFailure(t, run(t, bin, "cluster", "recover", "--data", missing, "--id", "n1", "--members", "n1"), "want ID=RAFTADDR")
+	checkFailure(t, run(t, bin, "cluster", "recover", "--data", missing, "--id", "n1", "--members", ""), "want ID=RAFTADDR")
 	checkFailure(t, run(t, bin, "cluster", "recover", "--data", missing, "--id", "n1", "--members", "n2=127.0.0.1:7002"),
 		"the members must include this node, n1")
 	checkFailure(t, run(t, bin, "cluster", "recover", "--data", missing, "--id", "n1", "--members", "n1=127.0.0.1:7001"),
