@@ -502,3 +502,53 @@ func (f *followProc) interrupt(t *testing.T) int {
 	}
 	return f.node.Cmd.ProcessState.ExitCode()
 }
+
+// TestCLIUsageErrors: commands given the wrong arguments or flag values fail with one
+// line naming the problem, before contacting any node (--addr names a port where nothing
+// listens) or creating any file.
+func TestCLIUsageErrors(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	dead := testutil.FreeAddrs(t, 1)[0]
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"group", "describe", "--addr", dead}, "group describe needs exactly one GROUP"},
+		{[]string{"group", "describe", "a", "b", "--addr", dead}, "group describe needs exactly one GROUP"},
+		{[]string{"user", "add", "--role", "writer", "--addr", dead}, "user add needs exactly one NAME"},
+		{[]string{"user", "remove", "--addr", dead}, "user remove needs exactly one NAME"},
+		{[]string{"stream", "read", "--addr", dead}, "stream read needs exactly one stream NAME"},
+		{[]string{"stream", "read", "s", "--max", "-1", "--addr", dead}, "--max must not be negative"},
+		{[]string{"stream", "read", "s", "--poll", "0s", "--addr", dead}, "--poll must be positive"},
+		{[]string{"stream", "tail", "s", "t", "--addr", dead}, "stream tail needs exactly one stream NAME"},
+		{[]string{"sink", "postgres", "--stream", "s", "--table", "t", "--dsn", "x", "--batch", "0", "--addr", dead},
+			"--poll, --batch and --group-session-timeout must be positive"},
+		{[]string{"sink", "postgres", "--stream", "s", "--table", "t", "--dsn", "x", "--read", "push", "--addr", dead},
+			`--read "push": want subscribe or poll`},
+		{[]string{"cert", "create-node", "--certs-dir", dir}, "create-node: give the node's hosts"},
+		{[]string{"cert", "create-client", "--certs-dir", dir, "a", "b"}, "create-client: give one client name"},
+	} {
+		checkFailure(t, run(t, bin, tc.args...), tc.want)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Fatalf("the refused cert commands left %v in the certificates directory (%v)", ents, err)
+	}
+}
+
+// TestCertsDirHelp: the help of --certs-dir shows a value placeholder (urfave/cli and
+// package flag take a back-quoted word of a flag's usage as the placeholder).
+func TestCertsDirHelp(t *testing.T) {
+	bin := buildBinary(t)
+	for _, args := range [][]string{{"node", "--help"}, {"cluster", "status", "--help"}} {
+		r := mustRun(t, bin, args...)
+		if !strings.Contains(r.stdout, "--certs-dir value") {
+			t.Errorf("%v: --certs-dir without its value placeholder: %s", args, r.stdout)
+		}
+	}
+	// The same with package flag, in examples/customproc.
+	out, err := exec.Command("go", "run", "../../examples/customproc", "-h").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "-certs-dir string") {
+		t.Errorf("customproc -h: %v: -certs-dir without its value placeholder: %s", err, out)
+	}
+}

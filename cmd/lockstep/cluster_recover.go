@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -46,9 +45,6 @@ func runClusterRecover(c *cli.Context) error {
 			return fmt.Errorf("member %q: want ID=RAFTADDR", part)
 		}
 		members = append(members, node.Peer{ID: f[0], RaftAddr: f[1]})
-	}
-	if len(members) == 0 {
-		return errors.New("cluster recover needs --members")
 	}
 	cfg := node.Config{ID: c.String("id"), DataDir: c.String("data"), ClusterID: c.String("cluster-id")}
 	cfg.Replica.Partitions = c.Int("partitions")

@@ -19,7 +19,7 @@ func runPipelineDemo(c *cli.Context) error {
 	out := &lockedWriter{w: c.App.Writer} // the live view, the kill and the main line all print
 	ctx, cancel := context.WithCancel(c.Context)
 	defer cancel()
-	duration, nodes, producers := c.Duration("duration"), c.Int("nodes"), c.Int("clients")
+	duration, producers := c.Duration("duration"), c.Int("clients")
 	pipe := procedures.DefaultClickPipeline
 	streams := pipe.Streams()
 	cluster, cl, quiet, err := startDemoCluster(ctx, c, out)
@@ -70,21 +70,11 @@ func runPipelineDemo(c *cli.Context) error {
 			sink.takeOver(runCtx, duration*3/4)
 		}()
 	}
-	killed := -1
-	if c.Bool("kill") && nodes > 1 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			killed = killHalfway(runCtx, out, cluster, duration)
-		}()
-	}
+	restart := killLeaderHalfway(runCtx, c, out, cluster, duration, &wg)
 	wg.Wait()
 	fmt.Fprintf(out, "producers done: %d clicks acknowledged, %d with unknown outcome\n", tally.ackedN.Load(), tally.unknwnN.Load())
-	if killed >= 0 {
-		if err := cluster.Restart(killed); err != nil {
-			return fmt.Errorf("restart n%d: %w", killed+1, err)
-		}
-		fmt.Fprintf(out, "restarted n%d: it replays its log and catches up\n", killed+1)
+	if err := restart(); err != nil {
+		return err
 	}
 	return pipelineReport(ctx, out, cluster, cl, pipe, tally, view, sink)
 }

@@ -29,7 +29,7 @@ func runDemo(c *cli.Context) error {
 	out := c.App.Writer
 	ctx, cancel := context.WithCancel(c.Context)
 	defer cancel()
-	duration, nodes := c.Duration("duration"), c.Int("nodes")
+	duration := c.Duration("duration")
 	cluster, cl, _, err := startDemoCluster(ctx, c, out)
 	if err != nil {
 		return err
@@ -54,22 +54,12 @@ func runDemo(c *cli.Context) error {
 			vote(runCtx, cl, uint64(v), &tally, lat, window)
 		}()
 	}
-	killed := -1
-	if c.Bool("kill") && nodes > 1 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			killed = killHalfway(runCtx, out, cluster, duration)
-		}()
-	}
+	restart := killLeaderHalfway(runCtx, c, out, cluster, duration, &wg)
 	progress(runCtx, out, &tally, window)
 	wg.Wait()
 	fmt.Fprintln(out)
-	if killed >= 0 {
-		if err := cluster.Restart(killed); err != nil {
-			return fmt.Errorf("restart n%d: %w", killed+1, err)
-		}
-		fmt.Fprintf(out, "restarted n%d: it replays its log and catches up\n", killed+1)
+	if err := restart(); err != nil {
+		return err
 	}
 	return demoReport(ctx, out, cluster, cl, &tally, lat, duration)
 }
@@ -94,6 +84,30 @@ func vote(ctx context.Context, cl *client.Client, seed uint64, t *demoTally, lat
 		if res == builtin.VoteAccepted {
 			t.accepted.Add(1)
 		}
+	}
+}
+
+// killLeaderHalfway, with --kill and more than one node, kills the leader halfway through
+// duration in a goroutine of wg. The restart it returns, called after wg.Wait, restarts
+// the node killed, if any.
+func killLeaderHalfway(ctx context.Context, c *cli.Context, out io.Writer, cluster *node.LocalCluster, duration time.Duration, wg *sync.WaitGroup) (restart func() error) {
+	killed := -1
+	if c.Bool("kill") && c.Int("nodes") > 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			killed = killHalfway(ctx, out, cluster, duration)
+		}()
+	}
+	return func() error {
+		if killed < 0 {
+			return nil
+		}
+		if err := cluster.Restart(killed); err != nil {
+			return fmt.Errorf("restart n%d: %w", killed+1, err)
+		}
+		fmt.Fprintf(out, "restarted n%d: it replays its log and catches up\n", killed+1)
+		return nil
 	}
 }
 

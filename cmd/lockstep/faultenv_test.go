@@ -54,6 +54,12 @@ func TestApplyFaultEnv(t *testing.T) {
 			crashStore = nil
 		}
 	}
+	// The crash store lives in the data directory: without one it is refused.
+	cfg := node.Config{Logger: slog.New(slog.DiscardHandler)}
+	err := applyFaultEnv(&cfg, func(k string) string { return map[string]string{envCrashStore: "1"}[k] })
+	if err == nil || !strings.Contains(err.Error(), "no data directory") || cfg.Sequencer.LogStore != nil || crashStore != nil {
+		t.Errorf("crash store without a data directory: %v, log store %v", err, cfg.Sequencer.LogStore != nil)
+	}
 }
 
 // TestFileClockOffset checks that the clock follows the file's offset, jumps included.

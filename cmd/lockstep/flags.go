@@ -36,7 +36,7 @@ func nodeFlags() []cli.Flag {
 		&cli.IntFlag{Name: "partitions", Usage: "partition count, fixed when the cluster is created", Value: node.DefaultPartitions},
 		&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "Raft snapshot after this many log entries (0 = never)", Value: 8192},
 		&cli.DurationFlag{Name: "session-ttl", Usage: "how long, in batch time, a client session lives without requests (at least 1s; give every node the same)", Value: 2 * time.Minute},
-		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt, node.crt and node.key (see `lockstep cert`): mutual TLS on every port; reloaded on SIGHUP",
+		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt, node.crt and node.key (see lockstep cert): mutual TLS on every port; reloaded on SIGHUP",
 			EnvVars: []string{certsDirEnv}},
 		&cli.BoolFlag{Name: "insecure", Usage: "run without TLS or authentication, for development only (instead of --certs-dir)"},
 		&cli.Int64Flag{Name: "snapshot-bytes", Usage: "also snapshot when the entries applied since the last snapshot pass this many bytes (-1: by entry count only)", Value: 64 << 20},
@@ -120,7 +120,7 @@ func clientFlags() []cli.Flag {
 			Value: cli.NewStringSlice(defaultClientAddr)},
 		&cli.DurationFlag{Name: "timeout", Usage: "give up after this long", Value: defaultTimeout},
 		&cli.StringFlag{Name: "cluster-id", Usage: "refuse nodes of another cluster (empty: any)"},
-		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt and client.USER.crt/.key (see `lockstep cert`)", EnvVars: []string{certsDirEnv}},
+		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt and client.USER.crt/.key (see lockstep cert)", EnvVars: []string{certsDirEnv}},
 		&cli.StringFlag{Name: "user", Usage: "the client certificate to present: client.USER.crt in --certs-dir", Value: "root", EnvVars: []string{"LOCKSTEP_USER"}},
 		&cli.BoolFlag{Name: "insecure", Usage: "connect in plaintext, to nodes started with --insecure (instead of --certs-dir)"},
 	}

@@ -70,6 +70,20 @@ func startLoad(t *testing.T, ctx context.Context, addrs []string, prefix string,
 	return l
 }
 
+// loadedCluster starts a 3-node cluster of processes under a counter load of workers
+// adders (keys prefix0, prefix1, ...) and waits for acked adds. ctx ends after timeout,
+// or when the test ends, before the load's and the cluster's cleanups run.
+func loadedCluster(t *testing.T, timeout time.Duration, prefix string, workers int, acked int64) (bin string, c *procCluster, ctx context.Context, load *counterLoad) {
+	t.Helper()
+	bin = buildBinary(t)
+	c = startCluster(t, bin, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	load = startLoad(t, ctx, strings.Split(c.addrs(), ","), prefix, workers)
+	t.Cleanup(cancel)
+	load.waitAcked(t, acked)
+	return bin, c, ctx, load
+}
+
 // waitAcked waits until n more adds are acknowledged.
 func (l *counterLoad) waitAcked(t *testing.T, n int64) {
 	t.Helper()
@@ -208,12 +222,7 @@ func watchLearner(t *testing.T, ctx context.Context, n *procNode) {
 // quorum: the cluster keeps accepting writes, with 3 voters, and the leader reports the
 // ghosts as unreachable learners.
 func TestGhostJoinsHarmless(t *testing.T) {
-	bin := buildBinary(t)
-	c := startCluster(t, bin, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	load := startLoad(t, ctx, strings.Split(c.addrs(), ","), "g", 8)
-	load.waitAcked(t, 200)
+	bin, c, ctx, load := loadedCluster(t, 3*time.Minute, "g", 8, 200)
 	// Joins of addresses where nothing answers are refused before any change to the
 	// membership (node/reachable.go); were they admitted, they would be learners only.
 	ghosts := testutil.FreeAddrs(t, 6)
@@ -250,12 +259,7 @@ func TestGhostJoinsHarmless(t *testing.T) {
 // promotion, and becomes a voter with the others' state hashes. No acknowledged input is
 // lost, and acknowledgements never stop for longer than an election.
 func TestReplaceLostNodeUnderLoad(t *testing.T) {
-	bin := buildBinary(t)
-	c := startCluster(t, bin, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	load := startLoad(t, ctx, strings.Split(c.addrs(), ","), "r", 8)
-	load.waitAcked(t, 300)
+	bin, c, ctx, load := loadedCluster(t, 3*time.Minute, "r", 8, 300)
 	leader := leaderNode(t, bin, c)
 	var lost *procNode
 	var alive []*procNode
@@ -300,12 +304,7 @@ func TestReplaceLostNodeUnderLoad(t *testing.T) {
 // which restarts with every acknowledged input, takes writes, and grows back to three
 // voters with two fresh nodes joining as learners.
 func TestLostQuorumRecover(t *testing.T) {
-	bin := buildBinary(t)
-	c := startCluster(t, bin, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	load := startLoad(t, ctx, strings.Split(c.addrs(), ","), "q", 8)
-	load.waitAcked(t, 500)
+	bin, c, ctx, load := loadedCluster(t, 3*time.Minute, "q", 8, 500)
 	load.halt()
 	// The leader survives: it holds every acknowledged input.
 	survivor := leaderNode(t, bin, c)
@@ -504,6 +503,7 @@ func TestClusterRecoverBadInput(t *testing.T) {
 	bin := buildBinary(t)
 	missing := filepath.Join(t.TempDir(), "missing")
 	checkFailure(t, run(t, bin, "cluster", "recover", "--data", missing, "--id", "n1", "--members", "n1"), "want ID=RAFTADDR")
+	checkFailure(t, run(t, bin, "cluster", "recover", "--data", missing, "--id", "n1", "--members", ""), "want ID=RAFTADDR")
 	checkFailure(t, run(t, bin, "cluster", "recover", "--data", missing, "--id", "n1", "--members", "n2=127.0.0.1:7002"),
 		"the members must include this node, n1")
 	checkFailure(t, run(t, bin, "cluster", "recover", "--data", missing, "--id", "n1", "--members", "n1=127.0.0.1:7001"),
@@ -521,12 +521,7 @@ func TestClusterRecoverBadInput(t *testing.T) {
 // non-voter; it becomes ready, `cluster status` shows it as read-replica and the cluster
 // healthy, and its state hashes equal the voters'.
 func TestReadReplicaProcess(t *testing.T) {
-	bin := buildBinary(t)
-	c := startCluster(t, bin, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	load := startLoad(t, ctx, strings.Split(c.addrs(), ","), "rr", 4)
-	load.waitAcked(t, 200)
+	bin, c, ctx, load := loadedCluster(t, 2*time.Minute, "rr", 4, 200)
 	a := testutil.FreeAddrs(t, 3)
 	r := spawnNode(t, bin, "r1", "--id", "r1", "--data", filepath.Join(t.TempDir(), "r1"), "--raft", a[0], "--client", a[1],
 		"--admin", a[2], "--partitions", "4", "--join", c.addrs(), "--read-replica", "--log-level", "warn")

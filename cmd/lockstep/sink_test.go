@@ -354,50 +354,12 @@ func TestSinkZombieFenced(t *testing.T) {
 	f := newSinkFixture(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	waitRows := func(want int) {
-		testutil.WaitFor(t, time.Minute, func() error {
-			if rows, _ := f.tableRows(t); rows != want {
-				return fmt.Errorf("%d rows, want %d", rows, want)
-			}
-			return nil
-		})
-	}
 	if err := f.appendRange(ctx, 0, 2000, 500, 0); err != nil {
 		t.Fatal(err)
 	}
 	zombie := f.startSink(t)
-	waitRows(2000)
-	if err := zombie.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.appendRange(ctx, 2000, 4000, 500, 0); err != nil {
-		t.Fatal(err)
-	}
-	newer := f.startSink(t)
-	waitRows(4000)
-	if err := zombie.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.appendRange(ctx, 4000, 5000, 500, 0); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-zombie.Exited:
-	case <-time.After(time.Minute):
-		t.Fatal("the resumed zombie sink is still running")
-	}
-	if code := zombie.Cmd.ProcessState.ExitCode(); code != 1 || !bytes.Contains(zombie.Log(), []byte("no longer current")) {
-		t.Fatalf("zombie exit %d, want 1 with the fencing error: %s", code, zombie.Log())
-	}
-	waitRows(5000)
-	if !newer.Running() {
-		t.Fatalf("the newer sink exited: %s", newer.Log())
-	}
-	newer.Stop(10 * time.Second)
-	table, n := f.tableContents(t)
-	if d := compare(t, f.streamContents(t), table, n); d != 0 {
-		t.Fatalf("%d records written twice", d)
-	}
+	f.waitRows(t, 2000)
+	f.fenceZombie(t, ctx, zombie, func() *testutil.Proc { return f.startSink(t) }, "no longer current")
 }
 
 // TestSinkBadInput: a bad DSN, an unreachable server, a missing table, an unknown
@@ -549,15 +511,6 @@ func TestSinkGroupZombieFenced(t *testing.T) {
 	f := newSinkFixture(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	waitRows := func(want int) {
-		t.Helper()
-		testutil.WaitFor(t, time.Minute, func() error {
-			if rows, _ := f.tableRows(t); rows != want {
-				return fmt.Errorf("%d rows, want %d", rows, want)
-			}
-			return nil
-		})
-	}
 	member := func(id string) *testutil.Proc {
 		return f.startSink(t, "--group", "sinks", "--member", id, "--group-session-timeout", "2s")
 	}
@@ -565,14 +518,37 @@ func TestSinkGroupZombieFenced(t *testing.T) {
 	if err := f.appendRange(ctx, 0, 2000, 500, 0); err != nil {
 		t.Fatal(err)
 	}
-	waitRows(2000)
+	f.waitRows(t, 2000)
+	// o takes z's partitions once z's session expires.
+	f.fenceZombie(t, ctx, zombie, func() *testutil.Proc { return other }, "not a consumer group member")
+}
+
+// waitRows waits up to a minute for the table to hold want rows.
+func (f *sinkFixture) waitRows(t *testing.T, want int) {
+	t.Helper()
+	testutil.WaitFor(t, time.Minute, func() error {
+		if rows, _ := f.tableRows(t); rows != want {
+			return fmt.Errorf("%d rows, want %d", rows, want)
+		}
+		return nil
+	})
+}
+
+// fenceZombie is the zombie scenario after the table holds records 0..1999: it pauses
+// zombie with SIGSTOP, appends records 2000..3999, which takeOver's sink (started by it or
+// already running) writes, resumes zombie, appends 4000..4999, and checks that zombie exits
+// 1 with an error containing fenceErr, that the other sink runs on, and that the table
+// holds every record of the stream once.
+func (f *sinkFixture) fenceZombie(t *testing.T, ctx context.Context, zombie *testutil.Proc, takeOver func() *testutil.Proc, fenceErr string) {
+	t.Helper()
 	if err := zombie.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.appendRange(ctx, 2000, 4000, 500, 0); err != nil {
 		t.Fatal(err)
 	}
-	waitRows(4000) // o took z's partitions once z's session expired
+	other := takeOver()
+	f.waitRows(t, 4000)
 	if err := zombie.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -584,11 +560,11 @@ func TestSinkGroupZombieFenced(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the resumed zombie sink is still running")
 	}
-	if code := zombie.Cmd.ProcessState.ExitCode(); code != 1 || !bytes.Contains(zombie.Log(), []byte("not a consumer group member")) {
-		t.Fatalf("zombie exit %d, want 1 with the not-a-member error: %s", code, zombie.Log())
+	if code := zombie.Cmd.ProcessState.ExitCode(); code != 1 || !bytes.Contains(zombie.Log(), []byte(fenceErr)) {
+		t.Fatalf("zombie exit %d, want 1 with an error containing %q: %s", code, fenceErr, zombie.Log())
 	}
 	t.Logf("the zombie's log:\n%s", zombie.Log())
-	waitRows(5000)
+	f.waitRows(t, 5000)
 	if !other.Running() {
 		t.Fatalf("the other sink exited: %s", other.Log())
 	}

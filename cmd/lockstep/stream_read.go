@@ -43,10 +43,11 @@ func runStreamRead(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.NArg() != 1 {
-		return errors.New("stream read needs exactly one STREAM name")
+	stream, err := oneStreamName(c, "read")
+	if err != nil {
+		return err
 	}
-	stream, part, limit := c.Args().First(), c.Int("partition"), c.Int("max")
+	part, limit := c.Int("partition"), c.Int("max")
 	if limit < 0 || c.Duration("poll") <= 0 {
 		return errors.New("--max must not be negative and --poll must be positive")
 	}

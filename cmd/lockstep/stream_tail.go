@@ -47,10 +47,10 @@ func runStreamTail(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.NArg() != 1 {
-		return errors.New("stream tail needs exactly one STREAM name")
+	stream, err := oneStreamName(c, "tail")
+	if err != nil {
+		return err
 	}
-	stream := c.Args().First()
 	ctx, cl, done, err := adminCommand(c)
 	if err != nil {
 		return err

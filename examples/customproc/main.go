@@ -112,7 +112,7 @@ func main() {
 	serve := flag.Bool("serve", false, "keep the nodes running until SIGINT or SIGTERM and print their client addresses")
 	dir := flag.String("dir", "", "the nodes' data directories go here (default: a temp dir, removed at exit)")
 	certsDir := flag.String("certs-dir", os.Getenv("LOCKSTEP_CERTS_DIR"),
-		"the nodes' certificates (ca.crt, node.crt, client.root.crt; see `lockstep cert`); default $LOCKSTEP_CERTS_DIR, else a throw-away CA")
+		"the nodes' certificates (ca.crt, node.crt, client.root.crt; see lockstep cert); default $LOCKSTEP_CERTS_DIR, else a throw-away CA")
 	flag.Parse()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
