@@ -190,6 +190,8 @@ type Node struct {
 	abstainCh     chan struct{}         // wakes abstainLoop (capacity 1): see wakeAbstain
 	applied       applySignal           // fired when the FSM has applied more of the log, or diverged
 	learners      learnerBook           // the leader's view of its learners
+	reads         readIndexer           // linearizable reads waiting for a read-index round (readindex.go)
+	freshness     freshness             // the proof of freshness for bounded-staleness reads (readindex.go)
 	stale         atomic.Pointer[error] // set once the cluster records another incarnation: see identity.go
 	replayTo      uint64                // the last index of the log found at start (readiness.go)
 	replayed      atomic.Bool           // applied has reached replayTo
@@ -214,7 +216,8 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	}
 	cfg = cfg.withDefaults()
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), started: time.Now(),
-		conns: map[*wire.Conn]*clientConn{}, abstainCh: make(chan struct{}, 1)}
+		conns: map[*wire.Conn]*clientConn{}, abstainCh: make(chan struct{}, 1),
+		reads: readIndexer{wake: make(chan struct{}, 1)}, freshness: freshness{wake: make(chan struct{}, 1)}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	// fail undoes what Start has opened so far.
 	var layer *tlsStreamLayer
@@ -326,8 +329,10 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		n.wg.Add(1)
 		go func() { defer n.wg.Done(); n.awaitPromotion() }()
 	}
-	n.wg.Add(7)
+	n.wg.Add(9)
 	go n.identityLoop()
+	go n.readLoop()
+	go n.freshnessLoop()
 	go n.memberLoop()
 	go n.acceptLoop()
 	go n.leaderLoop()
