@@ -37,6 +37,8 @@ type clusterOptions struct {
 	processorIdleTick time.Duration
 	// maxSubscriptions is Config.MaxSubscriptionsPerConn; 0: the default.
 	maxSubscriptions int
+	// configure is LocalClusterOptions.Configure.
+	configure func(i int, cfg *Config)
 }
 
 // testLogger sends the nodes' warnings and errors to t.Log.
@@ -76,7 +78,8 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: opts.nodes, Dir: t.TempDir(), Node: node, Registry: opts.registry})
+	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: opts.nodes, Dir: t.TempDir(), Node: node, Registry: opts.registry,
+		Configure: opts.configure})
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)
 	}

@@ -508,7 +508,7 @@ func (n *Node) becomeLeader() error {
 		}
 	}
 	n.readyTerm.Store(term)
-	plantedNoteLeading(term) // a test-only build's planted bug; nothing in a normal build
+	plantedNoteLeading(n, term) // a test-only build's planted bug; nothing in a normal build
 	n.log.Info("leading", "client", n.ClientAddr(), "term", term)
 	return nil
 }

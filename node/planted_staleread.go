@@ -2,7 +2,7 @@
 
 package node
 
-import "sync/atomic"
+import "sync"
 
 // A planted bug, for the fault-injection harness's tests only (jepsen/): built with
 // -tags jepsen_staleread, a node that led answers linearizable reads (readindex.go) from
@@ -13,15 +13,15 @@ import "sync/atomic"
 // deposed one goes on serving reads of the old state. The register workload must catch it
 // under the isolate-leader-clients nemesis (jepsen.TestCheckersCatchStaleReads).
 
-// plantedLedTerm is the term in which this process's node last became ready to lead (a
-// jepsen node process holds one node).
-var plantedLedTerm atomic.Uint64
+// plantedLedTerm holds, per *Node, the term in which that node last became ready to lead
+// (per node, so that the in-process clusters of node's tests plant it too).
+var plantedLedTerm sync.Map
 
-// plantedNoteLeading records that the node leads in term.
-func plantedNoteLeading(term uint64) { plantedLedTerm.Store(term) }
+// plantedNoteLeading records that n leads in term.
+func plantedNoteLeading(n *Node, term uint64) { plantedLedTerm.Store(n, term) }
 
 // plantedStaleRead reports whether a linearizable read is answered locally.
 func plantedStaleRead(n *Node) bool {
-	t := plantedLedTerm.Load()
-	return t != 0 && t == n.seq.Term()
+	t, ok := plantedLedTerm.Load(n)
+	return ok && t.(uint64) == n.seq.Term()
 }
