@@ -66,6 +66,7 @@ type readIndexer struct {
 	waiting []readWaiter
 	wake    chan struct{} // capacity 1: a round may have reads to serve
 	rounds  atomic.Uint64 // rounds run, for tests and metrics
+	served  atomic.Uint64 // reads the rounds answered (with an index or an error)
 }
 
 // readIndex queues w for the next round. The number of waiting reads is bounded by the
@@ -107,6 +108,7 @@ func (n *Node) readLoop() {
 				break
 			}
 			index, err := n.readRound()
+			r.served.Add(uint64(len(batch)))
 			for i, w := range batch {
 				w(index, err)
 				batch[i] = nil
