@@ -46,6 +46,7 @@ func TestTypedCalls(t *testing.T) {
 		args     []byte // the argument bytes sent; nil for none
 		readAny  bool
 		maxLag   uint64 // a bounded read's bound; 0 for others
+		linRead  bool   // sent at wire.ConsistencyLinearizableRead
 		wantSess bool
 	}{
 		{
@@ -84,7 +85,7 @@ func TestTypedCalls(t *testing.T) {
 				return QueryAs[builtin.KVGetResult](ctx, c, builtin.KVGet, []byte("k"), builtin.NoArgs{}, ReadLinearizable)
 			},
 			// Session-less: the leader answers it off the log (ReadIndex).
-			want: builtin.KVGetResult{Value: []byte("v"), Found: true}, proc: builtin.KVGet, key: "k",
+			want: builtin.KVGetResult{Value: []byte("v"), Found: true}, proc: builtin.KVGet, key: "k", linRead: true,
 		},
 		{
 			call: func() (any, error) {
@@ -119,7 +120,8 @@ func TestTypedCalls(t *testing.T) {
 			t.Errorf("#%d: args %x, want %x", i, r.Args, tt.args)
 		}
 		if (r.Session != 0) != tt.wantSess || (r.Consistency == wire.ConsistencyAny) != tt.readAny ||
-			(r.Consistency == wire.ConsistencyBounded) != (tt.maxLag != 0) || r.MaxLag != tt.maxLag {
+			(r.Consistency == wire.ConsistencyBounded) != (tt.maxLag != 0) || r.MaxLag != tt.maxLag ||
+			(r.Consistency == wire.ConsistencyLinearizableRead) != tt.linRead {
 			t.Errorf("#%d: session %d, consistency %d, bound %d, want session %t, ReadAny %t, bound %d",
 				i, r.Session, r.Consistency, r.MaxLag, tt.wantSess, tt.readAny, tt.maxLag)
 		}

@@ -48,7 +48,8 @@ func (c *Client) InvokeMulti(ctx context.Context, proc string, keys [][]byte, ar
 // Query runs the read-only single-partition procedure proc at consistency cons, with no
 // session (a read needs no exactly-once). With ReadLinearizable the leader answers, off
 // the log; with ReadAny one replica answers from its local state. Either is retried on
-// other nodes as needed. For a bounded-staleness read see QueryBounded.
+// other nodes as needed. A procedure that writes is refused (ErrBadArguments) and does
+// not run: use Invoke. For a bounded-staleness read see QueryBounded.
 func (c *Client) Query(ctx context.Context, proc string, key []byte, args, result any, cons Consistency) error {
 	if len(key) == 0 {
 		return fmt.Errorf("client: %s: %w: empty partition key", proc, ErrBadArguments)
@@ -147,6 +148,10 @@ func (c *Client) query(ctx context.Context, proc string, req wire.Request, args,
 	}
 	defer c.putArgs(ab)
 	req.Consistency = wire.Consistency(cons)
+	if cons == ReadLinearizable {
+		// Session-less, so the node must refuse a procedure that writes.
+		req.Consistency = wire.ConsistencyLinearizableRead
+	}
 	if err := c.acquireFree(ctx); err != nil {
 		return c.opErr(fmt.Errorf("client: %s: %w", proc, err))
 	}

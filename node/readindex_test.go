@@ -257,7 +257,8 @@ func TestConfirmLeader(t *testing.T) {
 // TestReadBounded: a follower answers a bounded-staleness read with every write
 // acknowledged before it (its first proof of freshness is asked after them); a follower
 // cut off from the leader's Raft never answers with a value older than the bound; and a
-// bound that is not positive is refused as bad arguments, by the client and by the node.
+// bound that is not positive is refused as bad arguments, by the client and by the node,
+// as is a write sent as a session-less linearizable read.
 func TestReadBounded(t *testing.T) {
 	rc := newRaftCutter()
 	c := startCluster(t, clusterOptions{nodes: 3, configure: rc.configure})
@@ -282,6 +283,7 @@ func TestReadBounded(t *testing.T) {
 		{Op: wire.OpInvoke, Procedure: builtin.KVGet, Key: []byte("k"), HasKey: true, Consistency: wire.ConsistencyBounded, MaxLag: 1 << 63},
 		{Op: wire.OpInvoke, Procedure: builtin.KVPut, Key: []byte("k"), HasKey: true, Consistency: wire.ConsistencyBounded, MaxLag: 1e9},
 		{Op: wire.OpInvoke, Procedure: builtin.KVGet, Key: []byte("k"), HasKey: true, Consistency: 9},
+		{Op: wire.OpInvoke, Procedure: builtin.KVPut, Key: []byte("k"), HasKey: true, Consistency: wire.ConsistencyLinearizableRead},
 	} {
 		if resp := rawRequest(t, c.cfgs[fi].ClientAddr, &req); resp.Code != wire.CodeBadArguments {
 			t.Errorf("#%d: raw request %+v: got %v %q, want BadArguments", i, req, resp.Code, resp.Message)

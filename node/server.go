@@ -345,10 +345,14 @@ func (cc *clientConn) invoke(req *wire.Request) {
 		it.Partition = int32(partition.PartitionOf(req.Key, P))
 	}
 	switch req.Consistency {
-	case wire.ConsistencyLinearizable:
-		if info.ReadOnly && req.Session == 0 {
+	case wire.ConsistencyLinearizable, wire.ConsistencyLinearizableRead:
+		switch {
+		case info.ReadOnly && req.Session == 0:
 			// Off the log: the leader confirms its leadership, then reads (readindex.go).
 			cc.readLinearizable(req.ID, &partition.Input{Procedure: it.Procedure, Key: it.Key, Partition: int(it.Partition), Scope: it.Scope, Args: it.Args})
+			return
+		case req.Consistency == wire.ConsistencyLinearizableRead:
+			cc.fail(req.ID, fmt.Errorf("%w: consistency %d is a session-less read; %s writes (invoke it in a session)", wire.ErrBadArguments, req.Consistency, info.Name))
 			return
 		}
 	case wire.ConsistencyAny, wire.ConsistencyBounded:

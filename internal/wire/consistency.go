@@ -19,4 +19,9 @@ const (
 	// write acknowledged more than MaxLag ago, by its own monotonic clock. Otherwise the
 	// replica answers NotReady and the client tries another (docs/protocol.md).
 	ConsistencyBounded Consistency = 2
+	// ConsistencyLinearizableRead: as ConsistencyLinearizable, for a read-only invocation
+	// only, without a session: the leader answers it off the log (ReadIndex). A procedure
+	// that writes is refused with BadArguments and does not run, so that a write sent as
+	// a read never runs without the session that makes it exactly-once.
+	ConsistencyLinearizableRead Consistency = 3
 )
