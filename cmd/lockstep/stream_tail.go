@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/urfave/cli/v2"
@@ -35,7 +34,6 @@ Example:
   lockstep stream tail clicks --from-beginning --output json`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "from-beginning", Usage: "start at each partition's first retained record instead of its end"},
-			&cli.DurationFlag{Name: "poll", Usage: "ignored: tail no longer polls (kept so that scripts using it still run)", Value: 200 * time.Millisecond},
 			outputFlag(outputTable),
 		}, clientFlags()...),
 		Action: runStreamTail,
