@@ -4,20 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/lockstepdb/lockstep/client"
 )
-
-// Record is one stream record as the sink receives it.
-type Record struct {
-	// Partition and Offset place the record in its stream.
-	Partition int
-	Offset    uint64
-	// Key, Value and EventTime are the record's contents.
-	Key, Value []byte
-	EventTime  time.Time
-}
 
 // Source delivers a stream's records; the sink owns it and closes it. It has the shape of
 // client.Subscription.
@@ -25,7 +14,7 @@ type Source interface {
 	// Next waits for records and returns those that have arrived (at least one), in
 	// offset order per partition. It returns ctx.Err() when ctx ends, and a terminal error
 	// when the source cannot go on.
-	Next(ctx context.Context) ([]Record, error)
+	Next(ctx context.Context) ([]client.Record, error)
 	// Close ends the source and frees its resources.
 	Close() error
 }
