@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"time"
 
@@ -118,4 +119,21 @@ func legacyRecords(stream string, partition int, offset uint64, resp *wire.Respo
 		recs[i] = Record{Partition: partition, Offset: first + uint64(i), Data: data}
 	}
 	return recs, resp.NextOffset, nil
+}
+
+// PartitionRuns yields recs, records grouped by partition as Subscription.Next returns
+// them, one partition's run at a time. Each run is a slice of recs capped at its length.
+func PartitionRuns(recs []Record) iter.Seq[[]Record] {
+	return func(yield func([]Record) bool) {
+		for len(recs) > 0 {
+			n := 1
+			for n < len(recs) && recs[n].Partition == recs[0].Partition {
+				n++
+			}
+			if !yield(recs[:n:n]) {
+				return
+			}
+			recs = recs[n:]
+		}
+	}
 }
