@@ -82,19 +82,12 @@ func (c *Client) ReadStream(ctx context.Context, stream string, partition int, o
 	if len(resp.Records) > 0 && len(resp.Entries) == 0 {
 		return legacyRecords(stream, partition, offset, &resp)
 	}
-	recs := make([]Record, len(resp.Entries))
-	prev := offset
-	for i := range resp.Entries {
-		e := &resp.Entries[i]
-		if e.Offset < prev || e.Offset >= resp.NextOffset {
-			return nil, offset, fmt.Errorf("client: read stream %q: %w: record at offset %d out of order (from %d, next %d)",
-				stream, ErrMalformed, e.Offset, offset, resp.NextOffset)
-		}
-		prev = e.Offset + 1
-		recs[i] = recordFromWire(partition, e)
+	if err := entryOrderErr(resp.Entries, offset, resp.NextOffset); err != nil {
+		return nil, offset, fmt.Errorf("client: read stream %q from %d: %w: %w", stream, offset, ErrMalformed, err)
 	}
-	if resp.NextOffset < offset {
-		return nil, offset, fmt.Errorf("client: read stream %q: %w: next offset %d before %d", stream, ErrMalformed, resp.NextOffset, offset)
+	recs := make([]Record, len(resp.Entries))
+	for i := range resp.Entries {
+		recs[i] = recordFromWire(partition, &resp.Entries[i])
 	}
 	return recs, resp.NextOffset, nil
 }
@@ -136,4 +129,21 @@ func PartitionRuns(recs []Record) iter.Seq[[]Record] {
 			recs = recs[n:]
 		}
 	}
+}
+
+// entryOrderErr says how entries, the records a node sent from offset from on with next
+// offset next, break the order the protocol promises (ascending offsets, none before from,
+// next past the last), or returns nil.
+func entryOrderErr(entries []wire.StreamRecord, from, next uint64) error {
+	prev := from
+	for i := range entries {
+		if entries[i].Offset < prev {
+			return fmt.Errorf("record at offset %d, expected %d or after", entries[i].Offset, prev)
+		}
+		prev = entries[i].Offset + 1
+	}
+	if next < prev {
+		return fmt.Errorf("next offset %d before %d", next, prev)
+	}
+	return nil
 }
