@@ -88,12 +88,9 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 }
 
 // leader returns the ready leader, or nil.
-func (c *testCluster) leader() *Node {
-	if i := c.Leader(); i >= 0 {
-		return c.Nodes[i]
-	}
-	return nil
-}
+// leader returns the node that leads now, waiting for one: under load an election can be
+// under way at any moment, and a nil leader would only turn into a nil dereference.
+func (c *testCluster) leader() *Node { return c.waitLeader() }
 
 func (c *testCluster) waitLeader() *Node {
 	c.t.Helper()
