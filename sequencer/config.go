@@ -67,8 +67,8 @@ type Config struct {
 	// be one other nodes can dial (not 0.0.0.0). Required unless Transport is set; then
 	// it must be empty or equal to Transport.LocalAddr().
 	RaftAddr string
-	// DataDir holds raft.db (the Raft log and stable store, raft-boltdb with fsync on every
-	// write) and snapshots/ (raft.FileSnapshotStore keeping the last 2). Created if
+	// DataDir holds the Raft log and stable store (raft.db for LogStoreBolt, wal/ for
+	// LogStoreWAL; both fsync every write) and snapshots/ (raft.FileSnapshotStore keeping the last 2). Created if
 	// missing. Required unless LogStore, StableStore and SnapshotStore are all set.
 	DataDir string
 
@@ -93,6 +93,10 @@ type Config struct {
 	// Not with Transport.
 	StreamLayer   raft.StreamLayer
 	LogStore      raft.LogStore
+	// LogStoreKind is the log and stable store Open builds in DataDir when LogStore or
+	// StableStore is not injected: LogStoreBolt or LogStoreWAL. Default DefaultLogStore.
+	// Open refuses a DataDir that holds the other kind's files (ErrLogStoreMismatch).
+	LogStoreKind string
 	StableStore   raft.StableStore
 	SnapshotStore raft.SnapshotStore
 
@@ -181,6 +185,9 @@ func (c Config) withDefaults() Config {
 	setDur(&c.ElectionTimeout, DefaultElectionTimeout)
 	setDur(&c.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
 	setDur(&c.CommitTimeout, DefaultCommitTimeout)
+	if c.LogStoreKind == "" {
+		c.LogStoreKind = DefaultLogStore
+	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = DefaultTrailingLogs
 	}
@@ -218,6 +225,8 @@ func (c Config) Validate() error {
 			c.RaftAddr, c.Transport.LocalAddr())
 	case c.DataDir == "" && c.needsDataDir():
 		return bad("DataDir is required unless LogStore, StableStore and SnapshotStore are all set")
+	case !validLogStore(c.LogStoreKind):
+		return bad("LogStoreKind %q: want %q or %q", c.LogStoreKind, LogStoreBolt, LogStoreWAL)
 	case c.MaxBatchInputs < 1 || c.MaxBatchInputs > batch.MaxItems-1:
 		return bad("MaxBatchInputs %d not in [1, %d]", c.MaxBatchInputs, batch.MaxItems-1)
 	case c.MaxBatchBytes < MinBatchBytes || c.MaxBatchBytes > MaxBatchBytesLimit:
