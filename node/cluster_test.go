@@ -37,6 +37,8 @@ type clusterOptions struct {
 	processorIdleTick time.Duration
 	// maxSubscriptions is Config.MaxSubscriptionsPerConn; 0: the default.
 	maxSubscriptions int
+	// logStore is sequencer.Config.LogStoreKind; "": the default.
+	logStore string
 }
 
 // testLogger sends the nodes' warnings and errors to t.Log.
@@ -59,6 +61,7 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 		MaxSubscriptionsPerConn:   opts.maxSubscriptions,
 	}
 	node.Sequencer.HashCheckInterval = 100 * time.Millisecond
+	node.Sequencer.LogStoreKind = opts.logStore
 	if opts.idleChecksOnly {
 		node.Sequencer.HashCheckInterval = -1
 	}

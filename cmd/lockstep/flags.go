@@ -33,6 +33,8 @@ func nodeFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "join", Usage: "client addresses ADDR,... of a running cluster to join (empty data dir only)"},
 		&cli.IntFlag{Name: "partitions", Usage: "partition count, fixed when the cluster is created", Value: node.DefaultPartitions},
 		&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "Raft snapshot after this many log entries (0 = never)", Value: 8192},
+		&cli.StringFlag{Name: "log-store", Usage: "Raft log store: bolt (raft-boltdb, raft.db) or wal (raft-wal, wal/); a data dir keeps the store it was created with (docs/operations.md)",
+			Value: node.DefaultLogStore},
 		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt, node.crt and node.key (see `lockstep cert`): mutual TLS on every port; reloaded on SIGHUP",
 			EnvVars: []string{certsDirEnv}},
 		&cli.BoolFlag{Name: "insecure", Usage: "run without TLS or authentication, for development only (instead of --certs-dir)"},
@@ -80,6 +82,7 @@ func nodeConfigFromFlags(c *cli.Context) (node.Config, error) {
 	}
 	cfg.Replica.Partitions = c.Int("partitions")
 	cfg.Sequencer.SnapshotThreshold = c.Uint64("snapshot-threshold")
+	cfg.Sequencer.LogStoreKind = c.String("log-store")
 	if err := applyFaultEnv(&cfg, os.Getenv); err != nil {
 		return node.Config{}, err
 	}
