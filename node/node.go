@@ -121,8 +121,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// The log stores a node can keep its Raft log in (Config.Sequencer.LogStoreKind); see
-// docs/operations.md for the trade-off.
+// The log stores a node can keep its Raft log in (Config.Sequencer.LogStoreKind; empty:
+// the one its data dir holds, else DefaultLogStore); see docs/operations.md for the
+// trade-off.
 const (
 	LogStoreBolt    = sequencer.LogStoreBolt
 	LogStoreWAL     = sequencer.LogStoreWAL

@@ -23,6 +23,10 @@ const (
 	DefaultHashCheckInterval  = time.Second
 	DefaultSnapshotInterval   = 10 * time.Second
 	DefaultTrailingLogs       = 10240
+	// DefaultWALSegmentBytes is the size of one raft-wal segment file (raft-wal's own
+	// default). Segments are preallocated, and removed only whole once a snapshot has
+	// compacted every entry in them.
+	DefaultWALSegmentBytes = 64 << 20
 	// The Raft timeouts are tuned for a loopback or LAN cluster: a follower that has heard
 	// nothing for HeartbeatTimeout (randomised up to twice that) starts a pre-vote, and a
 	// leader that has not reached a quorum for LeaderLeaseTimeout steps down. Raise all
@@ -50,6 +54,9 @@ const (
 	MaxInflightLimit = 64
 	// MaxQueueLimit is the largest MaxQueuedInputs.
 	MaxQueueLimit = 1 << 22
+	// MinWALSegmentBytes and MaxWALSegmentBytes bound WALSegmentBytes.
+	MinWALSegmentBytes = 4 << 10
+	MaxWALSegmentBytes = 1 << 30
 	// MaxBatchDelayLimit is the longest MaxBatchDelay.
 	MaxBatchDelayLimit = time.Second
 )
@@ -67,8 +74,8 @@ type Config struct {
 	// be one other nodes can dial (not 0.0.0.0). Required unless Transport is set; then
 	// it must be empty or equal to Transport.LocalAddr().
 	RaftAddr string
-	// DataDir holds the Raft log and stable store (raft.db for LogStoreBolt, wal/ for
-	// LogStoreWAL; both fsync every write) and snapshots/ (raft.FileSnapshotStore keeping the last 2). Created if
+	// DataDir holds the Raft log and stable store (wal/ for LogStoreWAL, raft.db for
+	// LogStoreBolt; both fsync every write) and snapshots/ (raft.FileSnapshotStore keeping the last 2). Created if
 	// missing. Required unless LogStore, StableStore and SnapshotStore are all set.
 	DataDir string
 
@@ -94,9 +101,17 @@ type Config struct {
 	StreamLayer   raft.StreamLayer
 	LogStore      raft.LogStore
 	// LogStoreKind is the log and stable store Open builds in DataDir when LogStore or
-	// StableStore is not injected: LogStoreBolt or LogStoreWAL. Default DefaultLogStore.
-	// Open refuses a DataDir that holds the other kind's files (ErrLogStoreMismatch).
+	// StableStore is not injected: LogStoreBolt, LogStoreWAL, or empty (the default): the
+	// kind DataDir already holds, else DefaultLogStore. Open refuses a DataDir that holds
+	// the other kind's files (ErrLogStoreMismatch).
 	LogStoreKind string
+	// WALSegmentBytes is the size of one raft-wal segment file, in bytes (LogStoreWAL
+	// only). Default DefaultWALSegmentBytes; between MinWALSegmentBytes and
+	// MaxWALSegmentBytes. A log entry larger than a segment still fits: the segment grows
+	// and is sealed. raft-wal frees log space a segment at a time, so a compacted log
+	// keeps serving entries until their whole segment is behind the snapshot: a test that
+	// needs a lagging node to receive a snapshot uses small segments.
+	WALSegmentBytes int
 	StableStore   raft.StableStore
 	SnapshotStore raft.SnapshotStore
 
@@ -178,6 +193,7 @@ func (c Config) withDefaults() Config {
 	setInt(&c.MaxBatchBytes, DefaultMaxBatchBytes)
 	setInt(&c.MaxInflightBatches, DefaultMaxInflightBatches)
 	setInt(&c.MaxQueuedInputs, DefaultMaxQueuedInputs)
+	setInt(&c.WALSegmentBytes, DefaultWALSegmentBytes)
 	setDur(&c.ApplyTimeout, DefaultApplyTimeout)
 	setDur(&c.HashCheckInterval, DefaultHashCheckInterval)
 	setDur(&c.SnapshotInterval, DefaultSnapshotInterval)
@@ -185,9 +201,6 @@ func (c Config) withDefaults() Config {
 	setDur(&c.ElectionTimeout, DefaultElectionTimeout)
 	setDur(&c.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
 	setDur(&c.CommitTimeout, DefaultCommitTimeout)
-	if c.LogStoreKind == "" {
-		c.LogStoreKind = DefaultLogStore
-	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = DefaultTrailingLogs
 	}
@@ -227,6 +240,8 @@ func (c Config) Validate() error {
 		return bad("DataDir is required unless LogStore, StableStore and SnapshotStore are all set")
 	case !validLogStore(c.LogStoreKind):
 		return bad("LogStoreKind %q: want %q or %q", c.LogStoreKind, LogStoreBolt, LogStoreWAL)
+	case c.WALSegmentBytes < MinWALSegmentBytes || c.WALSegmentBytes > MaxWALSegmentBytes:
+		return bad("WALSegmentBytes %d not in [%d, %d]", c.WALSegmentBytes, MinWALSegmentBytes, MaxWALSegmentBytes)
 	case c.MaxBatchInputs < 1 || c.MaxBatchInputs > batch.MaxItems-1:
 		return bad("MaxBatchInputs %d not in [1, %d]", c.MaxBatchInputs, batch.MaxItems-1)
 	case c.MaxBatchBytes < MinBatchBytes || c.MaxBatchBytes > MaxBatchBytesLimit:

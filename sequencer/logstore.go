@@ -26,8 +26,11 @@ const (
 	LogStoreWAL = "wal"
 )
 
-// DefaultLogStore is the log store built when Config.LogStoreKind is empty.
-const DefaultLogStore = LogStoreBolt
+// DefaultLogStore is the log store built in a new data dir when Config.LogStoreKind is
+// empty. It was the faster of the two in the same-run comparison of issue 14
+// (benchmarks/RESULTS.md) and passes the restart and kill -9 tests; a data dir that
+// already holds a bolt log keeps it.
+const DefaultLogStore = LogStoreWAL
 
 const (
 	// boltFile is the raft-boltdb file in DataDir.
@@ -46,17 +49,45 @@ const (
 // of the other kind would make it forget acknowledged entries. Nothing was changed.
 var ErrLogStoreMismatch = errors.New("sequencer: data dir holds another log store")
 
-// validLogStore reports whether kind names a log store Open can build.
+// validLogStore reports whether kind names a log store Open can build, or is empty
+// (whichever dir holds, else DefaultLogStore).
 func validLogStore(kind string) bool {
-	return kind == LogStoreBolt || kind == LogStoreWAL
+	return kind == "" || kind == LogStoreBolt || kind == LogStoreWAL
 }
 
-// openLogStore builds the log and stable store of kind in dir, after checking that dir
-// holds no other kind's files. close releases everything it opened.
-func openLogStore(kind, dir string) (store interface {
+// detectLogStore returns the kind of log store whose files dir holds, or DefaultLogStore
+// if it holds neither.
+func detectLogStore(dir string) (string, error) {
+	var found []string
+	for _, k := range []struct{ kind, file string }{{LogStoreBolt, boltFile}, {LogStoreWAL, walDir}} {
+		if _, err := os.Stat(filepath.Join(dir, k.file)); err == nil {
+			found = append(found, k.kind)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("sequencer: data dir: %w", err)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return DefaultLogStore, nil
+	case 1:
+		return found[0], nil
+	default:
+		return "", fmt.Errorf("%w: %s holds both %s and %s/; remove the one that is not the node's log", ErrLogStoreMismatch, dir, boltFile, walDir)
+	}
+}
+
+// openLogStore builds the log and stable store of kind in dir (kind "": the kind dir
+// holds, else DefaultLogStore), after checking that dir holds no other kind's files.
+// close releases everything it opened.
+func openLogStore(kind, dir string, walSegmentBytes int, hlog *hclogAdapter) (store interface {
 	raft.LogStore
 	raft.StableStore
 }, close func() error, err error) {
+	if kind == "" {
+		if kind, err = detectLogStore(dir); err != nil {
+			return nil, nil, err
+		}
+	}
 	other := map[string]string{LogStoreBolt: walDir, LogStoreWAL: boltFile}[kind]
 	if _, err := os.Stat(filepath.Join(dir, other)); err == nil {
 		return nil, nil, fmt.Errorf("%w: --log-store %s, but %s holds %s (the other store's files); start with the store that wrote them",
@@ -66,7 +97,7 @@ func openLogStore(kind, dir string) (store interface {
 	}
 	switch kind {
 	case LogStoreWAL:
-		return openWAL(filepath.Join(dir, walDir))
+		return openWAL(filepath.Join(dir, walDir), walSegmentBytes, hlog)
 	default:
 		// NoSync stays false: every StoreLogs call fsyncs before Raft acknowledges
 		// (RAFT-NOTES, hashicorp/raft-boltdb issue 8). Batching amortises the fsync.
@@ -84,7 +115,7 @@ func openLogStore(kind, dir string) (store interface {
 // openWAL opens raft-wal in dir under an exclusive lock on dir/LOCK, taken with a timeout
 // first: raft-wal's meta database would otherwise wait forever for a second opener's lock
 // (PERF-NOTES). raft-wal fsyncs every StoreLogs before it returns.
-func openWAL(dir string) (*raftwal.WAL, func() error, error) {
+func openWAL(dir string, segmentBytes int, hlog *hclogAdapter) (*raftwal.WAL, func() error, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("sequencer: wal dir: %w", err)
 	}
@@ -92,7 +123,7 @@ func openWAL(dir string) (*raftwal.WAL, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	w, err := raftwal.Open(dir)
+	w, err := raftwal.Open(dir, raftwal.WithSegmentSize(segmentBytes), raftwal.WithLogger(hlog.Named("wal")))
 	if err != nil {
 		_ = lock.Close()
 		return nil, nil, fmt.Errorf("sequencer: open raft-wal in %s: %w", dir, err)

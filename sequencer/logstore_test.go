@@ -20,7 +20,7 @@ func TestLogStoreRestart(t *testing.T) {
 	}{
 		{LogStoreBolt, boltFile},
 		{LogStoreWAL, walDir},
-		{"", boltFile}, // DefaultLogStore
+		{"", walDir}, // DefaultLogStore in a new data dir
 	} {
 		t.Run(fmt.Sprintf("kind=%q", tc.kind), func(t *testing.T) {
 			leader := openSolo(t, "a", func(c *Config) { c.LogStoreKind = tc.kind })
@@ -80,6 +80,39 @@ func TestLogStoreMismatch(t *testing.T) {
 		if len(after) != len(before) {
 			t.Errorf("#%d: refused open changed the data dir: %d entries, want %d", i, len(after), len(before))
 		}
+	}
+}
+
+// TestLogStoreDetect: with LogStoreKind empty, a data dir keeps the store it was created
+// with (an upgrade that changed the default must not strand an existing log), and one
+// holding both stores' files is refused.
+func TestLogStoreDetect(t *testing.T) {
+	for i, kind := range []string{LogStoreBolt, LogStoreWAL} {
+		leader := openSolo(t, fmt.Sprintf("d%d", i), func(c *Config) { c.LogStoreKind = kind })
+		submitEntries(t, leader.seq, "x", 5)
+		want := leader.fsm.state()
+		if err := leader.seq.Close(); err != nil {
+			t.Fatal(err)
+		}
+		cfg := leader.cfg
+		cfg.RaftAddr, cfg.LogStoreKind = leader.seq.Addr(), ""
+		re := openNode(t, cfg, newTestFSM())
+		waitLeader(t, []*node{re})
+		testutil.WaitFor(t, 10*time.Second, func() error {
+			if got := re.fsm.state(); got != want {
+				return fmt.Errorf("#%d (%s): replayed state %+v, want %+v", i, kind, got, want)
+			}
+			return nil
+		})
+	}
+	dir := t.TempDir()
+	for _, f := range []string{boltFile, walDir} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := detectLogStore(dir); !errors.Is(err, ErrLogStoreMismatch) {
+		t.Errorf("data dir with both stores: got %v, want ErrLogStoreMismatch", err)
 	}
 }
 

@@ -308,7 +308,7 @@ func openParts(cfg Config, hlog *hclogAdapter) (p raftParts, err error) {
 		}
 	}
 	if p.logs == nil || p.stable == nil {
-		store, closeStore, err := openLogStore(cfg.LogStoreKind, cfg.DataDir)
+		store, closeStore, err := openLogStore(cfg.LogStoreKind, cfg.DataDir, cfg.WALSegmentBytes, hlog)
 		if err != nil {
 			return p, err
 		}

@@ -106,7 +106,7 @@ func TestConfigFileBootstrapList(t *testing.T) {
 		t.Fatalf("bootstrap: got %+v", cfg.Bootstrap)
 	}
 	// The defaults of keys the file leaves out stay.
-	if cfg.AdminAddr != defaultAdminAddr || cfg.ClusterID != "lockstep" || cfg.Sequencer.LogStoreKind != node.DefaultLogStore {
+	if cfg.AdminAddr != defaultAdminAddr || cfg.ClusterID != "lockstep" || cfg.Sequencer.LogStoreKind != "" {
 		t.Fatalf("defaults: got %+v", cfg)
 	}
 }
