@@ -98,8 +98,8 @@ type Config struct {
 	// caller closes it (a StreamLayer's Close should be idempotent). RaftAddr must then
 	// be empty or equal to its Addr().
 	// Not with Transport.
-	StreamLayer   raft.StreamLayer
-	LogStore      raft.LogStore
+	StreamLayer raft.StreamLayer
+	LogStore    raft.LogStore
 	// LogStoreKind is the log and stable store Open builds in DataDir when LogStore or
 	// StableStore is not injected: LogStoreBolt, LogStoreWAL, or empty (the default): the
 	// kind DataDir already holds, else DefaultLogStore. Open refuses a DataDir that holds
@@ -112,8 +112,8 @@ type Config struct {
 	// keeps serving entries until their whole segment is behind the snapshot: a test that
 	// needs a lagging node to receive a snapshot uses small segments.
 	WALSegmentBytes int
-	StableStore   raft.StableStore
-	SnapshotStore raft.SnapshotStore
+	StableStore     raft.StableStore
+	SnapshotStore   raft.SnapshotStore
 
 	// MaxBatchInputs is the most inputs in one log entry, not counting the hash-check item
 	// the leader may add. Default 1024; at most batch.MaxItems-1.
