@@ -63,7 +63,8 @@ func inputsTotal(t *testing.T, hc *http.Client, addr string) (total, counterOK f
 		t.Fatalf("/metrics does not parse: %v", err)
 	}
 	for _, name := range []string{"lockstep_log_entries_applied_total", "lockstep_apply_seconds", "lockstep_raft_term",
-		"lockstep_applied_index", "lockstep_sessions", "lockstep_divergent", "lockstep_ready"} {
+		"lockstep_applied_index", "lockstep_sessions", "lockstep_divergent", "lockstep_ready",
+		"lockstep_sequencer_stage_seconds_total", "lockstep_sequencer_batches_total", "lockstep_sequencer_round_batches_total"} {
 		if families[name] == nil {
 			t.Errorf("/metrics of %s lacks %s", addr, name)
 		}

@@ -1,10 +1,13 @@
 package node
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/lockstepdb/lockstep/replica"
+	"github.com/lockstepdb/lockstep/sequencer"
 )
 
 // Metrics are a node's Prometheus collectors, in a registry of the node's own (no global
@@ -50,6 +53,16 @@ func newMetrics(n *Node) *Metrics {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
+	// stageCounter exposes one stage of the leader's commit rounds (sequencer.Stats):
+	// divided by lockstep_sequencer_batches_total (queue) or ..._round_batches_total
+	// (raft, reply), it is the mean time per batch.
+	stageCounter := func(stage string, f func(sequencer.Stats) time.Duration) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "lockstep_sequencer_stage_seconds_total",
+			Help:        "Time the leader's batches spent in each stage of the commit round: queue (waiting for a batch), raft (persist, replicate, commit, leader apply), reply (handing results to connections).",
+			ConstLabels: prometheus.Labels{"stage": stage},
+		}, func() float64 { return f(n.seq.Stats()).Seconds() })
+	}
 	m.Registry.MustRegister(m.inputs, m.entries, m.entryInputs, m.applySeconds, newProcessorCollector(n),
 		m.subscriptions, m.pushedRecords,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -59,6 +72,14 @@ func newMetrics(n *Node) *Metrics {
 		gauge("lockstep_raft_commit_index", "Raft commit index.", func() float64 { return float64(n.seq.Stats().CommitIndex) }),
 		gauge("lockstep_applied_index", "Last log index applied to the state machine.", func() float64 { return float64(n.fsm.Applied()) }),
 		gauge("lockstep_sessions", "Open client sessions.", func() float64 { return float64(n.fsm.Sessions()) }),
+		stageCounter("queue", func(st sequencer.Stats) time.Duration { return st.QueueTime }),
+		stageCounter("raft", func(st sequencer.Stats) time.Duration { return st.RaftTime }),
+		stageCounter("reply", func(st sequencer.Stats) time.Duration { return st.ReplyTime }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lockstep_sequencer_batches_total",
+			Help: "Batches this node proposed as leader (given to Raft)."}, func() float64 { return float64(n.seq.Stats().Batches) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lockstep_sequencer_round_batches_total",
+			Help: "Batches this node's raft and reply stage times are summed over (those that committed)."},
+			func() float64 { return float64(n.seq.Stats().RoundBatches) }),
 		gauge("lockstep_sequencer_queue_depth", "Inputs waiting for the sequencer's next batch.", func() float64 { return float64(n.seq.Stats().QueueDepth) }),
 		gauge("lockstep_divergent", "1 if this replica found its state differs from its peers'.", func() float64 { return b2f(n.fsm.Divergent() != nil) }),
 		gauge("lockstep_ready", "1 if this node is ready to take traffic (as /readyz).", func() float64 { return b2f(n.Readiness() == nil) }),

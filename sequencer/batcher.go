@@ -28,6 +28,8 @@ type pendingBatch struct {
 	props  []*Proposal
 	// items is the entry's item count: the proposals plus a hash check, if any.
 	items int
+	// proposed is when raft.Apply was called (for the stage timings).
+	proposed time.Time
 }
 
 // Submit queues p for the next batch. It never blocks. It returns ErrNotLeader on a
@@ -51,6 +53,9 @@ func (s *Sequencer) Submit(p *Proposal) error {
 		return ErrShutdown
 	}
 	queued := len(s.queue) - s.head
+	if queued == 0 {
+		s.queuedSince = time.Now() // one clock read per wake-up, not per input
+	}
 	if queued >= s.cfg.MaxQueuedInputs {
 		s.mu.Unlock()
 		s.counters.overloaded.Add(1)
@@ -124,6 +129,9 @@ func (s *Sequencer) take(props []*Proposal, size int) ([]*Proposal, int, bool) {
 	budget := s.itemBudget
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(props) == 0 {
+		s.batchSince = s.queuedSince
+	}
 	i := s.head
 	for ; i < len(s.queue) && len(props) < s.cfg.MaxBatchInputs; i++ {
 		n := batch.ItemSize(&s.queue[i].Item)
@@ -138,6 +146,8 @@ func (s *Sequencer) take(props []*Proposal, size int) ([]*Proposal, int, bool) {
 	s.head = i
 	if s.head == len(s.queue) {
 		s.queue, s.head = s.queue[:0], 0
+	} else {
+		s.queuedSince = time.Now() // the rest waits for the next batch from now on
 	}
 	return props, size, full
 }
@@ -262,9 +272,11 @@ func (s *Sequencer) propose(st *batcherState, props []*Proposal) {
 	data := make([]byte, len(st.buf))
 	copy(data, st.buf)
 
+	proposed := time.Now()
+	s.counters.stageQueue.Add(int64(proposed.Sub(s.batchSince)))
 	f := s.raft.Apply(data, s.cfg.ApplyTimeout)
 	s.counters.recordBatch(len(props), hashCheck)
-	s.inflight <- pendingBatch{future: f, props: props, items: items}
+	s.inflight <- pendingBatch{future: f, props: props, items: items, proposed: proposed}
 }
 
 // runCompleter is the completer goroutine: it waits for the applied batches in log order
@@ -275,6 +287,7 @@ func (s *Sequencer) runCompleter() {
 	defer s.wg.Done()
 	for b := range s.inflight {
 		err := b.future.Error()
+		resolved := time.Now()
 		<-s.slots // let the batcher apply the next batch while Done calls run
 		if err != nil {
 			s.fail(b.props, applyError(err, b.future.Index() != 0))
@@ -289,6 +302,7 @@ func (s *Sequencer) runCompleter() {
 		for i, p := range b.props {
 			p.Done(res.Items[i], res.Index, nil)
 		}
+		s.counters.recordRound(resolved.Sub(b.proposed), time.Since(resolved))
 	}
 }
 

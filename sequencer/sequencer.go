@@ -52,6 +52,12 @@ type Sequencer struct {
 	queue  []*Proposal
 	head   int
 	closed bool
+	// queuedSince is when the oldest queued proposal started waiting: set when the queue
+	// goes from empty to non-empty, and when a batch leaves proposals behind.
+	queuedSince time.Time
+	// batchSince is queuedSince as the batcher's first take of a batch found it; only
+	// the batcher goroutine writes (under mu) and reads it.
+	batchSince time.Time
 	// isClosed mirrors closed for Submit's lock-free fast path.
 	isClosed atomic.Bool
 

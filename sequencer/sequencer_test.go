@@ -93,6 +93,12 @@ func TestSingleNode(t *testing.T) {
 	if st.State != "Leader" || st.Batches != 2 || st.Inputs != 2 || st.HashChecks != 1 || st.CommitIndex < o2.index || st.Term == 0 {
 		t.Errorf("Stats: got %+v", st)
 	}
+	// Stage timings: every committed batch is timed, and a commit round through Raft
+	// (fsync included) takes measurable time.
+	if st.RoundBatches != st.Batches || st.RaftTime <= 0 || st.QueueTime < 0 || st.ReplyTime <= 0 {
+		t.Errorf("stage timings: %d of %d batches timed, queue %v, raft %v, reply %v",
+			st.RoundBatches, st.Batches, st.QueueTime, st.RaftTime, st.ReplyTime)
+	}
 }
 
 // TestSubmitRefused covers every reason Submit refuses a proposal without calling Done

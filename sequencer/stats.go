@@ -43,6 +43,18 @@ type Stats struct {
 	QueueDepth int
 	// InflightBatches is the number of raft.Apply calls outstanding.
 	InflightBatches int
+
+	// Where the commit rounds of this leader's batches spent their time, summed over
+	// RoundBatches batches (divide for the mean per batch). QueueTime: from the oldest
+	// input's arrival in the queue (approximately: when the queue was last found empty,
+	// or last left non-empty by a batch) to raft.Apply. RaftTime: raft.Apply until the
+	// future resolved: leader persist, replication and follower persist, commit, and the
+	// leader's FSM apply (which the node also times alone). ReplyTime: running every
+	// input's Done, i.e. handing the results to the client connections.
+	QueueTime, RaftTime, ReplyTime time.Duration
+	// RoundBatches counts the batches whose RaftTime and ReplyTime are summed (those
+	// that succeeded); QueueTime covers every batch given to Raft (Batches).
+	RoundBatches uint64
 }
 
 // MeanBatch returns the mean number of proposals per batch, or 0 before the first.
@@ -77,6 +89,16 @@ func (st Stats) HistogramString() string {
 type counters struct {
 	batches, inputs, hashChecks, failed, overloaded atomic.Uint64
 	sizes                                           [BatchSizeBuckets]atomic.Uint64
+	// stage timings in nanoseconds; see Stats.
+	stageQueue, stageRaft, stageReply atomic.Int64
+	roundBatches                      atomic.Uint64
+}
+
+// recordRound adds one successful batch's raft and reply times.
+func (c *counters) recordRound(raftTime, replyTime time.Duration) {
+	c.stageRaft.Add(int64(raftTime))
+	c.stageReply.Add(int64(replyTime))
+	c.roundBatches.Add(1)
 }
 
 // recordBatch counts one batch of n proposals.
@@ -104,6 +126,10 @@ func (s *Sequencer) Stats() Stats {
 		Failed:          s.counters.failed.Load(),
 		Overloaded:      s.counters.overloaded.Load(),
 		InflightBatches: len(s.slots),
+		QueueTime:       time.Duration(s.counters.stageQueue.Load()),
+		RaftTime:        time.Duration(s.counters.stageRaft.Load()),
+		ReplyTime:       time.Duration(s.counters.stageReply.Load()),
+		RoundBatches:    s.counters.roundBatches.Load(),
 	}
 	for i := range st.BatchSizes {
 		st.BatchSizes[i] = s.counters.sizes[i].Load()
