@@ -45,18 +45,20 @@ func BenchmarkLogStoreProcs(b *testing.B) {
 					b.Fatal(err)
 				}
 				uptime := loadAvg()
+				m0 := stageSums(pc)
 				cpu0, self0 := pc.cpu(), selfCPU()
 				r, err := Run(ctx, pc.clientAddrs(), load)
 				if err != nil {
 					b.Fatal(err)
 				}
 				cpu1, self1 := pc.cpu(), selfCPU()
+				stages := stageSums(pc).since(m0)
 				total := self1 - self0
 				for i := range cpu1 {
 					total += cpu1[i] - cpu0[i]
 				}
-				b.Logf("round %d %-4s %3d in flight: %s; machine CPU %.0f%% of 200%% by the test; load avg %s",
-					round+1, store, sh.inflight, r, 100*total.Seconds()/r.Elapsed.Seconds(), uptime)
+				b.Logf("round %d %-4s %3d in flight: %s; machine CPU %.0f%% of 200%% by the test; load avg %s; %s",
+					round+1, store, sh.inflight, r, 100*total.Seconds()/r.Elapsed.Seconds(), uptime, stages)
 				key := fmt.Sprintf("%s-%d", store, sh.inflight)
 				sum[key] = append(sum[key], r.Throughput())
 				for _, p := range pc.nodes {
@@ -85,4 +87,31 @@ func loadAvg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// stages are the leader's commit-round stage counters (lockstep_sequencer_*), summed over
+// the nodes: only the leader's are non-zero.
+type stages struct{ queue, raft, reply, batches, rounds float64 }
+
+func stageSums(pc *procCluster) stages {
+	var s stages
+	for _, m := range pc.metrics() {
+		s.queue += m[`lockstep_sequencer_stage_seconds_total{stage="queue"}`]
+		s.raft += m[`lockstep_sequencer_stage_seconds_total{stage="raft"}`]
+		s.reply += m[`lockstep_sequencer_stage_seconds_total{stage="reply"}`]
+		s.batches += m["lockstep_sequencer_batches_total"]
+		s.rounds += m["lockstep_sequencer_round_batches_total"]
+	}
+	return s
+}
+
+// since returns the means per batch of the stages between s0 and s.
+func (s stages) since(s0 stages) string {
+	b, r := s.batches-s0.batches, s.rounds-s0.rounds
+	if b == 0 || r == 0 {
+		return "no batches"
+	}
+	ms := func(sec, n float64) float64 { return 1000 * sec / n }
+	return fmt.Sprintf("per batch (%.0f batches): queue %.2f ms, raft %.2f ms, reply %.2f ms",
+		b, ms(s.queue-s0.queue, b), ms(s.raft-s0.raft, r), ms(s.reply-s0.reply, r))
 }
