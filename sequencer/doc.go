@@ -1,6 +1,6 @@
 // Package sequencer is the Raft node of one Lockstep server: it puts every input of the
 // cluster into one total order. There is one Raft group per cluster (hashicorp/raft over
-// TCP, with its log in raft-boltdb, fsynced on every write). The sequencer is
+// TCP, with its log in raft-wal or raft-boltdb, fsynced on every write). The sequencer is
 // partition-agnostic: the caller has already decided each input's partition; the
 // sequencer batches inputs, stamps the batch time, and orders them.
 //

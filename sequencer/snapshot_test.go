@@ -54,6 +54,7 @@ func TestSnapshotsOn(t *testing.T) {
 		c.SnapshotThreshold = 64
 		c.SnapshotInterval = 50 * time.Millisecond
 		c.TrailingLogs = 8
+		c.WALSegmentBytes = MinWALSegmentBytes // so that compaction frees segments (raft-wal)
 	})
 	submitEntries(t, leader.seq, "a", 70)
 	testutil.WaitFor(t, 10*time.Second, func() error {
