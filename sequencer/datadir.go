@@ -11,10 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/hashicorp/raft"
-	"go.etcd.io/bbolt"
 )
 
 // ErrSnapshotCorrupt is returned when a stored snapshot fails its checks: unreadable
@@ -173,7 +171,7 @@ func Recover(cfg Config, fsm raft.FSM, members []Server) error {
 		return fmt.Errorf("sequencer: recover: %w: %s holds no raft.db and no wal/: no Raft log to recover", ErrBadConfig, cfg.DataDir)
 	}
 	parts, err := openParts(cfg, hlog)
-	if errors.Is(err, bbolt.ErrTimeout) || errors.Is(err, syscall.EWOULDBLOCK) {
+	if errors.Is(err, ErrDataDirLocked) {
 		return fmt.Errorf("sequencer: recover: %s is locked: is the node still running? Recovery runs on a stopped node: %w", cfg.DataDir, err)
 	} else if err != nil {
 		return err

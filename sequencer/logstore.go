@@ -49,6 +49,11 @@ const (
 // of the other kind would make it forget acknowledged entries. Nothing was changed.
 var ErrLogStoreMismatch = errors.New("sequencer: data dir holds another log store")
 
+// ErrDataDirLocked is returned by Open, Recover and CheckDataDir when another process (or
+// another Sequencer in this one) holds the data dir's log store open: it waited
+// boltOpenTimeout for the store's lock. Nothing was changed.
+var ErrDataDirLocked = errors.New("sequencer: data dir locked (is a node running on it?)")
+
 // validLogStore reports whether kind names a log store Open can build, or is empty
 // (whichever dir holds, else DefaultLogStore).
 func validLogStore(kind string) bool {
@@ -115,7 +120,9 @@ func openLogStore(kind, dir string, walSegmentBytes int, hlog *hclogAdapter) (st
 			Path:        filepath.Join(dir, boltFile),
 			BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout},
 		})
-		if err != nil {
+		if errors.Is(err, bbolt.ErrTimeout) {
+			return nil, nil, fmt.Errorf("%w: %s: %w", ErrDataDirLocked, filepath.Join(dir, boltFile), err)
+		} else if err != nil {
 			return nil, nil, fmt.Errorf("sequencer: open %s: %w", boltFile, err)
 		}
 		return b, b.Close, nil
@@ -156,7 +163,10 @@ func lockFile(path string, timeout time.Duration) (*os.File, error) {
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
 			_ = f.Close()
-			return nil, fmt.Errorf("sequencer: lock %s (is another node using this data dir?): %w", path, err)
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, fmt.Errorf("%w: %s: %w", ErrDataDirLocked, path, err)
+			}
+			return nil, fmt.Errorf("sequencer: lock %s: %w", path, err)
 		}
 		time.Sleep(lockPoll)
 	}

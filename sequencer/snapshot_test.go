@@ -3,11 +3,12 @@ package sequencer
 import (
 	"context"
 	"fmt"
-	"github.com/lockstepdb/lockstep/internal/testutil"
 	"math"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/lockstepdb/lockstep/internal/testutil"
 
 	"github.com/hashicorp/raft"
 )
