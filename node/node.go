@@ -138,6 +138,10 @@ const (
 	DefaultLogStore = sequencer.DefaultLogStore
 )
 
+// DataDirLogStore returns the log store a node builds in dir when
+// Config.Sequencer.LogStoreKind is empty: the one dir holds, else DefaultLogStore.
+func DataDirLogStore(dir string) (string, error) { return sequencer.DataDirLogStore(dir) }
+
 // ErrNodeConfig is returned by StartNode for an invalid Config.
 var ErrNodeConfig = errors.New("replica: bad node config")
 

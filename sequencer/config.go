@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	walfs "github.com/hashicorp/raft-wal/types"
 
 	"github.com/lockstepdb/lockstep/internal/batch"
 )
@@ -119,8 +120,12 @@ type Config struct {
 	// keeps serving entries until their whole segment is behind the snapshot: a test that
 	// needs a lagging node to receive a snapshot uses small segments.
 	WALSegmentBytes int
-	StableStore     raft.StableStore
-	SnapshotStore   raft.SnapshotStore
+	// WALFileSystem, if set, is the file system raft-wal keeps its segment files on
+	// (LogStoreWAL only; its meta.db stays a bbolt file). A fault-injection hook: the
+	// harness's power-loss model (internal/crashstore.FS). Nil: the operating system's.
+	WALFileSystem walfs.VFS
+	StableStore   raft.StableStore
+	SnapshotStore raft.SnapshotStore
 
 	// MaxBatchInputs is the most inputs in one log entry, not counting the hash-check item
 	// the leader may add. Default 1024; at most batch.MaxItems-1.

@@ -70,7 +70,7 @@ func inspect(dir string, legacy, full bool) (DataDirState, error) {
 	if !found {
 		return st, nil
 	}
-	store, closeStore, err := openLogStore(kind, dir, DefaultWALSegmentBytes, newHclogAdapter(discardLogger(), "raft"))
+	store, closeStore, err := openLogStore(kind, dir, walOptions{segmentBytes: DefaultWALSegmentBytes}, newHclogAdapter(discardLogger(), "raft"))
 	if err != nil {
 		return st, err
 	}

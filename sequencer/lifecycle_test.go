@@ -169,7 +169,7 @@ func testLogChecksum(t *testing.T, kind string) {
 	needle := []byte("payload-007-abcdefghijklmnop")
 	flipIn(t, fileHolding(t, cfg.DataDir, needle), needle)
 	// The store alone reads the damaged entry back without complaint.
-	store, closeStore, err := openLogStore(kind, cfg.DataDir, DefaultWALSegmentBytes, newHclogAdapter(discardLogger(), "raft"))
+	store, closeStore, err := openLogStore(kind, cfg.DataDir, walOptions{segmentBytes: DefaultWALSegmentBytes}, newHclogAdapter(discardLogger(), "raft"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,9 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	raftwal "github.com/hashicorp/raft-wal"
+	walosfs "github.com/hashicorp/raft-wal/fs"
+	"github.com/hashicorp/raft-wal/segment"
+	walfs "github.com/hashicorp/raft-wal/types"
 	"go.etcd.io/bbolt"
 )
 
@@ -60,6 +63,11 @@ func validLogStore(kind string) bool {
 	return kind == "" || kind == LogStoreBolt || kind == LogStoreWAL
 }
 
+// DataDirLogStore returns the kind of log store Open builds in dir when
+// Config.LogStoreKind is empty: the kind whose files dir holds, or DefaultLogStore if it
+// holds neither. A dir holding both is ErrLogStoreMismatch.
+func DataDirLogStore(dir string) (string, error) { return detectLogStore(dir) }
+
 // detectLogStore returns the kind of log store whose files dir holds, or DefaultLogStore
 // if it holds neither.
 func detectLogStore(dir string) (string, error) {
@@ -94,7 +102,7 @@ func logStoreInDir(dir string) (kind string, ok bool, err error) {
 // openLogStore builds the log and stable store of kind in dir (kind "": the kind dir
 // holds, else DefaultLogStore), after checking that dir holds no other kind's files.
 // close releases everything it opened.
-func openLogStore(kind, dir string, walSegmentBytes int, hlog *hclogAdapter) (store interface {
+func openLogStore(kind, dir string, wal walOptions, hlog *hclogAdapter) (store interface {
 	raft.LogStore
 	raft.StableStore
 }, close func() error, err error) {
@@ -112,7 +120,7 @@ func openLogStore(kind, dir string, walSegmentBytes int, hlog *hclogAdapter) (st
 	}
 	switch kind {
 	case LogStoreWAL:
-		return openWAL(filepath.Join(dir, walDir), walSegmentBytes, hlog)
+		return openWAL(filepath.Join(dir, walDir), wal, hlog)
 	default:
 		// NoSync stays false: every StoreLogs call fsyncs before Raft acknowledges
 		// (RAFT-NOTES, hashicorp/raft-boltdb issue 8). Batching amortises the fsync.
@@ -129,10 +137,16 @@ func openLogStore(kind, dir string, walSegmentBytes int, hlog *hclogAdapter) (st
 	}
 }
 
+// walOptions are the raft-wal settings of Config: WALSegmentBytes and WALFileSystem.
+type walOptions struct {
+	segmentBytes int
+	fs           walfs.VFS
+}
+
 // openWAL opens raft-wal in dir under an exclusive lock on dir/LOCK, taken with a timeout
 // first: raft-wal's meta database would otherwise wait forever for a second opener's lock
 // (PERF-NOTES). raft-wal fsyncs every StoreLogs before it returns.
-func openWAL(dir string, segmentBytes int, hlog *hclogAdapter) (*raftwal.WAL, func() error, error) {
+func openWAL(dir string, opts walOptions, hlog *hclogAdapter) (*raftwal.WAL, func() error, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("sequencer: wal dir: %w", err)
 	}
@@ -140,7 +154,12 @@ func openWAL(dir string, segmentBytes int, hlog *hclogAdapter) (*raftwal.WAL, fu
 	if err != nil {
 		return nil, nil, err
 	}
-	w, err := raftwal.Open(dir, raftwal.WithSegmentSize(segmentBytes), raftwal.WithLogger(hlog.Named("wal")))
+	fs := opts.fs
+	if fs == nil {
+		fs = walosfs.New()
+	}
+	w, err := raftwal.Open(dir, raftwal.WithSegmentSize(opts.segmentBytes), raftwal.WithLogger(hlog.Named("wal")),
+		raftwal.WithSegmentFiler(segment.NewFiler(dir, fs)))
 	if err != nil {
 		_ = lock.Close()
 		return nil, nil, fmt.Errorf("sequencer: open raft-wal in %s: %w", dir, err)
