@@ -67,8 +67,8 @@ func inspect(dir string, legacy, full bool) (DataDirState, error) {
 	if err != nil {
 		return st, err
 	}
-	if !found {
-		return st, nil
+	if !found || (kind == LogStoreWAL && !walHoldsLog(dir)) {
+		return st, nil // nothing to open, and opening raft-wal would create its files
 	}
 	store, closeStore, err := openLogStore(kind, dir, walOptions{segmentBytes: DefaultWALSegmentBytes}, newHclogAdapter(discardLogger(), "raft"))
 	if err != nil {

@@ -137,6 +137,17 @@ func openLogStore(kind, dir string, wal walOptions, hlog *hclogAdapter) (store i
 	}
 }
 
+// walMetaFile is raft-wal's meta database in walDir: it lists the segments. Without it,
+// raft-wal has written nothing.
+const walMetaFile = "wal-meta.db"
+
+// walHoldsLog reports whether dir's wal/ holds raft-wal's meta database (raft-wal has been
+// opened there), rather than being empty or missing.
+func walHoldsLog(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, walDir, walMetaFile))
+	return err == nil
+}
+
 // walOptions are the raft-wal settings of Config: WALSegmentBytes and WALFileSystem.
 type walOptions struct {
 	segmentBytes int

@@ -139,3 +139,21 @@ func TestLogStoreWALLocked(t *testing.T) {
 		t.Fatalf("second Open of a raft-wal data dir still waiting after %v", 10*boltOpenTimeout)
 	}
 }
+
+// TestInspectEmptyWALDir: InspectDataDir on a data dir whose wal/ is empty (made by a
+// caller before raft-wal ever ran there) reports no state and writes nothing: opening
+// raft-wal would create its first segment outside the file system the node then uses
+// (the fault harness's power-loss model, Config.WALFileSystem).
+func TestInspectEmptyWALDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, walDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	st, err := InspectDataDir(dir)
+	if err != nil || st.HasState {
+		t.Fatalf("InspectDataDir: %+v, %v; want no state", st, err)
+	}
+	if ents, err := os.ReadDir(filepath.Join(dir, walDir)); err != nil || len(ents) != 0 {
+		t.Errorf("InspectDataDir wrote into wal/: %v, %v", ents, err)
+	}
+}

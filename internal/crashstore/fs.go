@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft-wal/types"
@@ -69,8 +70,10 @@ func OpenFS(dir string) (*FS, error) {
 	return fs, nil
 }
 
-// restoreImage makes path a copy of image, chunk by chunk, and returns how many bytes
-// differed (bytes past the image's end count too).
+// restoreImage makes path a copy of image and returns how many bytes differed (bytes past
+// the image's end count too). Both files are sparse where nothing was written (Create
+// truncates them to their size), so only the extents holding data in either one are
+// compared.
 func restoreImage(image, path string) (int64, error) {
 	img, err := os.Open(image)
 	if err != nil {
@@ -94,32 +97,73 @@ func restoreImage(image, path string) (int64, error) {
 	if fst.Size() > st.Size() {
 		differ = fst.Size() - st.Size()
 	}
+	extents, err := dataExtents(img, st.Size())
+	if err != nil {
+		return 0, err
+	}
+	more, err := dataExtents(f, min(fst.Size(), st.Size()))
+	if err != nil {
+		return 0, err
+	}
 	want, have := make([]byte, 1<<20), make([]byte, 1<<20)
-	for off := int64(0); off < st.Size(); off += int64(len(want)) {
-		n := int(min(int64(len(want)), st.Size()-off))
-		if _, err := img.ReadAt(want[:n], off); err != nil {
-			return 0, err
-		}
-		m, err := f.ReadAt(have[:n], off)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return 0, err
-		}
-		if m == n && bytes.Equal(want[:n], have[:n]) {
-			continue
-		}
-		for i := range n {
-			if i >= m || want[i] != have[i] {
-				differ++
+	for _, e := range append(extents, more...) {
+		for off := e.off; off < e.off+e.n; off += int64(len(want)) {
+			n := int(min(int64(len(want)), e.off+e.n-off))
+			if _, err := img.ReadAt(want[:n], off); err != nil && !errors.Is(err, io.EOF) {
+				return 0, err
 			}
-		}
-		if _, err := f.WriteAt(want[:n], off); err != nil {
-			return 0, err
+			m, err := f.ReadAt(have[:n], off)
+			if err != nil && !errors.Is(err, io.EOF) {
+				return 0, err
+			}
+			if m == n && bytes.Equal(want[:n], have[:n]) {
+				continue
+			}
+			for i := range n {
+				if i >= m || want[i] != have[i] {
+					differ++
+				}
+			}
+			if _, err := f.WriteAt(want[:n], off); err != nil {
+				return 0, err
+			}
 		}
 	}
 	if differ == 0 {
 		return 0, nil
 	}
 	return differ, errors.Join(f.Truncate(st.Size()), f.Sync())
+}
+
+// Whence values of lseek(2) on Linux that find the extents of a sparse file.
+const (
+	seekData = 3 // SEEK_DATA
+	seekHole = 4 // SEEK_HOLE
+)
+
+// dataExtents returns the extents of f's first size bytes that hold data (the whole
+// range if the file system cannot tell).
+func dataExtents(f *os.File, size int64) ([]span, error) {
+	var out []span
+	for off := int64(0); off < size; {
+		start, err := f.Seek(off, seekData)
+		if errors.Is(err, syscall.ENXIO) {
+			break // no data after off
+		} else if err != nil {
+			return []span{{0, size}}, nil
+		}
+		if start >= size {
+			break
+		}
+		end, err := f.Seek(start, seekHole)
+		if err != nil {
+			return []span{{0, size}}, nil
+		}
+		end = min(end, size)
+		out = append(out, span{start, end - start})
+		off = end
+	}
+	return out, nil
 }
 
 // ListDir implements types.VFS: the regular files of dir, sorted, without FS's images.
@@ -176,7 +220,8 @@ func (fs *FS) OpenReader(dir, name string) (types.ReadableFile, error) {
 }
 
 // OpenWriter implements types.VFS: writes through it reach the image at Sync, as for a
-// created file; a file without an image (not created by an FS) is written directly.
+// created file. A file without an image (written before this FS served the directory) is
+// adopted: its image starts as its contents now.
 func (fs *FS) OpenWriter(dir, name string) (types.WritableFile, error) {
 	f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR, 0)
 	if err != nil {
@@ -184,12 +229,30 @@ func (fs *FS) OpenWriter(dir, name string) (types.WritableFile, error) {
 	}
 	img, err := os.OpenFile(fs.imagePath(dir, name), os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
-		return f, nil
-	} else if err != nil {
+		img, err = adopt(f, fs.imagePath(dir, name))
+	}
+	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, fmt.Errorf("crashstore: open %s: %w", name, err)
 	}
 	return &file{fs: fs, f: f, img: img}, nil
+}
+
+// adopt writes a new image at path holding f's contents, fsynced.
+func adopt(f *os.File, path string) (*os.File, error) {
+	img, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.Copy(img, io.NewSectionReader(f, 0, 1<<62)); err != nil {
+		img.Close()
+		return nil, err
+	}
+	if err := img.Sync(); err != nil {
+		img.Close()
+		return nil, err
+	}
+	return img, nil
 }
 
 func (fs *FS) imagePath(dir, name string) string {

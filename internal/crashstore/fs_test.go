@@ -92,6 +92,25 @@ func TestFSUnsyncedLost(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "seg")); !bytes.Equal(b[20:25], []byte("again")) {
 		t.Errorf("synced write through OpenWriter lost: %q", b[:25])
 	}
+	// A file written before FS served the directory is adopted by OpenWriter: its
+	// contents then are durable, later unsynced writes are not.
+	if err := os.WriteFile(filepath.Join(dir, "older"), []byte("before"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err = fs.OpenWriter(dir, "older")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteAt([]byte("unsynced"), 6); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if fs = mustOpenFS(t, dir); fs.Discarded != 8 {
+		t.Errorf("discarded %d bytes, want the 8 unsynced ones", fs.Discarded)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "older")); string(b) != "before" {
+		t.Errorf("adopted file after the crash: %q, want %q", b, "before")
+	}
 }
 
 // TestFSRaftWAL: raft-wal on an FS keeps every entry StoreLogs returned for, across
