@@ -283,41 +283,55 @@ func TestSnapshotCorruptDetected(t *testing.T) {
 // 16 KiB trigger snapshots by bytes and the log keeps about TrailingBytes of them; with
 // the byte trigger off, the log is not compacted.
 func TestCompactionByBytes(t *testing.T) {
-	for _, on := range []bool{true, false} {
-		t.Run(fmt.Sprintf("bytes=%t", on), func(t *testing.T) {
-			n := openSolo(t, "solo", func(c *Config) {
-				c.SnapshotThreshold = 1 << 40
-				c.SnapshotInterval = time.Hour
-				c.SnapshotBytes, c.TrailingBytes = 256<<10, 64<<10
-				if !on {
-					c.SnapshotBytes = -1
-				}
-			})
-			pad := strings.Repeat("x", 16<<10)
-			for i := range 40 {
-				submitWait(t, n.seq, fmt.Sprintf("%d-%s", i, pad))
-			}
-			first := func() uint64 { f, _ := n.seq.parts.logs.FirstIndex(); return f }
-			if !on {
-				if st := n.seq.Stats(); st.ByteSnapshots != 0 || first() > 1 {
-					t.Fatalf("byte trigger off: %d snapshots by bytes, first index %d", st.ByteSnapshots, first())
-				}
-				return
-			}
-			testutil.WaitFor(t, 10*time.Second, func() error {
-				st := n.seq.Stats()
-				last, _ := n.seq.parts.logs.LastIndex()
-				if st.ByteSnapshots == 0 {
-					return fmt.Errorf("no snapshot by bytes yet; %d bytes since the last", st.BytesSinceSnapshot)
-				}
-				// 64 KiB of 16 KiB entries: about 4 kept (plus what came after the snapshot).
-				if kept := last - first() + 1; kept > 20 {
-					return fmt.Errorf("%d entries kept (first %d, last %d)", kept, first(), last)
-				}
-				return nil
-			})
-		})
+	for _, kind := range []string{LogStoreBolt, LogStoreWAL} {
+		for _, on := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/bytes=%t", kind, on), func(t *testing.T) { testCompactionByBytes(t, kind, on) })
+		}
 	}
+}
+
+func testCompactionByBytes(t *testing.T, kind string, on bool) {
+	n := openSolo(t, "solo", func(c *Config) {
+		c.LogStoreKind = kind
+		c.SnapshotThreshold = 1 << 40
+		c.SnapshotInterval = time.Hour
+		c.SnapshotBytes, c.TrailingBytes = 256<<10, 64<<10
+		c.WALSegmentBytes = 64 << 10 // raft-wal frees whole segments: small ones here
+		if !on {
+			c.SnapshotBytes = -1
+		}
+	})
+	pad := strings.Repeat("x", 16<<10)
+	for i := range 40 {
+		submitWait(t, n.seq, fmt.Sprintf("%d-%s", i, pad))
+	}
+	first := func() uint64 { f, _ := n.seq.parts.logs.FirstIndex(); return f }
+	if !on {
+		if st := n.seq.Stats(); st.ByteSnapshots != 0 || first() > 1 {
+			t.Fatalf("byte trigger off: %d snapshots by bytes, first index %d", st.ByteSnapshots, first())
+		}
+		return
+	}
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		st := n.seq.Stats()
+		last, _ := n.seq.parts.logs.LastIndex()
+		if st.ByteSnapshots == 0 {
+			return fmt.Errorf("no snapshot by bytes yet; %d bytes since the last", st.BytesSinceSnapshot)
+		}
+		// 64 KiB of 16 KiB entries: about 4 kept (plus what came after the snapshot).
+		if kept := last - first() + 1; kept > 20 {
+			return fmt.Errorf("%d entries kept (first %d, last %d)", kept, first(), last)
+		}
+		if kind == LogStoreWAL {
+			// And the segments of the compacted entries are gone from the disk: at most
+			// the 256 KiB since the snapshot, the 64 KiB kept, and two partial segments.
+			segs, _ := filepath.Glob(filepath.Join(n.cfg.DataDir, walDir, "*.wal"))
+			if len(segs) > (256+64)/64+2 {
+				return fmt.Errorf("%d raft-wal segments of 64 KiB on disk for 640 KiB written", len(segs))
+			}
+		}
+		return nil
+	})
 }
 
 // TestRecover: a cluster of three loses two nodes for good; Recover rewrites the
