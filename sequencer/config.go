@@ -184,7 +184,8 @@ type Config struct {
 	// yet vouch for its log (a new or wiped data directory); see votegate.go.
 	HoldVotes bool
 	// LegacyLog accepts log entries stored without a checksum, as versions before
-	// checksums wrote them, in the raft.db Open builds; new entries get one either way.
+	// checksums wrote them, in the log store Open builds (only raft.db can hold such
+	// entries: raft-wal came later); new entries get one either way.
 	// Leave it off for directories created since: an entry without a checksum is then
 	// ErrLogCorrupt.
 	LegacyLog bool
