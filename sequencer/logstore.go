@@ -156,7 +156,8 @@ type walOptions struct {
 
 // openWAL opens raft-wal in dir under an exclusive lock on dir/LOCK, taken with a timeout
 // first: raft-wal's meta database would otherwise wait forever for a second opener's lock
-// (PERF-NOTES). raft-wal fsyncs every StoreLogs before it returns.
+// (raft-wal v0.4.1 opens wal-meta.db with bbolt's default of no timeout). raft-wal fsyncs
+// every StoreLogs before it returns.
 func openWAL(dir string, opts walOptions, hlog *hclogAdapter) (*raftwal.WAL, func() error, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("sequencer: wal dir: %w", err)

@@ -117,7 +117,7 @@ func TestLogStoreDetect(t *testing.T) {
 }
 
 // TestLogStoreWALLocked: a second Open of a raft-wal data dir fails within the lock
-// timeout rather than hanging on raft-wal's meta database (PERF-NOTES).
+// timeout rather than hanging on raft-wal's meta database (opened with no lock timeout).
 func TestLogStoreWALLocked(t *testing.T) {
 	cfg := testConfig(t, "a")
 	cfg.LogStoreKind = LogStoreWAL
