@@ -18,6 +18,7 @@ func TestBadConfig(t *testing.T) {
 		{Bin: testBin, Results: results, Workload: "set", Nemesis: "flood"}, // unknown nemesis
 		{Bin: testBin, Results: results, Workload: "set", Duration: -time.Second},
 		{Bin: testBin, Results: results, Workload: "set", Workers: -1},
+		{Bin: testBin, Results: results, Workload: "set", LogStore: "rocks"},
 	} {
 		if rep, err := Run(ctx, cfg); err == nil {
 			t.Errorf("#%d: got %+v, want an error", i, rep)

@@ -53,6 +53,10 @@ type Config struct {
 	// (LOCKSTEP_FAULT_CRASH_STORE=1), which discards every write not yet fsynced when a
 	// killed node starts again: kill and kill-all then lose what a power loss would.
 	CrashStore bool
+	// LogStore is the nodes' --log-store (bolt or wal); empty: the default. With
+	// CrashStore, wal runs raft-wal on the power-loss file system and bolt the crash
+	// journal that stands in for raft-boltdb (cmd/lockstep faultenv.go).
+	LogStore string
 	// Env is added to the nodes' environment.
 	Env []string
 	// Out receives progress lines (the seed first). Default: none.
@@ -136,6 +140,8 @@ func (cfg *Config) defaults() error {
 		return fmt.Errorf("jepsen: no results folder given")
 	case cfg.Duration < 0 || cfg.Workers < 0:
 		return fmt.Errorf("jepsen: negative duration or workers")
+	case cfg.LogStore != "" && cfg.LogStore != "bolt" && cfg.LogStore != "wal":
+		return fmt.Errorf("jepsen: log store %q: want bolt or wal", cfg.LogStore)
 	}
 	return nil
 }
@@ -178,6 +184,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	var args []string
 	if na, ok := wl.(nodeArgser); ok {
 		args = na.NodeArgs()
+	}
+	if cfg.LogStore != "" {
+		args = append(slices.Clip(args), "--log-store", cfg.LogStore)
 	}
 	c, err := StartCluster(ctx, ClusterConfig{Bin: cfg.Bin, Nodes: cfg.Nodes, Dir: filepath.Join(dir, "nodes"), Env: env, Args: args,
 		Clients: cfg.Workers})

@@ -153,13 +153,13 @@ func seedWith(t *testing.T, cfg Config, faults ...string) uint64 {
 
 // TestSetKillAllClock: no acknowledged append is lost, none doubled, when every node is
 // killed at once and restarted with its unsynced writes lost (power loss, on the crash
-// store; DESIGN.md invariant 4), nor when the leader's answers are lost and the clients
+// journal of the bolt store; TestSetKillAllCrashWAL does it for wal; DESIGN.md invariant 4), nor when the leader's answers are lost and the clients
 // retry (invariant 3); and batch time never goes backwards while the nodes' clocks are
 // skewed by seconds and jump back.
 func TestSetKillAllClock(t *testing.T) {
 	t.Parallel()
 	cfg := Config{Workload: "set", Nemesis: "kill-all,clock," + FaultLostReplies, Duration: 10 * time.Second,
-		IntervalMin: 1500 * time.Millisecond, IntervalMax: 2 * time.Second, CrashStore: true}
+		IntervalMin: 1500 * time.Millisecond, IntervalMax: 2 * time.Second, CrashStore: true, LogStore: "bolt"}
 	cfg.Seed = seedWith(t, cfg, FaultKillAll, FaultClock, FaultLostReplies)
 	rep := short(t, cfg)
 	mustPass(t, rep)
@@ -267,22 +267,40 @@ func TestCheckersCatchDoubleExecution(t *testing.T) {
 	mustCatch(t, rep, "set")
 }
 
-// crashRun is a set run under kill-all with the nodes' Raft logs in the crash store, which
-// discards every unsynced write when a killed node starts again (power loss).
-func crashRun(t *testing.T) Config {
-	cfg := Config{Workload: "set", Nemesis: "kill-all", Duration: 7 * time.Second, CrashStore: true,
+// crashRun is a set run under kill-all with the nodes' Raft logs on the crash model of
+// logStore, which discards every unsynced write when a killed node starts again (power
+// loss): raft-wal on crashstore.FS for wal, the crash journal for bolt.
+func crashRun(t *testing.T, logStore string) Config {
+	cfg := Config{Workload: "set", Nemesis: "kill-all", Duration: 7 * time.Second, CrashStore: true, LogStore: logStore,
 		IntervalMin: 1500 * time.Millisecond, IntervalMax: 2 * time.Second}
 	cfg.Seed = seedWith(t, cfg, FaultKillAll)
 	return cfg
 }
 
-// TestCheckersCatchUnsyncedLog proves the crash store and the set checker catch a log
-// store that acknowledges before fsync: nodes built with the planted bug jepsen_nosync
-// return from StoreLogs before the entries are durable, and kill-all loses them.
+// TestCheckersCatchUnsyncedLog proves, for each log store, that the crash model and the
+// set checker catch a log that acknowledges before fsync: nodes built with the planted
+// bug jepsen_nosync return from StoreLogs (bolt's journal) or from raft-wal's segment
+// Sync before the writes are durable, and kill-all loses them.
 func TestCheckersCatchUnsyncedLog(t *testing.T) {
 	t.Parallel()
-	rep := plantedRun(t, "jepsen_nosync", crashRun(t))
-	mustCatch(t, rep, "set")
+	for _, store := range []string{"bolt", "wal"} {
+		t.Run(store, func(t *testing.T) {
+			rep := plantedRun(t, "jepsen_nosync", crashRun(t, store))
+			mustCatch(t, rep, "set")
+		})
+	}
+}
+
+// TestSetKillAllCrashWAL: raft-wal, the real store, loses no acknowledged append when
+// every node is killed at once and restarted with its unsynced writes lost (DESIGN.md
+// invariant 4) — the run TestCheckersCatchUnsyncedLog fails with the planted bug.
+func TestSetKillAllCrashWAL(t *testing.T) {
+	t.Parallel()
+	rep := short(t, crashRun(t, "wal"))
+	mustPass(t, rep)
+	if rep.Faults[FaultKillAll] == 0 {
+		t.Fatalf("faults %v, want kill-all", rep.Faults)
+	}
 }
 
 // TestSessionExpiry: a worker whose request committed, whose answer was lost, and who was

@@ -9,6 +9,7 @@ import (
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/lockstepdb/lockstep/replica"
+	"github.com/lockstepdb/lockstep/sequencer"
 )
 
 // testCluster is a LocalCluster that reports to t and is closed when the test ends.
@@ -39,6 +40,8 @@ type clusterOptions struct {
 	maxSubscriptions int
 	// configure is LocalClusterOptions.Configure.
 	configure func(i int, cfg *Config)
+	// logStore is sequencer.Config.LogStoreKind; "": the default.
+	logStore string
 }
 
 // testLogger sends the nodes' warnings and errors to t.Log.
@@ -61,6 +64,7 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 		MaxSubscriptionsPerConn:   opts.maxSubscriptions,
 	}
 	node.Sequencer.HashCheckInterval = 100 * time.Millisecond
+	node.Sequencer.LogStoreKind = opts.logStore
 	if opts.idleChecksOnly {
 		node.Sequencer.HashCheckInterval = -1
 	}
@@ -75,6 +79,9 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 		// Keep few entries behind a snapshot, so a node that is behind (restarted or
 		// joining) receives a snapshot rather than the log: the FSM's Restore path.
 		node.Sequencer.TrailingLogs = 16
+		// raft-wal frees log space a whole segment at a time: small segments, so that
+		// compaction really removes the entries a lagging node would need.
+		node.Sequencer.WALSegmentBytes = sequencer.MinWALSegmentBytes
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -129,6 +129,19 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// The log stores a node can keep its Raft log in (Config.Sequencer.LogStoreKind; empty:
+// the one its data dir holds, else DefaultLogStore); see docs/operations.md for the
+// trade-off.
+const (
+	LogStoreBolt    = sequencer.LogStoreBolt
+	LogStoreWAL     = sequencer.LogStoreWAL
+	DefaultLogStore = sequencer.DefaultLogStore
+)
+
+// DataDirLogStore returns the log store a node builds in dir when
+// Config.Sequencer.LogStoreKind is empty: the one dir holds, else DefaultLogStore.
+func DataDirLogStore(dir string) (string, error) { return sequencer.DataDirLogStore(dir) }
+
 // ErrNodeConfig is returned by StartNode for an invalid Config.
 var ErrNodeConfig = errors.New("replica: bad node config")
 
@@ -146,6 +159,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: max subscriptions per connection must be positive", ErrNodeConfig)
 	case c.ProcessorTickInterval < 0 || c.ProcessorIdleTickInterval < 0:
 		return fmt.Errorf("%w: processor tick intervals must be positive", ErrNodeConfig)
+	case c.Sequencer.LogStoreKind != "" && c.Sequencer.LogStoreKind != LogStoreBolt && c.Sequencer.LogStoreKind != LogStoreWAL:
+		return fmt.Errorf("%w: log store %q: want %q or %q", ErrNodeConfig, c.Sequencer.LogStoreKind, LogStoreBolt, LogStoreWAL)
 	case c.CertsDir == "" && !c.Insecure:
 		return ErrNoCertificates
 	case c.CertsDir != "" && c.Insecure:

@@ -57,7 +57,8 @@ Example:
 					&cli.StringFlag{Name: "bin", Usage: "lockstep binary the nodes run (default: this one)"},
 					&cli.BoolFlag{Name: "keep-data", Usage: "keep the nodes' data directories"},
 					&cli.IntFlag{Name: "client-retries", Usage: "workers' client retries per operation (0: the harness's 10; negative: until the operation's 10 s deadline)"},
-					&cli.BoolFlag{Name: "crash-store", Usage: "nodes keep their Raft log in a test-only store that loses unsynced writes at every kill (power loss)"},
+					&cli.BoolFlag{Name: "crash-store", Usage: "nodes' Raft logs lose their unsynced writes at every kill (power loss): raft-wal on a test-only file system, or a test-only journal for bolt"},
+					&cli.StringFlag{Name: "log-store", Usage: "the nodes' --log-store: wal or bolt (empty: the node's default)"},
 				},
 				Action: runJepsen,
 			},
@@ -88,6 +89,7 @@ func runJepsen(c *cli.Context) error {
 		MinThroughput: c.Float64("min-throughput"),
 		KeepData:      c.Bool("keep-data"),
 		CrashStore:    c.Bool("crash-store"),
+		LogStore:      c.String("log-store"),
 		ClientRetries: c.Int("client-retries"),
 		Out:           c.App.Writer,
 	}
