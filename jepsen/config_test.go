@@ -41,11 +41,11 @@ func TestBadConfig(t *testing.T) {
 	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
 		t.Errorf("cluster folder: got %v, %v; want it empty", ents, err)
 	}
-	if nt, err := NewNet([]string{"127.0.0.1:1", "127.0.0.1:2"}, []string{"127.0.0.1:3"}, 1); err == nil {
+	if nt, err := NewProxyNet([]string{"127.0.0.1:1", "127.0.0.1:2"}, []string{"127.0.0.1:3"}, 1); err == nil {
 		nt.Close()
 		t.Error("a net with 1 client address for 2 nodes: want an error")
 	}
-	nt, err := NewNet([]string{"127.0.0.1:1"}, []string{"127.0.0.1:2"}, 1)
+	nt, err := NewProxyNet([]string{"127.0.0.1:1"}, []string{"127.0.0.1:2"}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

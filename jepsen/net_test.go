@@ -51,7 +51,7 @@ func roundTrip(c net.Conn) error {
 // chunk arrives after a retransmission timeout.
 func TestNetClientLinks(t *testing.T) {
 	node, accepted := echoServer(t)
-	nt, err := NewNet([]string{"127.0.0.1:1"}, []string{node}, 1)
+	nt, err := NewProxyNet([]string{"127.0.0.1:1"}, []string{node}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,9 @@ type Config struct {
 	// (LOCKSTEP_FAULT_CRASH_STORE=1), which discards every write not yet fsynced when a
 	// killed node starts again: kill and kill-all then lose what a power loss would.
 	CrashStore bool
+	// Net is the network backend: NetAuto (default: iptables when root, iptables works
+	// and the nemesis needs no latency, else proxy), NetIPTables or NetProxy.
+	Net string
 	// Env is added to the nodes' environment.
 	Env []string
 	// Out receives progress lines (the seed first). Default: none.
@@ -66,6 +69,11 @@ type Report struct {
 	Nemesis  string        `json:"nemesis"`
 	Nodes    int           `json:"nodes"`
 	Duration time.Duration `json:"duration"`
+	// Net is the network backend the run used (NetProxy or NetIPTables) and NetReason why
+	// it was chosen; Chain is the iptables chain the run made (and removed).
+	Net       string `json:"net"`
+	NetReason string `json:"net_reason"`
+	Chain     string `json:"chain,omitempty"`
 	// OK, Failed and Unknown count the workers' operations by outcome.
 	OK      int `json:"ok"`
 	Failed  int `json:"failed"`
@@ -142,7 +150,7 @@ func (cfg *Config) defaults() error {
 // replicas, and writes the run's folder: summary.json and summary.txt, history.jsonl,
 // timeline.jsonl, schedule.json, the nodes' logs, and the workload's artifacts. The error
 // is for runs that could not happen at all; a failed check is in the Report.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
@@ -154,19 +162,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	backend, netReason, err := SelectNet(cfg.Net, faults)
+	if err != nil {
+		return nil, err
+	}
 	dir := filepath.Join(cfg.Results, fmt.Sprintf("%s-%s-%d-%s", cfg.Workload, strings.ReplaceAll(cfg.Nemesis, ",", "+"), cfg.Seed, time.Now().UTC().Format("20060102T150405")))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Out, "jepsen: seed %d, workload %s, nemesis %s, %d nodes, %v; results in %s\n",
 		cfg.Seed, cfg.Workload, cfg.Nemesis, cfg.Nodes, cfg.Duration, dir)
+	fmt.Fprintf(cfg.Out, "jepsen: network %s (%s)\n", backend, netReason)
 	steps := Schedule(ScheduleConfig{Seed: cfg.Seed, Faults: faults, Nodes: cfg.Nodes, Duration: cfg.Duration,
 		IntervalMin: cfg.IntervalMin, IntervalMax: cfg.IntervalMax})
 	if err := writeJSON(filepath.Join(dir, "schedule.json"), steps); err != nil {
 		return nil, err
 	}
 	rep := &Report{Dir: dir, Seed: cfg.Seed, Workload: cfg.Workload, Nemesis: cfg.Nemesis, Nodes: cfg.Nodes,
-		Duration: cfg.Duration, Faults: map[string]int{}}
+		Duration: cfg.Duration, Net: backend, NetReason: netReason, Faults: map[string]int{}}
 
 	env := cfg.Env
 	if cfg.CrashStore {
@@ -177,12 +190,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		args = na.NodeArgs()
 	}
 	c, err := StartCluster(ctx, ClusterConfig{Bin: cfg.Bin, Nodes: cfg.Nodes, Dir: filepath.Join(dir, "nodes"), Env: env, Args: args,
-		Clients: cfg.Workers})
+		Clients: cfg.Workers, Net: backend, KeepData: cfg.KeepData})
 	if err != nil {
 		return nil, err
 	}
+	if ipt, ok := c.Net.(*IPTablesNet); ok {
+		rep.Chain = ipt.Chain()
+	}
 	defer func() {
-		c.Close()
+		// Runs on every return and on a panic of this goroutine: the iptables chain must
+		// not outlive the run.
+		if cerr := c.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
 		if !cfg.KeepData {
 			for _, n := range c.Nodes {
 				os.RemoveAll(n.DataDir())
@@ -401,6 +421,11 @@ func (r *Report) Text() string {
 		verdict = "FAILED"
 	}
 	fmt.Fprintf(&b, "jepsen: %s (seed %d, workload %s, nemesis %s, %d nodes, %v)\n", verdict, r.Seed, r.Workload, r.Nemesis, r.Nodes, r.Duration)
+	fmt.Fprintf(&b, "  network: %s (%s)", r.Net, r.NetReason)
+	if r.Chain != "" {
+		fmt.Fprintf(&b, "; iptables chain %s", r.Chain)
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "  ops: %d ok, %d failed, %d unknown; %.1f ops/s healthy, %.1f ops/s during faults\n",
 		r.OK, r.Failed, r.Unknown, r.HealthyThroughput, r.FaultThroughput)
 	if len(r.Faults) > 0 {
