@@ -94,7 +94,9 @@ func TestClusterControl(t *testing.T) {
 			rest = append(rest, i)
 		}
 	}
-	c.Net.Partition([]int{old}, rest)
+	if err := c.Net.Cut(partitionCuts([][]int{{old}, rest})...); err != nil {
+		t.Fatal(err)
+	}
 	testutil.WaitFor(t, 30*time.Second, func() error {
 		st, err := cl.Status(ctx, c.Nodes[rest[0]].Client)
 		if err != nil {
@@ -106,7 +108,9 @@ func TestClusterControl(t *testing.T) {
 		return nil
 	})
 	put(t, cl, "k", "3")
-	c.Net.Heal()
+	if err := c.Net.Heal(); err != nil {
+		t.Fatal(err)
+	}
 
 	// Replace a follower with an empty one.
 	leader = waitLeader(t, c, cl)

@@ -110,15 +110,10 @@ func (nt *IPTablesNet) ClientDial(c int) func(ctx context.Context, addr string) 
 	}
 }
 
-// Cut drops the packets from endpoint from to endpoint to (one direction).
-func (nt *IPTablesNet) Cut(from, to int) error {
-	return nt.change(func() { nt.cut[[2]int{from, to}] = true })
-}
-
-// Partition cuts every link, both ways, between nodes of different groups.
-func (nt *IPTablesNet) Partition(groups ...[]int) error {
+// Cut drops the packets of each directed link [from, to].
+func (nt *IPTablesNet) Cut(links ...[2]int) error {
 	return nt.change(func() {
-		for _, l := range partitionCuts(groups) {
+		for _, l := range links {
 			nt.cut[l] = true
 		}
 	})

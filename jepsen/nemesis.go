@@ -285,9 +285,7 @@ func (nm *nemesis) start(ctx context.Context, st Step) {
 			target = st.Perm[1%n]
 		}
 	}
-	// cut, part and latency apply a network change and keep its error.
-	cut := func(from, to int) { err = errors.Join(err, c.Net.Cut(from, to)) }
-	part := func(groups ...[]int) { err = errors.Join(err, c.Net.Partition(groups...)) }
+	// latency applies f if the backend can slow links down.
 	latency := func(f func(Latency) error) error {
 		l, ok := c.Net.(Latency)
 		if !ok {
@@ -295,69 +293,24 @@ func (nm *nemesis) start(ctx context.Context, st Step) {
 		}
 		return f(l)
 	}
+	if cuts, ok := shapeCuts(st.Fault, st.Perm, target, n, c.Net.Clients()); ok {
+		err = c.Net.Cut(cuts...)
+		ev.Nodes, ev.Detail = nm.ids(target), strings.Join(c.Net.Cuts(), " ")
+	}
 	switch st.Fault {
-	case FaultIsolate, FaultIsolateLeader:
-		part([]int{target}, others(n, target))
-		ev.Nodes, ev.Detail = nm.ids(target), strings.Join(c.Net.Cuts(), " ")
-	case FaultHalves:
-		part(st.Perm[:n/2], st.Perm[n/2:])
-		ev.Nodes, ev.Detail = nm.ids(st.Perm[:n/2]...), strings.Join(c.Net.Cuts(), " ")
+	case FaultHalves, FaultClientsCut:
+		ev.Nodes = nm.ids(st.Perm[:n/2]...)
 	case FaultBridge:
-		k := (n - 1) / 2
-		part(st.Perm[:k], st.Perm[n-k:])
-		ev.Nodes, ev.Detail = nm.ids(st.Perm[k]), "bridge; "+strings.Join(c.Net.Cuts(), " ")
-	case FaultOneWay:
-		for _, j := range others(n, target) {
-			cut(target, j)
-		}
-		ev.Nodes, ev.Detail = nm.ids(target), strings.Join(c.Net.Cuts(), " ")
+		ev.Nodes, ev.Detail = nm.ids(st.Perm[(n-1)/2]), "bridge; "+ev.Detail
+	case FaultRing:
+		ev.Nodes, ev.Detail = nm.ids(st.Perm...), "ring; "+ev.Detail
+	case FaultExpireSessions:
+		time.Sleep(expireReplyLoss)
+		err = errors.Join(err, c.Net.Cut(allClientsCut(n, c.Net.Clients())...))
+		ev.Detail = fmt.Sprintf("answers lost for %v, then every worker cut", expireReplyLoss)
 	case FaultDelay:
 		err = latency(func(l Latency) error { return l.SetDelay(st.Dur) })
 		ev.Detail = st.Dur.String()
-	case FaultRing:
-		for _, l := range ringCuts(st.Perm) {
-			cut(l[0], l[1])
-		}
-		ev.Nodes, ev.Detail = nm.ids(st.Perm...), "ring; "+strings.Join(c.Net.Cuts(), " ")
-	case FaultClientsCut:
-		for w := range c.Net.Clients() {
-			for _, j := range st.Perm[:n/2] {
-				cut(n+w, j)
-				cut(j, n+w)
-			}
-		}
-		ev.Nodes, ev.Detail = nm.ids(st.Perm[:n/2]...), strings.Join(c.Net.Cuts(), " ")
-	case FaultIsolateLeaderClients:
-		rest := others(n, target)
-		part([]int{target}, rest)
-		for w := range c.Net.Clients() {
-			away := rest // even workers stay with the old leader
-			if w%2 == 1 {
-				away = []int{target}
-			}
-			for _, j := range away {
-				cut(n+w, j)
-				cut(j, n+w)
-			}
-		}
-		ev.Nodes, ev.Detail = nm.ids(target), strings.Join(c.Net.Cuts(), " ")
-	case FaultLostReplies:
-		for w := range c.Net.Clients() {
-			cut(target, n+w)
-		}
-		ev.Nodes, ev.Detail = nm.ids(target), strings.Join(c.Net.Cuts(), " ")
-	case FaultExpireSessions:
-		for w := range c.Net.Clients() {
-			cut(target, n+w)
-		}
-		time.Sleep(expireReplyLoss)
-		for w := range c.Net.Clients() {
-			for j := range n {
-				cut(n+w, j)
-				cut(j, n+w)
-			}
-		}
-		ev.Nodes, ev.Detail = nm.ids(target), fmt.Sprintf("answers lost for %v, then every worker cut", expireReplyLoss)
 	case FaultLoss:
 		err = c.Net.SetLoss(st.Loss)
 		ev.Detail = fmt.Sprintf("%.0f%% of chunks lost", 100*st.Loss)

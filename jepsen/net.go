@@ -131,21 +131,11 @@ func (nt *ProxyNet) Name() string { return NetProxy }
 // NodeEnv routes node i's Raft connections through the proxies of its links.
 func (nt *ProxyNet) NodeEnv(i int) []string { return []string{envRaftRoutes + "=" + nt.Routes(i)} }
 
-// Cut stops the bytes from endpoint from to endpoint to (one direction).
-func (nt *ProxyNet) Cut(from, to int) error {
+// Cut stalls the bytes of each directed link [from, to].
+func (nt *ProxyNet) Cut(links ...[2]int) error {
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
-	nt.cut[[2]int{from, to}] = true
-	nt.changedLocked()
-	return nil
-}
-
-// Partition cuts every link, both ways, between nodes of different groups. Nodes in no
-// group keep all their links.
-func (nt *ProxyNet) Partition(groups ...[]int) error {
-	nt.mu.Lock()
-	defer nt.mu.Unlock()
-	for _, l := range partitionCuts(groups) {
+	for _, l := range links {
 		nt.cut[l] = true
 	}
 	nt.changedLocked()

@@ -40,11 +40,9 @@ type Network interface {
 	Name() string
 	// Clients returns the number of client endpoints; client endpoint c is n+c.
 	Clients() int
-	// Cut stops the bytes from endpoint from to endpoint to (one direction).
-	Cut(from, to int) error
-	// Partition cuts every link, both ways, between nodes of different groups. Nodes in
-	// no group keep all their links.
-	Partition(groups ...[]int) error
+	// Cut stops the bytes of each directed link [from, to] (one direction), all at once,
+	// on top of the links cut already.
+	Cut(links ...[2]int) error
 	// SetLoss loses each packet (proxy: chunk) on every link with probability p; 0 turns
 	// it off.
 	SetLoss(p float64) error
@@ -80,7 +78,8 @@ func endpointName(i, n int) string {
 	return fmt.Sprintf("c%d", i-n)
 }
 
-// partitionCuts returns the directed links Partition cuts.
+// partitionCuts returns the directed links between nodes of different groups, both ways
+// (nodes in no group keep their links).
 func partitionCuts(groups [][]int) [][2]int {
 	var out [][2]int
 	for gi, g := range groups {
