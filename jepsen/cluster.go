@@ -195,6 +195,10 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	}
 }
 
+// PrivateDir is the folder of the nodes' data directories, certificates and binary when
+// they run as their own users (the iptables backend), "" otherwise.
+func (c *Cluster) PrivateDir() string { return c.private }
+
 // removePrivate removes the private folder of the iptables backend, if any.
 func (c *Cluster) removePrivate() {
 	if c.private != "" {

@@ -372,8 +372,10 @@ func TestIPTablesSweep(t *testing.T) {
 }
 
 // TestIPTablesRunRemovesChain: a run on the iptables backend that fails — its nodes exit
-// at start (a bad fault variable), or the run is interrupted (as by SIGINT, which
-// cancels the context of `lockstep jepsen run`) — leaves no chain behind.
+// at start (a bad fault variable), or the run is interrupted in the middle of a fault (as
+// by SIGINT, which cancels the context of `lockstep jepsen run`: TestJepsenRunInterrupted
+// sends the signal), or panics — leaves no chain behind, and the interrupted one is
+// invalid.
 func TestIPTablesRunRemovesChain(t *testing.T) {
 	needIPTables(t)
 	if testing.Short() {
@@ -391,14 +393,46 @@ func TestIPTablesRunRemovesChain(t *testing.T) {
 		t.Fatalf("after a failed start: chains %v left", got)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(4*time.Second, cancel)
+	defer cancel()
 	rep, err := Run(ctx, Config{Bin: testBin, Results: t.TempDir(), Workload: "counter", Net: NetIPTables,
-		Nemesis: "partition", Duration: time.Minute, IntervalMin: time.Second, IntervalMax: time.Second, Out: tWriter{t}})
-	t.Logf("interrupted run: %v", err)
-	if rep != nil && rep.Chain == "" {
-		t.Errorf("the report names no chain: %+v", rep)
+		Nemesis: "partition", Duration: time.Minute, IntervalMin: time.Second, IntervalMax: time.Second,
+		Out: onLine{tWriter{t}, " start ", cancel}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Valid || !strings.HasPrefix(rep.Reason, "interrupted") || rep.Chain == "" {
+		t.Errorf("interrupted run: want it invalid, interrupted, with its chain named:\n%s", rep.Text())
 	}
 	if got := ownChains(t); len(got) != 0 {
 		t.Fatalf("after an interrupted run: chains %v left", got)
 	}
+	// A panic in the run's goroutine (here in its progress writer, when a fault starts)
+	// unwinds through the run's deferred close.
+	func() {
+		defer func() {
+			if r := recover(); r != "planted panic" {
+				t.Fatalf("recovered %v, want the planted panic", r)
+			}
+		}()
+		Run(context.Background(), Config{Bin: testBin, Results: t.TempDir(), Workload: "counter", Net: NetIPTables,
+			Nemesis: "partition", Duration: time.Minute, IntervalMin: time.Second, IntervalMax: time.Second,
+			Out: onLine{tWriter{t}, " start ", func() { panic("planted panic") }}})
+	}()
+	if got := ownChains(t); len(got) != 0 {
+		t.Fatalf("after a panic: chains %v left", got)
+	}
+}
+
+// onLine is a progress writer that calls f at every line containing at.
+type onLine struct {
+	w  io.Writer
+	at string
+	f  func()
+}
+
+func (o onLine) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), o.at) {
+		o.f()
+	}
+	return o.w.Write(p)
 }

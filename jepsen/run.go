@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -196,6 +197,8 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	if ipt, ok := c.Net.(*IPTablesNet); ok {
 		rep.Chain = ipt.Chain()
+		fmt.Fprintf(cfg.Out, "jepsen: iptables chain %s; nodes run as uids %d-%d, their data in %s\n",
+			rep.Chain, nodeUID(0), nodeUID(cfg.Nodes-1), c.PrivateDir())
 	}
 	defer func() {
 		// Runs on every return and on a panic of this goroutine: the iptables chain must
@@ -233,6 +236,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
 	var wg sync.WaitGroup
+	panics := make(chan string, cfg.Workers)
 	for p := range cfg.Workers {
 		var tune func(*client.Config)
 		if ct, ok := wl.(clientTuner); ok {
@@ -258,6 +262,15 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		go func() {
 			defer wg.Done()
 			defer cl.Close()
+			defer func() {
+				// A worker's panic ends the run and is raised again in Run's goroutine,
+				// after the workers, so that the cluster and its iptables chain are
+				// closed on the way out.
+				if r := recover(); r != nil {
+					panics <- fmt.Sprintf("jepsen: worker %d panicked: %v\n%s", p, r, debug.Stack())
+					stop()
+				}
+			}()
 			for runCtx.Err() == nil {
 				// Operations outlive the run's end by up to opTimeout: cutting them at the
 				// deadline would only turn results into unknowns.
@@ -271,6 +284,11 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	nemErr := nm.run(runCtx, rec.begin, steps)
 	<-runCtx.Done()
 	wg.Wait()
+	select {
+	case r := <-panics:
+		panic(r)
+	default:
+	}
 
 	// Heal everything, note unexpected exits first, restart, then check.
 	unexpected := c.Unexpected()
@@ -302,8 +320,10 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 			undecided = v.Checker + " could not decide: " + v.Detail
 		}
 	}
-	rep.Valid = nemErr == nil && undecided == "" && rep.HealthyThroughput >= cfg.MinThroughput
+	rep.Valid = nemErr == nil && undecided == "" && rep.HealthyThroughput >= cfg.MinThroughput && ctx.Err() == nil
 	switch {
+	case ctx.Err() != nil:
+		rep.Reason = "interrupted: " + ctx.Err().Error()
 	case nemErr != nil:
 		rep.Reason = nemErr.Error()
 	case undecided != "":
