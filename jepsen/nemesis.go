@@ -313,7 +313,11 @@ func (nm *nemesis) start(ctx context.Context, st Step) {
 		ev.Detail = st.Dur.String()
 	case FaultLoss:
 		err = c.Net.SetLoss(st.Loss)
-		ev.Detail = fmt.Sprintf("%.0f%% of chunks lost", 100*st.Loss)
+		unit := "chunks" // the proxy loses what it read at once
+		if c.Net.Name() == NetIPTables {
+			unit = "packets"
+		}
+		ev.Detail = fmt.Sprintf("%.0f%% of %s lost", 100*st.Loss, unit)
 	case FaultSlowLinks:
 		slow := st.Perm[:max(1, n/2)]
 		for _, a := range slow {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,31 @@ func TestRegisterPartition(t *testing.T) {
 	cfg.Seed = seedWith(t, cfg, FaultIsolateLeaderClients, FaultClientsCut)
 	rep := short(t, cfg)
 	mustPass(t, rep)
+}
+
+// TestRegisterIPTables: the register workload stays linearizable (DESIGN.md invariant 5)
+// when the faults are real packet drops: on the iptables backend, nodes run as their own
+// uids and a one-way cut, an isolated leader with its clients, and packet loss are rules
+// in the run's chain. The summary names the backend and the chain, which is gone after
+// the run.
+func TestRegisterIPTables(t *testing.T) {
+	t.Parallel()
+	needIPTables(t)
+	cfg := Config{Workload: "register", Nemesis: "partition,clients,loss", Net: NetIPTables,
+		Duration: 14 * time.Second, IntervalMin: 1500 * time.Millisecond, IntervalMax: 2 * time.Second}
+	cfg.Seed = seedWith(t, cfg, FaultOneWay, FaultIsolateLeaderClients, FaultLoss)
+	rep := short(t, cfg)
+	mustPass(t, rep)
+	if rep.Net != NetIPTables || rep.Chain == "" {
+		t.Fatalf("network %q, chain %q: want iptables and a chain", rep.Net, rep.Chain)
+	}
+	names, err := harnessChains()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(names, rep.Chain) {
+		t.Fatalf("chain %s left after the run", rep.Chain)
+	}
 }
 
 // TestCheckersCatchLostWrites proves the register and counter checkers can fail: nodes
