@@ -16,10 +16,17 @@ import (
 	"time"
 )
 
+// envTestIPTables, set to 1 (by .ci/run where iptables works), makes the iptables tests
+// fail rather than skip when the backend cannot run.
+const envTestIPTables = "LOCKSTEP_TEST_IPTABLES"
+
 // needIPTables skips the test unless the iptables backend can run here.
 func needIPTables(t *testing.T) {
 	t.Helper()
 	if err := IPTablesUsable(); err != nil {
+		if os.Getenv(envTestIPTables) == "1" {
+			t.Fatalf("%s=1 but the iptables backend cannot run: %v", envTestIPTables, err)
+		}
 		t.Skipf("the iptables backend cannot run here — run the tests as root with iptables installed: %v", err)
 	}
 }
