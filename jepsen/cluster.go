@@ -106,7 +106,7 @@ type Node struct {
 	// own user (then they are in its home in the cluster's private folder).
 	Dir string
 
-	home string // holds the data directory and the clock file
+	home string // holds the data directory and the clock file; "" for Dir
 
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -116,10 +116,19 @@ type Node struct {
 }
 
 // DataDir is the node's data directory.
-func (n *Node) DataDir() string { return filepath.Join(n.home, "data") }
+func (n *Node) DataDir() string { return filepath.Join(n.homeDir(), "data") }
 
 // ClockFile is the file whose duration offsets the node's batch clock.
-func (n *Node) ClockFile() string { return filepath.Join(n.home, "clock") }
+func (n *Node) ClockFile() string { return filepath.Join(n.homeDir(), "clock") }
+
+// homeDir is the folder of the node's data directory and clock file: its home when it
+// runs as its own user, else Dir.
+func (n *Node) homeDir() string {
+	if n.home != "" {
+		return n.home
+	}
+	return n.Dir
+}
 
 // LogPath is the log of the node's latest process.
 func (n *Node) LogPath() string { return filepath.Join(n.Dir, fmt.Sprintf("node.%d.log", n.starts)) }
@@ -240,11 +249,10 @@ func tryStart(ctx context.Context, base *Cluster) (*Cluster, error) {
 	for i := range cfg.Nodes {
 		n := &Node{ID: fmt.Sprintf("n%d", i+1), Raft: addrs[3*i], Client: addrs[3*i+1], Admin: addrs[3*i+2],
 			Dir: filepath.Join(cfg.Dir, fmt.Sprintf("n%d", i+1))}
-		n.home = n.Dir
 		if c.private != "" {
 			n.home = filepath.Join(c.private, n.ID)
 		}
-		for _, d := range []string{n.Dir, n.home} {
+		for _, d := range []string{n.Dir, n.homeDir()} {
 			if err := os.RemoveAll(d); err != nil {
 				return nil, err
 			}

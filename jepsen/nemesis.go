@@ -270,6 +270,15 @@ func others(n, i int) []int {
 	return out
 }
 
+// clients returns the number of client endpoints of the cluster's Network (0 without
+// one).
+func (nm *nemesis) clients() int {
+	if nm.c.Net == nil {
+		return 0
+	}
+	return nm.c.Net.Clients()
+}
+
 // start applies st's fault and logs it.
 func (nm *nemesis) start(ctx context.Context, st Step) {
 	c, n := nm.c, len(nm.c.Nodes)
@@ -293,7 +302,7 @@ func (nm *nemesis) start(ctx context.Context, st Step) {
 		}
 		return f(l)
 	}
-	if cuts, ok := shapeCuts(st.Fault, st.Perm, target, n, c.Net.Clients()); ok {
+	if cuts, ok := shapeCuts(st.Fault, st.Perm, target, n, nm.clients()); ok {
 		err = c.Net.Cut(cuts...)
 		ev.Nodes, ev.Detail = nm.ids(target), strings.Join(c.Net.Cuts(), " ")
 	}
