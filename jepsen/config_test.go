@@ -18,6 +18,8 @@ func TestBadConfig(t *testing.T) {
 		{Bin: testBin, Results: results, Workload: "set", Nemesis: "flood"}, // unknown nemesis
 		{Bin: testBin, Results: results, Workload: "set", Duration: -time.Second},
 		{Bin: testBin, Results: results, Workload: "set", Workers: -1},
+		{Bin: testBin, Results: results, Workload: "set", Net: "netns"},
+		{Bin: testBin, Results: results, Workload: "set", Net: NetIPTables, Nemesis: "delay"},
 	} {
 		if rep, err := Run(ctx, cfg); err == nil {
 			t.Errorf("#%d: got %+v, want an error", i, rep)
@@ -32,6 +34,7 @@ func TestBadConfig(t *testing.T) {
 		{Bin: testBin}, // no directory
 		{Bin: testBin, Dir: dir, Nodes: 10},
 		{Bin: testBin, Dir: dir, Nodes: -1},
+		{Bin: testBin, Dir: dir, Net: "netns"},
 	} {
 		if c, err := StartCluster(ctx, cfg); err == nil {
 			c.Close()
