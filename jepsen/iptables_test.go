@@ -219,7 +219,9 @@ func TestIPTablesShapes(t *testing.T) {
 	needIPTables(t)
 	const n, clients = 5, 2
 	perm := []int{3, 0, 4, 1, 2}
-	wait := 700 * time.Millisecond
+	// A byte that must pass gets long to arrive (the machine may be loaded); one that must
+	// not would arrive at once if a rule let it through, so it is waited for less.
+	const passWait, stopWait = 3 * time.Second, 700 * time.Millisecond
 	type shape struct {
 		name string
 		cuts [][2]int
@@ -286,6 +288,10 @@ func TestIPTablesShapes(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
+					wait := stopWait
+					if c.want {
+						wait = passWait
+					}
 					if c.fresh {
 						conn, err := p.dial(c.from, c.to, wait)
 						if err == nil {
