@@ -27,7 +27,8 @@ import (
 // Clients. Worker c's connections leave from a loopback address of its own, workerIP(c)
 // (127.76.83.c+1), so its packets are told apart by address. A cut client→node rejects
 // them with a TCP reset (the proxy's semantics: a client learns at once that it cannot
-// reach the node); a cut node→client drops the node's packets to the worker and rejects
+// reach the node); a cut node→client drops the node's packets to the worker but its
+// resets (those REJECT sends on the node's behalf leave through OUTPUT too) and rejects
 // the worker's new connections to the node, so requests on an open connection still
 // arrive but their answers are lost (the worker notices at its request timeout).
 //
@@ -209,9 +210,11 @@ func iptablesRules(ports [][]int, clients int, cut map[[2]int]bool, loss float64
 					fmt.Sprintf("-p tcp -m connmark --mark %d -m multiport --dports %s %s", nodeUID(a), p(b), drop),
 					fmt.Sprintf("-p tcp -m connmark --mark %d -m multiport --sports %s %s", nodeUID(b), p(a), drop))
 			case a < n: // node → client
+				// Resets pass: the ones REJECT makes for the worker's packets go out
+				// through OUTPUT as the node's, and the worker must get them.
 				w := workerIP(b - n)
 				filter = append(filter,
-					fmt.Sprintf("-p tcp -d %s -m multiport --sports %s %s", w, p(a), drop),
+					fmt.Sprintf("-p tcp -d %s -m multiport --sports %s ! --tcp-flags RST RST %s", w, p(a), drop),
 					fmt.Sprintf("-p tcp -s %s -m multiport --dports %s --syn %s", w, p(a), reject))
 			case b < n: // client → node
 				filter = append(filter, fmt.Sprintf("-p tcp -s %s -m multiport --dports %s %s", workerIP(a-n), p(b), reject))

@@ -180,15 +180,14 @@ func (p *probeNet) open(t *testing.T, opener, node int) link {
 	}
 }
 
-// passes reports whether a byte written on w arrives on r within wait.
-func passes(w, r net.Conn, wait time.Duration) bool {
+// passes reports whether a byte written on w arrives on r within wait, and the read's
+// error.
+func passes(w, r net.Conn, wait time.Duration) (bool, error) {
 	w.SetWriteDeadline(time.Now().Add(wait))
-	if _, err := w.Write([]byte{'x'}); err != nil {
-		return false
-	}
+	w.Write([]byte{'x'}) // a reset connection fails here or at the read
 	r.SetReadDeadline(time.Now().Add(wait))
 	_, err := io.ReadFull(r, make([]byte, 1))
-	return err == nil
+	return err == nil, err
 }
 
 // check is one expectation: bytes from endpoint from to endpoint to on a connection
@@ -198,7 +197,11 @@ type check struct {
 	l                *link // the connection, nil when fresh
 	fresh            bool
 	want             bool
-	got              bool
+	// wantErr, if not nil, is the error a failed check must end with at once: a client
+	// whose link is rejected is refused or reset, it does not wait for a timeout.
+	wantErr error
+	got     bool
+	err     error
 }
 
 func (c check) String() string {
@@ -206,7 +209,7 @@ func (c check) String() string {
 	if c.fresh {
 		what = fmt.Sprintf("a new connection %d->%d", c.from, c.to)
 	}
-	return fmt.Sprintf("%s: got pass=%v, want %v", what, c.got, c.want)
+	return fmt.Sprintf("%s: got pass=%v (%v), want %v (%v)", what, c.got, c.err, c.want, c.wantErr)
 }
 
 // TestIPTablesShapes applies every network shape of the nemesis (and loss) to the
@@ -214,8 +217,9 @@ func (c check) String() string {
 // from their worker addresses — and checks, for every ordered pair and every connection,
 // which bytes pass: a cut a->b stops a's bytes to b on connections either of them opened
 // and nothing else (one-way cuts stay one-way), a cut client link refuses new
-// connections, the harness's own connections (root, 127.0.0.1) are never touched, and
-// the chain is gone after Close.
+// connections and resets open ones at once (ECONNREFUSED, ECONNRESET: no timeout), the
+// harness's own connections (root, 127.0.0.1) are never touched, and the chain is gone
+// after Close.
 func TestIPTablesShapes(t *testing.T) {
 	t.Parallel()
 	needIPTables(t)
@@ -277,13 +281,21 @@ func TestIPTablesShapes(t *testing.T) {
 						&check{from: b, to: a, opener: a, l: &l, want: true})
 					continue
 				}
-				// A rejected client link resets the whole connection.
+				// A rejected client link resets the whole connection: the client's read
+				// ends with ECONNRESET (its own write drew the reset).
 				reset := a >= n && cut[[2]int{a, b}]
-				checks = append(checks, &check{from: a, to: b, opener: a, l: &l, want: !cut[[2]int{a, b}] && !lost},
-					&check{from: b, to: a, opener: a, l: &l, want: !cut[[2]int{b, a}] && !reset && !lost})
-				// A new connection needs both directions (its handshake).
-				checks = append(checks, &check{from: a, to: b, opener: a, fresh: true,
-					want: !cut[[2]int{a, b}] && !cut[[2]int{b, a}] && !lost})
+				back := &check{from: b, to: a, opener: a, l: &l, want: !cut[[2]int{b, a}] && !reset && !lost}
+				if reset && !lost {
+					back.wantErr = syscall.ECONNRESET
+				}
+				checks = append(checks, &check{from: a, to: b, opener: a, l: &l, want: !cut[[2]int{a, b}] && !lost}, back)
+				// A new connection needs both directions (its handshake); a client's to a
+				// node it is cut from either way is refused at once.
+				fresh := &check{from: a, to: b, opener: a, fresh: true, want: !cut[[2]int{a, b}] && !cut[[2]int{b, a}] && !lost}
+				if a >= n && !fresh.want && !lost {
+					fresh.wantErr = syscall.ECONNREFUSED
+				}
+				checks = append(checks, fresh)
 			}
 			var wg sync.WaitGroup
 			for _, c := range checks {
@@ -299,19 +311,19 @@ func TestIPTablesShapes(t *testing.T) {
 						if err == nil {
 							conn.Close()
 						}
-						c.got = err == nil
+						c.got, c.err = err == nil, err
 						return
 					}
 					w, r := c.l.out, c.l.in
 					if c.from == c.l.node {
 						w, r = c.l.in, c.l.out
 					}
-					c.got = passes(w, r, wait)
+					c.got, c.err = passes(w, r, wait)
 				}()
 			}
 			wg.Wait()
 			for _, c := range checks {
-				if c.got != c.want {
+				if c.got != c.want || (c.wantErr != nil && !errors.Is(c.err, c.wantErr)) {
 					t.Errorf("%s (cuts %v)", c, p.nt.Cuts())
 				}
 			}

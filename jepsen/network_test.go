@@ -56,8 +56,9 @@ func TestIPTablesRules(t *testing.T) {
 			// n1->n2: on n1's connections to n2, and n1's answers on n2's connections.
 			"-p tcp -m connmark --mark 61000 -m multiport --dports 20,21,22 -j DROP",
 			"-p tcp -m connmark --mark 61001 -m multiport --sports 10,11,12 -j DROP",
-			// n1->c0: n1's packets to the worker dropped, the worker's new connections refused.
-			"-p tcp -d 127.76.83.1 -m multiport --sports 10,11,12 -j DROP",
+			// n1->c0: n1's packets to the worker dropped (but resets: the REJECTs' resets
+			// must reach the worker), the worker's new connections refused.
+			"-p tcp -d 127.76.83.1 -m multiport --sports 10,11,12 ! --tcp-flags RST RST -j DROP",
 			"-p tcp -s 127.76.83.1 -m multiport --dports 10,11,12 --syn -j REJECT --reject-with tcp-reset",
 			// c0->n2: rejected.
 			"-p tcp -s 127.76.83.1 -m multiport --dports 20,21,22 -j REJECT --reject-with tcp-reset",
