@@ -173,12 +173,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		if err := IPTablesUsable(); err != nil {
 			return nil, err
 		}
-		var err error
-		if base.private, err = newPrivateDir(); err != nil {
-			return nil, err
-		}
-		if base.bin, err = copyBin(cfg.Bin, base.private); err != nil {
-			os.RemoveAll(base.private)
+		if err := base.makePrivate(); err != nil {
 			return nil, err
 		}
 		certsParent = base.private
@@ -202,37 +197,6 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 			return nil, err
 		}
 	}
-}
-
-// PrivateDir is the folder of the nodes' data directories, certificates and binary when
-// they run as their own users (the iptables backend), "" otherwise.
-func (c *Cluster) PrivateDir() string { return c.private }
-
-// removePrivate removes the private folder of the iptables backend, if any.
-func (c *Cluster) removePrivate() {
-	if c.private != "" {
-		os.RemoveAll(c.private)
-	}
-}
-
-// makeCerts makes the cluster's certificates in parent/certs with the binary's own `cert`
-// commands: every port of the nodes speaks mutual TLS, as in production.
-func makeCerts(ctx context.Context, bin, parent string) (string, *tls.Config, error) {
-	dir := filepath.Join(parent, "certs")
-	if err := os.RemoveAll(dir); err != nil {
-		return "", nil, err
-	}
-	for _, args := range [][]string{
-		{"cert", "create-ca", "--certs-dir", dir},
-		{"cert", "create-node", "--certs-dir", dir, "127.0.0.1", "localhost"},
-		{"cert", "create-client", "--certs-dir", dir, "root"},
-	} {
-		if out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput(); err != nil {
-			return "", nil, fmt.Errorf("jepsen: lockstep %s: %w: %s", strings.Join(args, " "), err, out)
-		}
-	}
-	tlsCfg, err := client.LoadTLS(dir, "root")
-	return dir, tlsCfg, err
 }
 
 // tryStart starts the nodes of a cluster like base (its configuration, certificates and

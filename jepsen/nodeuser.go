@@ -32,6 +32,32 @@ func nodeCredential(i int) *syscall.Credential {
 	return &syscall.Credential{Uid: uint32(nodeUID(i)), Gid: uint32(nodeUID(i)), Groups: []uint32{nodeGroup}}
 }
 
+// makePrivate makes c's private folder with a copy of the binary the nodes run.
+func (c *Cluster) makePrivate() error {
+	dir, err := newPrivateDir()
+	if err != nil {
+		return err
+	}
+	bin, err := copyBin(c.cfg.Bin, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
+	c.private, c.bin = dir, bin
+	return nil
+}
+
+// PrivateDir is the folder of the nodes' data directories, certificates and binary when
+// they run as their own users (the iptables backend), "" otherwise.
+func (c *Cluster) PrivateDir() string { return c.private }
+
+// removePrivate removes the private folder of the iptables backend, if any.
+func (c *Cluster) removePrivate() {
+	if c.private != "" {
+		os.RemoveAll(c.private)
+	}
+}
+
 // newPrivateDir makes the private folder, passable by the node users.
 func newPrivateDir() (string, error) {
 	dir, err := os.MkdirTemp("", "lockstep-jepsen-")
