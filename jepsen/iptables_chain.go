@@ -93,6 +93,7 @@ func removeChain(name string) error {
 			continue // not in this table
 		}
 		for iptables("-t", t, "-D", "OUTPUT", "-j", name) == nil {
+			// a jump removed; there may be more (a chain inserted twice)
 		}
 		if err := iptables("-t", t, "-F", name); err != nil {
 			errs = append(errs, err)
