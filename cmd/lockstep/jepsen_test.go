@@ -38,8 +38,9 @@ func TestJepsenRunCommand(t *testing.T) {
 }
 
 // TestJepsenRunInterrupted: Ctrl-C (SIGINT) in the middle of a fault of a run on the
-// iptables backend ends the run and leaves no iptables chain of the process behind (the
-// chain's name carries its pid), nor its nodes' private folder.
+// iptables backend ends the run — reported invalid, exit 1 — and leaves no iptables
+// chain of the process behind (the chain's name carries its pid), nor its nodes' private
+// folder.
 func TestJepsenRunInterrupted(t *testing.T) {
 	if err := jepsen.IPTablesUsable(); err != nil {
 		if os.Getenv("LOCKSTEP_TEST_IPTABLES") == "1" { // set by .ci/run where iptables works
@@ -107,6 +108,9 @@ func TestJepsenRunInterrupted(t *testing.T) {
 	t.Logf("exit: %v\nstdout:\n%s\nstderr:\n%s", err, strings.Join(out, "\n"), errb.String())
 	if ctx.Err() != nil {
 		t.Fatal("the run did not end after SIGINT")
+	}
+	if !strings.Contains(strings.Join(out, "\n"), "INVALID: interrupted") || err == nil {
+		t.Errorf("want a non-zero exit and the run reported invalid, interrupted")
 	}
 	if left := chains(); left != "" {
 		t.Fatalf("after SIGINT, rules of the run are left:\n%s", left)
