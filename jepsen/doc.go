@@ -12,7 +12,7 @@
 //     directed Raft link and every worker's path to every node routed through a
 //     fault-injecting TCP proxy of the harness); SelectNet picks, Config.Net overrides;
 //  2. runs Workers clients of a Workload (register, bank, counter, set, voter,
-//     session-expiry), each with its own client and session, recording every operation
+//     session-expiry, pipeline), each with its own client and session, recording every operation
 //     with its outcome (ok, fail, unknown) into a history (Recorder);
 //  3. meanwhile applies a nemesis Schedule drawn from the seed: network shapes (one node
 //     or the leader isolated, halves, bridge, one-way cuts, the majorities ring, delay,
@@ -27,8 +27,9 @@
 // The nodes learn their faults from test-only environment variables that `lockstep
 // node` reads (LOCKSTEP_FAULT_RAFT_ROUTES on the proxy backend, LOCKSTEP_FAULT_CLOCK_FILE,
 // and LOCKSTEP_FAULT_CRASH_STORE for a Raft log that loses unsynced writes at a kill);
-// only the iptables backend needs root. Planted bugs behind build tags (jepsen_lostwrite, jepsen_clockbug,
-// jepsen_staleread, jepsen_nodedup, jepsen_nosync) prove the checkers can fail. See
+// only the iptables backend needs root. Planted bugs behind build tags (jepsen_lostwrite,
+// jepsen_clockbug, jepsen_staleread, jepsen_nodedup, jepsen_nosync, jepsen_ackcache) prove
+// the checkers can fail. See
 // docs/jepsen.md.
 //
 // Contract: a Cluster is controlled from one goroutine; Run owns every process and
