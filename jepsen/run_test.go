@@ -4,10 +4,24 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
+
+// envTestNet, when set, is the network backend of the runs that name none (auto
+// otherwise: iptables as root, proxy elsewhere): LOCKSTEP_JEPSEN_NET=proxy go test
+// ./jepsen/ runs them all on the proxy.
+const envTestNet = "LOCKSTEP_JEPSEN_NET"
+
+// testNet returns net, or envTestNet's value when net is "".
+func testNet(net string) string {
+	if net == "" {
+		return os.Getenv(envTestNet)
+	}
+	return net
+}
 
 // short runs one short harness run and fails the test unless it is valid and passes.
 func short(t *testing.T, cfg Config) *Report {
@@ -27,6 +41,7 @@ func short(t *testing.T, cfg Config) *Report {
 	}
 	cfg.Workers = 4
 	cfg.Out = tWriter{t}
+	cfg.Net = testNet(cfg.Net)
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -61,14 +76,41 @@ func mustPass(t *testing.T, rep *Report) {
 // TestRegisterPartition: the register workload stays linearizable (DESIGN.md invariant
 // 5) under partitions, and when clients are cut from a minority of the nodes or kept
 // with an isolated old leader — the fault that catches the planted stale reads
-// (TestCheckersCatchStaleReads).
+// (TestCheckersCatchStaleReads). It runs on the proxy backend wherever it runs, so CI
+// (root, where the other runs take iptables) keeps a real run of the proxy's cuts;
+// TestRegisterIPTables is its twin on iptables.
 func TestRegisterPartition(t *testing.T) {
 	t.Parallel()
-	cfg := Config{Workload: "register", Nemesis: "partition," + FaultClientsCut + "," + FaultIsolateLeaderClients,
+	cfg := Config{Workload: "register", Nemesis: "partition," + FaultClientsCut + "," + FaultIsolateLeaderClients, Net: NetProxy,
 		Duration: 10 * time.Second, IntervalMin: 1500 * time.Millisecond, IntervalMax: 2 * time.Second}
 	cfg.Seed = seedWith(t, cfg, FaultIsolateLeaderClients, FaultClientsCut)
 	rep := short(t, cfg)
 	mustPass(t, rep)
+}
+
+// TestRegisterIPTables: the register workload stays linearizable (DESIGN.md invariant 5)
+// when the faults are real packet drops: on the iptables backend, nodes run as their own
+// uids and a one-way cut, an isolated leader with its clients, and packet loss are rules
+// in the run's chain. The summary names the backend and the chain, which is gone after
+// the run.
+func TestRegisterIPTables(t *testing.T) {
+	t.Parallel()
+	needIPTables(t)
+	cfg := Config{Workload: "register", Nemesis: "partition,clients,loss", Net: NetIPTables,
+		Duration: 14 * time.Second, IntervalMin: 1500 * time.Millisecond, IntervalMax: 2 * time.Second}
+	cfg.Seed = seedWith(t, cfg, FaultOneWay, FaultIsolateLeaderClients, FaultLoss)
+	rep := short(t, cfg)
+	mustPass(t, rep)
+	if rep.Net != NetIPTables || rep.Chain == "" {
+		t.Fatalf("network %q, chain %q: want iptables and a chain", rep.Net, rep.Chain)
+	}
+	names, err := harnessChains()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(names, rep.Chain) {
+		t.Fatalf("chain %s left after the run", rep.Chain)
+	}
 }
 
 // TestCheckersCatchLostWrites proves the register and counter checkers can fail: nodes
@@ -90,7 +132,7 @@ func TestCheckersCatchLostWrites(t *testing.T) {
 	} {
 		t.Run(tc.workload, func(t *testing.T) {
 			t.Parallel()
-			rep, err := Run(context.Background(), Config{Bin: bin, Results: t.TempDir(), Workload: tc.workload,
+			rep, err := Run(context.Background(), Config{Bin: bin, Results: t.TempDir(), Workload: tc.workload, Net: testNet(""),
 				Duration: 3 * time.Second, Workers: 4, Seed: 7, Out: tWriter{t}})
 			if err != nil {
 				t.Fatal(err)
@@ -187,7 +229,7 @@ func TestClockCheckerCatchesBackwardsTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := clockRun(bin)
-	cfg.Results, cfg.Workers, cfg.Out = t.TempDir(), 4, tWriter{t}
+	cfg.Results, cfg.Workers, cfg.Out, cfg.Net = t.TempDir(), 4, tWriter{t}, testNet(cfg.Net)
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +258,7 @@ func plantedRun(t *testing.T, tag string, cfg Config) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Bin, cfg.Results, cfg.Workers, cfg.Out = bin, t.TempDir(), 4, tWriter{t}
+	cfg.Bin, cfg.Results, cfg.Workers, cfg.Out, cfg.Net = bin, t.TempDir(), 4, tWriter{t}, testNet(cfg.Net)
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

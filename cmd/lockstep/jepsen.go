@@ -26,16 +26,24 @@ func jepsenCommand() *cli.Command {
 				Name:  "run",
 				Usage: "start a cluster, run a workload under a nemesis, check the history",
 				Description: `Starts --nodes node processes of this binary (or --bin) on 127.0.0.1, each with its
-own data directory and log, every Raft link routed through a fault-injecting proxy of the
-harness; runs --workers clients of the workload for --duration while the nemesis injects
+own data directory and log; runs --workers clients of the workload for --duration while the nemesis injects
 faults on a schedule drawn from --seed (printed first; the same seed gives the same
 schedule); then heals and restarts everything, checks the history and the replicas'
 state hashes, and writes a folder under --results: summary.txt, summary.json,
 history.jsonl, timeline.jsonl, schedule.json, chart.svg, nodes/*/node.*.log, and
 linearizability.html for register runs. Exits 0 only when the run is valid and passed.
-The nodes run mutual TLS with throw-away certificates; workers reach them through
-proxies too, so client faults can cut them. --crash-store keeps the nodes' Raft logs in
-a test-only store that loses unsynced writes at every kill. See docs/jepsen.md.
+The nodes run mutual TLS with throw-away certificates. --crash-store keeps the nodes'
+Raft logs in a test-only store that loses unsynced writes at every kill.
+
+Network faults (--net): "iptables" runs each node as its own unprivileged uid (61000+i)
+and cuts or loses their packets, and the workers', with rules in an iptables chain the run
+creates (LS-<pid>-<hex>, jumped to from OUTPUT) and removes when it ends, on failure and on
+Ctrl-C too; chains left by runs that were killed are removed by the next run. It needs
+root and cannot add latency (no tc netem). "proxy" routes every Raft link and every
+worker's connections through fault-injecting TCP proxies of the harness (no root; latency
+too). "auto" (default) takes iptables when root, iptables works and the nemesis adds no
+latency (delay, slow-links), else proxy. The summary says which was used and why.
+See docs/jepsen.md.
 
 Workloads: register, bank, counter, set, voter, session-expiry, pipeline.
 Nemeses (comma-separated): ` + strings.Join(jepsen.NemesisNames(), ", ") + `, or
@@ -59,6 +67,7 @@ Example:
 					&cli.IntFlag{Name: "client-retries", Usage: "workers' client retries per operation (0: the harness's 10; negative: until the operation's 10 s deadline)"},
 					&cli.BoolFlag{Name: "crash-store", Usage: "nodes' Raft logs lose their unsynced writes at every kill (power loss): raft-wal on a test-only file system, or a test-only journal for bolt"},
 					&cli.StringFlag{Name: "log-store", Usage: "the nodes' --log-store: wal or bolt (empty: the node's default)"},
+					&cli.StringFlag{Name: "net", Usage: "network fault backend: auto, iptables (root) or proxy", Value: jepsen.NetAuto},
 				},
 				Action: runJepsen,
 			},
@@ -91,12 +100,17 @@ func runJepsen(c *cli.Context) error {
 		CrashStore:    c.Bool("crash-store"),
 		LogStore:      c.String("log-store"),
 		ClientRetries: c.Int("client-retries"),
+		Net:           c.String("net"),
 		Out:           c.App.Writer,
 	}
 	if _, err := jepsen.NewWorkload(cfg.Workload); err != nil {
 		return err
 	}
-	if _, err := jepsen.ParseNemesis(cfg.Nemesis); err != nil {
+	faults, err := jepsen.ParseNemesis(cfg.Nemesis)
+	if err != nil {
+		return err
+	}
+	if _, _, err := jepsen.SelectNet(cfg.Net, faults); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
