@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockstepdb/lockstep/internal/testutil"
+)
+
+// Rolling restarts (`lockstep cluster restart-plan`, issue 13 item 8) with real processes.
+
+// supervisor restarts node processes when they exit, with the flags they were started
+// with, as a service manager does (systemd's Restart=always). It keeps each node's PID in
+// DIR/ID.pid, so a restart command can stop a node by its id and the supervisor brings
+// it back.
+type supervisor struct {
+	bin, dir string
+	stop     chan struct{}
+	wg       sync.WaitGroup
+
+	mu      sync.Mutex
+	starts  map[string]int            // processes started per node, after the first
+	current map[string]*testutil.Proc // the processes the supervisor started, by node
+	errs    []error
+}
+
+// supervise starts supervising nodes; the test's end stops it and kills the processes it
+// started.
+func supervise(t *testing.T, bin string, nodes []*procNode) *supervisor {
+	t.Helper()
+	s := &supervisor{bin: bin, dir: t.TempDir(), stop: make(chan struct{}), starts: map[string]int{},
+		current: map[string]*testutil.Proc{}}
+	for _, n := range nodes {
+		if err := s.writePID(n.id, n.Proc); err != nil {
+			t.Fatal(err)
+		}
+		s.wg.Add(1)
+		go s.watch(n.id, n.args, n.Proc)
+	}
+	t.Cleanup(func() {
+		close(s.stop)
+		s.wg.Wait()
+		for id, p := range s.current {
+			p.Kill()
+			log := p.Log()
+			if bytes.Contains(log, []byte("DATA RACE")) {
+				t.Errorf("restarted node %s found a data race", id)
+			}
+			if t.Failed() {
+				t.Logf("log of restarted node %s:\n%s", id, log)
+			}
+		}
+		for _, err := range s.errs {
+			t.Errorf("supervisor: %v", err)
+		}
+	})
+	return s
+}
+
+// watch starts node id again with args each time its process p exits, until s stops.
+func (s *supervisor) watch(id string, args []string, p *testutil.Proc) {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-p.Exited:
+		}
+		s.mu.Lock()
+		s.starts[id]++
+		k := s.starts[id]
+		s.mu.Unlock()
+		np, err := testutil.StartProc(filepath.Join(s.dir, fmt.Sprintf("%s.%d.log", id, k)), binaryEnv(), s.bin,
+			append([]string{"node"}, args...)...)
+		if err == nil {
+			err = s.writePID(id, np)
+		}
+		s.mu.Lock()
+		if np != nil {
+			s.current[id] = np
+		}
+		if err != nil {
+			s.errs = append(s.errs, fmt.Errorf("restart %s: %w", id, err))
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return
+		}
+		p = np
+	}
+}
+
+// writePID writes p's PID to DIR/ID.pid, atomically.
+func (s *supervisor) writePID(id string, p *testutil.Proc) error {
+	tmp := filepath.Join(s.dir, id+".pid.tmp")
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(p.Cmd.Process.Pid)), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(s.dir, id+".pid"))
+}
+
+// restarts returns how many times each node was started again.
+func (s *supervisor) restarts() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]int{}
+	for id, k := range s.starts {
+		out[id] = k
+	}
+	return out
+}
+
+// restartScript writes the script a rolling restart runs per node ("sh SCRIPT {id}"): it
+// records its argument and the LOCKSTEP_RESTART_* variables in DIR/restarts, stops the
+// node's process (SIGTERM, by its PID file) and returns once the supervisor has started a
+// new one.
+func (s *supervisor) restartScript(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(s.dir, "restart.sh")
+	script := fmt.Sprintf(`set -eu
+dir=%s
+echo "$1 $LOCKSTEP_RESTART_ID $LOCKSTEP_RESTART_CLIENT $LOCKSTEP_RESTART_RAFT" >> "$dir/restarts"
+pid=$(cat "$dir/$1.pid")
+kill -TERM "$pid"
+while [ "$(cat "$dir/$1.pid")" = "$pid" ]; do sleep 0.05; done
+`, shellQuote(s.dir))
+	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// planOrder returns the node ids of a printed restart plan, in order, with their roles.
+func planOrder(out string) (ids, roles []string) {
+	for _, m := range regexp.MustCompile(`(?m)^\s+\d+\. (\S+) \(([a-z ]+),`).FindAllStringSubmatch(out, -1) {
+		ids, roles = append(ids, m[1]), append(roles, m[2])
+	}
+	return ids, roles
+}
+
+// TestRollingRestartUnderLoad: `cluster restart-plan --execute` restarts each node of a
+// 3-node cluster once, followers first and the leader last after a leadership transfer,
+// while 8 workers add to counters through the client library: no caller sees an error
+// (the library retries), no acknowledged add is lost, and the replicas end with equal
+// state hashes (DESIGN.md invariants 1, 3, 4).
+func TestRollingRestartUnderLoad(t *testing.T) {
+	bin, c, ctx, load := loadedCluster(t, 5*time.Minute, "rr", 8, 300)
+	sup := supervise(t, bin, c.nodes)
+	leader := leaderNode(t, bin, c)
+	r := runWithin(t, 4*time.Minute, bin, "cluster", "restart-plan", "--addr", c.addrs(), "--execute",
+		"--restart-cmd", "sh "+sup.restartScript(t)+" {id}", "--node-timeout", "90s")
+	if r.code != 0 {
+		t.Fatalf("restart-plan: %v", r)
+	}
+	t.Log(r.stdout)
+	ids, roles := planOrder(r.stdout)
+	if len(ids) != 3 || ids[2] != leader.id || roles[2] != "leader" || roles[0] != "follower" || roles[1] != "follower" {
+		t.Fatalf("plan %v %v, want two followers then the leader %s", ids, roles, leader.id)
+	}
+	if !strings.Contains(r.stdout, leader.id+": leadership moved to ") {
+		t.Fatalf("no leadership transfer away from %s: %v", leader.id, r)
+	}
+	for _, n := range c.nodes {
+		if got := sup.restarts()[n.id]; got != 1 {
+			t.Errorf("%s restarted %d times, want once", n.id, got)
+		}
+	}
+	// The command got each node's id, client and Raft address, by placeholder and in its
+	// environment, in the plan's order.
+	rec, err := os.ReadFile(filepath.Join(sup.dir, "restarts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(rec)), "\n")
+	for i, id := range ids {
+		n := c.nodes[slices.IndexFunc(c.nodes, func(n *procNode) bool { return n.id == id })]
+		if want := fmt.Sprintf("%s %s %s %s", id, id, n.client, n.raft); i >= len(lines) || lines[i] != want {
+			t.Fatalf("#%d: restart command saw %q, want %q", i, lines, want)
+		}
+	}
+	load.waitAcked(t, 300)
+	load.halt()
+	failed := int64(0)
+	for w := range load.workers {
+		failed += load.unknown[w]
+	}
+	if failed != 0 {
+		t.Errorf("%d adds failed at the caller during the rolling restart", failed)
+	}
+	load.check(t, ctx, load.cl)
+	waitConvergedVoters(t, bin, c.addrs(), []string{"n1", "n2", "n3"})
+	load.mu.Lock()
+	gap := load.longestGap
+	load.mu.Unlock()
+	t.Logf("%d adds acknowledged, %d failed; longest time without an acknowledgement %v", load.total.Load(), failed, gap)
+}
+
+// TestRestartPlanStops: a rolling restart stops at the first node whose restart command
+// fails, or that is not back within --node-timeout, naming it and the nodes not
+// restarted; a failing command restarts nothing.
+func TestRestartPlanStops(t *testing.T) {
+	bin := buildBinary(t)
+	c := startCluster(t, bin, 3)
+	r := run(t, bin, "cluster", "restart-plan", "--addr", c.addrs())
+	if r.code != 0 {
+		t.Fatalf("plan: %v", r)
+	}
+	ids, _ := planOrder(r.stdout)
+	if len(ids) != 3 {
+		t.Fatalf("plan of %v: %v", ids, r)
+	}
+	checkFailure(t, run(t, bin, "cluster", "restart-plan", "--addr", c.addrs(), "--execute", "--restart-cmd", "exit 3"),
+		fmt.Sprintf("rolling restart stopped at %s (node 1 of 3; not restarted: %s, %s): the restart command for %s failed (exit status 3)",
+			ids[0], ids[1], ids[2], ids[0]))
+	checkFailure(t, run(t, bin, "cluster", "restart-plan", "--addr", c.addrs(), "--execute", "--restart-cmd", "true",
+		"--node-timeout", "2s"), "still runs the process started")
+	checkFailure(t, run(t, bin, "cluster", "restart-plan", "--addr", c.addrs(), "--execute", "--restart-cmd", "sleep 30",
+		"--restart-timeout", "500ms"), "did not finish within --restart-timeout 500ms")
+	for _, n := range c.nodes {
+		if !n.Running() {
+			t.Fatalf("%s stopped", n.id)
+		}
+	}
+	// Nothing was restarted: the cluster is as healthy as before.
+	mustRun(t, bin, "cluster", "status", "--addr", c.addrs())
+}
+
+// TestRestartPlanBadInput: flags that cannot work are refused before anything runs, and
+// a cluster that cannot keep its quorum while a voter restarts is refused too.
+func TestRestartPlanBadInput(t *testing.T) {
+	bin := buildBinary(t)
+	checkFailure(t, run(t, bin, "cluster", "restart-plan", "--execute"), "--execute needs --restart-cmd")
+	checkFailure(t, run(t, bin, "cluster", "restart-plan", "--node-timeout", "0s"), "--node-timeout 0s: want a positive duration")
+	checkFailure(t, run(t, bin, "cluster", "restart-plan", "extra"), "takes no arguments")
+	c := startCluster(t, bin, 1)
+	marker := filepath.Join(t.TempDir(), "ran")
+	checkFailure(t, run(t, bin, "cluster", "restart-plan", "--addr", c.addrs(), "--execute", "--restart-cmd", "touch "+marker),
+		"rolling restart refused: 1 voter(s)")
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a refused rolling restart ran the restart command")
+	}
+}
