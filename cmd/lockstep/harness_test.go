@@ -140,7 +140,13 @@ type procNode struct {
 // it when the test ends.
 func spawnNode(t *testing.T, bin, id string, args ...string) *procNode {
 	t.Helper()
-	p, err := testutil.StartProc(filepath.Join(t.TempDir(), id+".log"), binaryEnv(), bin, append([]string{"node"}, args...)...)
+	return spawnNodeEnv(t, bin, id, nil, args...)
+}
+
+// spawnNodeEnv is spawnNode with env added to binaryEnv (fault-injection variables).
+func spawnNodeEnv(t *testing.T, bin, id string, env []string, args ...string) *procNode {
+	t.Helper()
+	p, err := testutil.StartProc(filepath.Join(t.TempDir(), id+".log"), append(binaryEnv(), env...), bin, append([]string{"node"}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
