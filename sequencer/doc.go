@@ -29,9 +29,10 @@
 //     Members and Suffrage report the configuration (membership.go);
 //   - the vote gate: a node opened with Config.HoldVotes refuses vote requests until
 //     AllowVotes, for a data directory that cannot yet vouch for its log (votegate.go);
-//   - checksums: every raft.db entry carries a CRC-32C, checked on each read, and Open
-//     reads every entry and opens every snapshot before Raft starts (logcheck.go,
-//     datadir.go: ErrLogCorrupt, ErrSnapshotCorrupt);
+//   - checksums: every raft.db entry carries a CRC-32C, checked on each read; a
+//     snapshot's meta.json is checked against a copy under the state file's CRC-64; and
+//     Open reads every entry and opens every snapshot before Raft starts (logcheck.go,
+//     snapcheck.go, datadir.go: ErrLogCorrupt, ErrSnapshotCorrupt);
 //   - compaction by bytes as well as by entries (compaction.go: SnapshotBytes,
 //     TrailingBytes);
 //   - Recover rewrites a stopped node's configuration after a lost quorum, with
