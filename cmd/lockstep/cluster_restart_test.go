@@ -7,9 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,39 +16,19 @@ import (
 
 // Rolling restarts (`lockstep cluster restart-plan`, issue 13 item 8) with real processes.
 
-// supervisor restarts node processes when they exit, with the flags they were started
-// with, as a service manager does (systemd's Restart=always). It keeps each node's PID in
-// DIR/ID.pid, so a restart command can stop a node by its id and the supervisor brings
-// it back.
-type supervisor struct {
-	bin, dir string
-	stop     chan struct{}
-	wg       sync.WaitGroup
-
-	mu      sync.Mutex
-	starts  map[string]int            // processes started per node, after the first
-	current map[string]*testutil.Proc // the processes the supervisor started, by node
-	errs    []error
-}
-
-// supervise starts supervising nodes; the test's end stops it and kills the processes it
-// started.
-func supervise(t *testing.T, bin string, nodes []*procNode) *supervisor {
+// supervise has a testutil.Supervisor restart the nodes' processes when
+// they exit; the test's end stops it and checks the logs of the processes it started.
+func supervise(t *testing.T, bin string, nodes []*procNode) *testutil.Supervisor {
 	t.Helper()
-	s := &supervisor{bin: bin, dir: t.TempDir(), stop: make(chan struct{}), starts: map[string]int{},
-		current: map[string]*testutil.Proc{}}
+	s := testutil.NewSupervisor(t.TempDir(), binaryEnv())
 	for _, n := range nodes {
-		if err := s.writePID(n.id, n.Proc); err != nil {
+		if err := s.Watch(n.id, n.Proc, bin, append([]string{"node"}, n.args...)...); err != nil {
 			t.Fatal(err)
 		}
-		s.wg.Add(1)
-		go s.watch(n.id, n.args, n.Proc)
 	}
 	t.Cleanup(func() {
-		close(s.stop)
-		s.wg.Wait()
-		for id, p := range s.current {
-			p.Kill()
+		procs, errs := s.Close()
+		for id, p := range procs {
 			log := p.Log()
 			if bytes.Contains(log, []byte("DATA RACE")) {
 				t.Errorf("restarted node %s found a data race", id)
@@ -59,84 +37,11 @@ func supervise(t *testing.T, bin string, nodes []*procNode) *supervisor {
 				t.Logf("log of restarted node %s:\n%s", id, log)
 			}
 		}
-		for _, err := range s.errs {
+		for _, err := range errs {
 			t.Errorf("supervisor: %v", err)
 		}
 	})
 	return s
-}
-
-// watch starts node id again with args each time its process p exits, until s stops.
-func (s *supervisor) watch(id string, args []string, p *testutil.Proc) {
-	defer s.wg.Done()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-p.Exited:
-		}
-		s.mu.Lock()
-		s.starts[id]++
-		k := s.starts[id]
-		s.mu.Unlock()
-		np, err := testutil.StartProc(filepath.Join(s.dir, fmt.Sprintf("%s.%d.log", id, k)), binaryEnv(), s.bin,
-			append([]string{"node"}, args...)...)
-		if err == nil {
-			err = s.writePID(id, np)
-		}
-		s.mu.Lock()
-		if np != nil {
-			s.current[id] = np
-		}
-		if err != nil {
-			s.errs = append(s.errs, fmt.Errorf("restart %s: %w", id, err))
-		}
-		s.mu.Unlock()
-		if err != nil {
-			return
-		}
-		p = np
-	}
-}
-
-// writePID writes p's PID to DIR/ID.pid, atomically.
-func (s *supervisor) writePID(id string, p *testutil.Proc) error {
-	tmp := filepath.Join(s.dir, id+".pid.tmp")
-	if err := os.WriteFile(tmp, []byte(strconv.Itoa(p.Cmd.Process.Pid)), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(s.dir, id+".pid"))
-}
-
-// restarts returns how many times each node was started again.
-func (s *supervisor) restarts() map[string]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := map[string]int{}
-	for id, k := range s.starts {
-		out[id] = k
-	}
-	return out
-}
-
-// restartScript writes the script a rolling restart runs per node ("sh SCRIPT {id}"): it
-// records its argument and the LOCKSTEP_RESTART_* variables in DIR/restarts, stops the
-// node's process (SIGTERM, by its PID file) and returns once the supervisor has started a
-// new one.
-func (s *supervisor) restartScript(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(s.dir, "restart.sh")
-	script := fmt.Sprintf(`set -eu
-dir=%s
-echo "$1 $LOCKSTEP_RESTART_ID $LOCKSTEP_RESTART_CLIENT $LOCKSTEP_RESTART_RAFT" >> "$dir/restarts"
-pid=$(cat "$dir/$1.pid")
-kill -TERM "$pid"
-while [ "$(cat "$dir/$1.pid")" = "$pid" ]; do sleep 0.05; done
-`, shellQuote(s.dir))
-	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // planOrder returns the node ids of a printed restart plan, in order, with their roles.
@@ -156,8 +61,12 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	bin, c, ctx, load := loadedCluster(t, 5*time.Minute, "rr", 8, 300)
 	sup := supervise(t, bin, c.nodes)
 	leader := leaderNode(t, bin, c)
+	script, err := sup.RestartScript()
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := runWithin(t, 4*time.Minute, bin, "cluster", "restart-plan", "--addr", c.addrs(), "--execute",
-		"--restart-cmd", "sh "+sup.restartScript(t)+" {id}", "--node-timeout", "90s")
+		"--restart-cmd", "sh "+script+" {id}", "--node-timeout", "90s")
 	if r.code != 0 {
 		t.Fatalf("restart-plan: %v", r)
 	}
@@ -170,13 +79,13 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 		t.Fatalf("no leadership transfer away from %s: %v", leader.id, r)
 	}
 	for _, n := range c.nodes {
-		if got := sup.restarts()[n.id]; got != 1 {
+		if got := sup.Restarts()[n.id]; got != 1 {
 			t.Errorf("%s restarted %d times, want once", n.id, got)
 		}
 	}
 	// The command got each node's id, client and Raft address, by placeholder and in its
 	// environment, in the plan's order.
-	rec, err := os.ReadFile(filepath.Join(sup.dir, "restarts"))
+	rec, err := os.ReadFile(sup.RestartRecord())
 	if err != nil {
 		t.Fatal(err)
 	}
