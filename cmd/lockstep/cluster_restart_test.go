@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/testutil"
 )
 
@@ -141,6 +142,51 @@ func TestRestartPlanStops(t *testing.T) {
 	}
 	// Nothing was restarted: the cluster is as healthy as before.
 	mustRun(t, bin, "cluster", "status", "--addr", c.addrs())
+	// With a node down, a rolling restart would restart a second one: refused, and the
+	// command never runs.
+	c.nodes[0].Kill()
+	marker := filepath.Join(t.TempDir(), "ran")
+	checkFailure(t, run(t, bin, "cluster", "restart-plan", "--addr", c.addrs(), "--execute", "--restart-cmd", "touch "+marker),
+		"rolling restart refused: the cluster is not healthy")
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a refused rolling restart ran the restart command")
+	}
+}
+
+// TestRestartPlanOrder: read replicas and learners first, then followers, each by id,
+// the leader last; only voters count towards the quorum check.
+func TestRestartPlanOrder(t *testing.T) {
+	row := func(id, state, suffrage string, replica bool) nodeRow {
+		var r nodeRow
+		r.NodeID, r.State, r.Suffrage, r.ReadReplica = id, client.Role(state), suffrage, replica
+		return r
+	}
+	cs := clusterStatusJSON{Leader: "n2", Nodes: []nodeRow{
+		row("n1", "Follower", "voter", false), row("n2", "Leader", "voter", false), row("n3", "Follower", "voter", false),
+		row("r1", "Follower", "learner", true), row("n4", "Follower", "learner", false),
+	}}
+	plan, voters := restartPlan(cs)
+	var got []string
+	for _, s := range plan {
+		got = append(got, s.id+":"+s.role)
+	}
+	want := []string{"n4:learner", "r1:read replica", "n1:follower", "n3:follower", "n2:leader"}
+	if !slices.Equal(got, want) || voters != 3 {
+		t.Fatalf("got %v with %d voters, want %v with 3", got, voters, want)
+	}
+}
+
+// TestRestartCommandFor: placeholders become single-quoted shell words, quotes included.
+func TestRestartCommandFor(t *testing.T) {
+	for i, tc := range []struct{ tmpl, id, want string }{
+		{"restart {id} {client} {raft}", "n1", "restart 'n1' 'c:1' 'r:2'"},
+		{"x {id}", "it's", `x 'it'\''s'`},
+		{"no placeholders", "n1", "no placeholders"},
+	} {
+		if got := restartCommandFor(tc.tmpl, restartStep{id: tc.id, client: "c:1", raft: "r:2"}); got != tc.want {
+			t.Errorf("#%d: got %q, want %q", i, got, tc.want)
+		}
+	}
 }
 
 // TestRestartPlanBadInput: flags that cannot work are refused before anything runs, and
