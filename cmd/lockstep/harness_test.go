@@ -144,7 +144,7 @@ func spawnNode(t testing.TB, bin, id string, args ...string) *procNode {
 }
 
 // spawnNodeEnv is spawnNode with env added to binaryEnv (fault-injection variables).
-func spawnNodeEnv(t *testing.T, bin, id string, env []string, args ...string) *procNode {
+func spawnNodeEnv(t testing.TB, bin, id string, env []string, args ...string) *procNode {
 	t.Helper()
 	p, err := testutil.StartProc(filepath.Join(t.TempDir(), id+".log"), append(binaryEnv(), env...), bin, append([]string{"node"}, args...)...)
 	if err != nil {
