@@ -21,6 +21,7 @@ type Op func(ctx context.Context, c *client.Client, worker int, rng *rand.Rand) 
 type Load struct {
 	Clients  int
 	Inflight int
+	// Duration is how long the load runs; 0: until Run's context ends.
 	Duration time.Duration
 	Op       Op
 	// TLS is the clients' TLS configuration (client.Config.TLS); nil with Insecure for
@@ -57,8 +58,13 @@ func Run(ctx context.Context, addrs []string, l Load) (Report, error) {
 	}
 	rec := latency.New()
 	var ops, errs atomic.Int64
-	runCtx, cancel := context.WithTimeout(ctx, l.Duration)
+	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if l.Duration > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeout(runCtx, l.Duration)
+		defer stop()
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := 0; w < l.Inflight; w++ {

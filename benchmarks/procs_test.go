@@ -69,6 +69,7 @@ func TestMain(m *testing.M) {
 type proc struct {
 	*testutil.Proc
 	id, raft, client, admin string
+	args                    []string // its command line after the binary, for a supervisor
 }
 
 // stopGrace is how long a node may take to exit after SIGTERM before it is killed.
@@ -195,6 +196,7 @@ func tryStartProcs(tb testing.TB, bin string, n int, extra []string) (*procClust
 			"--raft", p.raft, "--client", p.client, "--admin", p.admin,
 			"--bootstrap", strings.Join(peers, ","), "--log-level", "warn"}, extra...)
 		var err error
+		p.args = args
 		if p.Proc, err = testutil.StartProc(filepath.Join(dir, p.id+".log"), nil, bin, args...); err != nil {
 			tb.Fatal(err)
 		}
