@@ -103,11 +103,11 @@ func TestReadReplicaPartition(t *testing.T) {
 	for i := range 4 {
 		raftAddrs = append(raftAddrs, addrs[3*i])
 	}
-	nt, err := jepsen.NewNet(raftAddrs, nil, 0)
+	nt, err := jepsen.NewProxyNet(raftAddrs, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(nt.Close)
+	t.Cleanup(func() { nt.Close() })
 	var peers, seeds []string
 	for i := range 3 {
 		peers = append(peers, fmt.Sprintf("n%d=%s=%s", i+1, addrs[3*i], addrs[3*i+1]))
@@ -117,7 +117,7 @@ func TestReadReplicaPartition(t *testing.T) {
 		args := append([]string{"--id", id, "--data", filepath.Join(t.TempDir(), id), "--raft", addrs[3*i],
 			"--client", addrs[3*i+1], "--admin", addrs[3*i+2], "--partitions", fmt.Sprint(rrPartitions),
 			"--log-level", "warn"}, extra...)
-		n := spawnNodeEnv(t, bin, id, []string{"LOCKSTEP_FAULT_RAFT_ROUTES=" + nt.Routes(i)}, args...)
+		n := spawnNodeEnv(t, bin, id, nt.NodeEnv(i), args...)
 		n.raft, n.client, n.admin = addrs[3*i], addrs[3*i+1], addrs[3*i+2]
 		return n
 	}
@@ -245,7 +245,9 @@ func TestReadReplicaPartition(t *testing.T) {
 	reads()
 
 	// Cut every Raft link between the replica and the voters, both ways.
-	nt.Partition([]int{0, 1, 2}, []int{3})
+	if err := nt.Cut([2]int{0, 3}, [2]int{1, 3}, [2]int{2, 3}, [2]int{3, 0}, [2]int{3, 1}, [2]int{3, 2}); err != nil { // the replica (3) from the voters, both ways
+		t.Fatal(err)
+	}
 	waitWritten(20) // whatever was in flight to the replica lands or is lost
 	cutAt, cutCount := reads()
 	for range 5 {
@@ -267,7 +269,9 @@ func TestReadReplicaPartition(t *testing.T) {
 	}
 
 	// Heal: the replica catches up.
-	nt.Heal()
+	if err := nt.Heal(); err != nil {
+		t.Fatal(err)
+	}
 	waitWritten(50)
 	stop.Store(true)
 	wg.Wait()
