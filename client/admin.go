@@ -364,3 +364,23 @@ func (c *Client) adminCall(ctx context.Context, what string, req *wire.Request, 
 		}
 	}
 }
+
+// RequestRebuild asks the leader to rebuild the divergent voter id: the leader checks that
+// id reports itself divergent and that the voters alive without it make a quorum, demotes
+// it to non-voter and compacts its log to a snapshot, whose index it returns (the rebuild
+// point). The node then discards its state and installs that snapshot (see
+// docs/operations.md, "Automatic rebuild of a divergent replica"). A divergent node calls
+// it for itself; an operator has no need to. A refusal because of the quorum matches
+// ErrNotReady; asking again later is safe (a non-voter is demoted again as a no-op).
+func (c *Client) RequestRebuild(ctx context.Context, id string) (uint64, error) {
+	what := "rebuild " + id
+	if err := c.acquireFree(ctx); err != nil {
+		return 0, c.opErr(fmt.Errorf("client: %s: %w", what, err))
+	}
+	defer c.releaseFree()
+	resp, err := c.adminCall(ctx, what, &wire.Request{Op: wire.OpRebuild, Key: []byte(id)}, true)
+	if err != nil {
+		return 0, c.opErr(err)
+	}
+	return resp.NextOffset, nil
+}

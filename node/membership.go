@@ -96,6 +96,7 @@ func (cc *clientConn) admin(req *wire.Request) {
 		ctx, cancel := context.WithTimeout(n.ctx, membershipTimeout)
 		defer cancel()
 		var err error
+		var from uint64
 		switch op {
 		case wire.OpJoin:
 			err = n.addNode(ctx, args)
@@ -103,12 +104,14 @@ func (cc *clientConn) admin(req *wire.Request) {
 			err = n.removeNode(ctx, key)
 		case wire.OpTransferLeader:
 			err = n.seq.TransferLeadership(ctx, key)
+		case wire.OpRebuild:
+			from, err = n.rebuildNode(ctx, key)
 		}
 		if err != nil {
 			cc.fail(id, err)
 			return
 		}
-		cc.reply(&wire.Response{ID: id})
+		cc.reply(&wire.Response{ID: id, NextOffset: from})
 	}()
 }
 
@@ -219,6 +222,7 @@ func (n *Node) joinLoop(seeds []string) {
 		case err == nil:
 			if n.cfg.ReadReplica {
 				n.log.Info("joined the cluster as a read replica", "seeds", seeds)
+				n.finishRebuild() // a read replica's own hash comparison verifies it
 				n.admission.set(nil)
 				return
 			}

@@ -82,6 +82,12 @@ const (
 	// on the leader. The Response carries the table after the command, a msgpack array of
 	// UserInfo ordered by name, in Value.
 	OpUsers Op = 15
+	// OpRebuild asks the leader to rebuild the divergent voter whose id is Key (a node
+	// asks for itself): the leader checks that the node reports itself divergent and that
+	// the voters alive without it make a quorum, demotes it to non-voter, and compacts its
+	// log to a snapshot, which the node installs once it has discarded its state. The
+	// Response carries the snapshot's index (the rebuild point) in NextOffset.
+	OpRebuild Op = 16
 )
 
 // User commands (UserArgs.Cmd).
@@ -175,6 +181,8 @@ func (o Op) String() string {
 		return "Unsubscribe"
 	case OpUsers:
 		return "Users"
+	case OpRebuild:
+		return "Rebuild"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }
