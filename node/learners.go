@@ -188,7 +188,7 @@ func (n *Node) considerPromotion(v memberView, views []memberView) wire.LearnerP
 		return p
 	}
 	if v.status.Rebuild == RebuildRebuilding {
-		if ok, note := n.rebuildVerified(v); !ok {
+		if ok, note := rebuildVerified(n.fsm.HashRecords(), v.status); !ok {
 			p.Note = note
 			return p
 		}

@@ -233,7 +233,9 @@ func (n *Node) tryRebuild() (done bool) {
 	cancel()
 	switch {
 	case err != nil && strings.Contains(err.Error(), ErrRebuildRefused.Error()):
-		n.setRebuild(RebuildRefused, err.Error())
+		// The leader's words, without the client's retry wrapping around them.
+		msg := err.Error()
+		n.setRebuild(RebuildRefused, strings.TrimRight(msg[strings.Index(msg, ErrRebuildRefused.Error()):], ")"))
 		return false
 	case err != nil:
 		n.setRebuild(RebuildWaiting, fmt.Sprintf("rebuild request failed, asking again: %v", err))
@@ -348,7 +350,7 @@ func (n *Node) rebuildNode(ctx context.Context, id string) (uint64, error) {
 		if err := n.seq.DemoteVoter(ctx, id); err != nil {
 			return 0, err
 		}
-		n.log.Warn("divergent replica demoted to non-voter for its rebuild", "node", id, "divergence", views[j].status.Divergent)
+		n.log.Warn("divergent replica demoted to non-voter for its rebuild", "member", id, "divergence", views[j].status.Divergent)
 	}
 	// An entry of the leader's own, so that the snapshot has something new to take.
 	if _, err := n.propose(ctx, batch.Item{Kind: batch.KindHashCheck}); err != nil {
@@ -358,7 +360,7 @@ func (n *Node) rebuildNode(ctx context.Context, id string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n.log.Warn("rebuild granted: the log starts after a snapshot the replica will install", "node", id, "from", from)
+	n.log.Warn("rebuild granted: the log starts after a snapshot the replica will install", "member", id, "from", from)
 	return from, nil
 }
 
@@ -390,12 +392,12 @@ func rebuildQuorum(id string, views []memberView) error {
 	return nil
 }
 
-// rebuildVerified reports whether learner v, rebuilding, has a hash check past its rebuild
-// point equal to the leader's own at the same index; else a note saying what it waits for.
-func (n *Node) rebuildVerified(v memberView) (bool, string) {
-	own := n.fsm.HashRecords()
-	for _, h := range slices.Backward(v.status.HashChecks) {
-		if h.Index <= v.status.RebuildFrom {
+// rebuildVerified reports whether a rebuilding learner whose status is st has a hash check
+// past its rebuild point equal to the leader's own record (own) at the same index; else a
+// note saying what it waits for.
+func rebuildVerified(own []replica.HashRecord, st *wire.Status) (bool, string) {
+	for _, h := range slices.Backward(st.HashChecks) {
+		if h.Index <= st.RebuildFrom {
 			break
 		}
 		k := slices.IndexFunc(own, func(r replica.HashRecord) bool { return r.Index == h.Index })
@@ -407,8 +409,8 @@ func (n *Node) rebuildVerified(v memberView) (bool, string) {
 		}
 		return true, ""
 	}
-	return false, fmt.Sprintf("rebuilding: applied %d, waiting for a hash check past index %d to verify", v.status.AppliedIndex,
-		v.status.RebuildFrom)
+	return false, fmt.Sprintf("rebuilding: applied %d, waiting for a hash check past index %d to verify", st.AppliedIndex,
+		st.RebuildFrom)
 }
 
 // rebuildMetrics registers the rebuild counters of n.
