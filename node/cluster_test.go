@@ -37,6 +37,8 @@ type clusterOptions struct {
 	processorIdleTick time.Duration
 	// maxSubscriptions is Config.MaxSubscriptionsPerConn; 0: the default.
 	maxSubscriptions int
+	// noAutoRebuild is Config.DisableAutoRebuild: a divergent node stays a fenced voter.
+	noAutoRebuild bool
 }
 
 // testLogger sends the nodes' warnings and errors to t.Log.
@@ -57,6 +59,7 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 		ProcessorTickInterval:     opts.processorTick,
 		ProcessorIdleTickInterval: opts.processorIdleTick,
 		MaxSubscriptionsPerConn:   opts.maxSubscriptions,
+		DisableAutoRebuild:        opts.noAutoRebuild,
 	}
 	node.Sequencer.HashCheckInterval = 100 * time.Millisecond
 	if opts.idleChecksOnly {
