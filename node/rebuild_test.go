@@ -145,9 +145,36 @@ func TestDivergentReplicaRebuilt(t *testing.T) {
 // TestRebuildRefusedWithoutQuorum: with two of five voters down, demoting a divergent
 // third would leave four voters of which two are alive and healthy, short of a quorum of
 // three: the leader refuses, the replica stays a fenced voter and says why, and the
-// cluster keeps committing. Once the two are back, the rebuild goes ahead.
+// cluster keeps committing. Once the two are back, the rebuild goes ahead. Before that,
+// rebuild requests for no node, an unknown node or a healthy one are refused with
+// BadArguments and change nothing (DESIGN.md invariant 7).
 func TestRebuildRefusedWithoutQuorum(t *testing.T) {
 	c := startCluster(t, clusterOptions{nodes: 5, registry: oneDivergent(4)})
+	var inc string // n2's recorded incarnation, once the leader has recorded it
+	testutil.WaitFor(t, 20*time.Second, func() error {
+		if inc = c.waitLeader().fsm.Nodes()["n2"].Incarnation; inc == "" {
+			return errors.New("n2's incarnation not recorded yet")
+		}
+		return nil
+	})
+	for i, key := range []string{"", "n9", "n2"} {
+		testutil.WaitFor(t, 20*time.Second, func() error {
+			resp := rawCall(t, c.waitLeader().ClientAddr(), &wire.Request{Op: wire.OpRebuild, Key: []byte(key)})
+			switch err := resp.Err(); {
+			case errors.Is(err, wire.ErrNotLeader):
+				return err // leadership moved: ask the new leader
+			case !errors.Is(err, wire.ErrBadArguments):
+				t.Fatalf("#%d: rebuild %q: got %v, want BadArguments", i, key, err)
+			}
+			return nil
+		})
+	}
+	if got := c.voters(); !slices.Equal(got, []string{"n1", "n2", "n3", "n4", "n5"}) {
+		t.Fatalf("voters after refused rebuilds: %v", got)
+	}
+	if got := c.waitLeader().fsm.Nodes()["n2"].Incarnation; got != inc {
+		t.Fatalf("n2's incarnation %q after refused rebuilds, want %q", got, inc)
+	}
 	moveLeadership(t, c, 0)
 	c.kill(2)
 	c.kill(3)
