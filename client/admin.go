@@ -370,8 +370,9 @@ func (c *Client) adminCall(ctx context.Context, what string, req *wire.Request, 
 // it to non-voter and compacts its log to a snapshot, whose index it returns (the rebuild
 // point). The node then discards its state and installs that snapshot (see
 // docs/operations.md, "Automatic rebuild of a divergent replica"). A divergent node calls
-// it for itself; an operator has no need to. A refusal because of the quorum matches
-// ErrNotReady; asking again later is safe (a non-voter is demoted again as a no-op).
+// it for itself; an operator has no need to. A refusal because of the quorum returns
+// ErrRebuildRefused with the leader's reason; asking again later is safe (a node demoted
+// already is not demoted again).
 func (c *Client) RequestRebuild(ctx context.Context, id string) (uint64, error) {
 	what := "rebuild " + id
 	if err := c.acquireFree(ctx); err != nil {
@@ -379,8 +380,12 @@ func (c *Client) RequestRebuild(ctx context.Context, id string) (uint64, error) 
 	}
 	defer c.releaseFree()
 	resp, err := c.adminCall(ctx, what, &wire.Request{Op: wire.OpRebuild, Key: []byte(id)}, true)
-	if err != nil {
+	switch {
+	case err != nil:
 		return 0, c.opErr(err)
+	case resp.NextOffset == 0:
+		// A refusal is an answer, not an error of the call: the reason is in Value.
+		return 0, fmt.Errorf("client: %s: %w: %s", what, ErrRebuildRefused, resp.Value)
 	}
 	return resp.NextOffset, nil
 }

@@ -97,6 +97,7 @@ func (cc *clientConn) admin(req *wire.Request) {
 		defer cancel()
 		var err error
 		var from uint64
+		var refusal []byte
 		switch op {
 		case wire.OpJoin:
 			err = n.addNode(ctx, args)
@@ -105,13 +106,15 @@ func (cc *clientConn) admin(req *wire.Request) {
 		case wire.OpTransferLeader:
 			err = n.seq.TransferLeadership(ctx, key)
 		case wire.OpRebuild:
-			from, err = n.rebuildNode(ctx, key)
+			if from, err = n.rebuildNode(ctx, key); errors.Is(err, ErrRebuildRefused) {
+				refusal, err = []byte(err.Error()), nil // an answer, not a failure
+			}
 		}
 		if err != nil {
 			cc.fail(id, err)
 			return
 		}
-		cc.reply(&wire.Response{ID: id, NextOffset: from})
+		cc.reply(&wire.Response{ID: id, NextOffset: from, Value: refusal})
 	}()
 }
 

@@ -31,6 +31,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -56,9 +57,9 @@ const MaxAutoRebuilds = 1
 const rebuildRetryInterval = time.Second
 
 // ErrRebuildRefused is the leader's refusal to rebuild a divergent voter now: demoting it
-// would leave fewer healthy voters alive than a quorum needs. It matches wire.ErrNotReady;
-// the node asks again.
-var ErrRebuildRefused error = &notReady{"rebuild refused"}
+// would leave fewer healthy voters alive than a quorum needs. The leader answers it as a
+// refusal (client.ErrRebuildRefused), not as a failed call; the node asks again.
+var ErrRebuildRefused = errors.New("rebuild refused")
 
 // The rebuild states a node reports (wire.Status.Rebuild).
 const (
@@ -195,7 +196,7 @@ func (n *Node) tryRebuild() (done bool) {
 	switch {
 	case n.cfg.DisableAutoRebuild:
 		n.setRebuild(RebuildFenced, "automatic rebuild disabled (--auto-rebuild=false): replace the node by hand "+
-			"(docs/operations.md, \"Replacing a node\")")
+			"(docs/operations.md, \"Replace a lost node\")")
 		return true
 	case id.Rebuilds >= MaxAutoRebuilds:
 		n.rebuild.failed.Add(1)
@@ -232,10 +233,8 @@ func (n *Node) tryRebuild() (done bool) {
 	from, err := cl.RequestRebuild(ctx, n.cfg.ID)
 	cancel()
 	switch {
-	case err != nil && strings.Contains(err.Error(), ErrRebuildRefused.Error()):
-		// The leader's words, without the client's retry wrapping around them.
-		msg := err.Error()
-		n.setRebuild(RebuildRefused, strings.TrimRight(msg[strings.Index(msg, ErrRebuildRefused.Error()):], ")"))
+	case errors.Is(err, client.ErrRebuildRefused):
+		n.setRebuild(RebuildRefused, strings.TrimPrefix(err.Error(), "client: rebuild "+n.cfg.ID+": rebuild refused: "))
 		return false
 	case err != nil:
 		n.setRebuild(RebuildWaiting, fmt.Sprintf("rebuild request failed, asking again: %v", err))

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/procedures"
@@ -26,11 +27,14 @@ func oneDivergent(bad int) func(int) *procedures.Registry {
 	}
 }
 
-// invokeNondet runs test.nondet on key through the leader.
-func invokeNondet(t *testing.T, c *testCluster, key string) {
+// invokeNondet runs test.nondet on key through cl (retried across a leader change, with
+// its session number).
+func invokeNondet(t *testing.T, cl *client.Client, key string) {
 	t.Helper()
-	resp := rawCall(t, c.waitLeader().ClientAddr(), &wire.Request{Op: wire.OpInvoke, Procedure: "test.nondet", Key: []byte(key), HasKey: true})
-	if err := resp.Err(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var ok bool
+	if err := cl.Invoke(ctx, "test.nondet", []byte(key), struct{}{}, &ok); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -76,7 +80,7 @@ func TestDivergentReplicaRebuilt(t *testing.T) {
 		cl := c.dial(context.Background())
 		defer cl.Close()
 		putKV(t, cl, "before", "v")
-		invokeNondet(t, c, "k1")
+		invokeNondet(t, cl, "k1")
 		bad := c.Nodes[2]
 		waitRebuildRequested(t, bad, 30*time.Second)
 		plan := bad.RebuildPlan()
@@ -119,7 +123,7 @@ func TestDivergentReplicaRebuilt(t *testing.T) {
 		}
 
 		// A second divergence: no second automatic rebuild.
-		invokeNondet(t, c, "k2")
+		invokeNondet(t, cl, "k2")
 		testutil.WaitFor(t, 30*time.Second, func() error {
 			st := rebuilt.Status()
 			if st.Divergent == "" || st.Rebuild != RebuildFenced {
@@ -149,7 +153,7 @@ func TestDivergentReplicaRebuilt(t *testing.T) {
 // rebuild requests for no node, an unknown node or a healthy one are refused with
 // BadArguments and change nothing (DESIGN.md invariant 7).
 func TestRebuildRefusedWithoutQuorum(t *testing.T) {
-	c := startCluster(t, clusterOptions{nodes: 5, registry: oneDivergent(4)})
+	c := startCluster(t, clusterOptions{nodes: 5, patientRaft: true, registry: oneDivergent(4)})
 	var inc string // n2's recorded incarnation, once the leader has recorded it
 	testutil.WaitFor(t, 20*time.Second, func() error {
 		if inc = c.waitLeader().fsm.Nodes()["n2"].Incarnation; inc == "" {
@@ -178,7 +182,9 @@ func TestRebuildRefusedWithoutQuorum(t *testing.T) {
 	moveLeadership(t, c, 0)
 	c.kill(2)
 	c.kill(3)
-	invokeNondet(t, c, "k")
+	cl := c.dial(context.Background())
+	defer cl.Close()
+	invokeNondet(t, cl, "k")
 	bad := c.Nodes[4]
 	testutil.WaitFor(t, 30*time.Second, func() error {
 		st := bad.Status()
@@ -199,8 +205,6 @@ func TestRebuildRefusedWithoutQuorum(t *testing.T) {
 		t.Fatal("rebuild announced without a quorum")
 	default:
 	}
-	cl := c.dial(context.Background())
-	defer cl.Close()
 	putKV(t, cl, "fenced-but-serving", "v")
 	c.restart(2)
 	c.restart(3)

@@ -126,3 +126,43 @@ func TestDivergentReplicaRebuiltUnderLoad(t *testing.T) {
 		t.Fatalf("cluster does not serve with one fenced replica: %v", err)
 	}
 }
+
+// TestAutoRebuildDisabled: nodes started with --auto-rebuild=false keep a divergent
+// replica fenced, a voter still, and `cluster status` says why (exit code 3).
+func TestAutoRebuildDisabled(t *testing.T) {
+	bin := buildBinary(t, "lockstep_nondet")
+	c := startClusterWith(t, bin, 3, "--auto-rebuild=false")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.addrs(), ","), TLS: testTLS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var bad *procNode
+	for _, n := range c.nodes {
+		if n != leaderNode(t, bin, c) {
+			bad = n
+			break
+		}
+	}
+	nondet(t, ctx, cl, "k", bad.id)
+	testutil.WaitFor(t, time.Minute, func() error {
+		r := run(t, bin, "cluster", "status", "--addr", c.addrs())
+		if !strings.Contains(r.stdout, "rebuild "+bad.id+": fenced: automatic rebuild disabled (--auto-rebuild=false)") {
+			return fmt.Errorf("no fenced note in\n%s", r.stdout)
+		}
+		if r.code != exitDivergent {
+			return fmt.Errorf("exit %d, want %d", r.code, exitDivergent)
+		}
+		return nil
+	})
+	for _, n := range statusAnyHealth(t, bin, c.addrs()).Nodes {
+		if n.NodeID == bad.id && (n.Suffrage != "voter" || n.Rebuilds != 0) {
+			t.Fatalf("%s: suffrage %q, rebuilds %d; want a fenced voter never rebuilt", n.NodeID, n.Suffrage, n.Rebuilds)
+		}
+	}
+	if _, err := cl.CounterAdd(ctx, "after-fence", 1); err != nil {
+		t.Fatalf("cluster does not serve with one fenced replica: %v", err)
+	}
+}

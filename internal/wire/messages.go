@@ -86,7 +86,8 @@ const (
 	// asks for itself): the leader checks that the node reports itself divergent and that
 	// the voters alive without it make a quorum, demotes it to non-voter, and compacts its
 	// log to a snapshot, which the node installs once it has discarded its state. The
-	// Response carries the snapshot's index (the rebuild point) in NextOffset.
+	// Response carries the snapshot's index (the rebuild point) in NextOffset; an OK
+	// Response without NextOffset is a refusal (the quorum), with the reason in Value.
 	OpRebuild Op = 16
 )
 
