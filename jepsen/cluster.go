@@ -25,6 +25,11 @@ import (
 // meanwhile; StartCluster then starts again on new ports.
 var ErrPortTaken = errors.New("jepsen: a port was taken")
 
+// ErrNodeExited is returned when a node process exited by itself while starting (for a
+// reason other than ErrPortTaken): the node refused its own data, crashed, or failed a
+// check. Under a run it is a finding about the node, not a harness failure.
+var ErrNodeExited = errors.New("exited while starting")
+
 // Environment variables `lockstep node` reads to inject faults (cmd/lockstep/faultenv.go).
 const (
 	envRaftRoutes = "LOCKSTEP_FAULT_RAFT_ROUTES"
@@ -252,7 +257,7 @@ func (c *Cluster) WaitReady(ctx context.Context, i int) error {
 			if bytes.Contains(log, []byte("address already in use")) {
 				return fmt.Errorf("%w: %s", ErrPortTaken, n.ID)
 			}
-			return fmt.Errorf("jepsen: %s exited while starting: %s", n.ID, lastLines(log, 5))
+			return fmt.Errorf("jepsen: %s %w: %s", n.ID, ErrNodeExited, lastLines(log, 5))
 		}
 		resp, err := hc.Get("https://" + n.Admin + "/readyz")
 		if err == nil {

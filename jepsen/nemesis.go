@@ -406,29 +406,33 @@ func (nm *nemesis) start(ctx context.Context, st Step) {
 func (nm *nemesis) heal(ctx context.Context, fault string) error {
 	c := nm.c
 	c.Net.Heal()
-	var errs []string
+	var errs []error
 	for i := range c.Nodes {
 		if err := c.SetClock(i, 0); err != nil {
-			errs = append(errs, err.Error())
+			errs = append(errs, err)
 		}
 	}
 	for _, i := range nm.paused {
 		if err := c.Resume(i); err != nil {
-			errs = append(errs, err.Error())
+			errs = append(errs, err)
 		}
 	}
 	nm.paused = nil
 	if len(nm.killed) > 0 {
 		if err := c.RestartAll(ctx); err != nil {
-			errs = append(errs, err.Error())
+			errs = append(errs, err)
 		}
 	}
 	ev := Event{At: time.Duration(nm.rec.Since()), Fault: fault, Phase: "heal", Nodes: nm.ids(nm.killed...)}
 	nm.killed = nil
 	if len(errs) > 0 {
-		ev.Detail = "error: " + strings.Join(errs, "; ")
+		msgs := make([]string, len(errs))
+		for i, err := range errs {
+			msgs[i] = err.Error()
+		}
+		ev.Detail = "error: " + strings.Join(msgs, "; ")
 		nm.log(ev)
-		return fmt.Errorf("jepsen: heal %s: %s", fault, ev.Detail)
+		return fmt.Errorf("jepsen: heal %s: %w", fault, errors.Join(errs...))
 	}
 	nm.log(ev)
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -23,7 +24,7 @@ type Config struct {
 	Bin string
 	// Results is the folder under which the run's own folder is made. Required.
 	Results string
-	// Workload is register, bank, counter, set, voter or session-expiry. Required.
+	// Workload is register, bank, counter, set, voter, session-expiry or pipeline. Required.
 	Workload string
 	// Nemesis is a comma-separated list of nemesis names (NemesisNames). Default none.
 	Nemesis string
@@ -102,8 +103,10 @@ func NewWorkload(name string) (Workload, error) {
 		return &Voter{}, nil
 	case "session-expiry":
 		return &SessionExpiry{}, nil
+	case "pipeline":
+		return &Pipeline{}, nil
 	}
-	return nil, fmt.Errorf("jepsen: unknown workload %q: want register, bank, counter, set, voter or session-expiry", name)
+	return nil, fmt.Errorf("jepsen: unknown workload %q: want register, bank, counter, set, voter, session-expiry or pipeline", name)
 }
 
 func (cfg *Config) defaults() error {
@@ -252,10 +255,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	<-runCtx.Done()
 	wg.Wait()
 
-	// Heal everything, note unexpected exits first, restart, then check.
+	// Heal everything, note unexpected exits first (a restart forgets them), restart, then
+	// check, noting the exits of the final restarts too.
 	unexpected := c.Unexpected()
 	if err := nm.heal(ctx, "final"); err != nil && nemErr == nil {
 		nemErr = err
+	}
+	for _, u := range c.Unexpected() {
+		if !slices.Contains(unexpected, u) {
+			unexpected = append(unexpected, u)
+		}
+	}
+	if errors.Is(nemErr, ErrNodeExited) {
+		// A node that exits by itself when started again is a finding (no-unexpected-exit
+		// fails), not a run the harness could not judge.
+		nemErr = nil
 	}
 	hist := rec.Ops()
 	var verdicts []Verdict

@@ -37,14 +37,14 @@ The nodes run mutual TLS with throw-away certificates; workers reach them throug
 proxies too, so client faults can cut them. --crash-store keeps the nodes' Raft logs in
 a test-only store that loses unsynced writes at every kill. See docs/jepsen.md.
 
-Workloads: register, bank, counter, set, voter, session-expiry.
+Workloads: register, bank, counter, set, voter, session-expiry, pipeline.
 Nemeses (comma-separated): ` + strings.Join(jepsen.NemesisNames(), ", ") + `, or
 a single fault's name (isolate-leader-clients, lost-replies, ring, ...).
 
 Example:
   lockstep jepsen run --workload register --nemesis partition --nodes 5 --duration 5m --seed 42`,
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "workload", Aliases: []string{"w"}, Usage: "register, bank, counter, set, voter or session-expiry", Required: true},
+					&cli.StringFlag{Name: "workload", Aliases: []string{"w"}, Usage: "register, bank, counter, set, voter, session-expiry or pipeline", Required: true},
 					&cli.StringFlag{Name: "nemesis", Aliases: []string{"n"}, Usage: "faults to mix, comma-separated", Value: "none"},
 					&cli.IntFlag{Name: "nodes", Usage: "cluster size", Value: 3},
 					&cli.DurationFlag{Name: "duration", Aliases: []string{"d"}, Usage: "how long the workers run", Value: 60e9},
