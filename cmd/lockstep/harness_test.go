@@ -29,12 +29,16 @@ const (
 	pollPause = 20 * time.Millisecond
 )
 
-// buildBinary builds the lockstep command into a temp dir and returns its path. When the
+// buildBinary builds the lockstep command into a temp dir and returns its path, with the
+// build tags given (lockstep_nondet: a test procedure that breaks determinism). When the
 // tests run with -race, so does the binary (its packages are compiled for it already).
-func buildBinary(t testing.TB) string {
+func buildBinary(t testing.TB, tags ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "lockstep")
 	args := []string{"build", "-o", bin}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
 	if raceBuild {
 		args = append(args, "-race")
 	}
