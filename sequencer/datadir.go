@@ -188,12 +188,12 @@ func Recover(cfg Config, fsm raft.FSM, members []Server) error {
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // DiscardState removes the Raft state of the stopped node whose data directory is dir:
-// its log and stable store (raft.db) and its snapshots. Other files (the node's identity)
+// its log and stable store (raft.db, or raft-wal's wal/) and its snapshots. Other files (the node's identity)
 // stay. The node then starts as a new, empty server: the leader sends it a snapshot and
 // the log after it. Only for a node that is no longer a voter (a voter must never forget
 // its log; see node/identity.go).
 func DiscardState(dir string) error {
-	for _, name := range []string{"raft.db", "snapshots"} {
+	for _, name := range []string{boltFile, walDir, "snapshots"} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("sequencer: discard state: %w", err)
 		}
