@@ -35,7 +35,9 @@ type Pipeline struct {
 	// AbandonEvery: one burst in AbandonEvery (drawn at random) is given up. Default 4;
 	// negative: none.
 	AbandonEvery int
-	// SnapshotBytes is the nodes' --snapshot-bytes. Default 256 KiB.
+	// SnapshotBytes is the nodes' --snapshot-bytes. Default 16 KiB: a snapshot every few
+	// hundred operations, so that a node killed even early in a short run on a loaded
+	// machine restores one taken after the first abandoned bursts.
 	SnapshotBytes int64
 
 	abandoned atomic.Int64 // operations of abandoned bursts
@@ -62,7 +64,7 @@ func (p *Pipeline) counters() int {
 func (p *Pipeline) NodeArgs() []string {
 	b := p.SnapshotBytes
 	if b == 0 {
-		b = 256 << 10
+		b = 16 << 10
 	}
 	return []string{"--snapshot-bytes", fmt.Sprint(b)}
 }

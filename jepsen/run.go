@@ -2,6 +2,7 @@ package jepsen
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -87,9 +88,14 @@ type Report struct {
 	// Faults counts the faults started, by kind.
 	Faults map[string]int `json:"faults"`
 	// HealthyThroughput and FaultThroughput are acknowledged operations per second
-	// outside and inside fault intervals.
-	HealthyThroughput float64 `json:"healthy_ops_per_s"`
-	FaultThroughput   float64 `json:"fault_ops_per_s"`
+	// outside and inside fault intervals, within the run's Duration; HealthyTime and
+	// FaultTime (nanoseconds in JSON) are the times they are measured over: the
+	// Duration split by the fault intervals clipped to it. A HealthyTime of 0 makes the
+	// run invalid: its throughput outside faults cannot be measured.
+	HealthyThroughput float64       `json:"healthy_ops_per_s"`
+	FaultThroughput   float64       `json:"fault_ops_per_s"`
+	HealthyTime       time.Duration `json:"healthy_time"`
+	FaultTime         time.Duration `json:"fault_time"`
 	// Recovery is, for each leader kill or pause, the time from the fault to the first
 	// acknowledged operation that began after it.
 	Recovery []time.Duration `json:"recovery,omitempty"`
@@ -349,26 +355,37 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 			undecided = v.Checker + " could not decide: " + v.Detail
 		}
 	}
-	rep.Valid = nemErr == nil && undecided == "" && rep.HealthyThroughput >= cfg.MinThroughput && ctx.Err() == nil
-	switch {
-	case ctx.Err() != nil:
-		rep.Reason = "interrupted: " + ctx.Err().Error()
-	case nemErr != nil:
-		rep.Reason = nemErr.Error()
-	case undecided != "":
-		rep.Reason = undecided
-	case !rep.Valid:
-		rep.Reason = fmt.Sprintf("healthy throughput %.1f ops/s below the minimum %.1f", rep.HealthyThroughput, cfg.MinThroughput)
-	}
-	rep.Passed = rep.Valid
-	for _, v := range verdicts {
-		rep.Passed = rep.Passed && v.Valid
-	}
+	rep.judge(cfg, ctx.Err(), nemErr, undecided)
 	if err := writeResults(dir, rep, hist, timeline); err != nil {
 		return rep, err
 	}
 	fmt.Fprint(cfg.Out, rep.Text())
 	return rep, nil
+}
+
+// judge sets rep's Valid, Reason and Passed from its verdicts and throughput: a run is
+// invalid when it was interrupted, a fault or heal failed (nemErr), a checker could not
+// decide (undecided names it), or its throughput outside faults was too low to judge — or
+// could not be measured, no time of the run being outside faults.
+func (rep *Report) judge(cfg Config, interrupted, nemErr error, undecided string) {
+	rep.Valid = nemErr == nil && undecided == "" && rep.HealthyTime > 0 && rep.HealthyThroughput >= cfg.MinThroughput && interrupted == nil
+	switch {
+	case interrupted != nil:
+		rep.Reason = "interrupted: " + interrupted.Error()
+	case nemErr != nil:
+		rep.Reason = nemErr.Error()
+	case undecided != "":
+		rep.Reason = undecided
+	case rep.HealthyTime <= 0:
+		rep.Reason = fmt.Sprintf("no time outside faults in the run's %v: healthy throughput cannot be measured", cfg.Duration)
+	case !rep.Valid:
+		rep.Reason = fmt.Sprintf("healthy throughput %.1f ops/s (over %.1fs outside faults) below the minimum %.1f",
+			rep.HealthyThroughput, rep.HealthyTime.Seconds(), cfg.MinThroughput)
+	}
+	rep.Passed = rep.Valid
+	for _, v := range rep.Verdicts {
+		rep.Passed = rep.Passed && v.Valid
+	}
 }
 
 // opTimeout bounds one operation of a worker, retries included.
@@ -391,58 +408,108 @@ func scanLogs(c *Cluster) Verdict {
 	return v
 }
 
-// summarize fills rep's counts, throughputs and recovery times.
-func summarize(rep *Report, hist []Op, timeline []Event, cfg Config) {
-	type span struct{ from, to int64 }
-	var faults []span
+// span is a time interval [From, To) in nanoseconds since the run began.
+type span struct{ From, To int64 }
+
+// faultSpans returns the fault intervals of timeline — each fault from its start to its
+// heal, or to the window's end when it never healed — clipped to [0, window), merged where
+// they overlap, in order. A heal comes after the restarts it waits for, so a fault begun
+// near the end of the run may reach past its window: only the part inside counts.
+func faultSpans(timeline []Event, window time.Duration) []span {
+	var spans []span
 	open := map[string]int64{}
 	for _, ev := range timeline {
 		switch ev.Phase {
 		case "start":
-			rep.Faults[ev.Fault]++
-			open[ev.Fault] = int64(ev.At)
+			if _, ok := open[ev.Fault]; !ok {
+				open[ev.Fault] = int64(ev.At)
+			}
 		case "heal":
 			if from, ok := open[ev.Fault]; ok {
-				faults = append(faults, span{from, int64(ev.At)})
+				spans = append(spans, span{from, int64(ev.At)})
 				delete(open, ev.Fault)
 			}
 		}
 	}
-	inFault := func(t int64) bool {
-		for _, f := range faults {
-			if t >= f.from && t <= f.to {
-				return true
-			}
+	for _, from := range open {
+		spans = append(spans, span{from, int64(window)})
+	}
+	var clipped []span
+	for _, s := range spans {
+		s.From, s.To = max(s.From, 0), min(s.To, int64(window))
+		if s.To > s.From {
+			clipped = append(clipped, s)
 		}
-		return false
 	}
-	var faultNs int64
-	for _, f := range faults {
-		faultNs += f.to - f.from
+	slices.SortFunc(clipped, func(a, b span) int { return cmp.Compare(a.From, b.From) })
+	var merged []span
+	for _, s := range clipped {
+		if k := len(merged) - 1; k >= 0 && s.From <= merged[k].To {
+			merged[k].To = max(merged[k].To, s.To)
+			continue
+		}
+		merged = append(merged, s)
 	}
-	var okHealthy, okFault int
+	return merged
+}
+
+// throughput is the acknowledged operations per second of a run inside and outside its
+// fault intervals, both measured within the run's window [0, Duration): ops count where
+// they end, and each rate is over the time its intervals really cover there.
+type throughput struct {
+	Healthy, Fault     float64       // ops/s; 0 when the time is 0
+	HealthyT, FaultT   time.Duration // time outside and inside faults within the window
+	OKHealthy, OKFault int           // acknowledged ops ending outside and inside faults
+}
+
+// measureThroughput computes the throughputs of hist under timeline's faults within
+// [0, window).
+func measureThroughput(hist []Op, timeline []Event, window time.Duration) throughput {
+	spans := faultSpans(timeline, window)
+	var t throughput
+	for _, s := range spans {
+		t.FaultT += time.Duration(s.To - s.From)
+	}
+	t.HealthyT = max(window-t.FaultT, 0)
+	for _, op := range hist {
+		if op.Status != StatusOK || op.End < 0 || op.End >= int64(window) {
+			continue
+		}
+		if slices.ContainsFunc(spans, func(s span) bool { return op.End >= s.From && op.End < s.To }) {
+			t.OKFault++
+		} else {
+			t.OKHealthy++
+		}
+	}
+	if t.HealthyT > 0 {
+		t.Healthy = float64(t.OKHealthy) / t.HealthyT.Seconds()
+	}
+	if t.FaultT > 0 {
+		t.Fault = float64(t.OKFault) / t.FaultT.Seconds()
+	}
+	return t
+}
+
+// summarize fills rep's counts, throughputs and recovery times.
+func summarize(rep *Report, hist []Op, timeline []Event, cfg Config) {
+	for _, ev := range timeline {
+		if ev.Phase == "start" {
+			rep.Faults[ev.Fault]++
+		}
+	}
 	for _, op := range hist {
 		switch op.Status {
 		case StatusOK:
 			rep.OK++
-			if inFault(op.End) {
-				okFault++
-			} else {
-				okHealthy++
-			}
 		case StatusFail:
 			rep.Failed++
 		default:
 			rep.Unknown++
 		}
 	}
-	healthyNs := int64(cfg.Duration) - faultNs
-	if healthyNs > 0 {
-		rep.HealthyThroughput = float64(okHealthy) / time.Duration(healthyNs).Seconds()
-	}
-	if faultNs > 0 {
-		rep.FaultThroughput = float64(okFault) / time.Duration(faultNs).Seconds()
-	}
+	t := measureThroughput(hist, timeline, cfg.Duration)
+	rep.HealthyThroughput, rep.FaultThroughput = t.Healthy, t.Fault
+	rep.HealthyTime, rep.FaultTime = t.HealthyT, t.FaultT
 	for _, ev := range timeline {
 		if ev.Phase != "start" || (ev.Fault != FaultKillLeader && ev.Fault != FaultPauseLeader) {
 			continue
@@ -475,8 +542,8 @@ func (r *Report) Text() string {
 		fmt.Fprintf(&b, "; iptables chain %s", r.Chain)
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "  ops: %d ok, %d failed, %d unknown; %.1f ops/s healthy, %.1f ops/s during faults\n",
-		r.OK, r.Failed, r.Unknown, r.HealthyThroughput, r.FaultThroughput)
+	fmt.Fprintf(&b, "  ops: %d ok, %d failed, %d unknown; %.1f ops/s healthy (%.1fs), %.1f ops/s during faults (%.1fs)\n",
+		r.OK, r.Failed, r.Unknown, r.HealthyThroughput, r.HealthyTime.Seconds(), r.FaultThroughput, r.FaultTime.Seconds())
 	if len(r.Faults) > 0 {
 		fmt.Fprintf(&b, "  faults: %v\n", r.Faults)
 	}

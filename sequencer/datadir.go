@@ -97,7 +97,11 @@ func inspect(dir string, legacy, full bool) (DataDirState, error) {
 // checkSnapshots opens every snapshot in dir/snapshots through snaps, the store on dir
 // (which checks the state file's CRC as it opens it), and returns how many there are. A snapshot directory the store
 // cannot list (its metadata unreadable) is corrupt too: the store would silently skip it
-// and start from an older snapshot, whose log has been compacted away.
+// and start from an older snapshot, whose log has been compacted away. The exception is
+// a directory older than every snapshot the store keeps while it keeps its full count:
+// the store finishes a new snapshot (renames it into place) before it reaps the ones
+// past its count, so a node killed in between leaves an older snapshot, whole or half
+// removed, that the store lists no more and never starts from.
 func checkSnapshots(dir string, snaps *checkedSnapshots) (int, error) {
 	ents, err := os.ReadDir(filepath.Join(dir, "snapshots"))
 	if errors.Is(err, os.ErrNotExist) {
@@ -118,10 +122,13 @@ func checkSnapshots(dir string, snaps *checkedSnapshots) (int, error) {
 		if !e.IsDir() || strings.HasSuffix(e.Name(), ".tmp") {
 			continue
 		}
-		n++
 		if !listed[e.Name()] {
-			return n, fmt.Errorf("%w: snapshot %s: metadata unreadable", ErrSnapshotCorrupt, e.Name())
+			if len(list) == snapshotsRetained && snapshotBefore(e.Name(), list[len(list)-1]) {
+				continue // left for the reaper (above)
+			}
+			return n + 1, fmt.Errorf("%w: snapshot %s: metadata unreadable", ErrSnapshotCorrupt, e.Name())
 		}
+		n++
 		_, rc, err := snaps.Open(e.Name())
 		switch {
 		case errors.Is(err, ErrSnapshotCorrupt): // metadata and its copy differ: it says which
@@ -132,6 +139,24 @@ func checkSnapshots(dir string, snaps *checkedSnapshots) (int, error) {
 		rc.Close()
 	}
 	return n, nil
+}
+
+// snapshotBefore reports whether the snapshot directory name (raft.FileSnapshotStore's
+// "term-index-msec") orders before m in the store's own order: by term, then index, then
+// ID. A name of another form is not known to be older.
+func snapshotBefore(name string, m *raft.SnapshotMeta) bool {
+	var term, index, msec uint64
+	if n, err := fmt.Sscanf(name, "%d-%d-%d", &term, &index, &msec); err != nil || n != 3 ||
+		fmt.Sprintf("%d-%d-%d", term, index, msec) != name {
+		return false
+	}
+	switch {
+	case term != m.Term:
+		return term < m.Term
+	case index != m.Index:
+		return index < m.Index
+	}
+	return name < m.ID
 }
 
 // Recover rewrites the Raft configuration of the node whose stores cfg names (its
