@@ -108,7 +108,24 @@ func (c *checkedLogs) unseal(index uint64, l *raft.Log) error {
 }
 
 // GetLog implements raft.LogStore, verifying the entry's checksum.
+//
+// An index below the store's first is ErrLogNotFound whatever the store returns:
+// raft-wal v0.4.1 looks in its tail segment first and still finds entries a head
+// truncation removed when they sit in that segment (its files are only freed whole), so
+// a leader that compacted its log to a snapshot would replay the compacted entries to a
+// follower instead of sending the snapshot — to a rebuilt divergent replica, the very
+// entries it diverged on. Raft asks for an entry below FirstIndex exactly to learn that
+// it must send a snapshot.
 func (c *checkedLogs) GetLog(index uint64, l *raft.Log) error {
+	if c.IsMonotonic() { // raft-wal; raft-boltdb deletes the keys
+		first, err := c.LogStore.FirstIndex()
+		if err != nil {
+			return err
+		}
+		if index < first {
+			return raft.ErrLogNotFound
+		}
+	}
 	if err := c.LogStore.GetLog(index, l); err != nil {
 		return err
 	}
