@@ -252,12 +252,8 @@ func (cc *clientConn) readLinearizable(id uint64, in *partition.Input) {
 		return
 	}
 	if !plantedStaleRead(n) { // a test-only build's planted bug; false in a normal build
-		if !n.seq.IsLeader() {
-			cc.fail(id, sequencer.ErrNotLeader)
-			return
-		}
-		if !n.leading() {
-			cc.fail(id, fmt.Errorf("%w: new leader is catching up", wire.ErrNotReady))
+		if err := n.leaderReady(); err != nil {
+			cc.fail(id, err)
 			return
 		}
 	}
@@ -286,12 +282,8 @@ func (cc *clientConn) answerQuery(id uint64, in *partition.Input) {
 // serveReadIndex answers OpReadIndex on the leader with the index of the next round.
 func (cc *clientConn) serveReadIndex(req *wire.Request) {
 	n, id := cc.n, req.ID
-	if !n.seq.IsLeader() {
-		cc.fail(id, sequencer.ErrNotLeader)
-		return
-	}
-	if !n.leading() {
-		cc.fail(id, fmt.Errorf("%w: new leader is catching up", wire.ErrNotReady))
+	if err := n.leaderReady(); err != nil {
+		cc.fail(id, err)
 		return
 	}
 	n.readIndex(func(index uint64, err error) {

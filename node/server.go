@@ -247,12 +247,8 @@ func (cc *clientConn) submit(id uint64, it batch.Item) {
 		cc.fail(id, err)
 		return
 	}
-	if !n.proposer.IsLeader() {
-		cc.fail(id, sequencer.ErrNotLeader)
-		return
-	}
-	if !n.leading() {
-		cc.fail(id, fmt.Errorf("%w: new leader is catching up", wire.ErrNotReady))
+	if err := n.leaderReady(); err != nil {
+		cc.fail(id, err)
 		return
 	}
 	call := getCall()
@@ -261,6 +257,22 @@ func (cc *clientConn) submit(id uint64, it batch.Item) {
 		call.release()
 		cc.fail(id, err)
 	}
+}
+
+// errCatchingUp is why a leader refuses what only a leader serves until it has applied an
+// entry of its own term (leading).
+var errCatchingUp = fmt.Errorf("%w: new leader is catching up", wire.ErrNotReady)
+
+// leaderReady returns nil if this node is the leader and ready to serve as one (leading):
+// writes, and linearizable reads and read indexes; else why not.
+func (n *Node) leaderReady() error {
+	switch {
+	case !n.proposer.IsLeader():
+		return sequencer.ErrNotLeader
+	case !n.leading():
+		return errCatchingUp
+	}
+	return nil
 }
 
 // pendingCall is one request waiting in the sequencer. Every write has one, so they are
