@@ -313,8 +313,14 @@ func (c *pendingCall) release() {
 	callPool.Put(c)
 }
 
-// invoke validates an invocation, then runs it through the log, or reads locally at
-// consistency Any. Nothing invalid enters the log.
+// queryInput is the read-only input of the invocation it, run off the log.
+func queryInput(it *batch.Item) *partition.Input {
+	return &partition.Input{Procedure: it.Procedure, Key: it.Key, Partition: int(it.Partition), Scope: it.Scope, Args: it.Args}
+}
+
+// invoke validates an invocation, then runs it through the log, or answers a session-less
+// read off the log: linearizable (readindex.go), bounded-staleness or at consistency Any.
+// Nothing invalid enters the log.
 func (cc *clientConn) invoke(req *wire.Request) {
 	n := cc.n
 	info, ok := n.state.Registry().Lookup(req.Procedure)
@@ -361,7 +367,7 @@ func (cc *clientConn) invoke(req *wire.Request) {
 		switch {
 		case info.ReadOnly && req.Session == 0:
 			// Off the log: the leader confirms its leadership, then reads (readindex.go).
-			cc.readLinearizable(req.ID, &partition.Input{Procedure: it.Procedure, Key: it.Key, Partition: int(it.Partition), Scope: it.Scope, Args: it.Args})
+			cc.readLinearizable(req.ID, queryInput(&it))
 			return
 		case req.Consistency == wire.ConsistencyLinearizableRead:
 			cc.fail(req.ID, fmt.Errorf("%w: consistency %d is a session-less read; %s writes (invoke it in a session)", wire.ErrBadArguments, req.Consistency, info.Name))
@@ -372,7 +378,7 @@ func (cc *clientConn) invoke(req *wire.Request) {
 			cc.fail(req.ID, fmt.Errorf("%w: consistency %d is for read-only procedures; %s writes", wire.ErrBadArguments, req.Consistency, info.Name))
 			return
 		}
-		in := &partition.Input{Procedure: it.Procedure, Key: it.Key, Partition: int(it.Partition), Scope: it.Scope, Args: it.Args}
+		in := queryInput(&it)
 		if req.Consistency == wire.ConsistencyBounded {
 			if req.MaxLag == 0 || req.MaxLag > math.MaxInt64 {
 				cc.fail(req.ID, fmt.Errorf("%w: bounded-staleness read with a staleness bound of %d ns, want 1 to %d", wire.ErrBadArguments, req.MaxLag, int64(math.MaxInt64)))
