@@ -371,8 +371,8 @@ func (c *Client) adminCall(ctx context.Context, what string, req *wire.Request, 
 // point). The node then discards its state and installs that snapshot (see
 // docs/operations.md, "Automatic rebuild of a divergent replica"). A divergent node calls
 // it for itself; an operator has no need to. A refusal because of the quorum returns
-// ErrRebuildRefused with the leader's reason; asking again later is safe (a node demoted
-// already is not demoted again).
+// a *RebuildRefusedError, which matches ErrRebuildRefused and holds the leader's reason;
+// asking again later is safe (a node demoted already is not demoted again).
 func (c *Client) RequestRebuild(ctx context.Context, id string) (uint64, error) {
 	what := "rebuild " + id
 	if err := c.acquireFree(ctx); err != nil {
@@ -385,7 +385,22 @@ func (c *Client) RequestRebuild(ctx context.Context, id string) (uint64, error) 
 		return 0, c.opErr(err)
 	case resp.NextOffset == 0:
 		// A refusal is an answer, not an error of the call: the reason is in Value.
-		return 0, fmt.Errorf("client: %s: %w: %s", what, ErrRebuildRefused, resp.Value)
+		return 0, &RebuildRefusedError{ID: id, Reason: string(resp.Value)}
 	}
 	return resp.NextOffset, nil
 }
+
+// RebuildRefusedError is RequestRebuild's refusal. It matches ErrRebuildRefused.
+type RebuildRefusedError struct {
+	// ID is the node whose rebuild was refused.
+	ID string
+	// Reason is the leader's explanation: the quorum the demotion would break.
+	Reason string
+}
+
+func (e *RebuildRefusedError) Error() string {
+	return fmt.Sprintf("client: rebuild %s: %v: %s", e.ID, ErrRebuildRefused, e.Reason)
+}
+
+// Unwrap returns ErrRebuildRefused.
+func (e *RebuildRefusedError) Unwrap() error { return ErrRebuildRefused }

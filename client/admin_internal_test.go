@@ -118,3 +118,38 @@ func TestAdminCallRetries(t *testing.T) {
 		t.Errorf("the admin API opened a session")
 	}
 }
+
+// TestRequestRebuild: the leader's grant is the rebuild point; its refusal (an answer with
+// no index) is a *RebuildRefusedError matching ErrRebuildRefused and holding the leader's
+// reason as it sent it.
+func TestRequestRebuild(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	const reason = "rebuild refused: demoting x would leave 2 voters"
+	n := newFakeNode(t, "n", func(fc *fakeConn, req wire.Request) {
+		switch {
+		case req.Op == wire.OpStatus:
+			fc.reply(wire.Response{ID: req.ID, Value: statusValue(t, "n", "Leader", "", "n", "x", "y")})
+		case req.Op == wire.OpRebuild && string(req.Key) == "x":
+			fc.reply(wire.Response{ID: req.ID, Value: []byte(reason)})
+		case req.Op == wire.OpRebuild:
+			fc.reply(wire.Response{ID: req.ID, NextOffset: 42})
+		}
+	})
+	c, err := Open(testConfig(t, n.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if from, err := c.RequestRebuild(ctx, "y"); err != nil || from != 42 {
+		t.Errorf("granted rebuild: got %d, %v, want 42, nil", from, err)
+	}
+	from, err := c.RequestRebuild(ctx, "x")
+	var refused *RebuildRefusedError
+	if !errors.Is(err, ErrRebuildRefused) || !errors.As(err, &refused) || from != 0 {
+		t.Fatalf("refused rebuild: got %d, %v, want 0 and a *RebuildRefusedError", from, err)
+	}
+	if refused.ID != "x" || refused.Reason != reason {
+		t.Errorf("refusal: got %+v, want node x and reason %q", refused, reason)
+	}
+}

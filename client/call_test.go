@@ -129,7 +129,8 @@ func TestTypedCalls(t *testing.T) {
 }
 
 // TestQueryBoundedBadBound: a staleness bound that is not positive is refused with
-// ErrBadArguments, and nothing is sent; so is an unknown consistency level.
+// ErrBadArguments, and nothing is sent; so is an unknown consistency level, and Query at
+// bounded staleness, which has no bound to send.
 func TestQueryBoundedBadBound(t *testing.T) {
 	node := startNode(t, "n", func(fc *fakeConn, req wire.Request) {
 		fc.reply(wire.Response{ID: req.ID, Value: value(t, builtin.KVGetResult{})})
@@ -141,8 +142,10 @@ func TestQueryBoundedBadBound(t *testing.T) {
 			t.Errorf("#%d: bound %v: got %v, want ErrBadArguments", i, bound, err)
 		}
 	}
-	if err := c.Query(ctx, builtin.KVGet, []byte("k"), nil, nil, Consistency(7)); !errors.Is(err, ErrBadArguments) {
-		t.Errorf("consistency 7: got %v, want ErrBadArguments", err)
+	for _, cons := range []Consistency{7, readBounded} { // bounded staleness only with a bound (QueryBounded)
+		if err := c.Query(ctx, builtin.KVGet, []byte("k"), nil, nil, cons); !errors.Is(err, ErrBadArguments) {
+			t.Errorf("consistency %d: got %v, want ErrBadArguments", cons, err)
+		}
 	}
 	if n := len(node.requests(wire.OpInvoke)); n != 0 {
 		t.Errorf("%d requests sent, want none", n)

@@ -65,7 +65,7 @@ type GroupMember struct {
 	err     error         // set when the member is out of the group for good
 	changed chan struct{} // closed and replaced when gen, parts or err change
 
-	ctx  context.Context // the heartbeats'; cancelled by Close
+	ctx  context.Context // the heartbeats'; cancelled by Close and by the client's Close
 	stop context.CancelFunc
 	done chan struct{} // closed when the heartbeats have stopped
 }
@@ -97,7 +97,7 @@ func (c *Client) JoinGroup(ctx context.Context, group, stream, member string, op
 		return nil, err
 	}
 	m.update(a)
-	m.ctx, m.stop = context.WithCancel(context.Background())
+	m.ctx, m.stop = context.WithCancel(c.ctx) // ended by Close, and by the client's Close
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -217,15 +217,13 @@ func (m *GroupMember) heartbeats() {
 		select {
 		case <-m.ctx.Done():
 			return
-		case <-m.c.closing:
-			return
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(m.ctx, m.interval) // Close does not wait it out
 		err := m.Heartbeat(ctx)
 		cancel()
 		if err != nil {
-			if m.Err() != nil || m.ctx.Err() != nil || m.c.isClosing() {
+			if m.Err() != nil || m.ctx.Err() != nil {
 				return // out of the group, or the member or its client closed in flight: not worth a warning
 			}
 			m.c.cfg.Logger.Warn("group heartbeat failed", "group", m.group, "member", m.member, "err", err)

@@ -35,15 +35,7 @@ func TestJoinGroupBadSessionTimeout(t *testing.T) {
 // TestGroupMemberCloseDoesNotWaitForHeartbeat: Close stops a heartbeat in flight to a node
 // that does not answer, rather than waiting out its heartbeat interval.
 func TestGroupMemberCloseDoesNotWaitForHeartbeat(t *testing.T) {
-	beat := make(chan struct{}, 1)
-	n := startNode(t, "n", func(fc *fakeConn, req wire.Request) {
-		switch req.Procedure {
-		case builtin.GroupJoin:
-			fc.reply(wire.Response{ID: req.ID, Value: value(t, builtin.GroupAssignment{Generation: 1, Partitions: []int32{0}})})
-		case builtin.GroupHeartbeat:
-			signal(beat) // and no answer
-		}
-	})
+	n, beat := mutedHeartbeatNode(t)
 	c := dial(t, testConfig(t, n.addr))
 	const interval = 500 * time.Millisecond
 	m, err := c.JoinGroup(context.Background(), "g", "s", "m", WithSessionTimeout(time.Minute), WithHeartbeatInterval(interval))
@@ -69,15 +61,7 @@ func TestGroupMemberCloseDoesNotWaitForHeartbeat(t *testing.T) {
 // returns, a heartbeat in flight included, without a warning, and a join after Close is
 // ErrClosed.
 func TestClientCloseStopsHeartbeats(t *testing.T) {
-	beat := make(chan struct{}, 1)
-	n := startNode(t, "n", func(fc *fakeConn, req wire.Request) {
-		switch req.Procedure {
-		case builtin.GroupJoin:
-			fc.reply(wire.Response{ID: req.ID, Value: value(t, builtin.GroupAssignment{Generation: 1, Partitions: []int32{0}})})
-		case builtin.GroupHeartbeat:
-			signal(beat) // and no answer
-		}
-	})
+	n, beat := mutedHeartbeatNode(t)
 	cfg := testConfig(t, n.addr)
 	var logs syncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -103,6 +87,21 @@ func TestClientCloseStopsHeartbeats(t *testing.T) {
 	if _, err := c.JoinGroup(context.Background(), "g", "s", "m2"); !errors.Is(err, ErrClosed) {
 		t.Errorf("JoinGroup after Close: %v, want ErrClosed", err)
 	}
+}
+
+// mutedHeartbeatNode starts a node that assigns every joining member partition 0 and never
+// answers a heartbeat; beat is signalled when one arrives.
+func mutedHeartbeatNode(t *testing.T) (n *fakeNode, beat chan struct{}) {
+	beat = make(chan struct{}, 1)
+	n = startNode(t, "n", func(fc *fakeConn, req wire.Request) {
+		switch req.Procedure {
+		case builtin.GroupJoin:
+			fc.reply(wire.Response{ID: req.ID, Value: value(t, builtin.GroupAssignment{Generation: 1, Partitions: []int32{0}})})
+		case builtin.GroupHeartbeat:
+			signal(beat) // and no answer
+		}
+	})
+	return n, beat
 }
 
 // syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/lockstepdb/lockstep/internal/wire"
@@ -27,7 +26,7 @@ func (c *Client) QueryBounded(ctx context.Context, proc string, key []byte, args
 	if len(key) == 0 {
 		return fmt.Errorf("client: %s: %w: empty partition key", proc, ErrBadArguments)
 	}
-	req := wire.Request{Op: wire.OpInvoke, Procedure: proc, Key: key, HasKey: true, MaxLag: uint64(min(maxLag, time.Duration(math.MaxInt64)))}
+	req := wire.Request{Op: wire.OpInvoke, Procedure: proc, Key: key, HasKey: true, MaxLag: uint64(maxLag)}
 	return c.query(ctx, proc, req, args, result, readBounded)
 }
 

@@ -118,15 +118,15 @@ func legacyRecords(stream string, partition int, offset uint64, resp *wire.Respo
 // them, one partition's run at a time. Each run is a slice of recs capped at its length.
 func PartitionRuns(recs []Record) iter.Seq[[]Record] {
 	return func(yield func([]Record) bool) {
-		for len(recs) > 0 {
+		for rest := recs; len(rest) > 0; { // not recs itself: the sequence may be ranged over again
 			n := 1
-			for n < len(recs) && recs[n].Partition == recs[0].Partition {
+			for n < len(rest) && rest[n].Partition == rest[0].Partition {
 				n++
 			}
-			if !yield(recs[:n:n]) {
+			if !yield(rest[:n:n]) {
 				return
 			}
-			recs = recs[n:]
+			rest = rest[n:]
 		}
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// TestPartitionRuns: runs follow partition changes, each capped at its own length, and
-// stopping early stops.
+// TestPartitionRuns: runs follow partition changes, each capped at its own length, the
+// sequence can be ranged over again, and stopping early stops.
 func TestPartitionRuns(t *testing.T) {
 	rec := func(p int, off uint64) Record { return Record{Partition: p, Offset: off} }
 	recs := []Record{rec(0, 1), rec(0, 2), rec(2, 7), rec(3, 1), rec(3, 2), rec(3, 3)}
@@ -30,6 +30,12 @@ func TestPartitionRuns(t *testing.T) {
 	}
 	for range PartitionRuns(nil) {
 		t.Fatal("a run of no records")
+	}
+	runs := PartitionRuns(recs)
+	for range runs {
+	}
+	if n := len(slices.Collect(runs)); n != len(want) {
+		t.Fatalf("a second pass over the same sequence yields %d runs, want %d", n, len(want))
 	}
 	n := 0
 	for range PartitionRuns(recs) {

@@ -236,7 +236,7 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	cfg = cfg.withDefaults()
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), started: time.Now(),
 		conns: map[*wire.Conn]*clientConn{}, abstainCh: make(chan struct{}, 1),
-		reads: readIndexer{wake: make(chan struct{}, 1)}, freshness: freshness{wake: make(chan struct{}, 1)}}
+		reads: readIndexer{queue: newWaitQueue[readWaiter]()}, freshness: freshness{queue: newWaitQueue[func(error)]()}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	// fail undoes what Start has opened so far.
 	var layer *tlsStreamLayer

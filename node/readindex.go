@@ -62,59 +62,82 @@ type readWaiter func(index uint64, err error)
 
 // readIndexer queues the reads that wait for the next round.
 type readIndexer struct {
+	queue  waitQueue[readWaiter]
+	rounds atomic.Uint64 // rounds run, for tests and metrics
+	served atomic.Uint64 // reads the rounds answered (with an index or an error)
+}
+
+// waitQueue holds the waiters for the next batch and wakes the one goroutine that serves
+// them (serve). A read-index round and a freshness refresh each serve a whole batch.
+type waitQueue[W any] struct {
 	mu      sync.Mutex
-	waiting []readWaiter
-	wake    chan struct{} // capacity 1: a round may have reads to serve
-	rounds  atomic.Uint64 // rounds run, for tests and metrics
-	served  atomic.Uint64 // reads the rounds answered (with an index or an error)
+	waiting []W
+	wake    chan struct{} // capacity 1: there may be waiters to serve
+}
+
+func newWaitQueue[W any]() waitQueue[W] {
+	return waitQueue[W]{wake: make(chan struct{}, 1)}
+}
+
+// add queues w for the next batch.
+func (q *waitQueue[W]) add(w W) {
+	q.mu.Lock()
+	q.waiting = append(q.waiting, w)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the waiters queued, reusing buf for the next ones.
+func (q *waitQueue[W]) take(buf []W) []W {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	batch := q.waiting
+	q.waiting = buf[:0]
+	return batch
+}
+
+// serve runs until done closes: each time it is woken, it calls batch with the waiters
+// queued at that moment, again until none are left. When done closes it calls shut with
+// the waiters left.
+func (q *waitQueue[W]) serve(done <-chan struct{}, batch func([]W), shut func(W)) {
+	var b []W
+	for {
+		select {
+		case <-done:
+			for _, w := range q.take(nil) {
+				shut(w)
+			}
+			return
+		case <-q.wake:
+		}
+		for {
+			if b = q.take(b); len(b) == 0 {
+				break
+			}
+			batch(b)
+			clear(b) // the waiters' closures are not kept until the next batch
+		}
+	}
 }
 
 // readIndex queues w for the next round. The number of waiting reads is bounded by the
 // client connections' in-flight limits: every read holds a slot of its connection.
-func (n *Node) readIndex(w readWaiter) {
-	r := &n.reads
-	r.mu.Lock()
-	r.waiting = append(r.waiting, w)
-	r.mu.Unlock()
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
+func (n *Node) readIndex(w readWaiter) { n.reads.queue.add(w) }
 
 // readLoop runs the rounds: each one serves every read queued when it starts. It fails
 // the waiting reads when the node closes.
 func (n *Node) readLoop() {
 	defer n.wg.Done()
-	r := &n.reads
-	var batch []readWaiter
-	for {
-		select {
-		case <-n.ctx.Done():
-			r.mu.Lock()
-			batch, r.waiting = r.waiting, nil
-			r.mu.Unlock()
-			for _, w := range batch {
-				w(0, sequencer.ErrShutdown)
-			}
-			return
-		case <-r.wake:
+	n.reads.queue.serve(n.ctx.Done(), func(batch []readWaiter) {
+		index, err := n.readRound()
+		n.reads.served.Add(uint64(len(batch)))
+		for _, w := range batch {
+			w(index, err)
 		}
-		for {
-			r.mu.Lock()
-			batch, r.waiting = r.waiting, batch[:0]
-			r.mu.Unlock()
-			if len(batch) == 0 {
-				break
-			}
-			index, err := n.readRound()
-			r.served.Add(uint64(len(batch)))
-			for i, w := range batch {
-				w(index, err)
-				batch[i] = nil
-			}
-		}
-	}
+	}, func(w readWaiter) { w(0, sequencer.ErrShutdown) })
 }
 
 // readRound runs one round: it returns a read index that this node has applied, such that
@@ -229,12 +252,8 @@ func (cc *clientConn) readLinearizable(id uint64, in *partition.Input) {
 		return
 	}
 	if !plantedStaleRead(n) { // a test-only build's planted bug; false in a normal build
-		if !n.seq.IsLeader() {
-			cc.fail(id, sequencer.ErrNotLeader)
-			return
-		}
-		if !n.leading() {
-			cc.fail(id, fmt.Errorf("%w: new leader is catching up", wire.ErrNotReady))
+		if err := n.leaderReady(); err != nil {
+			cc.fail(id, err)
 			return
 		}
 	}
@@ -263,12 +282,8 @@ func (cc *clientConn) answerQuery(id uint64, in *partition.Input) {
 // serveReadIndex answers OpReadIndex on the leader with the index of the next round.
 func (cc *clientConn) serveReadIndex(req *wire.Request) {
 	n, id := cc.n, req.ID
-	if !n.seq.IsLeader() {
-		cc.fail(id, sequencer.ErrNotLeader)
-		return
-	}
-	if !n.leading() {
-		cc.fail(id, fmt.Errorf("%w: new leader is catching up", wire.ErrNotReady))
+	if err := n.leaderReady(); err != nil {
+		cc.fail(id, err)
 		return
 	}
 	n.readIndex(func(index uint64, err error) {
@@ -301,13 +316,12 @@ func (cc *clientConn) confirmLeader(req *wire.Request) {
 }
 
 // freshness is this node's proof of how fresh its state is, for bounded-staleness reads
-// (see the comment at the top), and the refresh under way.
+// (see the comment at the top), and the reads waiting for a refresh.
 type freshness struct {
-	mu      sync.Mutex
-	sentAt  time.Time // when the request for index was sent (monotonic); zero: no proof
-	index   uint64
-	waiting []func(error) // reads waiting for the refresh under way
-	wake    chan struct{} // capacity 1: reads wait for a refresh
+	mu     sync.Mutex
+	sentAt time.Time // when the request for index was sent (monotonic); zero: no proof
+	index  uint64
+	queue  waitQueue[func(error)] // reads waiting for a refresh
 }
 
 // fresh reports whether this node has applied its proof's index and the proof is at most
@@ -332,9 +346,7 @@ func (cc *clientConn) readBounded(id uint64, in *partition.Input, maxLag time.Du
 		cc.answerQuery(id, in)
 		return
 	}
-	f := &n.freshness
-	f.mu.Lock()
-	f.waiting = append(f.waiting, func(err error) {
+	n.freshness.queue.add(func(err error) {
 		if err == nil {
 			err = n.ready()
 		}
@@ -347,45 +359,18 @@ func (cc *clientConn) readBounded(id uint64, in *partition.Input, maxLag time.Du
 		}
 		cc.answerQuery(id, in)
 	})
-	f.mu.Unlock()
-	select {
-	case f.wake <- struct{}{}:
-	default:
-	}
 }
 
 // freshnessLoop refreshes the freshness proof for the bounded reads waiting: one read
 // index from the leader for all of them.
 func (n *Node) freshnessLoop() {
 	defer n.wg.Done()
-	f := &n.freshness
-	var batch []func(error)
-	for {
-		select {
-		case <-n.ctx.Done():
-			f.mu.Lock()
-			batch, f.waiting = f.waiting, nil
-			f.mu.Unlock()
-			for _, w := range batch {
-				w(sequencer.ErrShutdown)
-			}
-			return
-		case <-f.wake:
+	n.freshness.queue.serve(n.ctx.Done(), func(batch []func(error)) {
+		err := n.refreshFreshness()
+		for _, w := range batch {
+			w(err)
 		}
-		for {
-			f.mu.Lock()
-			batch, f.waiting = f.waiting, batch[:0]
-			f.mu.Unlock()
-			if len(batch) == 0 {
-				break
-			}
-			err := n.refreshFreshness()
-			for i, w := range batch {
-				w(err)
-				batch[i] = nil
-			}
-		}
-	}
+	}, func(w func(error)) { w(sequencer.ErrShutdown) })
 }
 
 // refreshFreshness gets a read index from the leader (its own round on the leader), waits

@@ -358,3 +358,50 @@ func rawRequest(t *testing.T, addr string, req *wire.Request) wire.Response {
 	}
 	return resp
 }
+
+// TestWaitQueue: a batch serves every waiter queued when it starts, the waiters queued
+// during a batch are served by the next one, and when done closes every waiter is served
+// or shut exactly once (a read queued at shutdown is failed, never forgotten).
+func TestWaitQueue(t *testing.T) {
+	q := newWaitQueue[int]()
+	done := make(chan struct{})
+	batches, shut := make(chan []int, 8), make(chan int, 8)
+	release := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		q.serve(done, func(b []int) {
+			batches <- append([]int(nil), b...)
+			<-release
+		}, func(w int) { shut <- w })
+	}()
+	q.add(1)
+	if b := <-batches; len(b) != 1 || b[0] != 1 {
+		t.Fatalf("first batch %v, want [1]", b)
+	}
+	q.add(2) // during the first batch
+	q.add(3)
+	release <- struct{}{}
+	if b := <-batches; len(b) != 2 || b[0] != 2 || b[1] != 3 {
+		t.Fatalf("second batch %v, want [2 3]", b)
+	}
+	close(release) // batches no longer block
+	q.add(4)
+	close(done)
+	<-stopped
+	close(batches)
+	close(shut)
+	seen := map[int]int{}
+	for b := range batches {
+		for _, w := range b {
+			seen[w]++
+		}
+	}
+	for w := range shut {
+		seen[w]++
+	}
+	if seen[4] != 1 || len(seen) != 1 {
+		t.Fatalf("after done: waiters served or shut %v, want 4 once", seen)
+	}
+	q.add(5) // after serve returned: nobody serves it, but add never blocks
+}

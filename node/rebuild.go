@@ -232,9 +232,10 @@ func (n *Node) tryRebuild() (done bool) {
 	ctx, cancel := context.WithTimeout(n.ctx, membershipTimeout)
 	from, err := cl.RequestRebuild(ctx, n.cfg.ID)
 	cancel()
+	var refused *client.RebuildRefusedError
 	switch {
-	case errors.Is(err, client.ErrRebuildRefused):
-		n.setRebuild(RebuildRefused, strings.TrimPrefix(err.Error(), "client: rebuild "+n.cfg.ID+": rebuild refused: "))
+	case errors.As(err, &refused):
+		n.setRebuild(RebuildRefused, refused.Reason)
 		return false
 	case err != nil:
 		n.setRebuild(RebuildWaiting, fmt.Sprintf("rebuild request failed, asking again: %v", err))

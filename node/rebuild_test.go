@@ -51,21 +51,8 @@ func waitRebuildRequested(t *testing.T, n *Node, within time.Duration) {
 }
 
 // rebuildCount returns node n's lockstep_rebuilds_total for outcome.
-func rebuildCount(n *Node, outcome string) float64 {
-	mfs, _ := n.Metrics().Registry.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() != "lockstep_rebuilds_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "outcome" && l.GetValue() == outcome {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return -1
+func rebuildCount(t *testing.T, n *Node, outcome string) float64 {
+	return gather(t, n.Metrics().Registry)["lockstep_rebuilds_total{outcome="+outcome+"}"]
 }
 
 // TestDivergentReplicaRebuilt: a replica that diverges is demoted by the leader, discards
@@ -87,7 +74,7 @@ func TestDivergentReplicaRebuilt(t *testing.T) {
 		if plan.From == 0 || !strings.Contains(plan.Reason, "diverge") || len(plan.Seeds) != 2 {
 			t.Fatalf("rebuild plan %+v", plan)
 		}
-		if got := rebuildCount(bad, "started"); got != 1 {
+		if got := rebuildCount(t, bad, "started"); got != 1 {
 			t.Fatalf("rebuilds started %v, want 1", got)
 		}
 		if st := bad.Status(); st.Rebuild != RebuildRebuilding || st.Suffrage != sequencer.SuffrageLearner {
@@ -110,7 +97,7 @@ func TestDivergentReplicaRebuilt(t *testing.T) {
 			}
 			return nil
 		})
-		if got := rebuildCount(rebuilt, "finished"); got != 1 {
+		if got := rebuildCount(t, rebuilt, "finished"); got != 1 {
 			t.Fatalf("rebuilds finished %v, want 1", got)
 		}
 		if err := rebuilt.fsm.Divergent(); err != nil {
@@ -139,7 +126,7 @@ func TestDivergentReplicaRebuilt(t *testing.T) {
 			t.Fatal("a second automatic rebuild was announced")
 		case <-time.After(2 * rebuildRetryInterval):
 		}
-		if got := rebuildCount(rebuilt, "failed"); got != 1 {
+		if got := rebuildCount(t, rebuilt, "failed"); got != 1 {
 			t.Fatalf("rebuilds failed %v, want 1", got)
 		}
 		putKV(t, cl, "still-serving", "v")
@@ -197,7 +184,7 @@ func TestRebuildRefusedWithoutQuorum(t *testing.T) {
 	if !strings.Contains(st.RebuildNote, "a quorum needs 3") || st.Suffrage != sequencer.SuffrageVoter {
 		t.Fatalf("refused rebuild: note %q suffrage %q", st.RebuildNote, st.Suffrage)
 	}
-	if got := rebuildCount(bad, "refused"); got != 1 {
+	if got := rebuildCount(t, bad, "refused"); got != 1 {
 		t.Fatalf("rebuilds refused %v, want 1", got)
 	}
 	select {

@@ -247,12 +247,8 @@ func (cc *clientConn) submit(id uint64, it batch.Item) {
 		cc.fail(id, err)
 		return
 	}
-	if !n.proposer.IsLeader() {
-		cc.fail(id, sequencer.ErrNotLeader)
-		return
-	}
-	if !n.leading() {
-		cc.fail(id, fmt.Errorf("%w: new leader is catching up", wire.ErrNotReady))
+	if err := n.leaderReady(); err != nil {
+		cc.fail(id, err)
 		return
 	}
 	call := getCall()
@@ -261,6 +257,22 @@ func (cc *clientConn) submit(id uint64, it batch.Item) {
 		call.release()
 		cc.fail(id, err)
 	}
+}
+
+// errCatchingUp is why a leader refuses what only a leader serves until it has applied an
+// entry of its own term (leading).
+var errCatchingUp = fmt.Errorf("%w: new leader is catching up", wire.ErrNotReady)
+
+// leaderReady returns nil if this node is the leader and ready to serve as one (leading):
+// writes, and linearizable reads and read indexes; else why not.
+func (n *Node) leaderReady() error {
+	switch {
+	case !n.proposer.IsLeader():
+		return sequencer.ErrNotLeader
+	case !n.leading():
+		return errCatchingUp
+	}
+	return nil
 }
 
 // pendingCall is one request waiting in the sequencer. Every write has one, so they are
@@ -301,8 +313,14 @@ func (c *pendingCall) release() {
 	callPool.Put(c)
 }
 
-// invoke validates an invocation, then runs it through the log, or reads locally at
-// consistency Any. Nothing invalid enters the log.
+// queryInput is the read-only input of the invocation it, run off the log.
+func queryInput(it *batch.Item) *partition.Input {
+	return &partition.Input{Procedure: it.Procedure, Key: it.Key, Partition: int(it.Partition), Scope: it.Scope, Args: it.Args}
+}
+
+// invoke validates an invocation, then runs it through the log, or answers a session-less
+// read off the log: linearizable (readindex.go), bounded-staleness or at consistency Any.
+// Nothing invalid enters the log.
 func (cc *clientConn) invoke(req *wire.Request) {
 	n := cc.n
 	info, ok := n.state.Registry().Lookup(req.Procedure)
@@ -349,7 +367,7 @@ func (cc *clientConn) invoke(req *wire.Request) {
 		switch {
 		case info.ReadOnly && req.Session == 0:
 			// Off the log: the leader confirms its leadership, then reads (readindex.go).
-			cc.readLinearizable(req.ID, &partition.Input{Procedure: it.Procedure, Key: it.Key, Partition: int(it.Partition), Scope: it.Scope, Args: it.Args})
+			cc.readLinearizable(req.ID, queryInput(&it))
 			return
 		case req.Consistency == wire.ConsistencyLinearizableRead:
 			cc.fail(req.ID, fmt.Errorf("%w: consistency %d is a session-less read; %s writes (invoke it in a session)", wire.ErrBadArguments, req.Consistency, info.Name))
@@ -360,7 +378,7 @@ func (cc *clientConn) invoke(req *wire.Request) {
 			cc.fail(req.ID, fmt.Errorf("%w: consistency %d is for read-only procedures; %s writes", wire.ErrBadArguments, req.Consistency, info.Name))
 			return
 		}
-		in := &partition.Input{Procedure: it.Procedure, Key: it.Key, Partition: int(it.Partition), Scope: it.Scope, Args: it.Args}
+		in := queryInput(&it)
 		if req.Consistency == wire.ConsistencyBounded {
 			if req.MaxLag == 0 || req.MaxLag > math.MaxInt64 {
 				cc.fail(req.ID, fmt.Errorf("%w: bounded-staleness read with a staleness bound of %d ns, want 1 to %d", wire.ErrBadArguments, req.MaxLag, int64(math.MaxInt64)))

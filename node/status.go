@@ -57,13 +57,10 @@ func (n *Node) statusFrom() wire.Status {
 	s.Suffrage = n.seq.Suffrage()
 	s.ReadReplica = n.isReadReplica()
 	n.mu.Lock()
-	s.Incarnation = n.identity.Incarnation
+	s.Incarnation, s.Rebuilds, s.RebuildFrom = n.identity.Incarnation, n.identity.Rebuilds, n.identity.RebuildFrom
 	n.mu.Unlock()
 	s.Learners = n.learnerProgress()
 	s.Rebuild, s.RebuildNote = n.rebuildStatus()
-	n.mu.Lock()
-	s.Rebuilds, s.RebuildFrom = n.identity.Rebuilds, n.identity.RebuildFrom
-	n.mu.Unlock()
 	if err := n.readiness(st); err != nil {
 		s.NotReadyReason = err.Error()
 	} else {
