@@ -125,7 +125,7 @@ func TestAdminCallRetries(t *testing.T) {
 func TestRequestRebuild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	const reason = "rebuild refused: demoting x would leave 2 voters"
+	const reason = "demoting x would leave 2 voters"
 	n := newFakeNode(t, "n", func(fc *fakeConn, req wire.Request) {
 		switch {
 		case req.Op == wire.OpStatus:

@@ -22,8 +22,8 @@ type Client struct {
 
 	// ctx is cancelled by Close. Operations do not derive their contexts from it: every
 	// place an operation waits (the window, a slot, a dial, an answer, a pause) selects on
-	// closing, its Done channel, as well, and ends with ErrClosed. Only dials derive a
-	// context from it.
+	// closing, its Done channel, as well, and ends with ErrClosed. Only dials and group
+	// members' heartbeats derive a context from it.
 	ctx     context.Context
 	cancel  context.CancelFunc
 	closing <-chan struct{}

@@ -106,8 +106,9 @@ func (cc *clientConn) admin(req *wire.Request) {
 		case wire.OpTransferLeader:
 			err = n.seq.TransferLeadership(ctx, key)
 		case wire.OpRebuild:
-			if from, err = n.rebuildNode(ctx, key); errors.Is(err, ErrRebuildRefused) {
-				refusal, err = []byte(err.Error()), nil // an answer, not a failure
+			var why rebuildRefusal
+			if from, err = n.rebuildNode(ctx, key); errors.As(err, &why) {
+				refusal, err = []byte(why), nil // an answer, not a failure: the reason alone
 			}
 		}
 		if err != nil {

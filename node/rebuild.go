@@ -61,6 +61,15 @@ const rebuildRetryInterval = time.Second
 // refusal (client.ErrRebuildRefused), not as a failed call; the node asks again.
 var ErrRebuildRefused = errors.New("rebuild refused")
 
+// rebuildRefusal is a leader's refusal to rebuild, with its reason; it matches
+// ErrRebuildRefused. The reason alone goes back to the asking node.
+type rebuildRefusal string
+
+func (r rebuildRefusal) Error() string { return ErrRebuildRefused.Error() + ": " + string(r) }
+
+// Is reports whether target is ErrRebuildRefused.
+func (r rebuildRefusal) Is(target error) bool { return target == ErrRebuildRefused }
+
 // The rebuild states a node reports (wire.Status.Rebuild).
 const (
 	// RebuildWaiting: divergent, asking the leader for a rebuild.
@@ -317,7 +326,7 @@ func (n *Node) rebuildNode(ctx context.Context, id string) (uint64, error) {
 		return 0, fmt.Errorf("%w: rebuild needs a node id", wire.ErrBadArguments)
 	}
 	if id == n.cfg.ID {
-		return 0, fmt.Errorf("%w: the leader is not rebuilt: a divergent leader hands its leadership off first", ErrRebuildRefused)
+		return 0, rebuildRefusal("the leader is not rebuilt: a divergent leader hands its leadership off first")
 	}
 	members, err := n.seq.Members()
 	if err != nil {
@@ -385,9 +394,8 @@ func rebuildQuorum(id string, views []memberView) error {
 	}
 	after := voters - 1
 	if quorum := after/2 + 1; alive < quorum {
-		return fmt.Errorf("%w: demoting %s would leave %d voters of which %d are alive and healthy (%s are not), and a quorum "+
-			"needs %d: it stays a fenced voter until enough voters are back", ErrRebuildRefused, id, after, alive,
-			strings.Join(down, ", "), quorum)
+		return rebuildRefusal(fmt.Sprintf("demoting %s would leave %d voters of which %d are alive and healthy (%s are not), and a quorum "+
+			"needs %d: it stays a fenced voter until enough voters are back", id, after, alive, strings.Join(down, ", "), quorum))
 	}
 	return nil
 }
