@@ -1,14 +1,13 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
@@ -63,7 +62,7 @@ func TestGroupMemberCloseDoesNotWaitForHeartbeat(t *testing.T) {
 func TestClientCloseStopsHeartbeats(t *testing.T) {
 	n, beat := mutedHeartbeatNode(t)
 	cfg := testConfig(t, n.addr)
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c := dial(t, cfg)
 	m, err := c.JoinGroup(context.Background(), "g", "s", "m", WithSessionTimeout(time.Minute), WithHeartbeatInterval(20*time.Millisecond))
@@ -102,22 +101,4 @@ func mutedHeartbeatNode(t *testing.T) (n *fakeNode, beat chan struct{}) {
 		}
 	})
 	return n, beat
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,7 +1,6 @@
 package pgsink_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -301,24 +299,6 @@ func TestPausedInstanceCutOff(t *testing.T) {
 	checkNextEpochs(t, old, newer)
 }
 
-// syncBuffer is a log destination the test reads while the sink writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestSinkGroupShareTable: two sinks in one consumer group write the same table, each
 // its assigned partitions, without fencing each other (the epochs are per partition). A
 // member that has not yet learned that a partition went to a newer generation's member
@@ -331,7 +311,7 @@ func TestSinkGroupShareTable(t *testing.T) {
 	appendN(t, cl, 0, 1000)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	groupConfig := func(member string, log *syncBuffer) pgsink.Config {
+	groupConfig := func(member string, log *testutil.SyncBuffer) pgsink.Config {
 		cfg := config(db, t)
 		cfg.Group, cfg.Member = "sinks", member
 		// A heartbeat every 20 s: a learns of b's join only when fenced.
@@ -339,7 +319,7 @@ func TestSinkGroupShareTable(t *testing.T) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(log, testWriter{t}), nil))
 		return cfg
 	}
-	var logA, logB syncBuffer
+	var logA, logB testutil.SyncBuffer
 	a, err := pgsink.Open(ctx, groupConfig("a", &logA), &pgsink.SubscribeOrigin{Client: cl})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"bytes"
 	"log/slog"
 	"strings"
 	"sync"
@@ -35,4 +36,24 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		w.t.Log(strings.TrimRight(string(p), "\n"))
 	}
 	return len(p), nil
+}
+
+// SyncBuffer is a log destination a test reads while the code under test writes to it
+// from other goroutines.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
