@@ -91,26 +91,7 @@ func TestClusterControl(t *testing.T) {
 	}
 
 	// Isolate the leader: the others elect a new one.
-	old := waitLeader(t, c, cl)
-	var rest []int
-	for i := range c.Nodes {
-		if i != old {
-			rest = append(rest, i)
-		}
-	}
-	if err := c.Net.Cut(partitionCuts([][]int{{old}, rest})...); err != nil {
-		t.Fatal(err)
-	}
-	testutil.WaitFor(t, 30*time.Second, func() error {
-		st, err := cl.Status(ctx, c.Nodes[rest[0]].Client)
-		if err != nil {
-			return err
-		}
-		if st.LeaderID == "" || st.LeaderID == c.Nodes[old].ID {
-			return fmt.Errorf("leader %q", st.LeaderID)
-		}
-		return nil
-	})
+	isolateLeader(t, c, cl)
 	put(t, cl, "k", "3")
 	if err := c.Net.Heal(); err != nil {
 		t.Fatal(err)
@@ -135,6 +116,28 @@ func TestClusterControl(t *testing.T) {
 	if u := c.Unexpected(); len(u) > 0 {
 		t.Fatalf("unexpected exits: %v", u)
 	}
+}
+
+// isolateLeader cuts the leader off from the other nodes, waits until they elect a new
+// one, and returns the old leader's index.
+func isolateLeader(t *testing.T, c *Cluster, cl *client.Client) int {
+	t.Helper()
+	old := waitLeader(t, c, cl)
+	rest := others(len(c.Nodes), old)
+	if err := c.Net.Cut(partitionCuts([][]int{{old}, rest})...); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		st, err := cl.Status(context.Background(), c.Nodes[rest[0]].Client)
+		if err != nil {
+			return err
+		}
+		if st.LeaderID == "" || st.LeaderID == c.Nodes[old].ID {
+			return fmt.Errorf("leader %q", st.LeaderID)
+		}
+		return nil
+	})
+	return old
 }
 
 // procUID returns the real uid of process pid.
@@ -193,21 +196,7 @@ func TestClusterIPTables(t *testing.T) {
 	}
 	defer cl.Close()
 	put(t, cl, "k", "0")
-	old := waitLeader(t, c, cl)
-	rest := others(len(c.Nodes), old)
-	if err := c.Net.Cut(partitionCuts([][]int{{old}, rest})...); err != nil {
-		t.Fatal(err)
-	}
-	testutil.WaitFor(t, 30*time.Second, func() error {
-		st, err := cl.Status(ctx, c.Nodes[rest[0]].Client)
-		if err != nil {
-			return err
-		}
-		if st.LeaderID == "" || st.LeaderID == c.Nodes[old].ID {
-			return fmt.Errorf("leader %q", st.LeaderID)
-		}
-		return nil
-	})
+	old := isolateLeader(t, c, cl)
 	put(t, cl, "k", "1")
 	if err := c.Net.Heal(); err != nil {
 		t.Fatal(err)
