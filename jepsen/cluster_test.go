@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -226,5 +227,29 @@ func TestClusterIPTables(t *testing.T) {
 	}
 	if _, err := os.Stat(private); !os.IsNotExist(err) {
 		t.Errorf("private folder %s left after Close (%v)", private, err)
+	}
+}
+
+// TestCloseKeepData: Close removes the private folder of the iptables backend, or with
+// KeepData only the copy of the binary in it.
+func TestCloseKeepData(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "private")
+		if err := os.MkdirAll(filepath.Join(dir, "n1", "data"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		bin := filepath.Join(dir, "lockstep")
+		if err := os.WriteFile(bin, []byte("binary"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		c := &Cluster{cfg: ClusterConfig{KeepData: keep}, private: dir, bin: bin}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		_, binErr := os.Stat(bin)
+		_, dataErr := os.Stat(filepath.Join(dir, "n1", "data"))
+		if !os.IsNotExist(binErr) || os.IsNotExist(dataErr) == keep {
+			t.Errorf("KeepData %t: binary %v, data %v", keep, binErr, dataErr)
+		}
 	}
 }
