@@ -136,16 +136,7 @@ func (nt *IPTablesNet) Heal() error {
 func (nt *IPTablesNet) Cuts() []string {
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
-	n := len(nt.ports)
-	var out []string
-	for i := range n + nt.clients {
-		for j := range n + nt.clients {
-			if nt.cut[[2]int{i, j}] {
-				out = append(out, endpointName(i, n)+"->"+endpointName(j, n))
-			}
-		}
-	}
-	return out
+	return cutNames(nt.cut, len(nt.ports), nt.clients)
 }
 
 // Close removes the run's chain. Calling it again does nothing.

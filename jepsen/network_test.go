@@ -98,3 +98,12 @@ func TestNewIPTablesNetRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestCutNames: the timeline names cut links by endpoint, nodes n1... then clients c0...,
+// in endpoint order.
+func TestCutNames(t *testing.T) {
+	cut := map[[2]int]bool{{3, 0}: true, {0, 1}: true, {2, 4}: true}
+	if got, want := cutNames(cut, 3, 2), []string{"n1->n2", "n3->c1", "c0->n1"}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
