@@ -535,12 +535,10 @@ func (c *Cluster) Leader(ctx context.Context, cl *client.Client) int {
 // of the iptables backend unless ClusterConfig.KeepData. The error is the Network's.
 func (c *Cluster) Close() error {
 	err := c.stop()
-	if c.private != "" {
-		if c.cfg.KeepData {
-			os.Remove(c.bin)
-		} else {
-			os.RemoveAll(c.private)
-		}
+	if c.cfg.KeepData && c.private != "" {
+		os.Remove(c.bin) // the copy of the binary; the data stays
+	} else {
+		c.removePrivate()
 	}
 	return err
 }

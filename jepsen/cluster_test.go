@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,26 +92,7 @@ func TestClusterControl(t *testing.T) {
 	}
 
 	// Isolate the leader: the others elect a new one.
-	old := waitLeader(t, c, cl)
-	var rest []int
-	for i := range c.Nodes {
-		if i != old {
-			rest = append(rest, i)
-		}
-	}
-	if err := c.Net.Cut(partitionCuts([][]int{{old}, rest})...); err != nil {
-		t.Fatal(err)
-	}
-	testutil.WaitFor(t, 30*time.Second, func() error {
-		st, err := cl.Status(ctx, c.Nodes[rest[0]].Client)
-		if err != nil {
-			return err
-		}
-		if st.LeaderID == "" || st.LeaderID == c.Nodes[old].ID {
-			return fmt.Errorf("leader %q", st.LeaderID)
-		}
-		return nil
-	})
+	isolateLeader(t, c, cl)
 	put(t, cl, "k", "3")
 	if err := c.Net.Heal(); err != nil {
 		t.Fatal(err)
@@ -135,6 +117,28 @@ func TestClusterControl(t *testing.T) {
 	if u := c.Unexpected(); len(u) > 0 {
 		t.Fatalf("unexpected exits: %v", u)
 	}
+}
+
+// isolateLeader cuts the leader off from the other nodes, waits until they elect a new
+// one, and returns the old leader's index.
+func isolateLeader(t *testing.T, c *Cluster, cl *client.Client) int {
+	t.Helper()
+	old := waitLeader(t, c, cl)
+	rest := others(len(c.Nodes), old)
+	if err := c.Net.Cut(partitionCuts([][]int{{old}, rest})...); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		st, err := cl.Status(context.Background(), c.Nodes[rest[0]].Client)
+		if err != nil {
+			return err
+		}
+		if st.LeaderID == "" || st.LeaderID == c.Nodes[old].ID {
+			return fmt.Errorf("leader %q", st.LeaderID)
+		}
+		return nil
+	})
+	return old
 }
 
 // procUID returns the real uid of process pid.
@@ -193,21 +197,7 @@ func TestClusterIPTables(t *testing.T) {
 	}
 	defer cl.Close()
 	put(t, cl, "k", "0")
-	old := waitLeader(t, c, cl)
-	rest := others(len(c.Nodes), old)
-	if err := c.Net.Cut(partitionCuts([][]int{{old}, rest})...); err != nil {
-		t.Fatal(err)
-	}
-	testutil.WaitFor(t, 30*time.Second, func() error {
-		st, err := cl.Status(ctx, c.Nodes[rest[0]].Client)
-		if err != nil {
-			return err
-		}
-		if st.LeaderID == "" || st.LeaderID == c.Nodes[old].ID {
-			return fmt.Errorf("leader %q", st.LeaderID)
-		}
-		return nil
-	})
+	old := isolateLeader(t, c, cl)
 	put(t, cl, "k", "1")
 	if err := c.Net.Heal(); err != nil {
 		t.Fatal(err)
@@ -237,5 +227,29 @@ func TestClusterIPTables(t *testing.T) {
 	}
 	if _, err := os.Stat(private); !os.IsNotExist(err) {
 		t.Errorf("private folder %s left after Close (%v)", private, err)
+	}
+}
+
+// TestCloseKeepData: Close removes the private folder of the iptables backend, or with
+// KeepData only the copy of the binary in it.
+func TestCloseKeepData(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "private")
+		if err := os.MkdirAll(filepath.Join(dir, "n1", "data"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		bin := filepath.Join(dir, "lockstep")
+		if err := os.WriteFile(bin, []byte("binary"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		c := &Cluster{cfg: ClusterConfig{KeepData: keep}, private: dir, bin: bin}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		_, binErr := os.Stat(bin)
+		_, dataErr := os.Stat(filepath.Join(dir, "n1", "data"))
+		if !os.IsNotExist(binErr) || os.IsNotExist(dataErr) == keep {
+			t.Errorf("KeepData %t: binary %v, data %v", keep, binErr, dataErr)
+		}
 	}
 }

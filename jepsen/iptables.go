@@ -2,6 +2,7 @@ package jepsen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -82,12 +83,10 @@ func NewIPTablesNet(ports [][]int, clients int) (*IPTablesNet, error) {
 	if err != nil {
 		return nil, err
 	}
-	nt := &IPTablesNet{ports: ports, clients: clients, chain: ch, cut: map[[2]int]bool{}}
-	if err := nt.apply(); err != nil {
-		nt.Close()
-		return nil, err
+	if err := ch.set(iptablesRules(ports, clients, nil, 0)); err != nil {
+		return nil, errors.Join(err, ch.remove())
 	}
-	return nt, nil
+	return &IPTablesNet{ports: ports, clients: clients, chain: ch, cut: map[[2]int]bool{}}, nil
 }
 
 // Name is NetIPTables.
@@ -137,16 +136,7 @@ func (nt *IPTablesNet) Heal() error {
 func (nt *IPTablesNet) Cuts() []string {
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
-	n := len(nt.ports)
-	var out []string
-	for i := range n + nt.clients {
-		for j := range n + nt.clients {
-			if nt.cut[[2]int{i, j}] {
-				out = append(out, endpointName(i, n)+"->"+endpointName(j, n))
-			}
-		}
-	}
-	return out
+	return cutNames(nt.cut, len(nt.ports), nt.clients)
 }
 
 // Close removes the run's chain. Calling it again does nothing.
@@ -168,31 +158,22 @@ func (nt *IPTablesNet) change(f func()) error {
 		return fmt.Errorf("jepsen: the iptables network is closed")
 	}
 	f()
-	return nt.chain.set(nt.rulesLocked())
-}
-
-func (nt *IPTablesNet) apply() error {
-	nt.mu.Lock()
-	defer nt.mu.Unlock()
-	return nt.chain.set(nt.rulesLocked())
-}
-
-// rulesLocked renders the state as the chain's rules, by table.
-func (nt *IPTablesNet) rulesLocked() map[string][]string {
-	return iptablesRules(nt.ports, nt.clients, nt.cut, nt.loss)
+	return nt.chain.set(iptablesRules(nt.ports, nt.clients, nt.cut, nt.loss))
 }
 
 // iptablesRules renders cuts and loss among nodes on ports and clients client endpoints
 // as rules of the run's chain, by table, in a fixed order. It is a pure function.
 func iptablesRules(ports [][]int, clients int, cut map[[2]int]bool, loss float64) map[string][]string {
 	n := len(ports)
-	p := func(i int) string {
-		var s []string
-		for _, port := range ports[i] {
-			s = append(s, strconv.Itoa(port))
+	portLists := make([]string, n) // node i's ports as a multiport list
+	for i, ps := range ports {
+		s := make([]string, len(ps))
+		for j, port := range ps {
+			s[j] = strconv.Itoa(port)
 		}
-		return strings.Join(s, ",")
+		portLists[i] = strings.Join(s, ",")
 	}
+	p := func(i int) string { return portLists[i] }
 	var mangle, filter []string
 	for i := range n {
 		mangle = append(mangle, fmt.Sprintf("-m owner --uid-owner %d -m conntrack --ctstate NEW -j CONNMARK --set-mark %d",

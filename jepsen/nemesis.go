@@ -329,15 +329,17 @@ func (nm *nemesis) start(ctx context.Context, st Step) {
 		ev.Detail = fmt.Sprintf("%.0f%% of %s lost", 100*st.Loss, unit)
 	case FaultSlowLinks:
 		slow := st.Perm[:max(1, n/2)]
-		for _, a := range slow {
-			for b := range n + c.Net.Clients() {
-				if b != a {
-					err = errors.Join(err, latency(func(l Latency) error {
-						return errors.Join(l.SetLinkDelay(a, b, st.Dur), l.SetLinkDelay(b, a, st.Dur))
-					}))
+		err = latency(func(l Latency) error {
+			var errs []error
+			for _, a := range slow {
+				for b := range n + c.Net.Clients() {
+					if b != a {
+						errs = append(errs, l.SetLinkDelay(a, b, st.Dur), l.SetLinkDelay(b, a, st.Dur))
+					}
 				}
 			}
-		}
+			return errors.Join(errs...)
+		})
 		ev.Nodes, ev.Detail = nm.ids(slow...), st.Dur.String()
 	case FaultKill, FaultKillLeader:
 		c.Kill(target)

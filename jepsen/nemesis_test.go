@@ -101,3 +101,23 @@ func TestClockFaultReportsEveryError(t *testing.T) {
 		t.Fatalf("event %+v: want n1's error", got)
 	}
 }
+
+// TestLatencyFaultUnsupported: a latency fault on a backend that cannot slow links down
+// (iptables) reports ErrNetUnsupported in its event once, not once per link.
+func TestLatencyFaultUnsupported(t *testing.T) {
+	needIPTables(t)
+	nt, err := NewIPTablesNet([][]int{{1}, {2}, {3}}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nt.Close()
+	c := &Cluster{Nodes: []*Node{{ID: "n1"}, {ID: "n2"}, {ID: "n3"}}, Net: nt}
+	for _, fault := range []string{FaultDelay, FaultSlowLinks} {
+		var got Event
+		nm := &nemesis{c: c, rec: NewRecorder(), log: func(ev Event) { got = ev }}
+		nm.start(context.Background(), Step{Fault: fault, Perm: []int{0, 1, 2}, Dur: time.Second})
+		if n := strings.Count(got.Detail, "cannot add latency"); n != 1 {
+			t.Errorf("%s: event %+v: the backend's refusal %d times, want once", fault, got, n)
+		}
+	}
+}

@@ -190,16 +190,7 @@ func (nt *ProxyNet) Heal() error {
 func (nt *ProxyNet) Cuts() []string {
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
-	var out []string
-	all := len(nt.raft) + nt.clients
-	for i := range all {
-		for j := range all {
-			if nt.cut[[2]int{i, j}] {
-				out = append(out, endpointName(i, len(nt.raft))+"->"+endpointName(j, len(nt.raft)))
-			}
-		}
-	}
-	return out
+	return cutNames(nt.cut, len(nt.raft), nt.clients)
 }
 
 func (nt *ProxyNet) changedLocked() {

@@ -78,6 +78,20 @@ func endpointName(i, n int) string {
 	return fmt.Sprintf("c%d", i-n)
 }
 
+// cutNames returns the directed links cut holds among n nodes and clients client
+// endpoints as "a->b" (endpointName), in endpoint order.
+func cutNames(cut map[[2]int]bool, n, clients int) []string {
+	var out []string
+	for i := range n + clients {
+		for j := range n + clients {
+			if cut[[2]int{i, j}] {
+				out = append(out, endpointName(i, n)+"->"+endpointName(j, n))
+			}
+		}
+	}
+	return out
+}
+
 // partitionCuts returns the directed links between nodes of different groups, both ways
 // (nodes in no group keep their links).
 func partitionCuts(groups [][]int) [][2]int {

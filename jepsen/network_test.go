@@ -78,3 +78,32 @@ func TestIPTablesRules(t *testing.T) {
 		}
 	}
 }
+
+// TestNewIPTablesNetRefuses: more client endpoints than worker addresses, or a node with
+// no ports or more than one multiport match takes, is an error before any chain is made.
+func TestNewIPTablesNetRefuses(t *testing.T) {
+	many := make([]int, maxMultiport+1)
+	for i, tc := range []struct {
+		ports   [][]int
+		clients int
+	}{
+		{[][]int{{1}}, -1},
+		{[][]int{{1}}, maxIPTablesClients + 1},
+		{[][]int{{1}, {}}, 0},
+		{[][]int{many}, 0},
+	} {
+		if nt, err := NewIPTablesNet(tc.ports, tc.clients); err == nil {
+			nt.Close()
+			t.Errorf("#%d: %d ports of node 0, %d clients: want an error", i, len(tc.ports[0]), tc.clients)
+		}
+	}
+}
+
+// TestCutNames: the timeline names cut links by endpoint, nodes n1... then clients c0...,
+// in endpoint order.
+func TestCutNames(t *testing.T) {
+	cut := map[[2]int]bool{{3, 0}: true, {0, 1}: true, {2, 4}: true}
+	if got, want := cutNames(cut, 3, 2), []string{"n1->n2", "n3->c1", "c0->n1"}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}

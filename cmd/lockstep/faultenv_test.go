@@ -87,3 +87,33 @@ func TestFileClockOffset(t *testing.T) {
 		t.Fatalf("offset %v, want about -1h", d)
 	}
 }
+
+// TestCrashStoreKeepsJournal: a data directory that holds the crash journal (bolt's crash
+// model) keeps it when no log store is named, and refuses --log-store wal with a clear
+// error instead of starting an empty raft-wal log beside it.
+func TestCrashStoreKeepsJournal(t *testing.T) {
+	env := func(k string) string { return map[string]string{envCrashStore: "1"}[k] }
+	for _, store := range []string{"", node.LogStoreWAL} {
+		dir := t.TempDir()
+		if err := os.Mkdir(filepath.Join(dir, "crashstore"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		cfg := node.Config{Logger: slog.New(slog.DiscardHandler), DataDir: dir}
+		cfg.Sequencer.LogStoreKind = store
+		crashStore = nil
+		err := applyFaultEnv(&cfg, env)
+		journal := cfg.Sequencer.LogStore != nil
+		if crashStore != nil {
+			crashStore.Close()
+			crashStore = nil
+		}
+		switch {
+		case cfg.Sequencer.WALFileSystem != nil:
+			t.Errorf("store %q: raft-wal on the crash file system beside the journal", store)
+		case store == "" && (err != nil || !journal):
+			t.Errorf("store %q: %v, journal %v; want the journal kept", store, err, journal)
+		case store == node.LogStoreWAL && (err == nil || !strings.Contains(err.Error(), "crash journal") || journal):
+			t.Errorf("store %q: %v, journal %v; want an error naming the journal", store, err, journal)
+		}
+	}
+}
