@@ -103,16 +103,7 @@ func runJepsen(c *cli.Context) error {
 		Net:           c.String("net"),
 		Out:           c.App.Writer,
 	}
-	if _, err := jepsen.NewWorkload(cfg.Workload); err != nil {
-		return err
-	}
-	faults, err := jepsen.ParseNemesis(cfg.Nemesis)
-	if err != nil {
-		return err
-	}
-	if _, _, err := jepsen.SelectNet(cfg.Net, faults); err != nil {
-		return err
-	}
+	// Run checks the workload, nemesis and network before it writes or starts anything.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	rep, err := jepsen.Run(ctx, cfg)
