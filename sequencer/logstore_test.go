@@ -25,23 +25,10 @@ func TestLogStoreRestart(t *testing.T) {
 		t.Run(fmt.Sprintf("kind=%q", tc.kind), func(t *testing.T) {
 			leader := openSolo(t, "a", func(c *Config) { c.LogStoreKind = tc.kind })
 			submitEntries(t, leader.seq, "x", 30)
-			want := leader.fsm.state()
 			if _, err := os.Stat(filepath.Join(leader.cfg.DataDir, tc.file)); err != nil {
 				t.Fatalf("log store %q: %v", tc.kind, err)
 			}
-			if err := leader.seq.Close(); err != nil {
-				t.Fatal(err)
-			}
-			cfg := leader.cfg
-			cfg.RaftAddr = leader.seq.Addr()
-			re := openNode(t, cfg, newTestFSM())
-			waitLeader(t, []*node{re})
-			testutil.WaitFor(t, 10*time.Second, func() error {
-				if got := re.fsm.state(); got != want {
-					return fmt.Errorf("replayed state %+v, want %+v", got, want)
-				}
-				return nil
-			})
+			re := restartSolo(t, leader)
 			if o := submitWait(t, re.seq, "after restart"); o.err != nil {
 				t.Fatal(o.err)
 			}
