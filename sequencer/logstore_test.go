@@ -98,7 +98,7 @@ func TestLogStoreDetect(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := detectLogStore(dir); !errors.Is(err, ErrLogStoreMismatch) {
+	if _, err := DataDirLogStore(dir); !errors.Is(err, ErrLogStoreMismatch) {
 		t.Errorf("data dir with both stores: got %v, want ErrLogStoreMismatch", err)
 	}
 }
