@@ -104,7 +104,8 @@ func TestLogStoreDetect(t *testing.T) {
 }
 
 // TestLogStoreWALLocked: a second Open of a raft-wal data dir fails within the lock
-// timeout rather than hanging on raft-wal's meta database (opened with no lock timeout).
+// timeout, with ErrDataDirLocked, rather than hanging on raft-wal's meta database (opened
+// with no lock timeout).
 func TestLogStoreWALLocked(t *testing.T) {
 	cfg := testConfig(t, "a")
 	cfg.LogStoreKind = LogStoreWAL
@@ -119,8 +120,8 @@ func TestLogStoreWALLocked(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		if err == nil {
-			t.Errorf("second Open of %s: got nil error", cfg.DataDir)
+		if !errors.Is(err, ErrDataDirLocked) {
+			t.Errorf("second Open of %s: got %v, want ErrDataDirLocked", cfg.DataDir, err)
 		}
 	case <-time.After(10 * boltOpenTimeout):
 		t.Fatalf("second Open of a raft-wal data dir still waiting after %v", 10*boltOpenTimeout)
