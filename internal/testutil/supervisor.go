@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -93,11 +94,7 @@ func (s *Supervisor) writePID(id string, p *Proc) error {
 func (s *Supervisor) Restarts() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[string]int{}
-	for id, k := range s.starts {
-		out[id] = k
-	}
-	return out
+	return maps.Clone(s.starts)
 }
 
 // RestartRecord is the file where the restart script records each run: one line per run,
