@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -42,13 +41,7 @@ func KVGetReadIndex(ctx context.Context, c *client.Client, _ int, rng *rand.Rand
 // shared machine falls on both alike: 64 requests in flight over 4 client connections,
 // then 512 (LOCKSTEP_READ_ROUNDS rounds, 2 by default; LOCKSTEP_BENCH_SECONDS each).
 func BenchmarkLinearizableReadProcs(b *testing.B) {
-	if b.N > 1 {
-		b.Skip("runs once: use -benchtime 1x")
-	}
-	rounds := 2
-	if s := os.Getenv("LOCKSTEP_READ_ROUNDS"); s != "" {
-		fmt.Sscan(s, &rounds)
-	}
+	rounds := benchRounds(b, "LOCKSTEP_READ_ROUNDS")
 	ctx := context.Background()
 	pc := startProcs(b, 3)
 	cl := pc.dial(b)
