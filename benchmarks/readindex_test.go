@@ -72,14 +72,14 @@ func BenchmarkLinearizableReadProcs(b *testing.B) {
 					b.Fatal(err)
 				}
 				m1 := pc.metrics()
-				var rounds, reads, entries float64
+				var riRounds, reads, entries float64
 				for i := range m1 {
-					rounds += m1[i]["lockstep_read_index_rounds_total"] - m0[i]["lockstep_read_index_rounds_total"]
+					riRounds += m1[i]["lockstep_read_index_rounds_total"] - m0[i]["lockstep_read_index_rounds_total"]
 					reads += m1[i]["lockstep_read_index_reads_total"] - m0[i]["lockstep_read_index_reads_total"]
 					entries = max(entries, m1[i]["lockstep_raft_commit_index"]-m0[i]["lockstep_raft_commit_index"])
 				}
 				b.Logf("%d in flight, round %d, %s: %s; read-index rounds %.0f (%.1f reads each); log entries %.0f",
-					inflight, round+1, m.name, r, rounds, reads/max(rounds, 1), entries)
+					inflight, round+1, m.name, r, riRounds, reads/max(riRounds, 1), entries)
 				sum[m.name] = append(sum[m.name], r)
 			}
 		}
