@@ -20,13 +20,7 @@ import (
 // machine's load average read just before the round: on a shared machine, compare rounds
 // taken at similar load.
 func BenchmarkLogStoreProcs(b *testing.B) {
-	if b.N > 1 {
-		b.Skip("runs once: use -benchtime 1x")
-	}
-	rounds := 2
-	if s := os.Getenv("LOCKSTEP_LOGSTORE_ROUNDS"); s != "" {
-		fmt.Sscan(s, &rounds)
-	}
+	rounds := benchRounds(b, "LOCKSTEP_LOGSTORE_ROUNDS")
 	shapes := []struct{ clients, inflight int }{{4, 64}, {8, 512}}
 	ctx := context.Background()
 	sum := map[string][]float64{}
@@ -76,6 +70,19 @@ func BenchmarkLogStoreProcs(b *testing.B) {
 		}
 		b.ReportMetric(m, key+"-ops/s")
 	}
+}
+
+// benchRounds skips b unless it runs once (-benchtime 1x), and returns the number of
+// rounds the environment variable env asks for, 2 by default.
+func benchRounds(b *testing.B, env string) int {
+	if b.N > 1 {
+		b.Skip("runs once: use -benchtime 1x")
+	}
+	rounds := 2
+	if s := os.Getenv(env); s != "" {
+		fmt.Sscan(s, &rounds)
+	}
+	return rounds
 }
 
 // loadAvg returns the machine's 1, 5 and 15 minute load averages, as uptime prints them.

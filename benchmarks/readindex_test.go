@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -42,13 +41,7 @@ func KVGetReadIndex(ctx context.Context, c *client.Client, _ int, rng *rand.Rand
 // shared machine falls on both alike: 64 requests in flight over 4 client connections,
 // then 512 (LOCKSTEP_READ_ROUNDS rounds, 2 by default; LOCKSTEP_BENCH_SECONDS each).
 func BenchmarkLinearizableReadProcs(b *testing.B) {
-	if b.N > 1 {
-		b.Skip("runs once: use -benchtime 1x")
-	}
-	rounds := 2
-	if s := os.Getenv("LOCKSTEP_READ_ROUNDS"); s != "" {
-		fmt.Sscan(s, &rounds)
-	}
+	rounds := benchRounds(b, "LOCKSTEP_READ_ROUNDS")
 	ctx := context.Background()
 	pc := startProcs(b, 3)
 	cl := pc.dial(b)
@@ -79,14 +72,14 @@ func BenchmarkLinearizableReadProcs(b *testing.B) {
 					b.Fatal(err)
 				}
 				m1 := pc.metrics()
-				var rounds, reads, entries float64
+				var riRounds, reads, entries float64
 				for i := range m1 {
-					rounds += m1[i]["lockstep_read_index_rounds_total"] - m0[i]["lockstep_read_index_rounds_total"]
+					riRounds += m1[i]["lockstep_read_index_rounds_total"] - m0[i]["lockstep_read_index_rounds_total"]
 					reads += m1[i]["lockstep_read_index_reads_total"] - m0[i]["lockstep_read_index_reads_total"]
 					entries = max(entries, m1[i]["lockstep_raft_commit_index"]-m0[i]["lockstep_raft_commit_index"])
 				}
 				b.Logf("%d in flight, round %d, %s: %s; read-index rounds %.0f (%.1f reads each); log entries %.0f",
-					inflight, round+1, m.name, r, rounds, reads/max(rounds, 1), entries)
+					inflight, round+1, m.name, r, riRounds, reads/max(riRounds, 1), entries)
 				sum[m.name] = append(sum[m.name], r)
 			}
 		}

@@ -24,23 +24,12 @@ func BenchmarkRollingRestartProcs(b *testing.B) {
 	}
 	bin := lockstepBinary(b)
 	c := startProcs(b, 3, "--partitions", "4")
-	sup := testutil.NewSupervisor(b.TempDir(), nil)
+	sup := testutil.StartSupervisor(b, nil)
 	for _, n := range c.nodes {
 		if err := sup.Watch(n.id, n.Proc, bin, n.args...); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.Cleanup(func() {
-		procs, errs := sup.Close()
-		for _, err := range errs {
-			b.Error(err)
-		}
-		if b.Failed() {
-			for id, p := range procs {
-				b.Logf("log of restarted node %s:\n%s", id, p.Log())
-			}
-		}
-	})
 	script, err := sup.RestartScript()
 	if err != nil {
 		b.Fatal(err)

@@ -3,7 +3,6 @@ package benchmarks
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -17,13 +16,7 @@ import (
 // on fresh clusters so that the load of a shared machine falls on both alike
 // (LOCKSTEP_TLS_ROUNDS rounds, 2 by default; LOCKSTEP_BENCH_SECONDS each).
 func BenchmarkTLSProcs(b *testing.B) {
-	if b.N > 1 {
-		b.Skip("runs once: use -benchtime 1x")
-	}
-	rounds := 2
-	if s := os.Getenv("LOCKSTEP_TLS_ROUNDS"); s != "" {
-		fmt.Sscan(s, &rounds)
-	}
+	rounds := benchRounds(b, "LOCKSTEP_TLS_ROUNDS")
 	const clients, inflight = 64, 512
 	ctx := context.Background()
 	sum := map[string][]Report{}

@@ -238,34 +238,15 @@ func TestLogChecksumLegacy(t *testing.T) {
 func TestSnapshotCorruptDetected(t *testing.T) {
 	for _, target := range []string{"state.bin", "meta.json"} {
 		t.Run(target, func(t *testing.T) {
-			cfg := testConfig(t, "solo")
-			solo(&cfg)
-			n := openNode(t, cfg, newTestFSM())
-			if err := n.seq.Bootstrap([]Server{{ID: n.id, Addr: n.seq.Addr()}}); err != nil {
-				t.Fatal(err)
-			}
-			waitLeader(t, []*node{n})
-			for i := range 10 {
-				submitWait(t, n.seq, fmt.Sprintf("snapshot-%03d-abcdefghijkl", i))
-			}
-			if err := n.seq.Snapshot(); err != nil {
-				t.Fatal(err)
-			}
-			if err := n.seq.Close(); err != nil {
-				t.Fatal(err)
-			}
+			cfg, dir := soloSnapshot(t, "snapshot-abcdefghijkl-")
 			if st, err := CheckDataDir(cfg.DataDir, false); err != nil || st.Snapshots != 1 {
 				t.Fatalf("intact: %+v, %v", st, err)
 			}
-			dirs, _ := filepath.Glob(filepath.Join(cfg.DataDir, "snapshots", "*", target))
-			if len(dirs) != 1 {
-				t.Fatalf("snapshot files %v", dirs)
-			}
-			needle := []byte("snapshot-003-abcdefghijkl")
+			needle := []byte("snapshot-abcdefghijkl-003")
 			if target == "meta.json" {
 				needle = []byte("{") // unparseable metadata
 			}
-			flipIn(t, dirs[0], needle)
+			flipIn(t, filepath.Join(dir, target), needle)
 			if _, err := CheckDataDir(cfg.DataDir, false); !errors.Is(err, ErrSnapshotCorrupt) {
 				t.Fatalf("got %v, want ErrSnapshotCorrupt", err)
 			}

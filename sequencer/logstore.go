@@ -66,17 +66,7 @@ func validLogStore(kind string) bool {
 // DataDirLogStore returns the kind of log store Open builds in dir when
 // Config.LogStoreKind is empty: the kind whose files dir holds, or DefaultLogStore if it
 // holds neither. A dir holding both is ErrLogStoreMismatch.
-func DataDirLogStore(dir string) (string, error) { return detectLogStore(dir) }
-
-// detectLogStore returns the kind of log store whose files dir holds, or DefaultLogStore
-// if it holds neither.
-func detectLogStore(dir string) (string, error) {
-	kind, found, err := logStoreInDir(dir)
-	if err != nil || !found {
-		return DefaultLogStore, err
-	}
-	return kind, nil
-}
+func DataDirLogStore(dir string) (string, error) { return openKind("", dir) }
 
 // logStoreInDir returns the kind of log store whose files dir holds, and whether it holds
 // one; an error if it holds both.
@@ -99,6 +89,25 @@ func logStoreInDir(dir string) (kind string, ok bool, err error) {
 	}
 }
 
+// openKind returns the kind of log store to open in dir for the configured kind (""
+// is the kind dir holds, else DefaultLogStore): ErrLogStoreMismatch if dir holds the
+// files of another kind, or of both.
+func openKind(kind, dir string) (string, error) {
+	held, found, err := logStoreInDir(dir)
+	switch {
+	case err != nil:
+		return "", err
+	case !found && kind == "":
+		return DefaultLogStore, nil
+	case !found || kind == held:
+		return kind, nil
+	case kind == "":
+		return held, nil
+	}
+	return "", fmt.Errorf("%w: --log-store %s, but %s holds a %s log store; start with the store that wrote them",
+		ErrLogStoreMismatch, kind, dir, held)
+}
+
 // openLogStore builds the log and stable store of kind in dir (kind "": the kind dir
 // holds, else DefaultLogStore), after checking that dir holds no other kind's files.
 // close releases everything it opened.
@@ -106,17 +115,8 @@ func openLogStore(kind, dir string, wal walOptions, hlog *hclogAdapter) (store i
 	raft.LogStore
 	raft.StableStore
 }, close func() error, err error) {
-	if kind == "" {
-		if kind, err = detectLogStore(dir); err != nil {
-			return nil, nil, err
-		}
-	}
-	other := map[string]string{LogStoreBolt: walDir, LogStoreWAL: boltFile}[kind]
-	if _, err := os.Stat(filepath.Join(dir, other)); err == nil {
-		return nil, nil, fmt.Errorf("%w: --log-store %s, but %s holds %s (the other store's files); start with the store that wrote them",
-			ErrLogStoreMismatch, kind, dir, other)
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, nil, fmt.Errorf("sequencer: data dir: %w", err)
+	if kind, err = openKind(kind, dir); err != nil {
+		return nil, nil, err
 	}
 	switch kind {
 	case LogStoreWAL:

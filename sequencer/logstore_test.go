@@ -25,23 +25,10 @@ func TestLogStoreRestart(t *testing.T) {
 		t.Run(fmt.Sprintf("kind=%q", tc.kind), func(t *testing.T) {
 			leader := openSolo(t, "a", func(c *Config) { c.LogStoreKind = tc.kind })
 			submitEntries(t, leader.seq, "x", 30)
-			want := leader.fsm.state()
 			if _, err := os.Stat(filepath.Join(leader.cfg.DataDir, tc.file)); err != nil {
 				t.Fatalf("log store %q: %v", tc.kind, err)
 			}
-			if err := leader.seq.Close(); err != nil {
-				t.Fatal(err)
-			}
-			cfg := leader.cfg
-			cfg.RaftAddr = leader.seq.Addr()
-			re := openNode(t, cfg, newTestFSM())
-			waitLeader(t, []*node{re})
-			testutil.WaitFor(t, 10*time.Second, func() error {
-				if got := re.fsm.state(); got != want {
-					return fmt.Errorf("replayed state %+v, want %+v", got, want)
-				}
-				return nil
-			})
+			re := restartSolo(t, leader)
 			if o := submitWait(t, re.seq, "after restart"); o.err != nil {
 				t.Fatal(o.err)
 			}
@@ -111,13 +98,14 @@ func TestLogStoreDetect(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := detectLogStore(dir); !errors.Is(err, ErrLogStoreMismatch) {
+	if _, err := DataDirLogStore(dir); !errors.Is(err, ErrLogStoreMismatch) {
 		t.Errorf("data dir with both stores: got %v, want ErrLogStoreMismatch", err)
 	}
 }
 
 // TestLogStoreWALLocked: a second Open of a raft-wal data dir fails within the lock
-// timeout rather than hanging on raft-wal's meta database (opened with no lock timeout).
+// timeout, with ErrDataDirLocked, rather than hanging on raft-wal's meta database (opened
+// with no lock timeout).
 func TestLogStoreWALLocked(t *testing.T) {
 	cfg := testConfig(t, "a")
 	cfg.LogStoreKind = LogStoreWAL
@@ -132,8 +120,8 @@ func TestLogStoreWALLocked(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		if err == nil {
-			t.Errorf("second Open of %s: got nil error", cfg.DataDir)
+		if !errors.Is(err, ErrDataDirLocked) {
+			t.Errorf("second Open of %s: got %v, want ErrDataDirLocked", cfg.DataDir, err)
 		}
 	case <-time.After(10 * boltOpenTimeout):
 		t.Fatalf("second Open of a raft-wal data dir still waiting after %v", 10*boltOpenTimeout)

@@ -13,19 +13,14 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// soloSnapshot runs a one-voter cluster in a new data directory, writes entries, takes a
-// snapshot and stops; it returns the config and the snapshot's directory.
-func soloSnapshot(t *testing.T) (Config, string) {
+// soloSnapshot runs a one-voter cluster in a new data directory, writes ten entries
+// (prefix and a three-digit count), takes a snapshot and stops; it returns the config and
+// the snapshot's directory.
+func soloSnapshot(t *testing.T, prefix string) (Config, string) {
 	t.Helper()
-	cfg := testConfig(t, "solo")
-	solo(&cfg)
-	n := openNode(t, cfg, newTestFSM())
-	if err := n.seq.Bootstrap([]Server{{ID: n.id, Addr: n.seq.Addr()}}); err != nil {
-		t.Fatal(err)
-	}
-	waitLeader(t, []*node{n})
+	n := openSolo(t, "solo", nil)
 	for i := range 10 {
-		submitWait(t, n.seq, fmt.Sprintf("meta-%03d", i))
+		submitWait(t, n.seq, fmt.Sprintf("%s%03d", prefix, i))
 	}
 	if err := n.seq.Snapshot(); err != nil {
 		t.Fatal(err)
@@ -33,11 +28,11 @@ func soloSnapshot(t *testing.T) (Config, string) {
 	if err := n.seq.Close(); err != nil {
 		t.Fatal(err)
 	}
-	dirs, _ := filepath.Glob(filepath.Join(cfg.DataDir, "snapshots", "*"))
+	dirs, _ := filepath.Glob(filepath.Join(n.cfg.DataDir, "snapshots", "*"))
 	if len(dirs) != 1 {
 		t.Fatalf("snapshot directories %v", dirs)
 	}
-	return cfg, dirs[0]
+	return n.cfg, dirs[0]
 }
 
 // TestSnapshotMetaFlipDetected: one flipped byte in a field of a snapshot's meta.json —
@@ -49,7 +44,7 @@ func TestSnapshotMetaFlipDetected(t *testing.T) {
 	for _, field := range []string{`"Index":\s*\d*(\d)`, `"Term":\s*\d*(\d)`, `"ConfigurationIndex":\s*\d*(\d)`,
 		`"Size":\s*\d*(\d)`, `"Address":\s*"127\.0\.0\.1:\d*(\d)"`} {
 		t.Run(field, func(t *testing.T) {
-			cfg, dir := soloSnapshot(t)
+			cfg, dir := soloSnapshot(t, "meta-")
 			if st, err := CheckDataDir(cfg.DataDir, false); err != nil || st.Snapshots != 1 {
 				t.Fatalf("intact: %+v, %v", st, err)
 			}

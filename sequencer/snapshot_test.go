@@ -37,6 +37,27 @@ func snapshotsOnDisk(t testing.TB, n *node) int {
 	return len(list)
 }
 
+// restartSolo closes the single voter n, opens its data dir again at the same address on
+// a new FSM, waits until it leads and its FSM has replayed the state n had, and returns it.
+func restartSolo(t testing.TB, n *node) *node {
+	t.Helper()
+	want := n.fsm.state()
+	if err := n.seq.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := n.cfg
+	cfg.RaftAddr = n.seq.Addr() // same address as in the configuration
+	re := openNode(t, cfg, newTestFSM())
+	waitLeader(t, []*node{re})
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		if got := re.fsm.state(); got != want {
+			return fmt.Errorf("replayed state %+v, want %+v", got, want)
+		}
+		return nil
+	})
+	return re
+}
+
 // submitEntries submits count proposals one at a time, so each is its own log entry.
 func submitEntries(t testing.TB, s *Sequencer, prefix string, count int) {
 	t.Helper()
@@ -151,20 +172,7 @@ func TestSnapshotsOff(t *testing.T) {
 	if n := snapshotsOnDisk(t, leader); n != 0 {
 		t.Errorf("%d snapshots on disk, want 0", n)
 	}
-	want := leader.fsm.state()
-	if err := leader.seq.Close(); err != nil {
-		t.Fatal(err)
-	}
-	cfg := leader.cfg
-	cfg.RaftAddr = leader.seq.Addr()
-	re := openNode(t, cfg, newTestFSM())
-	waitLeader(t, []*node{re})
-	testutil.WaitFor(t, 10*time.Second, func() error {
-		if got := re.fsm.state(); got != want {
-			return fmt.Errorf("replayed state %+v, want %+v", got, want)
-		}
-		return nil
-	})
+	restartSolo(t, leader)
 }
 
 // TestLaggingFollowerInstallsSnapshot, with each log store: a follower stopped while the

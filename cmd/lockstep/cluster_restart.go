@@ -284,11 +284,9 @@ func (r *restarter) runCommand(ctx context.Context, s restartStep) error {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = restartKillGrace
 	err := cmd.Run()
-	if cmd.Process != nil {
+	if cmd.Process != nil && cctx.Err() != nil {
 		// Whatever the command left in its group after a timeout goes too.
-		if cctx.Err() != nil {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		}
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	switch {
 	case cctx.Err() != nil && ctx.Err() == nil:
@@ -321,9 +319,7 @@ func (r *restarter) waitBack(ctx context.Context, s restartStep, began time.Time
 		if need := min(target, leader.AppliedIndex); n.AppliedIndex < need {
 			return fmt.Errorf("%s applied %d of %d", s.id, n.AppliedIndex, need)
 		}
-		switch {
-		case s.role == "read replica" || s.role == "learner":
-		case n.Suffrage != "voter":
+		if s.role != "read replica" && s.role != "learner" && n.Suffrage != "voter" {
 			return fmt.Errorf("%s is not a voter (%q)", s.id, n.Suffrage)
 		}
 		return checkHealth(cs, failed)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,27 +20,12 @@ import (
 // they exit; the test's end stops it and checks the logs of the processes it started.
 func supervise(t *testing.T, bin string, nodes []*procNode) *testutil.Supervisor {
 	t.Helper()
-	s := testutil.NewSupervisor(t.TempDir(), binaryEnv())
+	s := testutil.StartSupervisor(t, binaryEnv())
 	for _, n := range nodes {
 		if err := s.Watch(n.id, n.Proc, bin, append([]string{"node"}, n.args...)...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() {
-		procs, errs := s.Close()
-		for id, p := range procs {
-			log := p.Log()
-			if bytes.Contains(log, []byte("DATA RACE")) {
-				t.Errorf("restarted node %s found a data race", id)
-			}
-			if t.Failed() {
-				t.Logf("log of restarted node %s:\n%s", id, log)
-			}
-		}
-		for _, err := range errs {
-			t.Errorf("supervisor: %v", err)
-		}
-	})
 	return s
 }
 

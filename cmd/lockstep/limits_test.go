@@ -230,7 +230,7 @@ func TestIdleConnectionsCapped(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 2,000 connections")
 	}
-	held, refused, cl := holdIdle(t, 2000)
+	held, refused, cl := holdIdle(t, 2000, nil)
 	adds(t, cl, 100*time.Millisecond) // fails the test if a call fails
 	t.Logf("%d connections held, %d refused", held, refused)
 }
@@ -265,18 +265,18 @@ func BenchmarkIdleConnections(b *testing.B) {
 }
 
 // holdIdle starts one node with --max-conns at three quarters of total, warms up a client
-// of it (so its connection is one of those under the cap) and runs before (if given) with
+// of it (so its connection is one of those under the cap) and runs before (if not nil) with
 // it, then opens total idle connections and fails tb unless the
 // node held at most the cap and refused the rest. It returns the counts and the client.
-func holdIdle(tb testing.TB, total int, before ...func(*client.Client)) (held, refused int, cl *client.Client) {
+func holdIdle(tb testing.TB, total int, before func(*client.Client)) (held, refused int, cl *client.Client) {
 	total = fdsFor(tb, total)
 	maxConns := total * 3 / 4
 	bin := buildBinary(tb)
 	c := startClusterWith(tb, bin, 1, "--max-conns", strconv.Itoa(maxConns), "--max-conns-per-addr", strconv.Itoa(total+10))
 	cl = limitsClient(tb, c.addrs())
 	adds(tb, cl, 200*time.Millisecond)
-	for _, f := range before {
-		f(cl)
+	if before != nil {
+		before(cl)
 	}
 	conns, refused := openIdle(tb, c.nodes[0].client, total, nil)
 	// The client's own connection is one of the listener's.

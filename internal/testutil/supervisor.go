@@ -1,12 +1,15 @@
 package testutil
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // Supervisor restarts node processes when they exit, with the command line they were
@@ -27,11 +30,30 @@ type Supervisor struct {
 	closed  bool
 }
 
-// NewSupervisor returns a supervisor keeping its PID files, restart script and the logs
-// of the processes it starts in dir; they run with env (nil: this process's).
-func NewSupervisor(dir string, env []string) *Supervisor {
-	return &Supervisor{dir: dir, env: env, stop: make(chan struct{}), starts: map[string]int{},
+// StartSupervisor returns a Supervisor keeping its PID files, restart script and the logs
+// of the processes it starts in a temporary directory of tb; they run with env (nil: this
+// process's). The end of tb closes it and fails tb on a restart that failed or a
+// restarted process that found a data race; when tb has failed, it logs the restarted
+// processes' output.
+func StartSupervisor(tb testing.TB, env []string) *Supervisor {
+	s := &Supervisor{dir: tb.TempDir(), env: env, stop: make(chan struct{}), starts: map[string]int{},
 		current: map[string]*Proc{}}
+	tb.Cleanup(func() {
+		procs, errs := s.Close()
+		for id, p := range procs {
+			log := p.Log()
+			if bytes.Contains(log, []byte("DATA RACE")) {
+				tb.Errorf("restarted node %s found a data race", id)
+			}
+			if tb.Failed() {
+				tb.Logf("log of restarted node %s:\n%s", id, log)
+			}
+		}
+		for _, err := range errs {
+			tb.Errorf("supervisor: %v", err)
+		}
+	})
+	return s
 }
 
 // Watch supervises p, the process of node id started as bin args: whenever it exits, the
@@ -93,11 +115,7 @@ func (s *Supervisor) writePID(id string, p *Proc) error {
 func (s *Supervisor) Restarts() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[string]int{}
-	for id, k := range s.starts {
-		out[id] = k
-	}
-	return out
+	return maps.Clone(s.starts)
 }
 
 // RestartRecord is the file where the restart script records each run: one line per run,
