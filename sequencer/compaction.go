@@ -94,10 +94,12 @@ func (s *Sequencer) runByteCompaction() {
 		if per := bytes / entries; per > 0 && s.cfg.TrailingBytes > 0 {
 			trailing = max(1, min(trailing, uint64(s.cfg.TrailingBytes)/per))
 		}
+		s.compactMu.Lock()
 		if err := s.reloadTrailing(trailing); err != nil {
 			s.log.Warn("compaction by bytes: cannot set trailing logs", "err", err)
 		}
 		err := s.raft.Snapshot().Error()
+		s.compactMu.Unlock()
 		switch {
 		case err == nil:
 			s.counters.byteSnapshots.Add(1)
@@ -131,6 +133,8 @@ func (s *Sequencer) reloadTrailing(n uint64) error {
 // lower it again). With nothing applied since the last snapshot, it returns an error
 // wrapping raft.ErrNothingNewToSnapshot: have an entry applied first.
 func (s *Sequencer) CompactAll(ctx context.Context) (uint64, error) {
+	s.compactMu.Lock()
+	defer s.compactMu.Unlock()
 	if err := s.reloadTrailing(0); err != nil {
 		return 0, fmt.Errorf("sequencer: compact: %w", err)
 	}

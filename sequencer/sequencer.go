@@ -91,6 +91,10 @@ type Sequencer struct {
 	// reloadMu serialises the read-modify-write of Raft's reloadable config: Abstain and
 	// the compaction by bytes both change it.
 	reloadMu sync.Mutex
+	// compactMu holds a TrailingLogs setting and the snapshot taken under it together, so
+	// the compaction by bytes cannot raise TrailingLogs between CompactAll's lowering it to
+	// 0 and its snapshot (which would keep the entries a rebuilt replica must not replay).
+	compactMu sync.Mutex
 }
 
 // Open starts the Raft node with fsm as its state machine, on the transport and stores
