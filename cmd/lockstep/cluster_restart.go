@@ -64,7 +64,8 @@ it performs the plan, one node at a time:
      uptime is shorter than the time since the command started), has applied the
      leader's commit index as the leader reported it when the node came back (or the
      leader's applied index, if lower: Raft's own entries never reach the state
-     machine), is a voter again (a read replica: a learner) and ready, and the whole
+     machine), is a voter again (read replicas and learners are not asked to be) and
+     ready, and the whole
      cluster is healthy as "cluster status" judges it (a leader, every member answering,
      ready, none divergent).
 
@@ -213,7 +214,7 @@ func (r *restarter) printPlan(plan []restartStep) {
 			run = "run: " + restartCommandFor(r.command, s)
 		}
 		fmt.Fprintf(r.out, "       %s\n", run)
-		fmt.Fprintln(r.out, "       wait until it answers from a new process, has applied the leader's commit index, is a voter (a read replica: a learner) and ready, and the cluster is healthy")
+		fmt.Fprintln(r.out, "       wait until it answers from a new process, has applied the leader's commit index, is a voter (read replicas and learners: not asked) and ready, and the cluster is healthy")
 	}
 }
 
@@ -298,7 +299,7 @@ func (r *restarter) runCommand(ctx context.Context, s restartStep) error {
 }
 
 // waitBack waits until s answers from a process started after began, caught up, a voter
-// (a read replica: a learner) and ready, and the cluster is healthy.
+// (unless it is a read replica or a learner) and ready, and the cluster is healthy.
 func (r *restarter) waitBack(ctx context.Context, s restartStep, began time.Time) error {
 	var target uint64 // the leader's commit index when s came back
 	err := r.waitCluster(ctx, s.id+" back, caught up and the cluster healthy", func(cs clusterStatusJSON, failed int) error {
