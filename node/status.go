@@ -16,6 +16,10 @@ func Version() string { return buildinfo.Version() }
 // statusFrom assembles the node's status as the wire reports it.
 func (n *Node) statusFrom() wire.Status {
 	st := n.seq.Stats()
+	// Readiness first: the fields read after it (applied index, suffrage) only move
+	// forward, so a status that says ready never shows a learner, or an applied index
+	// behind the one readiness judged — the join completes with the promotion.
+	notReady := n.readiness(st)
 	s := wire.Status{
 		NodeID:       n.cfg.ID,
 		ClientAddr:   n.ClientAddr(),
@@ -61,8 +65,8 @@ func (n *Node) statusFrom() wire.Status {
 	n.mu.Unlock()
 	s.Learners = n.learnerProgress()
 	s.Rebuild, s.RebuildNote = n.rebuildStatus()
-	if err := n.readiness(st); err != nil {
-		s.NotReadyReason = err.Error()
+	if notReady != nil {
+		s.NotReadyReason = notReady.Error()
 	} else {
 		s.Ready = true
 	}
