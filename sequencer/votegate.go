@@ -34,6 +34,14 @@ type voteGate struct {
 	out     chan raft.RPC
 	stop    chan struct{}
 	wg      sync.WaitGroup
+
+	// hbMu is held shared by every heartbeat Raft handles on the transport's goroutine
+	// (SetHeartbeatHandler's fast path, which bypasses Raft's loop), and exclusively by
+	// stopGate: Raft's Shutdown does not wait for such a heartbeat, which then writes the
+	// term to a stable store closed under it, and Raft panics ("failed to save current
+	// term: closed"). After stopGate, heartbeats are refused.
+	hbMu     sync.RWMutex
+	hbClosed bool
 }
 
 // freshLogIndex is the last index of a candidate whose log holds at most a bootstrap
@@ -98,11 +106,33 @@ func (g *voteGate) refuse(rpc raft.RPC) bool {
 	return true
 }
 
-// stopGate stops the forwarding goroutine and waits for it. Call it after Raft has shut
-// down.
+// SetHeartbeatHandler implements raft.Transport: cb runs unless the gate has stopped,
+// and stopGate waits for the runs in flight.
+func (g *voteGate) SetHeartbeatHandler(cb func(rpc raft.RPC)) {
+	if cb == nil {
+		g.Transport.SetHeartbeatHandler(nil)
+		return
+	}
+	g.Transport.SetHeartbeatHandler(func(rpc raft.RPC) {
+		g.hbMu.RLock()
+		defer g.hbMu.RUnlock()
+		if g.hbClosed {
+			rpc.Respond(nil, raft.ErrTransportShutdown)
+			return
+		}
+		cb(rpc)
+	})
+}
+
+// stopGate stops the forwarding goroutine and waits for it, waits for the heartbeats in
+// flight and refuses later ones. Call it after Raft has shut down and before its stores
+// close.
 func (g *voteGate) stopGate() {
 	close(g.stop)
 	g.wg.Wait()
+	g.hbMu.Lock()
+	g.hbClosed = true
+	g.hbMu.Unlock()
 }
 
 // gated wraps t in a vote gate, keeping the optional interfaces Raft looks for

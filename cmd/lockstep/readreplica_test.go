@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -98,21 +99,11 @@ func onlyTo(addr string) func(ctx context.Context, a string) (net.Conn, error) {
 // records, applied index and state hashes equal the voters'.
 func TestReadReplicaPartition(t *testing.T) {
 	bin := buildBinary(t)
-	addrs := testutil.FreeAddrs(t, 12)
-	var raftAddrs []string
-	for i := range 4 {
-		raftAddrs = append(raftAddrs, addrs[3*i])
-	}
-	nt, err := jepsen.NewProxyNet(raftAddrs, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nt.Close() })
-	var peers, seeds []string
-	for i := range 3 {
-		peers = append(peers, fmt.Sprintf("n%d=%s=%s", i+1, addrs[3*i], addrs[3*i+1]))
-		seeds = append(seeds, addrs[3*i+1])
-	}
+	var (
+		addrs, peers, seeds []string
+		nt                  *jepsen.ProxyNet
+		voters              []*procNode
+	)
 	start := func(i int, id string, extra ...string) *procNode {
 		args := append([]string{"--id", id, "--data", filepath.Join(t.TempDir(), id), "--raft", addrs[3*i],
 			"--client", addrs[3*i+1], "--admin", addrs[3*i+2], "--partitions", fmt.Sprint(rrPartitions),
@@ -121,14 +112,42 @@ func TestReadReplicaPartition(t *testing.T) {
 		n.raft, n.client, n.admin = addrs[3*i], addrs[3*i+1], addrs[3*i+2]
 		return n
 	}
-	var voters []*procNode
-	for i := range 3 {
-		voters = append(voters, start(i, fmt.Sprintf("n%d", i+1), "--bootstrap", strings.Join(peers, ",")))
-	}
-	for _, n := range voters {
-		if err := n.WaitReady(n.admin, readyTimeout); err != nil {
-			t.Fatalf("%s: %v", n.id, err)
+	// The voters, started again on new ports if one was taken between choosing and binding.
+	for attempt := 1; ; attempt++ {
+		addrs, peers, seeds, voters = testutil.FreeAddrs(t, 12), nil, nil, nil
+		var raftAddrs []string
+		for i := range 4 {
+			raftAddrs = append(raftAddrs, addrs[3*i])
 		}
+		var err error
+		if nt, err = jepsen.NewProxyNet(raftAddrs, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nt.Close() })
+		for i := range 3 {
+			peers = append(peers, fmt.Sprintf("n%d=%s=%s", i+1, addrs[3*i], addrs[3*i+1]))
+			seeds = append(seeds, addrs[3*i+1])
+		}
+		for i := range 3 {
+			voters = append(voters, start(i, fmt.Sprintf("n%d", i+1), "--bootstrap", strings.Join(peers, ",")))
+		}
+		for _, n := range voters {
+			if err = n.WaitReady(n.admin, readyTimeout); err != nil {
+				err = fmt.Errorf("%s: %w", n.id, err)
+				break
+			}
+		}
+		if err == nil {
+			break
+		}
+		for _, n := range voters {
+			n.Kill()
+		}
+		nt.Close()
+		if attempt == 3 || !errors.Is(err, testutil.ErrPortTaken) {
+			t.Fatal(err)
+		}
+		t.Logf("starting the voters again: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
