@@ -39,8 +39,9 @@ var allowed = map[string][]string{
 	// node reads window operators' watermarks (window.ReadOperator) for processor status.
 	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs"},
-	"cmd/lockstep":        {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "internal/crashstore"},
-	"benchmarks":          {"client", "client/pgsink", "internal/latency"},
+	"cmd/lockstep":        {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "internal/crashstore", "benchmarks/loadgen"},
+	"benchmarks":          {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
+	"benchmarks/loadgen":  {"client", "procedures/builtin", "internal/latency"},
 	"jepsen":              {"client", "procedures/builtin"},
 	"examples/customproc": {"client", "node", "partition", "procedures", "procedures/builtin", "procedures/window"},
 }
