@@ -157,7 +157,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			case <-tickStop:
 				return
 			case now := <-t.C:
-				s := r.closeWindow(now)
+				s := r.closeWindow(now, false)
 				if !s.Warmup {
 					timeline = append(timeline, s)
 				}
@@ -184,7 +184,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	close(tickStop)
 	<-tickDone
 	// The last, partial second.
-	if s := r.closeWindow(time.Now()); !s.Warmup && s.Ops+s.Errors > 0 {
+	if s := r.closeWindow(time.Now(), true); !s.Warmup && s.Ops+s.Errors > 0 {
 		timeline = append(timeline, s)
 	}
 	res := Result{
@@ -209,10 +209,14 @@ func slotsBefore(d time.Duration, rate float64) int64 {
 	return int64(math.Ceil(d.Seconds() * rate))
 }
 
-// closeWindow ends the second that ends at now and returns it.
-func (r *run) closeWindow(now time.Time) Second {
+// closeWindow ends the second that ends at now and returns it; final is the run's last,
+// partial one.
+func (r *run) closeWindow(now time.Time, final bool) Second {
 	at := now.Sub(r.measured).Round(time.Millisecond)
-	if !now.After(r.measured) {
+	// The ticks are a second apart from the start; one that falls just after the end of
+	// the warm-up (a whole number of seconds) closes the warm-up, and the requests measured
+	// since go into the next window.
+	if at < 500*time.Millisecond && !(final && at > 0) {
 		return Second{At: at, Warmup: true, Ops: r.warm.Swap(0), Errors: r.warmEr.Swap(0)}
 	}
 	// Warm-up completions in the second the measured period began are dropped.
