@@ -21,7 +21,7 @@
 //     increment (etcd: a transaction on the key's mod revision; NATS: publish with a
 //     Msg-Id; Lockstep: counter.add), durable 100-byte put (etcd put; NATS publish to a
 //     subject of a stream keeping the last message per subject, as NATS KV does; Lockstep
-//     kv.put), and read of a key the put shape wrote (etcd linearizable get; NATS
+//     kv.put), and read of a key that exists, written first (etcd linearizable get; NATS
 //     last-message get from the stream leader; Lockstep kv.get at ReadLinearizable).
 //  4. Stop the cluster, remove its data, and print the table.
 //
@@ -77,7 +77,7 @@ func parseOptions(args []string) (options, error) {
 	clients := fs.String("clients", "64,512", "client counts (concurrent requests), comma-separated")
 	fs.IntVar(&o.connections, "connections", 4, "connections the clients share, per system")
 	systems := fs.String("systems", strings.Join(systemNames, ","), "systems to run, comma-separated")
-	shapes := fs.String("shapes", strings.Join(shapeNames, ","), "shapes to run, comma-separated, in this order (read reads what put wrote)")
+	shapes := fs.String("shapes", strings.Join(shapeNames, ","), "shapes to run, comma-separated, in this order")
 	fs.StringVar(&o.cache, "cache", cacheDir+"/lockstep-peers", "directory of the peers' binaries, built once")
 	fs.StringVar(&o.repo, "repo", "../..", "the Lockstep checkout to build `lockstep` from")
 	fs.IntVar(&o.keys, "keys", 1000, "keys the shapes spread over")
