@@ -22,8 +22,8 @@ import (
 // records/s into a local PostgreSQL). It fills a stream of 4 partitions on a 3-node
 // in-process cluster (fsync on) with LOCKSTEP_SINK_BENCH_RECORDS records (default
 // 200,000; 16-byte keys, 100-byte values), then times one exactly-once sink copying them
-// all into a table of a local PostgreSQL, reading at most LOCKSTEP_SINK_BENCH_BATCH
-// (default 4096) records from a partition at once (pgtest: $LOCKSTEP_TEST_PG_DSN or a private
+// all into a table of a local PostgreSQL, by a push subscription with a credit window of
+// LOCKSTEP_SINK_BENCH_BATCH (default 4096) records per partition (pgtest: $LOCKSTEP_TEST_PG_DSN or a private
 // server with default durability: fsync and synchronous_commit on). The clock stops when
 // the stored offsets cover every record, that is when the last transaction committed.
 func BenchmarkSinkPostgres(b *testing.B) {
@@ -60,7 +60,7 @@ func BenchmarkSinkPostgres(b *testing.B) {
 	db := pgtest.New(b)
 	db.Exec(b, fmt.Sprintf(pgsink.TableSchema, "events"))
 	s, err := pgsink.Open(ctx, pgsink.Config{DSN: db.DSN, Table: "events", Stream: "bench.sink", Logger: quiet},
-		&pgsink.PollOrigin{Client: cl, Batch: readBatch})
+		&pgsink.SubscribeOrigin{Client: cl, Options: []client.SubscribeOption{client.WithCredit(readBatch, 0)}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -27,7 +27,7 @@ type Client struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	closing <-chan struct{}
-	wg      sync.WaitGroup // the connections' reader goroutines
+	wg      sync.WaitGroup // the connections' reader goroutines and group members' heartbeats
 
 	mu         sync.Mutex
 	closed     bool

@@ -144,19 +144,12 @@ func (m *GroupMember) handleSubscription(ctx, gctx context.Context, sub *Subscri
 		if err != nil {
 			return err
 		}
-		// Next returns the records in offset order per partition, partitions ascending,
-		// at most a credit window (MaxRecords) of each.
-		for len(recs) > 0 {
-			n := 1
-			for n < len(recs) && recs[n].Partition == recs[0].Partition {
-				n++
-			}
-			batch := recs[:n:n]
-			recs = recs[n:]
+		// At most a credit window (MaxRecords) of each partition.
+		for batch := range PartitionRuns(recs) {
 			if err := gctx.Err(); err != nil {
 				return err // the generation changed: hand nothing more out
 			}
-			p, next := batch[0].Partition, batch[n-1].Offset+1
+			p, next := batch[0].Partition, batch[len(batch)-1].Offset+1
 			b := GroupBatch{Generation: gen, Partition: p, Records: batch, Next: next,
 				Commit: m.CommitArgs(gen, p, next)}
 			if err := handle(ctx, b); err != nil {

@@ -98,7 +98,18 @@ func (c *Client) JoinGroup(ctx context.Context, group, stream, member string, op
 	}
 	m.update(a)
 	m.ctx, m.stop = context.WithCancel(context.Background())
-	go m.heartbeats()
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		m.stop()
+		return nil, ErrClosed
+	}
+	c.wg.Add(1) // Close waits for the heartbeats; under mu, so never after its Wait began
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		m.heartbeats()
+	}()
 	return m, nil
 }
 
@@ -214,8 +225,8 @@ func (m *GroupMember) heartbeats() {
 		err := m.Heartbeat(ctx)
 		cancel()
 		if err != nil {
-			if m.Err() != nil || m.ctx.Err() != nil {
-				return // out of the group, or closed in flight: not worth a warning
+			if m.Err() != nil || m.ctx.Err() != nil || m.c.isClosing() {
+				return // out of the group, or the member or its client closed in flight: not worth a warning
 			}
 			m.c.cfg.Logger.Warn("group heartbeat failed", "group", m.group, "member", m.member, "err", err)
 		}

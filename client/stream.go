@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"time"
 
@@ -81,19 +82,12 @@ func (c *Client) ReadStream(ctx context.Context, stream string, partition int, o
 	if len(resp.Records) > 0 && len(resp.Entries) == 0 {
 		return legacyRecords(stream, partition, offset, &resp)
 	}
-	recs := make([]Record, len(resp.Entries))
-	prev := offset
-	for i := range resp.Entries {
-		e := &resp.Entries[i]
-		if e.Offset < prev || e.Offset >= resp.NextOffset {
-			return nil, offset, fmt.Errorf("client: read stream %q: %w: record at offset %d out of order (from %d, next %d)",
-				stream, ErrMalformed, e.Offset, offset, resp.NextOffset)
-		}
-		prev = e.Offset + 1
-		recs[i] = recordFromWire(partition, e)
+	if err := entryOrderErr(resp.Entries, offset, resp.NextOffset); err != nil {
+		return nil, offset, fmt.Errorf("client: read stream %q from %d: %w: %w", stream, offset, ErrMalformed, err)
 	}
-	if resp.NextOffset < offset {
-		return nil, offset, fmt.Errorf("client: read stream %q: %w: next offset %d before %d", stream, ErrMalformed, resp.NextOffset, offset)
+	recs := make([]Record, len(resp.Entries))
+	for i := range resp.Entries {
+		recs[i] = recordFromWire(partition, &resp.Entries[i])
 	}
 	return recs, resp.NextOffset, nil
 }
@@ -118,4 +112,38 @@ func legacyRecords(stream string, partition int, offset uint64, resp *wire.Respo
 		recs[i] = Record{Partition: partition, Offset: first + uint64(i), Data: data}
 	}
 	return recs, resp.NextOffset, nil
+}
+
+// PartitionRuns yields recs, records grouped by partition as Subscription.Next returns
+// them, one partition's run at a time. Each run is a slice of recs capped at its length.
+func PartitionRuns(recs []Record) iter.Seq[[]Record] {
+	return func(yield func([]Record) bool) {
+		for len(recs) > 0 {
+			n := 1
+			for n < len(recs) && recs[n].Partition == recs[0].Partition {
+				n++
+			}
+			if !yield(recs[:n:n]) {
+				return
+			}
+			recs = recs[n:]
+		}
+	}
+}
+
+// entryOrderErr says how entries, the records a node sent from offset from on with next
+// offset next, break the order the protocol promises (ascending offsets, none before from,
+// next past the last), or returns nil.
+func entryOrderErr(entries []wire.StreamRecord, from, next uint64) error {
+	prev := from
+	for i := range entries {
+		if entries[i].Offset < prev {
+			return fmt.Errorf("record at offset %d, expected %d or after", entries[i].Offset, prev)
+		}
+		prev = entries[i].Offset + 1
+	}
+	if next < prev {
+		return fmt.Errorf("next offset %d before %d", next, prev)
+	}
+	return nil
 }

@@ -54,6 +54,31 @@ func TestReadStreamFullRecordsAndTrimmed(t *testing.T) {
 	}
 }
 
+// TestReadStreamRefusesDisorder: an answer whose records go back, start before the offset
+// asked for, or reach its own next offset is ErrMalformed, and no record is returned.
+func TestReadStreamRefusesDisorder(t *testing.T) {
+	answers := map[string]wire.Response{
+		"backwards":     {NextOffset: 13, Entries: []wire.StreamRecord{{Offset: 12}, {Offset: 11}}},
+		"before from":   {NextOffset: 13, Entries: []wire.StreamRecord{{Offset: 9}}},
+		"at next":       {NextOffset: 12, Entries: []wire.StreamRecord{{Offset: 10}, {Offset: 12}}},
+		"next too soon": {NextOffset: 5},
+	}
+	n := startNode(t, "n", func(fc *fakeConn, req wire.Request) {
+		if req.Op == wire.OpStreamRead {
+			resp := answers[req.Stream]
+			resp.ID = req.ID
+			fc.reply(resp)
+		}
+	})
+	c := dial(t, testConfig(t, n.addr))
+	for name := range answers {
+		recs, next, err := c.ReadStream(context.Background(), name, 0, 10, 0)
+		if !errors.Is(err, ErrMalformed) || recs != nil || next != 10 {
+			t.Errorf("%s: got %d records, next %d, %v; want none, 10, ErrMalformed", name, len(recs), next, err)
+		}
+	}
+}
+
 // TestStreamHelpersRequests checks what the stream helpers send: procedure, keys and
 // arguments, and that AppendBatch scopes its one invocation to the records' keys.
 func TestStreamHelpersRequests(t *testing.T) {

@@ -28,16 +28,8 @@ func (s *Subscription) deliver(a *attachment, resp *wire.Response) {
 		s.troubleLocked(&subFault{feed: f, err: resp.Err(), next: resp.NextOffset})
 		return
 	}
-	prev := f.next
-	for i := range resp.Entries {
-		if resp.Entries[i].Offset < prev {
-			s.badPushLocked(a, fmt.Errorf("%w: record at offset %d, expected %d or after", errBadPush, resp.Entries[i].Offset, prev))
-			return
-		}
-		prev = resp.Entries[i].Offset + 1
-	}
-	if resp.NextOffset < prev {
-		s.badPushLocked(a, fmt.Errorf("%w: next offset %d before %d", errBadPush, resp.NextOffset, prev))
+	if err := entryOrderErr(resp.Entries, f.next, resp.NextOffset); err != nil {
+		s.badPushLocked(a, fmt.Errorf("%w: %w", errBadPush, err))
 		return
 	}
 	if held := int64(len(f.buf)) + f.lentRecs + int64(len(resp.Entries)); held > int64(s.cfg.records) {

@@ -119,7 +119,8 @@ func (n *Node) stopAdmin() {
 
 // StatusJSON is a node's status in JSON: wire.Status under its wire names, with state
 // hashes as 16-digit hex strings (a JSON number cannot hold every uint64 exactly). /status
-// serves it and `lockstep cluster status --output json` prints it.
+// serves it; `lockstep cluster status --output json` prints the same keys from the
+// client's Status (cmd/lockstep/status_json.go, held equal by TestStatusJSONKeys).
 type StatusJSON struct {
 	wire.Status
 	// Hashes is each partition's current state hash, as hex; it replaces Status.Hashes.

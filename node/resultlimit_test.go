@@ -90,9 +90,11 @@ func TestResultOverLimitIsTooLarge(t *testing.T) {
 		t.Cleanup(func() { cl.Close() })
 		return cl
 	}
-	// The client of the issue: default retries, a 1 s request timeout. It saw three
-	// timeouts, then ErrRetriesExhausted.
-	issue := dial(client.Config{RequestTimeout: time.Second})
+	// The client of the issue: default retries; it saw three 1 s timeouts, then
+	// ErrRetriesExhausted. Its timeout here is 5 s: building a 5 MiB result under -race
+	// on a loaded 2-core machine can take more than 1 s, which would be a timeout of the
+	// test's making.
+	issue := dial(client.Config{RequestTimeout: 5 * time.Second})
 	// A client that makes one attempt and waits long: it gets TooLarge only if the node
 	// answered that very attempt, definitely, before any timeout. This proves promptness
 	// without a wall-clock bound, which a loaded machine could break.

@@ -4,15 +4,17 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/lockstepdb/lockstep/client"
 )
 
 // TestCopyRows: the COPY source gives each record's columns in the order of columnNames,
 // and allocates no row slice per record.
 func TestCopyRows(t *testing.T) {
 	at := time.UnixMilli(1_700_000_000_000).UTC()
-	recs := make([]Record, 100)
+	recs := make([]client.Record, 100)
 	for i := range recs {
-		recs[i] = Record{Partition: i % 3, Offset: uint64(1000 + i), Key: []byte{byte(i)}, Value: []byte("v"), EventTime: at}
+		recs[i] = client.Record{Partition: i % 3, Offset: uint64(1000 + i), Key: []byte{byte(i)}, Data: []byte("v"), EventTime: at}
 	}
 	src := copyRows("s", recs)
 	for i := 0; src.Next(); i++ {
@@ -21,7 +23,7 @@ func TestCopyRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := recs[i]
-		want := []any{"s", int32(r.Partition), int64(r.Offset), r.Key, r.Value, r.EventTime}
+		want := []any{"s", int32(r.Partition), int64(r.Offset), r.Key, r.Data, r.EventTime}
 		if len(got) != len(columnNames()) || !reflect.DeepEqual(got, want) {
 			t.Fatalf("#%d: got %v, want %v", i, got, want)
 		}

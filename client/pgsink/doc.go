@@ -22,7 +22,7 @@
 // table schemas and the operations.
 //
 //	s, err := pgsink.Open(ctx, pgsink.Config{DSN: dsn, Table: "events", Stream: "clicks"},
-//		&pgsink.SubscribeOrigin{Client: cl}) // or &pgsink.PollOrigin{Client: cl}
+//		&pgsink.SubscribeOrigin{Client: cl})
 //	if err != nil { ... }           // ErrBadDSN, ErrConnect, ErrMissingTable, ErrUnknownStream, ...
 //	defer s.Close()                 // leaves the group, if any
 //	err = s.Run(ctx)                // nil when ctx ends; *FencedError when superseded

@@ -377,7 +377,7 @@ func (s *Sink) Close() error {
 }
 
 // write writes recs in one transaction.
-func (s *Sink) write(ctx context.Context, recs []Record) error {
+func (s *Sink) write(ctx context.Context, recs []client.Record) error {
 	next := map[int]uint64{}
 	for _, r := range recs {
 		if r.Offset >= math.MaxInt64 {
@@ -419,12 +419,12 @@ func (s *Sink) write(ctx context.Context, recs []Record) error {
 // copyRows is the COPY source of recs, rows in the order of columnNames. It fills one row
 // slice again for each record (pgx encodes a row before it asks for the next), so a batch
 // costs no row slice per record.
-func copyRows(stream string, recs []Record) pgx.CopyFromSource {
+func copyRows(stream string, recs []client.Record) pgx.CopyFromSource {
 	row := make([]any, len(columns))
 	row[0] = stream // boxed once
 	return pgx.CopyFromSlice(len(recs), func(i int) ([]any, error) {
 		r := &recs[i]
-		row[1], row[2], row[3], row[4], row[5] = int32(r.Partition), int64(r.Offset), r.Key, r.Value, r.EventTime
+		row[1], row[2], row[3], row[4], row[5] = int32(r.Partition), int64(r.Offset), r.Key, r.Data, r.EventTime
 		return row, nil
 	})
 }

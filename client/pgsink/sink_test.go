@@ -121,16 +121,10 @@ func run(t *testing.T, s *pgsink.Sink, db *pgtest.DB, want int) {
 }
 
 // TestSinkResumesExactlyOnce: a second instance resumes from the offsets the first
-// stored with its rows (DESIGN.md section 5, "Out"): every record once, read by polling
-// and by a push subscription.
+// stored with its rows (DESIGN.md section 5, "Out"): every record once.
 func TestSinkResumesExactlyOnce(t *testing.T) {
-	t.Run("Poll", func(t *testing.T) {
-		testResumesExactlyOnce(t, func(cl *client.Client) pgsink.Origin { return &pgsink.PollOrigin{Client: cl, Batch: 700} })
-	})
-	t.Run("Subscribe", func(t *testing.T) {
-		testResumesExactlyOnce(t, func(cl *client.Client) pgsink.Origin {
-			return &pgsink.SubscribeOrigin{Client: cl, Options: []client.SubscribeOption{client.WithCredit(700, 1<<20)}}
-		})
+	testResumesExactlyOnce(t, func(cl *client.Client) pgsink.Origin {
+		return &pgsink.SubscribeOrigin{Client: cl, Options: []client.SubscribeOption{client.WithCredit(700, 1<<20)}}
 	})
 }
 
@@ -176,12 +170,12 @@ func TestSinkFencedByNewerInstance(t *testing.T) {
 	appendN(t, cl, 0, 1000)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	old, err := pgsink.Open(ctx, config(db, t), &pgsink.PollOrigin{Client: cl})
+	old, err := pgsink.Open(ctx, config(db, t), &pgsink.SubscribeOrigin{Client: cl})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer old.Close()
-	newer, err := pgsink.Open(ctx, config(db, t), &pgsink.PollOrigin{Client: cl})
+	newer, err := pgsink.Open(ctx, config(db, t), &pgsink.SubscribeOrigin{Client: cl})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +237,7 @@ func TestOpenBadInput(t *testing.T) {
 		cfg := config(db, t)
 		tc.edit(&cfg)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		s, err := pgsink.Open(ctx, cfg, &pgsink.PollOrigin{Client: cl})
+		s, err := pgsink.Open(ctx, cfg, &pgsink.SubscribeOrigin{Client: cl})
 		cancel()
 		if err == nil {
 			s.Close()
@@ -281,7 +275,7 @@ func TestPausedInstanceCutOff(t *testing.T) {
 	defer cancel()
 	cfg := config(db, t)
 	cfg.IdleInTransactionTimeout = 500 * time.Millisecond
-	old, err := pgsink.Open(ctx, cfg, &pgsink.PollOrigin{Client: cl})
+	old, err := pgsink.Open(ctx, cfg, &pgsink.SubscribeOrigin{Client: cl})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +287,7 @@ func TestPausedInstanceCutOff(t *testing.T) {
 	start := time.Now()
 	octx, ocancel := context.WithTimeout(ctx, 20*time.Second)
 	defer ocancel()
-	newer, err := pgsink.Open(octx, config(db, t), &pgsink.PollOrigin{Client: cl})
+	newer, err := pgsink.Open(octx, config(db, t), &pgsink.SubscribeOrigin{Client: cl})
 	if err != nil {
 		t.Fatalf("the newer instance did not start while the paused one held the epoch row: %v", err)
 	}
@@ -417,74 +411,64 @@ func (w testWriter) Write(p []byte) (int, error) {
 // with OnTrimmed fail (ErrTrimmed, also client.ErrOffsetTrimmed), writing nothing more;
 // with skip it goes on from the first record kept and counts those it skipped.
 func TestSinkOnTrimmed(t *testing.T) {
-	for _, origin := range []struct {
-		name string
-		make func(*client.Client) pgsink.Origin
-	}{
-		{"Subscribe", func(cl *client.Client) pgsink.Origin { return &pgsink.SubscribeOrigin{Client: cl} }},
-		{"Poll", func(cl *client.Client) pgsink.Origin { return &pgsink.PollOrigin{Client: cl} }},
-	} {
-		t.Run(origin.name, func(t *testing.T) {
-			cl := cluster(t)
-			db := pgtest.New(t)
-			createTarget(t, db, "events")
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "r", Retention: builtin.StreamRetention{MaxRecords: 10}}); err != nil {
+	cl := cluster(t)
+	db := pgtest.New(t)
+	createTarget(t, db, "events")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "r", Retention: builtin.StreamRetention{MaxRecords: 10}}); err != nil {
+		t.Fatal(err)
+	}
+	add := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			if _, err := cl.Append(ctx, "r", "same-key", []byte(fmt.Sprintf("v%d", i))); err != nil {
 				t.Fatal(err)
 			}
-			add := func(from, n int) {
-				for i := from; i < from+n; i++ {
-					if _, err := cl.Append(ctx, "r", "same-key", []byte(fmt.Sprintf("v%d", i))); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			cfg := config(db, t)
-			cfg.Stream = "r"
-			add(0, 5)
-			s, err := pgsink.Open(ctx, cfg, origin.make(cl))
-			if err != nil {
-				t.Fatal(err)
-			}
-			run(t, s, db, 5)
-			s.Close()
-			add(5, 30) // the partition keeps offsets 25 to 34
+		}
+	}
+	cfg := config(db, t)
+	cfg.Stream = "r"
+	add(0, 5)
+	s, err := pgsink.Open(ctx, cfg, &pgsink.SubscribeOrigin{Client: cl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, s, db, 5)
+	s.Close()
+	add(5, 30) // the partition keeps offsets 25 to 34
 
-			s, err = pgsink.Open(ctx, cfg, origin.make(cl))
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = s.Run(ctx)
-			s.Close()
-			var te *client.OffsetTrimmedError
-			if !errors.Is(err, pgsink.ErrTrimmed) || !errors.As(err, &te) || te.First != 25 {
-				t.Fatalf("fail: Run returned %v, want ErrTrimmed naming first offset 25", err)
-			}
-			t.Logf("fail: %v", err)
-			if rows, _ := counts(t, db, "events"); rows != 5 {
-				t.Fatalf("fail: %d rows after, want the 5 written before", rows)
-			}
+	s, err = pgsink.Open(ctx, cfg, &pgsink.SubscribeOrigin{Client: cl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Run(ctx)
+	s.Close()
+	var te *client.OffsetTrimmedError
+	if !errors.Is(err, pgsink.ErrTrimmed) || !errors.As(err, &te) || te.First != 25 {
+		t.Fatalf("fail: Run returned %v, want ErrTrimmed naming first offset 25", err)
+	}
+	t.Logf("fail: %v", err)
+	if rows, _ := counts(t, db, "events"); rows != 5 {
+		t.Fatalf("fail: %d rows after, want the 5 written before", rows)
+	}
 
-			cfg.OnTrimmed = pgsink.TrimmedSkip
-			s, err = pgsink.Open(ctx, cfg, origin.make(cl))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			run(t, s, db, 15)
-			if _, _, skipped := s.Stats(); skipped != 20 {
-				t.Errorf("skip: %d records counted as skipped, want 20", skipped)
-			}
-			var low, high int64
-			conn := db.Connect(t)
-			if err := conn.QueryRow(ctx, `SELECT min("offset") FILTER (WHERE "offset" >= 5), max("offset") FROM events`).Scan(&low, &high); err != nil {
-				t.Fatal(err)
-			}
-			if rows, distinct := counts(t, db, "events"); rows != 15 || distinct != 15 || low != 25 || high != 34 {
-				t.Fatalf("skip: %d rows, %d distinct, offsets after the gap %d to %d; want 15 rows: 0-4 and 25-34", rows, distinct, low, high)
-			}
-		})
+	cfg.OnTrimmed = pgsink.TrimmedSkip
+	s, err = pgsink.Open(ctx, cfg, &pgsink.SubscribeOrigin{Client: cl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	run(t, s, db, 15)
+	if _, _, skipped := s.Stats(); skipped != 20 {
+		t.Errorf("skip: %d records counted as skipped, want 20", skipped)
+	}
+	var low, high int64
+	conn := db.Connect(t)
+	if err := conn.QueryRow(ctx, `SELECT min("offset") FILTER (WHERE "offset" >= 5), max("offset") FROM events`).Scan(&low, &high); err != nil {
+		t.Fatal(err)
+	}
+	if rows, distinct := counts(t, db, "events"); rows != 15 || distinct != 15 || low != 25 || high != 34 {
+		t.Fatalf("skip: %d rows, %d distinct, offsets after the gap %d to %d; want 15 rows: 0-4 and 25-34", rows, distinct, low, high)
 	}
 }
 

@@ -43,7 +43,7 @@ type subscribeSource struct {
 }
 
 // Next implements Source.
-func (s *subscribeSource) Next(ctx context.Context) ([]Record, error) {
+func (s *subscribeSource) Next(ctx context.Context) ([]client.Record, error) {
 	recs, err := s.sub.Next(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -51,11 +51,7 @@ func (s *subscribeSource) Next(ctx context.Context) ([]Record, error) {
 		}
 		return nil, fmt.Errorf("pgsink: subscription to %s: %w", s.stream, err)
 	}
-	out := make([]Record, len(recs))
-	for i, r := range recs {
-		out[i] = Record{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Data, EventTime: r.EventTime}
-	}
-	return out, nil
+	return recs, nil
 }
 
 // Close implements Source.

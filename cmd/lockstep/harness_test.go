@@ -31,7 +31,7 @@ const (
 
 // buildBinary builds the lockstep command into a temp dir and returns its path. When the
 // tests run with -race, so does the binary (its packages are compiled for it already).
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "lockstep")
 	args := []string{"build", "-o", bin}
@@ -131,7 +131,7 @@ type procNode struct {
 
 // spawnNode starts `lockstep node` with args, its output going to a log file, and kills
 // it when the test ends.
-func spawnNode(t *testing.T, bin, id string, args ...string) *procNode {
+func spawnNode(t testing.TB, bin, id string, args ...string) *procNode {
 	t.Helper()
 	p, err := testutil.StartProc(filepath.Join(t.TempDir(), id+".log"), binaryEnv(), bin, append([]string{"node"}, args...)...)
 	if err != nil {
@@ -174,7 +174,7 @@ func startCluster(t *testing.T, bin string, n int) *procCluster {
 
 // startClusterWith is startCluster with extra flags for every node (--insecure, another
 // --certs-dir).
-func startClusterWith(t *testing.T, bin string, n int, extra ...string) *procCluster {
+func startClusterWith(t testing.TB, bin string, n int, extra ...string) *procCluster {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		c, err := tryStartCluster(t, bin, n, extra...)
@@ -188,7 +188,7 @@ func startClusterWith(t *testing.T, bin string, n int, extra ...string) *procClu
 	}
 }
 
-func tryStartCluster(t *testing.T, bin string, n int, extra ...string) (*procCluster, error) {
+func tryStartCluster(t testing.TB, bin string, n int, extra ...string) (*procCluster, error) {
 	addrs := testutil.FreeAddrs(t, 3*n)
 	c := &procCluster{}
 	var peers []string

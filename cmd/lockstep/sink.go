@@ -36,10 +36,9 @@ lockstep_sink_epochs); a transaction commits only while its epochs are the curre
 so an older instance still running (paused, partitioned) writes nothing once a newer one
 has taken its partitions, and exits.
 
-Records come from a push subscription to its partitions (--read subscribe, the default):
-a node sends each record as it applies it, at most --batch records per partition ahead of
-the sink, and the subscription moves to another node, without gap or duplicate, when its
-node is lost. --read poll reads with stream reads instead, every --poll when idle.
+Records come from a push subscription to its partitions: a node sends each record as it
+applies it, at most --batch records per partition ahead of the sink, and the subscription
+moves to another node, without gap or duplicate, when its node is lost.
 
 With --group G, several sink processes share the stream's partitions: each joins the
 Lockstep consumer group G (as --member, by default host-pid) and writes only the
@@ -72,9 +71,7 @@ Example:
 			&cli.StringFlag{Name: "table", Usage: "target table, TABLE or SCHEMA.TABLE; it must exist", Required: true},
 			&cli.BoolFlag{Name: "at-least-once", Usage: "DEMONSTRATION ONLY: commit offsets apart from the rows, so a crash writes duplicates"},
 			&cli.DurationFlag{Name: "offset-commit-interval", Usage: "with --at-least-once, how often offsets are committed", Value: time.Second},
-			&cli.StringFlag{Name: "read", Usage: "how records are read: subscribe (pushed by a node) or poll (stream reads)", Value: "subscribe"},
-			&cli.DurationFlag{Name: "poll", Usage: "with --read poll, pause before reading a partition again that had no new records", Value: 20 * time.Millisecond},
-			&cli.IntFlag{Name: "batch", Usage: "most records read from one partition at once (with --read subscribe: the credit window per partition)", Value: 4096},
+			&cli.IntFlag{Name: "batch", Usage: "the credit window per partition: most records a node sends ahead of the sink", Value: 4096},
 			&cli.StringFlag{Name: "group", Usage: "share the stream's partitions with the other sinks of this consumer group (same --table)"},
 			&cli.StringFlag{Name: "member", Usage: "with --group, this sink's member id (default: host-pid); a restart that keeps it takes its place at once"},
 			&cli.DurationFlag{Name: "group-session-timeout", Usage: "with --group, how long the group waits for a dead member's heartbeat before reassigning its partitions", Value: 10 * time.Second},
@@ -91,8 +88,8 @@ func runSinkPostgres(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.Duration("poll") <= 0 || c.Int("batch") <= 0 || c.Duration("group-session-timeout") <= 0 {
-		return errors.New("--poll, --batch and --group-session-timeout must be positive")
+	if c.Int("batch") <= 0 || c.Duration("group-session-timeout") <= 0 {
+		return errors.New("--batch and --group-session-timeout must be positive")
 	}
 	if c.String("member") != "" && c.String("group") == "" {
 		return errors.New("--member needs --group")
@@ -118,15 +115,7 @@ func runSinkPostgres(c *cli.Context) error {
 		OnTrimmed:            onTrimmed,
 		Logger:               log,
 	}
-	var origin pgsink.Origin
-	switch c.String("read") {
-	case "subscribe":
-		origin = &pgsink.SubscribeOrigin{Client: cl, Options: []client.SubscribeOption{client.WithCredit(c.Int("batch"), 0)}}
-	case "poll":
-		origin = &pgsink.PollOrigin{Client: cl, Poll: c.Duration("poll"), Batch: c.Int("batch")}
-	default:
-		return fmt.Errorf("--read %q: want subscribe or poll", c.String("read"))
-	}
+	origin := &pgsink.SubscribeOrigin{Client: cl, Options: []client.SubscribeOption{client.WithCredit(c.Int("batch"), 0)}}
 
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()

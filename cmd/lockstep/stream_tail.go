@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/urfave/cli/v2"
@@ -35,7 +34,6 @@ Example:
   lockstep stream tail clicks --from-beginning --output json`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "from-beginning", Usage: "start at each partition's first retained record instead of its end"},
-			&cli.DurationFlag{Name: "poll", Usage: "ignored: tail no longer polls (kept so that scripts using it still run)", Value: 200 * time.Millisecond},
 			outputFlag(outputTable),
 		}, clientFlags()...),
 		Action: runStreamTail,
@@ -104,17 +102,11 @@ func tail(ctx context.Context, c *cli.Context, cl *client.Client, stream, format
 		if err != nil {
 			return err
 		}
-		// Next returns the records partition by partition: print each run as one batch.
-		for len(recs) > 0 {
-			n := 1
-			for n < len(recs) && recs[n].Partition == recs[0].Partition {
-				n++
-			}
-			if err := printTail(c, format, stream, recs[:n]); err != nil {
+		for run := range client.PartitionRuns(recs) { // print each partition's run as one batch
+			if err := printTail(c, format, stream, run); err != nil {
 				return err
 			}
-			from[recs[0].Partition] = recs[n-1].Offset + 1
-			recs = recs[n:]
+			from[run[0].Partition] = run[len(run)-1].Offset + 1
 		}
 	}
 }

@@ -40,8 +40,7 @@ func TestCLIStreamTail(t *testing.T) {
 	mustRun(t, bin, "stream", "create", stream, "--addr", addrs)
 	appendRec(keyA, "before")
 
-	// --poll is ignored: a tail that polled every hour would print nothing in time.
-	tail := startFollow(t, bin, "stream", "tail", stream, "--poll", "1h", "--addr", addrs)
+	tail := startFollow(t, bin, "stream", "tail", stream, "--addr", addrs)
 	next := func(what string) string {
 		t.Helper()
 		select {
@@ -71,7 +70,7 @@ func TestCLIStreamTail(t *testing.T) {
 		t.Fatalf("tail exited %d on SIGINT, want 0", code)
 	}
 
-	from := startFollow(t, bin, "stream", "tail", stream, "--from-beginning", "-o", "json", "--poll", "50ms", "--addr", addrs)
+	from := startFollow(t, bin, "stream", "tail", stream, "--from-beginning", "-o", "json", "--addr", addrs)
 	values := map[string]bool{}
 	for range 3 {
 		var rec recordJSON

@@ -98,23 +98,6 @@ func (a Session) Assign(t int64, dst []Window) []Window {
 	return append(dst, Window{t, t + a.Gap})
 }
 
-// Merge returns the session that window w forms with the sessions of one key, which must
-// be pairwise disjoint and sorted by start: w joined with every session it overlaps, and
-// the indexes of those sessions in ascending order. A w that bridges two sessions merges
-// both; one that overlaps none is returned alone.
-func (a Session) Merge(sessions []Window, w Window) (Window, []int) {
-	merged := w
-	var absorbed []int
-	for i, s := range sessions {
-		if s.Overlaps(w) {
-			merged.Start = min(merged.Start, s.Start)
-			merged.End = max(merged.End, s.End)
-			absorbed = append(absorbed, i)
-		}
-	}
-	return merged, absorbed
-}
-
 func (a Session) validate() error {
 	if a.Gap <= 0 || a.Gap > MaxSpan {
 		return fmt.Errorf("%w: session gap %d not in 1..%d", ErrBadConfig, a.Gap, MaxSpan)

@@ -73,36 +73,6 @@ func TestHoppingAssignExhaustive(t *testing.T) {
 	}
 }
 
-func TestSessionMerge(t *testing.T) {
-	s := Session{Gap: 10}
-	tests := []struct {
-		sessions []Window
-		t        int64
-		want     Window
-		absorbed []int
-	}{
-		{nil, 5, Window{5, 15}, nil},
-		{[]Window{{0, 10}}, 5, Window{0, 15}, []int{0}},
-		{[]Window{{0, 10}}, 10, Window{10, 20}, nil},                  // gap == Gap: a new session
-		{[]Window{{20, 30}}, 10, Window{10, 20}, nil},                 // touching from below: new
-		{[]Window{{20, 30}}, 11, Window{11, 30}, []int{0}},            // extends a session backwards
-		{[]Window{{0, 12}, {20, 30}}, 11, Window{0, 30}, []int{0, 1}}, // bridges two sessions
-		{[]Window{{0, 10}, {20, 30}, {40, 50}}, 25, Window{20, 35}, []int{1}},
-		{[]Window{{0, 10}, {12, 22}, {24, 34}}, 11, Window{11, 22}, []int{1}}, // touches [0,10) only
-		{[]Window{{0, 100}}, 50, Window{0, 100}, []int{0}},                    // inside one session
-	}
-	for i, tt := range tests {
-		own := s.Assign(tt.t, nil)
-		if len(own) != 1 || own[0] != (Window{tt.t, tt.t + 10}) {
-			t.Fatalf("#%d: Session.Assign(%d) = %v", i, tt.t, own)
-		}
-		got, absorbed := s.Merge(tt.sessions, own[0])
-		if got != tt.want || !slices.Equal(absorbed, tt.absorbed) {
-			t.Errorf("#%d: Merge(%v, %v) = %v %v, want %v %v", i, tt.sessions, own[0], got, absorbed, tt.want, tt.absorbed)
-		}
-	}
-}
-
 func TestAssignerValidate(t *testing.T) {
 	tests := []struct {
 		a  Assigner

@@ -6,8 +6,8 @@ partition tables.
 Event time is Unix milliseconds (int64), carried by each record. A window is the half-open
 interval [Start, End). Three assigners place an event time in windows, as pure functions:
 Tumbling (one window of Size), Hopping (every window of Size starting on a multiple of
-Slide that contains it) and Session (the record's window [t, t+Gap), merged with the
-sessions of its key it overlaps; Session.Merge).
+Slide that contains it) and Session (the record's window [t, t+Gap); Aggregate merges it
+with the sessions of its key it overlaps).
 
 A Watermark is the point of event time before which a partition expects no more records:
 the highest event time seen less the allowed out-of-orderness, also moved by batch time
