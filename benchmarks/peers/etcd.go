@@ -102,7 +102,7 @@ func etcdOps(spec loadSpec) (*ops, error) {
 	o.increment = func(ctx context.Context, w int, k string) error {
 		cli := clis[w%len(clis)]
 		s := cache[w][k]
-		for {
+		for tries := 0; ; tries++ {
 			resp, err := cli.Txn(ctx).
 				If(clientv3.Compare(clientv3.ModRevision(k), "=", s.rev)).
 				Then(clientv3.OpPut(k, strconv.FormatInt(s.value+1, 10))).
@@ -111,6 +111,7 @@ func etcdOps(spec loadSpec) (*ops, error) {
 				return err
 			}
 			if resp.Succeeded {
+				o.retries.Add(int64(tries))
 				cache[w][k] = seen{value: s.value + 1, rev: resp.Header.Revision}
 				return nil
 			}

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockstepdb/lockstep/benchmarks/loadgen"
@@ -43,6 +44,7 @@ type loadResult struct {
 	ErrorTypes map[string]int64 `json:"error_types"`
 	P50Ms      float64          `json:"p50_ms"`
 	P99Ms      float64          `json:"p99_ms"`
+	Retries    int64            `json:"retries"`
 }
 
 // putValue is the 100-byte value of the put shape.
@@ -56,6 +58,9 @@ const opTimeout = 10 * time.Second
 type ops struct {
 	increment, put, read func(ctx context.Context, w int, key string) error
 	close                func()
+	// retries counts the extra round trips of the increments that succeeded (etcd's
+	// transactions that found the key changed).
+	retries atomic.Int64
 }
 
 // preload writes keys user0..user(n-1) with put from workers goroutines.
@@ -161,7 +166,7 @@ func runLoad(args []string) error {
 	}
 	return json.NewEncoder(os.Stdout).Encode(loadResult{
 		OpsPerSec: res.Throughput(), Ops: res.Ops, Errors: res.Errors, ErrorTypes: res.ErrorTypes,
-		P50Ms: float64(res.Latency.P50) / 1e6, P99Ms: float64(res.Latency.P99) / 1e6,
+		P50Ms: float64(res.Latency.P50) / 1e6, P99Ms: float64(res.Latency.P99) / 1e6, Retries: o.retries.Load(),
 	})
 }
 

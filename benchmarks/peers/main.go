@@ -190,8 +190,8 @@ func runSystem(ctx context.Context, o options, bins binaries, sys, self, work st
 			if err != nil {
 				return out, fmt.Errorf("%s at %d clients: %w", shape, n, err)
 			}
-			fmt.Fprintf(os.Stderr, "%-10s %-9s %4d clients  %8.0f ops/s  p50 %6.2f ms  p99 %7.2f ms  %d errors %v\n",
-				sys, shape, n, r.OpsPerSec, r.P50Ms, r.P99Ms, r.Errors, r.ErrorTypes)
+			fmt.Fprintf(os.Stderr, "%-10s %-9s %4d clients  %8.0f ops/s  p50 %6.2f ms  p99 %7.2f ms  %d errors %v  %d retries\n",
+				sys, shape, n, r.OpsPerSec, r.P50Ms, r.P99Ms, r.Errors, r.ErrorTypes, r.Retries)
 			out = append(out, result{system: sys, shape: shape, clients: n, loadResult: r})
 		}
 	}

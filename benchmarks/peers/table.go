@@ -115,6 +115,24 @@ func printTable(w io.Writer, o options, m machine, results []result) {
 			}
 		}
 	}
+	printRetries(w, results)
+}
+
+// printRetries notes, under the table, the retried transactions of the measurements
+// that had any (etcd's increments that found the key changed).
+func printRetries(w io.Writer, results []result) {
+	first := true
+	for _, r := range results {
+		if r.Retries == 0 || r.Ops == 0 {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w)
+			first = false
+		}
+		fmt.Fprintf(w, "* %s %s at %d clients: %d retried transactions (%.1f per 100 successful increments).\n",
+			systemLabels[r.system], r.shape, r.clients, r.Retries, 100*float64(r.Retries)/float64(r.Ops))
+	}
 }
 
 // thousands formats n rounded, with commas.
