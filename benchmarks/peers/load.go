@@ -160,6 +160,9 @@ func runLoad(args []string) error {
 		defer cancel()
 		return f(ctx, w, loadgen.Key(prefix, keys.Next(rng)))
 	}
+	// Count the retries of the measured time only.
+	reset := time.AfterFunc(spec.Warmup, func() { o.retries.Store(0) })
+	defer reset.Stop()
 	res, err := loadgen.Run(ctx, loadgen.Config{Workers: spec.Clients, Duration: spec.Duration, Warmup: spec.Warmup, Op: op, ErrorType: errorType})
 	if err != nil {
 		return err
