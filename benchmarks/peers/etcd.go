@@ -91,38 +91,38 @@ func etcdOps(spec loadSpec) (*ops, error) {
 		_, err := clis[w%len(clis)].Get(ctx, key) // linearizable (the default)
 		return err
 	}
-	// increment: compare-and-swap on the key's mod revision. Each worker remembers the
-	// value and revision it last saw of each key; a transaction that finds the key changed
-	// returns its current value and revision (Else), and the worker tries again.
-	type seen struct{ value, rev int64 }
-	cache := make([]map[string]seen, spec.Clients)
-	for i := range cache {
-		cache[i] = map[string]seen{}
-	}
+	// increment: compare-and-swap on the key's mod revision. The worker reads the key's
+	// value and revision from the node it talks to (a serializable get: local, no
+	// consensus round; a stale answer only makes the swap fail), then puts value+1 in a
+	// transaction if the revision is still the one read; a transaction that finds the key
+	// changed returns its current value and revision (Else), and the worker tries again.
 	o.increment = func(ctx context.Context, w int, k string) error {
 		cli := clis[w%len(clis)]
-		s := cache[w][k]
+		get, err := cli.Get(ctx, k, clientv3.WithSerializable())
+		if err != nil {
+			return err
+		}
+		kvs := get.Kvs
 		for tries := 0; ; tries++ {
+			var value, rev int64
+			if len(kvs) == 1 {
+				rev = kvs[0].ModRevision
+				if value, err = strconv.ParseInt(string(kvs[0].Value), 10, 64); err != nil {
+					return fmt.Errorf("counter %s holds %q: %w", k, kvs[0].Value, err)
+				}
+			}
 			resp, err := cli.Txn(ctx).
-				If(clientv3.Compare(clientv3.ModRevision(k), "=", s.rev)).
-				Then(clientv3.OpPut(k, strconv.FormatInt(s.value+1, 10))).
+				If(clientv3.Compare(clientv3.ModRevision(k), "=", rev)).
+				Then(clientv3.OpPut(k, strconv.FormatInt(value+1, 10))).
 				Else(clientv3.OpGet(k)).Commit()
 			if err != nil {
 				return err
 			}
 			if resp.Succeeded {
 				o.retries.Add(int64(tries))
-				cache[w][k] = seen{value: s.value + 1, rev: resp.Header.Revision}
 				return nil
 			}
-			kvs := resp.Responses[0].GetResponseRange().Kvs
-			s = seen{}
-			if len(kvs) == 1 {
-				s.rev = kvs[0].ModRevision
-				if s.value, err = strconv.ParseInt(string(kvs[0].Value), 10, 64); err != nil {
-					return fmt.Errorf("counter %s holds %q: %w", k, kvs[0].Value, err)
-				}
-			}
+			kvs = resp.Responses[0].GetResponseRange().Kvs
 		}
 	}
 	return o, nil

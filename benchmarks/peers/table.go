@@ -75,7 +75,7 @@ var systemLabels = map[string]string{
 
 // shapeLabels say what each system did in each shape.
 var shapeLabels = map[string]string{
-	"increment": "durable single-key increment (etcd txn on mod revision; NATS publish + Msg-Id; Lockstep counter.add)",
+	"increment": "durable single-key increment (etcd serializable get, then txn on mod revision; NATS publish + Msg-Id; Lockstep counter.add)",
 	"put":       "durable 100-byte put (etcd put; NATS publish to a last-per-subject stream; Lockstep kv.put)",
 	"read":      "read (etcd linearizable get; NATS last-message get from the stream leader; Lockstep kv.get linearizable)",
 }
