@@ -18,8 +18,9 @@
 //     (fsync per batch, mutual TLS).
 //  3. Run each shape at each client count in a load-generator process of its own (this
 //     binary, `peers load`), which prints its result as JSON: durable single-key
-//     increment (etcd: a serializable get, then a transaction on the key's mod revision; NATS: publish with a
-//     Msg-Id; Lockstep: counter.add), durable 100-byte put (etcd put; NATS publish to a
+//     increment (etcd: a serializable get, then a transaction on the key's mod
+//     revision; NATS: publish with a Msg-Id; Lockstep: counter.add), durable 100-byte
+//     put (etcd put; NATS publish to a
 //     subject of a stream keeping the last message per subject, as NATS KV does; Lockstep
 //     kv.put), and read of a key that exists, written first (etcd linearizable get; NATS
 //     last-message get from the stream leader; Lockstep kv.get at ReadLinearizable).
