@@ -1,7 +1,9 @@
 package loadgen
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -65,6 +67,26 @@ func TestNewWorkloadBadInput(t *testing.T) {
 	for _, name := range WorkloadNames() {
 		if _, err := NewWorkload(name, WorkloadConfig{}); err != nil {
 			t.Errorf("%s with defaults: %v", name, err)
+		}
+	}
+}
+
+// TestErrorType: errors are named by the node's code, or by what the client gave up on.
+func TestErrorType(t *testing.T) {
+	for i, c := range []struct {
+		err  error
+		want string
+	}{
+		{&client.Error{Code: client.CodeOverloaded, Message: "busy"}, "Overloaded"},
+		{fmt.Errorf("kv.put: %w", &client.Error{Code: client.CodeProcedureError}), "ProcedureError"},
+		{fmt.Errorf("%w (last: connection lost)", client.ErrRetriesExhausted), "RetriesExhausted"},
+		{fmt.Errorf("op: %w", context.DeadlineExceeded), "Timeout"},
+		{context.Canceled, "Canceled"},
+		{client.ErrClosed, "Closed"},
+		{errors.New("something else"), "Other"},
+	} {
+		if got := ErrorType(c.err); got != c.want {
+			t.Errorf("#%d %v: got %s, want %s", i, c.err, got, c.want)
 		}
 	}
 }
