@@ -99,8 +99,9 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// metrics returns the node's unlabelled Prometheus samples (name → value, histograms'
-// _sum and _count among them) from its admin /metrics; nil if it did not answer.
+// metrics returns the node's Prometheus samples (name → value, histograms' _sum and _count
+// among them; a labelled sample under its name with the labels as exposed, e.g.
+// `x{stage="queue"}`) from its admin /metrics; nil if it did not answer.
 func (p *proc) metrics() map[string]float64 {
 	hc, scheme := &http.Client{Timeout: 5 * time.Second}, "http://"
 	if p.CertsDir != "" {
@@ -118,7 +119,7 @@ func (p *proc) metrics() map[string]float64 {
 	m := map[string]float64{}
 	for _, line := range strings.Split(string(body), "\n") {
 		f := strings.Fields(line)
-		if len(f) != 2 || strings.HasPrefix(line, "#") || strings.Contains(f[0], "{") {
+		if len(f) != 2 || strings.HasPrefix(line, "#") {
 			continue
 		}
 		if v, err := strconv.ParseFloat(f[1], 64); err == nil {

@@ -10,8 +10,9 @@ import (
 // Typed helpers for the built-in procedures (kv.*, counter.*, bank.*, voter.*; the
 // stream.* helpers are in streams.go). Their names and argument and result types are those of package
 // builtin, the one definition the servers use too. Keys are strings here (see the
-// package documentation for the rule). Reads go through the log (ReadLinearizable); use
-// QueryAs or QueryMultiAs with ReadAny for local reads.
+// package documentation for the rule). KVGet is a linearizable read off the log; the other
+// reads go through the log (ReadLinearizable); use QueryAs or QueryMultiAs with ReadAny
+// for local reads, QueryBoundedAs for bounded staleness.
 
 // KVPut stores value under key (nil stores an empty value) and reports whether the key
 // was new.
@@ -19,9 +20,10 @@ func (c *Client) KVPut(ctx context.Context, key string, value []byte) (created b
 	return InvokeAs[bool](ctx, c, builtin.KVPut, []byte(key), builtin.KVPutArgs{Value: value})
 }
 
-// KVGet returns the value stored under key and whether there is one.
+// KVGet returns the value stored under key and whether there is one: a linearizable read
+// that the leader answers off the log (Query with ReadLinearizable).
 func (c *Client) KVGet(ctx context.Context, key string) (value []byte, found bool, err error) {
-	res, err := InvokeAs[builtin.KVGetResult](ctx, c, builtin.KVGet, []byte(key), builtin.NoArgs{})
+	res, err := QueryAs[builtin.KVGetResult](ctx, c, builtin.KVGet, []byte(key), builtin.NoArgs{}, ReadLinearizable)
 	return res.Value, res.Found, err
 }
 

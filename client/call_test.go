@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
@@ -44,6 +45,8 @@ func TestTypedCalls(t *testing.T) {
 		keys     []string
 		args     []byte // the argument bytes sent; nil for none
 		readAny  bool
+		maxLag   uint64 // a bounded read's bound; 0 for others
+		linRead  bool   // sent at wire.ConsistencyLinearizableRead
 		wantSess bool
 	}{
 		{
@@ -81,7 +84,14 @@ func TestTypedCalls(t *testing.T) {
 			call: func() (any, error) {
 				return QueryAs[builtin.KVGetResult](ctx, c, builtin.KVGet, []byte("k"), builtin.NoArgs{}, ReadLinearizable)
 			},
-			want: builtin.KVGetResult{Value: []byte("v"), Found: true}, proc: builtin.KVGet, key: "k", wantSess: true,
+			// Session-less: the leader answers it off the log (ReadIndex).
+			want: builtin.KVGetResult{Value: []byte("v"), Found: true}, proc: builtin.KVGet, key: "k", linRead: true,
+		},
+		{
+			call: func() (any, error) {
+				return QueryBoundedAs[builtin.KVGetResult](ctx, c, builtin.KVGet, []byte("k"), builtin.NoArgs{}, 250*time.Millisecond)
+			},
+			want: builtin.KVGetResult{Value: []byte("v"), Found: true}, proc: builtin.KVGet, key: "k", maxLag: uint64(250 * time.Millisecond),
 		},
 		{
 			call: func() (any, error) {
@@ -109,9 +119,33 @@ func TestTypedCalls(t *testing.T) {
 		if !bytes.Equal(r.Args, tt.args) {
 			t.Errorf("#%d: args %x, want %x", i, r.Args, tt.args)
 		}
-		if (r.Session != 0) != tt.wantSess || (r.Consistency == wire.ConsistencyAny) != tt.readAny {
-			t.Errorf("#%d: session %d, consistency %d, want session %t, ReadAny %t", i, r.Session, r.Consistency, tt.wantSess, tt.readAny)
+		if (r.Session != 0) != tt.wantSess || (r.Consistency == wire.ConsistencyAny) != tt.readAny ||
+			(r.Consistency == wire.ConsistencyBounded) != (tt.maxLag != 0) || r.MaxLag != tt.maxLag ||
+			(r.Consistency == wire.ConsistencyLinearizableRead) != tt.linRead {
+			t.Errorf("#%d: session %d, consistency %d, bound %d, want session %t, ReadAny %t, bound %d",
+				i, r.Session, r.Consistency, r.MaxLag, tt.wantSess, tt.readAny, tt.maxLag)
 		}
+	}
+}
+
+// TestQueryBoundedBadBound: a staleness bound that is not positive is refused with
+// ErrBadArguments, and nothing is sent; so is an unknown consistency level.
+func TestQueryBoundedBadBound(t *testing.T) {
+	node := startNode(t, "n", func(fc *fakeConn, req wire.Request) {
+		fc.reply(wire.Response{ID: req.ID, Value: value(t, builtin.KVGetResult{})})
+	})
+	c := dial(t, testConfig(t, node.addr))
+	ctx := context.Background()
+	for i, bound := range []time.Duration{0, -1, -time.Hour} {
+		if err := c.QueryBounded(ctx, builtin.KVGet, []byte("k"), nil, nil, bound); !errors.Is(err, ErrBadArguments) {
+			t.Errorf("#%d: bound %v: got %v, want ErrBadArguments", i, bound, err)
+		}
+	}
+	if err := c.Query(ctx, builtin.KVGet, []byte("k"), nil, nil, Consistency(7)); !errors.Is(err, ErrBadArguments) {
+		t.Errorf("consistency 7: got %v, want ErrBadArguments", err)
+	}
+	if n := len(node.requests(wire.OpInvoke)); n != 0 {
+		t.Errorf("%d requests sent, want none", n)
 	}
 }
 

@@ -206,7 +206,10 @@ The client keeps these rules:
     without an answer. The client then lets AckThrough pass its Seq, so that a copy still
     on its way is refused by the cluster rather than run later: the outcome is fixed,
     only unknown to the caller. Callers that must know read the state back.
-  - Reads at ReadAny carry no session and may be retried freely on any replica.
+  - Reads by Query, QueryMulti and QueryBounded carry no session and may be retried
+    freely: at ReadAny and bounded staleness on any replica, at ReadLinearizable at the
+    leader, which answers off the log once a majority has confirmed its leadership. The
+    node refuses a procedure that writes at any of these levels; use Invoke.
 
 # Contract
 

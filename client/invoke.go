@@ -14,8 +14,11 @@ type Consistency uint8
 
 // Consistency levels: the wire protocol's, which the servers use too.
 const (
-	// ReadLinearizable reads through the log at the leader, in the client's session: the
-	// result reflects every write acknowledged before the query began. The default.
+	// ReadLinearizable reads at the leader: the result reflects every write acknowledged
+	// before the query began. Query sends it without a session and the leader answers off
+	// the log, from its local state once a quorum has confirmed its leadership (ReadIndex,
+	// docs/protocol.md); Invoke of a read-only procedure still goes through the log. The
+	// default.
 	ReadLinearizable Consistency = Consistency(wire.ConsistencyLinearizable)
 	// ReadAny reads the local state of whichever ready replica the client asks, with no
 	// session: faster and spread over the cluster, but possibly stale. Only for read-only
@@ -42,13 +45,12 @@ func (c *Client) InvokeMulti(ctx context.Context, proc string, keys [][]byte, ar
 	return c.invoke(ctx, proc, wire.Request{Op: wire.OpInvoke, Procedure: proc, Keys: keys}, args, result)
 }
 
-// Query runs the read-only single-partition procedure proc at consistency cons. With
-// ReadLinearizable it is Invoke; with ReadAny one replica answers from its local state,
-// and the query is retried on other replicas as needed.
+// Query runs the read-only single-partition procedure proc at consistency cons, with no
+// session (a read needs no exactly-once). With ReadLinearizable the leader answers, off
+// the log; with ReadAny one replica answers from its local state. Either is retried on
+// other nodes as needed. A procedure that writes is refused (ErrBadArguments) and does
+// not run: use Invoke. For a bounded-staleness read see QueryBounded.
 func (c *Client) Query(ctx context.Context, proc string, key []byte, args, result any, cons Consistency) error {
-	if cons == ReadLinearizable {
-		return c.Invoke(ctx, proc, key, args, result)
-	}
 	if len(key) == 0 {
 		return fmt.Errorf("client: %s: %w: empty partition key", proc, ErrBadArguments)
 	}
@@ -58,9 +60,6 @@ func (c *Client) Query(ctx context.Context, proc string, key []byte, args, resul
 // QueryMulti runs the read-only multi-partition procedure proc, like Query, on the
 // partitions of keys, or on every partition if keys is empty.
 func (c *Client) QueryMulti(ctx context.Context, proc string, keys [][]byte, args, result any, cons Consistency) error {
-	if cons == ReadLinearizable {
-		return c.InvokeMulti(ctx, proc, keys, args, result)
-	}
 	return c.query(ctx, proc, wire.Request{Op: wire.OpInvoke, Procedure: proc, Keys: keys}, args, result, cons)
 }
 
@@ -134,20 +133,30 @@ func (c *Client) invoke(ctx context.Context, proc string, req wire.Request, args
 	}
 }
 
-// query runs a session-less ReadAny request req, of procedure proc, on any ready replica,
-// with retries.
+// query runs a session-less read req, of procedure proc, with retries: at the leader for
+// ReadLinearizable, else on any ready replica.
 func (c *Client) query(ctx context.Context, proc string, req wire.Request, args, result any, cons Consistency) error {
+	switch {
+	case cons == ReadLinearizable, cons == ReadAny:
+	case cons == readBounded && req.MaxLag > 0:
+	default:
+		return fmt.Errorf("client: %s: %w: unknown consistency level %d (QueryBounded reads with a staleness bound)", proc, ErrBadArguments, cons)
+	}
 	ab, err := c.encodeArgs(proc, &req, args)
 	if err != nil {
 		return err
 	}
 	defer c.putArgs(ab)
 	req.Consistency = wire.Consistency(cons)
+	if cons == ReadLinearizable {
+		// Session-less, so the node must refuse a procedure that writes.
+		req.Consistency = wire.ConsistencyLinearizableRead
+	}
 	if err := c.acquireFree(ctx); err != nil {
 		return c.opErr(fmt.Errorf("client: %s: %w", proc, err))
 	}
 	defer c.releaseFree()
-	resp, err := c.call(ctx, proc, &req, false)
+	resp, err := c.call(ctx, proc, &req, cons == ReadLinearizable)
 	if err != nil {
 		return c.opErr(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -19,11 +20,17 @@ import (
 )
 
 // Cluster control: real `lockstep node` processes on loopback, each with its own data
-// directory, log file and clock file, its Raft links routed through the harness's Net.
+// directory, log file and clock file, its links cut by the harness's Network (the proxy
+// or the iptables backend; on the latter each node runs as its own uid, nodeuser.go).
 
 // ErrPortTaken is returned when a node exited because a port chosen for it was taken
 // meanwhile; StartCluster then starts again on new ports.
 var ErrPortTaken = errors.New("jepsen: a port was taken")
+
+// ErrNodeExited is returned when a node process exited by itself while starting (for a
+// reason other than ErrPortTaken): the node refused its own data, crashed, or failed a
+// check. Under a run it is a finding about the node, not a harness failure.
+var ErrNodeExited = errors.New("exited while starting")
 
 // Environment variables `lockstep node` reads to inject faults (cmd/lockstep/faultenv.go).
 const (
@@ -48,9 +55,16 @@ type ClusterConfig struct {
 	Env []string
 	// Args are extra flags of every node process (--session-ttl 2s, for example).
 	Args []string
-	// Clients is the number of client endpoints of the Net: WorkerClient(w) for w below
-	// it reaches the nodes through proxies of its own, which client faults cut.
+	// Clients is the number of client endpoints of the Network: WorkerClient(w) for w
+	// below it reaches the nodes as endpoint w, which client faults cut.
 	Clients int
+	// Net is the network backend: NetProxy (default), NetIPTables, or NetAuto (iptables
+	// when it works here).
+	Net string
+	// KeepData keeps, at Close, the private folder of the iptables backend's nodes (their
+	// data directories and certificates); the proxy backend's data directories are in
+	// Dir and stay anyway.
+	KeepData bool
 }
 
 func (c *ClusterConfig) defaults() error {
@@ -71,6 +85,19 @@ func (c *ClusterConfig) defaults() error {
 	case c.Nodes < 1 || c.Nodes > 9:
 		return fmt.Errorf("jepsen: %d nodes: want 1 to 9", c.Nodes)
 	}
+	switch c.Net {
+	case "":
+		c.Net = NetProxy
+	case NetAuto:
+		backend, _, err := SelectNet(NetAuto, nil)
+		if err != nil {
+			return err
+		}
+		c.Net = backend
+	case NetProxy, NetIPTables:
+	default:
+		return fmt.Errorf("jepsen: unknown network backend %q: want %s, %s or %s", c.Net, NetAuto, NetIPTables, NetProxy)
+	}
 	return nil
 }
 
@@ -80,8 +107,11 @@ type Node struct {
 	ID string
 	// Raft, Client and Admin are its listen addresses.
 	Raft, Client, Admin string
-	// Dir holds its data directory, log and clock file.
+	// Dir holds its logs, and its data directory and clock file unless it runs as its
+	// own user (then they are in its home in the cluster's private folder).
 	Dir string
+
+	home string // holds the data directory and the clock file; "" for Dir
 
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -91,10 +121,19 @@ type Node struct {
 }
 
 // DataDir is the node's data directory.
-func (n *Node) DataDir() string { return filepath.Join(n.Dir, "data") }
+func (n *Node) DataDir() string { return filepath.Join(n.homeDir(), "data") }
 
 // ClockFile is the file whose duration offsets the node's batch clock.
-func (n *Node) ClockFile() string { return filepath.Join(n.Dir, "clock") }
+func (n *Node) ClockFile() string { return filepath.Join(n.homeDir(), "clock") }
+
+// homeDir is the folder of the node's data directory and clock file: its home when it
+// runs as its own user, else Dir.
+func (n *Node) homeDir() string {
+	if n.home != "" {
+		return n.home
+	}
+	return n.Dir
+}
 
 // LogPath is the log of the node's latest process.
 func (n *Node) LogPath() string { return filepath.Join(n.Dir, fmt.Sprintf("node.%d.log", n.starts)) }
@@ -117,7 +156,10 @@ func (n *Node) Running() bool {
 type Cluster struct {
 	cfg   ClusterConfig
 	Nodes []*Node
-	Net   *Net
+	Net   Network
+	// private is the iptables backend's private folder (nodeuser.go), "" on the proxy
+	// backend; bin is the binary the nodes run (a copy in private, or cfg.Bin).
+	private, bin string
 	// certsDir holds the cluster's throw-away CA, node certificate and client root's
 	// certificate (made by the binary's `cert` commands); tls is root's client config.
 	certsDir string
@@ -130,62 +172,83 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	certsDir, tlsCfg, err := makeCerts(ctx, cfg)
+	base := &Cluster{cfg: cfg, bin: cfg.Bin}
+	certsParent := cfg.Dir
+	if cfg.Net == NetIPTables {
+		if err := IPTablesUsable(); err != nil {
+			return nil, err
+		}
+		if err := base.makePrivate(); err != nil {
+			return nil, err
+		}
+		certsParent = base.private
+	}
+	var err error
+	base.certsDir, base.tls, err = makeCerts(ctx, cfg.Bin, certsParent)
+	if err == nil && base.private != "" {
+		err = shareCerts(base.certsDir)
+	}
 	if err != nil {
+		base.removePrivate()
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		c, err := tryStart(ctx, cfg, certsDir, tlsCfg)
+		c, err := tryStart(ctx, base)
 		if err == nil {
 			return c, nil
 		}
 		if attempt == 3 || !errors.Is(err, ErrPortTaken) {
+			base.removePrivate()
 			return nil, err
 		}
 	}
 }
 
-// makeCerts makes the cluster's certificates in cfg.Dir/certs with the binary's own `cert`
-// commands: every port of the nodes speaks mutual TLS, as in production.
-func makeCerts(ctx context.Context, cfg ClusterConfig) (string, *tls.Config, error) {
-	dir := filepath.Join(cfg.Dir, "certs")
-	if err := os.RemoveAll(dir); err != nil {
-		return "", nil, err
-	}
-	for _, args := range [][]string{
-		{"cert", "create-ca", "--certs-dir", dir},
-		{"cert", "create-node", "--certs-dir", dir, "127.0.0.1", "localhost"},
-		{"cert", "create-client", "--certs-dir", dir, "root"},
-	} {
-		if out, err := exec.CommandContext(ctx, cfg.Bin, args...).CombinedOutput(); err != nil {
-			return "", nil, fmt.Errorf("jepsen: lockstep %s: %w: %s", strings.Join(args, " "), err, out)
-		}
-	}
-	tlsCfg, err := client.LoadTLS(dir, "root")
-	return dir, tlsCfg, err
-}
-
-func tryStart(ctx context.Context, cfg ClusterConfig, certsDir string, tlsCfg *tls.Config) (*Cluster, error) {
+// tryStart starts the nodes of a cluster like base (its configuration, certificates and
+// private folder) on new ports.
+func tryStart(ctx context.Context, base *Cluster) (*Cluster, error) {
+	cfg := base.cfg
 	addrs, err := freeAddrs(3 * cfg.Nodes)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, certsDir: certsDir, tls: tlsCfg}
+	c := &Cluster{cfg: cfg, private: base.private, bin: base.bin, certsDir: base.certsDir, tls: base.tls}
 	var raft, clientAddrs []string
+	var ports [][]int
 	for i := range cfg.Nodes {
 		n := &Node{ID: fmt.Sprintf("n%d", i+1), Raft: addrs[3*i], Client: addrs[3*i+1], Admin: addrs[3*i+2],
 			Dir: filepath.Join(cfg.Dir, fmt.Sprintf("n%d", i+1))}
-		if err := os.RemoveAll(n.Dir); err != nil {
-			return nil, err
+		if c.private != "" {
+			n.home = filepath.Join(c.private, n.ID)
+		}
+		for _, d := range []string{n.Dir, n.homeDir()} {
+			if err := os.RemoveAll(d); err != nil {
+				return nil, err
+			}
 		}
 		if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 			return nil, err
 		}
+		if c.private != "" {
+			if err := makeHome(n.home, i); err != nil {
+				return nil, err
+			}
+		}
 		c.Nodes = append(c.Nodes, n)
 		raft = append(raft, n.Raft)
 		clientAddrs = append(clientAddrs, n.Client)
+		var np []int
+		for _, a := range []string{n.Raft, n.Client, n.Admin} {
+			np = append(np, addrPort(a))
+		}
+		ports = append(ports, np)
 	}
-	if c.Net, err = NewNet(raft, clientAddrs, cfg.Clients); err != nil {
+	if cfg.Net == NetIPTables {
+		c.Net, err = NewIPTablesNet(ports, cfg.Clients)
+	} else {
+		c.Net, err = NewProxyNet(raft, clientAddrs, cfg.Clients)
+	}
+	if err != nil {
 		return nil, err
 	}
 	var peers []string
@@ -194,17 +257,22 @@ func tryStart(ctx context.Context, cfg ClusterConfig, certsDir string, tlsCfg *t
 	}
 	for i := range c.Nodes {
 		if err := c.spawn(i, "--bootstrap", strings.Join(peers, ",")); err != nil {
-			c.Close()
-			return nil, err
+			return nil, errors.Join(err, c.stop())
 		}
 	}
 	for i := range c.Nodes {
 		if err := c.WaitReady(ctx, i); err != nil {
-			c.Close()
-			return nil, err
+			return nil, errors.Join(err, c.stop())
 		}
 	}
 	return c, nil
+}
+
+// addrPort returns the port of a host:port address (0 if it has none).
+func addrPort(addr string) int {
+	_, p, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(p)
+	return port
 }
 
 // spawn starts node i's process with the common flags and extra.
@@ -222,10 +290,12 @@ func (c *Cluster) spawn(i int, extra ...string) error {
 		"--admin", n.Admin, "--partitions", fmt.Sprint(c.cfg.Partitions), "--certs-dir", c.certsDir,
 		"--log-level", "info"}, c.cfg.Args...)
 	args = append(args, extra...)
-	cmd := exec.Command(c.cfg.Bin, args...)
-	cmd.Env = append(append(os.Environ(), c.cfg.Env...),
-		envRaftRoutes+"="+c.Net.Routes(i), envClockFile+"="+n.ClockFile())
+	cmd := exec.Command(c.bin, args...)
+	cmd.Env = append(append(append(os.Environ(), c.cfg.Env...), c.Net.NodeEnv(i)...), envClockFile+"="+n.ClockFile())
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if c.private != "" {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: nodeCredential(i)}
+	}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return err
@@ -252,7 +322,7 @@ func (c *Cluster) WaitReady(ctx context.Context, i int) error {
 			if bytes.Contains(log, []byte("address already in use")) {
 				return fmt.Errorf("%w: %s", ErrPortTaken, n.ID)
 			}
-			return fmt.Errorf("jepsen: %s exited while starting: %s", n.ID, lastLines(log, 5))
+			return fmt.Errorf("jepsen: %s %w: %s", n.ID, ErrNodeExited, lastLines(log, 5))
 		}
 		resp, err := hc.Get("https://" + n.Admin + "/readyz")
 		if err == nil {
@@ -401,8 +471,8 @@ func (c *Cluster) Client(ctx context.Context) (*client.Client, error) {
 	return c.dialClient(ctx, nil, nil)
 }
 
-// WorkerClient dials worker w's client: it reaches each node through the Net's proxies of
-// client endpoint w (w below ClusterConfig.Clients), so client faults apply to it. tune,
+// WorkerClient dials worker w's client: it reaches each node as the Network's client
+// endpoint w (w below ClusterConfig.Clients), so client faults apply to it. tune,
 // if not nil, adjusts the client's configuration before the dial.
 func (c *Cluster) WorkerClient(ctx context.Context, w int, tune func(*client.Config)) (*client.Client, error) {
 	if w < 0 || w >= c.Net.Clients() {
@@ -460,13 +530,28 @@ func (c *Cluster) Leader(ctx context.Context, cl *client.Client) int {
 	return c.Index(cs.Leader)
 }
 
-// Close kills every process (resuming paused ones first is not needed for SIGKILL) and
-// closes the proxies.
-func (c *Cluster) Close() {
+// Close kills every process (resuming paused ones first is not needed for SIGKILL),
+// closes the Network (the proxies, or the iptables chain) and removes the private folder
+// of the iptables backend unless ClusterConfig.KeepData. The error is the Network's.
+func (c *Cluster) Close() error {
+	err := c.stop()
+	if c.private != "" {
+		if c.cfg.KeepData {
+			os.Remove(c.bin)
+		} else {
+			os.RemoveAll(c.private)
+		}
+	}
+	return err
+}
+
+// stop kills every process and closes the Network.
+func (c *Cluster) stop() error {
 	c.KillAll()
 	if c.Net != nil {
-		c.Net.Close()
+		return c.Net.Close()
 	}
+	return nil
 }
 
 // freeAddrs returns n loopback addresses whose ports were free a moment ago.

@@ -3,6 +3,10 @@ package jepsen
 import (
 	"context"
 	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +21,11 @@ func startTestCluster(t *testing.T, n int) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return c
 }
 
@@ -90,7 +98,9 @@ func TestClusterControl(t *testing.T) {
 			rest = append(rest, i)
 		}
 	}
-	c.Net.Partition([]int{old}, rest)
+	if err := c.Net.Cut(partitionCuts([][]int{{old}, rest})...); err != nil {
+		t.Fatal(err)
+	}
 	testutil.WaitFor(t, 30*time.Second, func() error {
 		st, err := cl.Status(ctx, c.Nodes[rest[0]].Client)
 		if err != nil {
@@ -102,7 +112,9 @@ func TestClusterControl(t *testing.T) {
 		return nil
 	})
 	put(t, cl, "k", "3")
-	c.Net.Heal()
+	if err := c.Net.Heal(); err != nil {
+		t.Fatal(err)
+	}
 
 	// Replace a follower with an empty one.
 	leader = waitLeader(t, c, cl)
@@ -122,5 +134,108 @@ func TestClusterControl(t *testing.T) {
 	}
 	if u := c.Unexpected(); len(u) > 0 {
 		t.Fatalf("unexpected exits: %v", u)
+	}
+}
+
+// procUID returns the real uid of process pid.
+func procUID(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			uid, err := strconv.Atoi(strings.Fields(rest)[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return uid
+		}
+	}
+	t.Fatalf("no Uid line in /proc/%d/status", pid)
+	return -1
+}
+
+// TestClusterIPTables: on the iptables backend every node process runs as its own
+// unprivileged uid from a private folder; isolating the leader with the run's chain makes
+// the others elect a new one and take writes; killing and restarting a node keeps its
+// uid; Close removes the chain and the private folder.
+func TestClusterIPTables(t *testing.T) {
+	t.Parallel()
+	needIPTables(t)
+	if testing.Short() {
+		t.Skip("real node processes")
+	}
+	ctx := context.Background()
+	c, err := StartCluster(ctx, ClusterConfig{Bin: testBin, Nodes: 3, Dir: t.TempDir(), Net: NetIPTables})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			c.Close()
+		}
+	})
+	ipt, ok := c.Net.(*IPTablesNet)
+	if !ok {
+		t.Fatalf("network %T, want *IPTablesNet", c.Net)
+	}
+	for i, n := range c.Nodes {
+		if got := procUID(t, n.cmd.Process.Pid); got != nodeUID(i) {
+			t.Errorf("#%d: %s runs as uid %d, want %d", i, n.ID, got, nodeUID(i))
+		}
+	}
+	cl, err := c.dialClient(ctx, nil, func(cfg *client.Config) { cfg.MaxRetries = -1 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	put(t, cl, "k", "0")
+	old := waitLeader(t, c, cl)
+	rest := others(len(c.Nodes), old)
+	if err := c.Net.Cut(partitionCuts([][]int{{old}, rest})...); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		st, err := cl.Status(ctx, c.Nodes[rest[0]].Client)
+		if err != nil {
+			return err
+		}
+		if st.LeaderID == "" || st.LeaderID == c.Nodes[old].ID {
+			return fmt.Errorf("leader %q", st.LeaderID)
+		}
+		return nil
+	})
+	put(t, cl, "k", "1")
+	if err := c.Net.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	c.Kill(old)
+	if err := c.Restart(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if got := procUID(t, c.Nodes[old].cmd.Process.Pid); got != nodeUID(old) {
+		t.Errorf("restarted %s runs as uid %d, want %d", c.Nodes[old].ID, got, nodeUID(old))
+	}
+	put(t, cl, "k", "2")
+	if err := WaitConverged(ctx, cl, c, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	private := c.PrivateDir()
+	closed = true
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, err := harnessChains()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(names, ipt.Chain()) {
+		t.Errorf("chain %s left after Close", ipt.Chain())
+	}
+	if _, err := os.Stat(private); !os.IsNotExist(err) {
+		t.Errorf("private folder %s left after Close (%v)", private, err)
 	}
 }

@@ -18,6 +18,9 @@ func TestBadConfig(t *testing.T) {
 		{Bin: testBin, Results: results, Workload: "set", Nemesis: "flood"}, // unknown nemesis
 		{Bin: testBin, Results: results, Workload: "set", Duration: -time.Second},
 		{Bin: testBin, Results: results, Workload: "set", Workers: -1},
+		{Bin: testBin, Results: results, Workload: "set", LogStore: "rocks"},
+		{Bin: testBin, Results: results, Workload: "set", Net: "netns"},
+		{Bin: testBin, Results: results, Workload: "set", Net: NetIPTables, Nemesis: "delay"},
 	} {
 		if rep, err := Run(ctx, cfg); err == nil {
 			t.Errorf("#%d: got %+v, want an error", i, rep)
@@ -32,6 +35,7 @@ func TestBadConfig(t *testing.T) {
 		{Bin: testBin}, // no directory
 		{Bin: testBin, Dir: dir, Nodes: 10},
 		{Bin: testBin, Dir: dir, Nodes: -1},
+		{Bin: testBin, Dir: dir, Net: "netns"},
 	} {
 		if c, err := StartCluster(ctx, cfg); err == nil {
 			c.Close()
@@ -41,11 +45,11 @@ func TestBadConfig(t *testing.T) {
 	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
 		t.Errorf("cluster folder: got %v, %v; want it empty", ents, err)
 	}
-	if nt, err := NewNet([]string{"127.0.0.1:1", "127.0.0.1:2"}, []string{"127.0.0.1:3"}, 1); err == nil {
+	if nt, err := NewProxyNet([]string{"127.0.0.1:1", "127.0.0.1:2"}, []string{"127.0.0.1:3"}, 1); err == nil {
 		nt.Close()
 		t.Error("a net with 1 client address for 2 nodes: want an error")
 	}
-	nt, err := NewNet([]string{"127.0.0.1:1"}, []string{"127.0.0.1:2"}, 1)
+	nt, err := NewProxyNet([]string{"127.0.0.1:1"}, []string{"127.0.0.1:2"}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

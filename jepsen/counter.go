@@ -48,9 +48,11 @@ func (c *Counter) Check(ctx context.Context, cl *client.Client, hist []Op, _ str
 }
 
 // checkCounters checks the adds of hist to the counters names: each final value (read
-// through cl) within [acknowledged, acknowledged + unknown], acknowledged results distinct.
+// through cl) within [acknowledged, acknowledged + unknown], acknowledged results distinct
+// and within [1, final value] (an add of 1 returns the counter's new value).
 func checkCounters(ctx context.Context, cl *client.Client, hist []Op, names []string) []Verdict {
 	acked, unknown := map[string]int64{}, map[string]int64{}
+	highest := map[string]int64{} // the largest acknowledged result per counter
 	seen := map[string]map[int64]bool{}
 	distinct := Verdict{Checker: "counter-distinct", Valid: true}
 	for _, op := range hist {
@@ -68,6 +70,11 @@ func checkCounters(ctx context.Context, cl *client.Client, hist []Op, names []st
 				distinct.Detail = fmt.Sprintf("two acknowledged adds to %s returned %d", op.Key, op.Result[0])
 			}
 			seen[op.Key][op.Result[0]] = true
+			highest[op.Key] = max(highest[op.Key], op.Result[0])
+			if op.Result[0] < 1 {
+				distinct.Valid = false
+				distinct.Detail = fmt.Sprintf("an acknowledged add to %s returned %d", op.Key, op.Result[0])
+			}
 		case StatusInfo:
 			unknown[op.Key]++
 		}
@@ -82,6 +89,8 @@ func checkCounters(ctx context.Context, cl *client.Client, hist []Op, names []st
 			bounds.Valid, bounds.Detail = false, fmt.Sprintf("final read of %s: %v", name, err)
 		case got < a || got > a+u:
 			bounds.Valid, bounds.Detail = false, fmt.Sprintf("%s is %d, want within [%d, %d]", name, got, a, a+u)
+		case highest[name] > got:
+			bounds.Valid, bounds.Detail = false, fmt.Sprintf("%s is %d, but an acknowledged add returned %d", name, got, highest[name])
 		}
 		summary = append(summary, fmt.Sprintf("%s=%d (acked %d, unknown %d)", name, got, a, u))
 	}

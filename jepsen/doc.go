@@ -6,10 +6,13 @@
 // A run (Run, or `lockstep jepsen run`):
 //
 //  1. starts N real `lockstep node` processes on 127.0.0.1 (Cluster), each with its own
-//     data directory, log and clock file, every directed Raft link and every worker's
-//     path to every node routed through a fault-injecting TCP proxy of the harness (Net);
+//     data directory, log and clock file, and a Network that makes the network faults:
+//     as root, IPTablesNet (each node runs as its own uid, and cuts and loss are rules
+//     in an iptables chain the run creates and always removes), else ProxyNet (every
+//     directed Raft link and every worker's path to every node routed through a
+//     fault-injecting TCP proxy of the harness); SelectNet picks, Config.Net overrides;
 //  2. runs Workers clients of a Workload (register, bank, counter, set, voter,
-//     session-expiry), each with its own client and session, recording every operation
+//     session-expiry, pipeline), each with its own client and session, recording every operation
 //     with its outcome (ok, fail, unknown) into a history (Recorder);
 //  3. meanwhile applies a nemesis Schedule drawn from the seed: network shapes (one node
 //     or the leader isolated, halves, bridge, one-way cuts, the majorities ring, delay,
@@ -22,10 +25,11 @@
 //     node logs, and writes a results folder.
 //
 // The nodes learn their faults from test-only environment variables that `lockstep
-// node` reads (LOCKSTEP_FAULT_RAFT_ROUTES, LOCKSTEP_FAULT_CLOCK_FILE, and
-// LOCKSTEP_FAULT_CRASH_STORE for a Raft log that loses unsynced writes at a kill); no
-// root is needed. Planted bugs behind build tags (jepsen_lostwrite, jepsen_clockbug,
-// jepsen_staleread, jepsen_nodedup, jepsen_nosync) prove the checkers can fail. See
+// node` reads (LOCKSTEP_FAULT_RAFT_ROUTES on the proxy backend, LOCKSTEP_FAULT_CLOCK_FILE,
+// and LOCKSTEP_FAULT_CRASH_STORE for a Raft log that loses unsynced writes at a kill);
+// only the iptables backend needs root. Planted bugs behind build tags (jepsen_lostwrite,
+// jepsen_clockbug, jepsen_staleread, jepsen_nodedup, jepsen_nosync, jepsen_ackcache) prove
+// the checkers can fail. See
 // docs/jepsen.md.
 //
 // Contract: a Cluster is controlled from one goroutine; Run owns every process and

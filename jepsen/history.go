@@ -110,6 +110,13 @@ type Worker struct {
 // returns when call succeeded.
 func (w *Worker) Do(op Op, call func() ([]int64, error)) Op {
 	w.Seq++
+	return w.record(op, call)
+}
+
+// record is Do without counting the operation in Seq: safe for concurrent use, for a
+// workload that runs several operations of one worker at once (their Process is the
+// same, and their spans overlap).
+func (w *Worker) record(op Op, call func() ([]int64, error)) Op {
 	op.Process = w.Process
 	op.Start = w.rec.Since()
 	res, err := call()

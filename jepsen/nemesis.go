@@ -270,6 +270,15 @@ func others(n, i int) []int {
 	return out
 }
 
+// clients returns the number of client endpoints of the cluster's Network (0 without
+// one).
+func (nm *nemesis) clients() int {
+	if nm.c.Net == nil {
+		return 0
+	}
+	return nm.c.Net.Clients()
+}
+
 // start applies st's fault and logs it.
 func (nm *nemesis) start(ctx context.Context, st Step) {
 	c, n := nm.c, len(nm.c.Nodes)
@@ -285,79 +294,47 @@ func (nm *nemesis) start(ctx context.Context, st Step) {
 			target = st.Perm[1%n]
 		}
 	}
+	// latency applies f if the backend can slow links down.
+	latency := func(f func(Latency) error) error {
+		l, ok := c.Net.(Latency)
+		if !ok {
+			return fmt.Errorf("%w: the %s backend cannot add latency", ErrNetUnsupported, c.Net.Name())
+		}
+		return f(l)
+	}
+	if cuts, ok := shapeCuts(st.Fault, st.Perm, target, n, nm.clients()); ok {
+		err = c.Net.Cut(cuts...)
+		ev.Nodes, ev.Detail = nm.ids(target), strings.Join(c.Net.Cuts(), " ")
+	}
 	switch st.Fault {
-	case FaultIsolate, FaultIsolateLeader:
-		c.Net.Partition([]int{target}, others(n, target))
-		ev.Nodes, ev.Detail = nm.ids(target), strings.Join(c.Net.Cuts(), " ")
-	case FaultHalves:
-		c.Net.Partition(st.Perm[:n/2], st.Perm[n/2:])
-		ev.Nodes, ev.Detail = nm.ids(st.Perm[:n/2]...), strings.Join(c.Net.Cuts(), " ")
+	case FaultHalves, FaultClientsCut:
+		ev.Nodes = nm.ids(st.Perm[:n/2]...)
 	case FaultBridge:
-		k := (n - 1) / 2
-		c.Net.Partition(st.Perm[:k], st.Perm[n-k:])
-		ev.Nodes, ev.Detail = nm.ids(st.Perm[k]), "bridge; "+strings.Join(c.Net.Cuts(), " ")
-	case FaultOneWay:
-		for _, j := range others(n, target) {
-			c.Net.Cut(target, j)
-		}
-		ev.Nodes, ev.Detail = nm.ids(target), strings.Join(c.Net.Cuts(), " ")
-	case FaultDelay:
-		c.Net.SetDelay(st.Dur)
-		ev.Detail = st.Dur.String()
+		ev.Nodes, ev.Detail = nm.ids(st.Perm[(n-1)/2]), "bridge; "+ev.Detail
 	case FaultRing:
-		for _, l := range ringCuts(st.Perm) {
-			c.Net.Cut(l[0], l[1])
-		}
-		ev.Nodes, ev.Detail = nm.ids(st.Perm...), "ring; "+strings.Join(c.Net.Cuts(), " ")
-	case FaultClientsCut:
-		for w := range c.Net.Clients() {
-			for _, j := range st.Perm[:n/2] {
-				c.Net.Cut(n+w, j)
-				c.Net.Cut(j, n+w)
-			}
-		}
-		ev.Nodes, ev.Detail = nm.ids(st.Perm[:n/2]...), strings.Join(c.Net.Cuts(), " ")
-	case FaultIsolateLeaderClients:
-		rest := others(n, target)
-		c.Net.Partition([]int{target}, rest)
-		for w := range c.Net.Clients() {
-			away := rest // even workers stay with the old leader
-			if w%2 == 1 {
-				away = []int{target}
-			}
-			for _, j := range away {
-				c.Net.Cut(n+w, j)
-				c.Net.Cut(j, n+w)
-			}
-		}
-		ev.Nodes, ev.Detail = nm.ids(target), strings.Join(c.Net.Cuts(), " ")
-	case FaultLostReplies:
-		for w := range c.Net.Clients() {
-			c.Net.Cut(target, n+w)
-		}
-		ev.Nodes, ev.Detail = nm.ids(target), strings.Join(c.Net.Cuts(), " ")
+		ev.Nodes, ev.Detail = nm.ids(st.Perm...), "ring; "+ev.Detail
 	case FaultExpireSessions:
-		for w := range c.Net.Clients() {
-			c.Net.Cut(target, n+w)
-		}
 		time.Sleep(expireReplyLoss)
-		for w := range c.Net.Clients() {
-			for j := range n {
-				c.Net.Cut(n+w, j)
-				c.Net.Cut(j, n+w)
-			}
-		}
-		ev.Nodes, ev.Detail = nm.ids(target), fmt.Sprintf("answers lost for %v, then every worker cut", expireReplyLoss)
+		err = errors.Join(err, c.Net.Cut(allClientsCut(n, c.Net.Clients())...))
+		ev.Detail = fmt.Sprintf("answers lost for %v, then every worker cut", expireReplyLoss)
+	case FaultDelay:
+		err = latency(func(l Latency) error { return l.SetDelay(st.Dur) })
+		ev.Detail = st.Dur.String()
 	case FaultLoss:
-		c.Net.SetLoss(st.Loss)
-		ev.Detail = fmt.Sprintf("%.0f%% of chunks lost", 100*st.Loss)
+		err = c.Net.SetLoss(st.Loss)
+		unit := "chunks" // the proxy loses what it read at once
+		if c.Net.Name() == NetIPTables {
+			unit = "packets"
+		}
+		ev.Detail = fmt.Sprintf("%.0f%% of %s lost", 100*st.Loss, unit)
 	case FaultSlowLinks:
 		slow := st.Perm[:max(1, n/2)]
 		for _, a := range slow {
 			for b := range n + c.Net.Clients() {
 				if b != a {
-					c.Net.SetLinkDelay(a, b, st.Dur)
-					c.Net.SetLinkDelay(b, a, st.Dur)
+					err = errors.Join(err, latency(func(l Latency) error {
+						return errors.Join(l.SetLinkDelay(a, b, st.Dur), l.SetLinkDelay(b, a, st.Dur))
+					}))
 				}
 			}
 		}
@@ -405,30 +382,36 @@ func (nm *nemesis) start(ctx context.Context, st Step) {
 // paused ones resumed.
 func (nm *nemesis) heal(ctx context.Context, fault string) error {
 	c := nm.c
-	c.Net.Heal()
-	var errs []string
+	var errs []error
+	if err := c.Net.Heal(); err != nil {
+		errs = append(errs, err)
+	}
 	for i := range c.Nodes {
 		if err := c.SetClock(i, 0); err != nil {
-			errs = append(errs, err.Error())
+			errs = append(errs, err)
 		}
 	}
 	for _, i := range nm.paused {
 		if err := c.Resume(i); err != nil {
-			errs = append(errs, err.Error())
+			errs = append(errs, err)
 		}
 	}
 	nm.paused = nil
 	if len(nm.killed) > 0 {
 		if err := c.RestartAll(ctx); err != nil {
-			errs = append(errs, err.Error())
+			errs = append(errs, err)
 		}
 	}
 	ev := Event{At: time.Duration(nm.rec.Since()), Fault: fault, Phase: "heal", Nodes: nm.ids(nm.killed...)}
 	nm.killed = nil
 	if len(errs) > 0 {
-		ev.Detail = "error: " + strings.Join(errs, "; ")
+		msgs := make([]string, len(errs))
+		for i, err := range errs {
+			msgs[i] = err.Error()
+		}
+		ev.Detail = "error: " + strings.Join(msgs, "; ")
 		nm.log(ev)
-		return fmt.Errorf("jepsen: heal %s: %s", fault, ev.Detail)
+		return fmt.Errorf("jepsen: heal %s: %w", fault, errors.Join(errs...))
 	}
 	nm.log(ev)
 	return nil

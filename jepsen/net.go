@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Network faults without root: every directed Raft link i→j (node i dialing node j) goes
+// The proxy backend (NetProxy), no root needed: every directed Raft link i→j (node i dialing node j) goes
 // through a TCP proxy of the harness, listening on its own port, that node i's
 // LOCKSTEP_FAULT_RAFT_ROUTES names for j's Raft address. The proxy forwards the bytes of
 // both directions of each connection, so it can stop the bytes node a sends to node b on
@@ -27,8 +27,9 @@ import (
 // connections are reset when a byte would cross the cut and new ones are closed at once,
 // so a client learns fast which nodes it cannot reach. Raft links stall.
 
-// Net is the set of link proxies of a cluster. Safe for concurrent use.
-type Net struct {
+// ProxyNet is the set of link proxies of a cluster: the Network of the proxy backend.
+// Safe for concurrent use.
+type ProxyNet struct {
 	raft    []string // nodes' Raft addresses
 	client  []string // nodes' client addresses
 	clients int      // client endpoints, numbered from len(raft)
@@ -52,14 +53,14 @@ type proxy struct {
 	conns  map[net.Conn]struct{}
 }
 
-// NewNet opens a proxy for every directed link between the nodes at raft addresses, and
+// NewProxyNet opens a proxy for every directed link between the nodes at raft addresses, and
 // one per client endpoint and node, forwarding to the nodes' client addresses (client
 // may be empty when clients is 0).
-func NewNet(raft, client []string, clients int) (*Net, error) {
+func NewProxyNet(raft, client []string, clients int) (*ProxyNet, error) {
 	if clients > 0 && len(client) != len(raft) {
 		return nil, fmt.Errorf("jepsen: %d client addresses for %d nodes", len(client), len(raft))
 	}
-	nt := &Net{raft: raft, client: client, clients: clients, cut: map[[2]int]bool{}, slow: map[[2]int]time.Duration{},
+	nt := &ProxyNet{raft: raft, client: client, clients: clients, cut: map[[2]int]bool{}, slow: map[[2]int]time.Duration{},
 		changed: make(chan struct{}), proxies: map[[2]int]*proxy{}}
 	open := func(i, j int, target string) error {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -93,15 +94,12 @@ func NewNet(raft, client []string, clients int) (*Net, error) {
 	return nt, nil
 }
 
-// Nodes returns the number of node endpoints; client endpoint c is Nodes()+c.
-func (nt *Net) Nodes() int { return len(nt.raft) }
-
 // Clients returns the number of client endpoints.
-func (nt *Net) Clients() int { return nt.clients }
+func (nt *ProxyNet) Clients() int { return nt.clients }
 
 // ClientDial is client endpoint c's client.Config.Dial: a node's client address is dialed
 // through c's proxy to that node; any other address directly.
-func (nt *Net) ClientDial(c int) func(ctx context.Context, addr string) (net.Conn, error) {
+func (nt *ProxyNet) ClientDial(c int) func(ctx context.Context, addr string) (net.Conn, error) {
 	via := map[string]string{}
 	for j, a := range nt.client {
 		via[a] = nt.proxies[[2]int{len(nt.raft) + c, j}].ln.Addr().String()
@@ -117,7 +115,7 @@ func (nt *Net) ClientDial(c int) func(ctx context.Context, addr string) (net.Con
 
 // Routes is node i's LOCKSTEP_FAULT_RAFT_ROUTES value: each peer's Raft address routed
 // through the proxy of the link from i to it.
-func (nt *Net) Routes(i int) string {
+func (nt *ProxyNet) Routes(i int) string {
 	var r []string
 	for j, addr := range nt.raft {
 		if j != i {
@@ -127,76 +125,69 @@ func (nt *Net) Routes(i int) string {
 	return strings.Join(r, ",")
 }
 
-// Cut stops the bytes from node from to node to (one direction).
-func (nt *Net) Cut(from, to int) {
-	nt.mu.Lock()
-	defer nt.mu.Unlock()
-	nt.cut[[2]int{from, to}] = true
-	nt.changedLocked()
-}
+// Name is NetProxy.
+func (nt *ProxyNet) Name() string { return NetProxy }
 
-// Partition cuts every link, both ways, between nodes of different groups. Nodes in no
-// group keep all their links.
-func (nt *Net) Partition(groups ...[]int) {
+// NodeEnv routes node i's Raft connections through the proxies of its links.
+func (nt *ProxyNet) NodeEnv(i int) []string { return []string{envRaftRoutes + "=" + nt.Routes(i)} }
+
+// Cut stalls the bytes of each directed link [from, to].
+func (nt *ProxyNet) Cut(links ...[2]int) error {
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
-	for gi, g := range groups {
-		for gj, h := range groups {
-			if gi == gj {
-				continue
-			}
-			for _, a := range g {
-				for _, b := range h {
-					nt.cut[[2]int{a, b}] = true
-				}
-			}
-		}
+	for _, l := range links {
+		nt.cut[l] = true
 	}
 	nt.changedLocked()
+	return nil
 }
 
 // SetLinkDelay holds every chunk from endpoint from to endpoint to for d more (0: none).
-func (nt *Net) SetLinkDelay(from, to int, d time.Duration) {
+func (nt *ProxyNet) SetLinkDelay(from, to int, d time.Duration) error {
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
 	nt.slow[[2]int{from, to}] = d
 	nt.changedLocked()
+	return nil
 }
 
 // SetLoss makes each chunk on every link "lost" with probability p: as TCP recovers a lost
 // segment, it is delivered after a retransmission timeout (lossRTO, doubled for each
 // further loss of the same chunk). 0 turns it off.
-func (nt *Net) SetLoss(p float64) {
+func (nt *ProxyNet) SetLoss(p float64) error {
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
 	nt.loss = p
 	nt.changedLocked()
+	return nil
 }
 
 // lossRTO is the retransmission timeout a "lost" chunk waits: Linux's minimum RTO.
 const lossRTO = 200 * time.Millisecond
 
 // SetDelay holds every chunk of every link for d before forwarding it (0: none).
-func (nt *Net) SetDelay(d time.Duration) {
+func (nt *ProxyNet) SetDelay(d time.Duration) error {
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
 	nt.delay = d
 	nt.changedLocked()
+	return nil
 }
 
-// Heal removes every cut and the delay.
-func (nt *Net) Heal() {
+// Heal removes every cut, the delays and the loss.
+func (nt *ProxyNet) Heal() error {
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
 	clear(nt.cut)
 	clear(nt.slow)
 	nt.delay, nt.loss = 0, 0
 	nt.changedLocked()
+	return nil
 }
 
 // Cuts returns the cut directed links as "a->b" for the timeline (nodes n1..., clients
 // c0...).
-func (nt *Net) Cuts() []string {
+func (nt *ProxyNet) Cuts() []string {
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
 	var out []string
@@ -204,36 +195,28 @@ func (nt *Net) Cuts() []string {
 	for i := range all {
 		for j := range all {
 			if nt.cut[[2]int{i, j}] {
-				out = append(out, nt.name(i)+"->"+nt.name(j))
+				out = append(out, endpointName(i, len(nt.raft))+"->"+endpointName(j, len(nt.raft)))
 			}
 		}
 	}
 	return out
 }
 
-// name is endpoint i's name: n1, n2... for nodes, c0, c1... for clients.
-func (nt *Net) name(i int) string {
-	if i < len(nt.raft) {
-		return fmt.Sprintf("n%d", i+1)
-	}
-	return fmt.Sprintf("c%d", i-len(nt.raft))
-}
-
-func (nt *Net) changedLocked() {
+func (nt *ProxyNet) changedLocked() {
 	close(nt.changed)
 	nt.changed = make(chan struct{})
 }
 
 // state returns whether from→to is cut, its delay, its loss probability, and the
 // channel closed at the next change.
-func (nt *Net) state(from, to int) (bool, time.Duration, float64, <-chan struct{}) {
+func (nt *ProxyNet) state(from, to int) (bool, time.Duration, float64, <-chan struct{}) {
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
 	return nt.cut[[2]int{from, to}], nt.delay + nt.slow[[2]int{from, to}], nt.loss, nt.changed
 }
 
 // rejects reports whether link [i, j] is a client link cut in either direction.
-func (nt *Net) rejects(i, j int) bool {
+func (nt *ProxyNet) rejects(i, j int) bool {
 	if i < len(nt.raft) && j < len(nt.raft) {
 		return false
 	}
@@ -243,11 +226,11 @@ func (nt *Net) rejects(i, j int) bool {
 }
 
 // Close closes every proxy and connection and waits for the proxies' goroutines.
-func (nt *Net) Close() {
+func (nt *ProxyNet) Close() error {
 	nt.mu.Lock()
 	if nt.closed {
 		nt.mu.Unlock()
-		return
+		return nil
 	}
 	nt.closed = true
 	for _, p := range nt.proxies {
@@ -259,10 +242,11 @@ func (nt *Net) Close() {
 	nt.changedLocked()
 	nt.mu.Unlock()
 	nt.wg.Wait()
+	return nil
 }
 
 // track adds (or with add false removes) c to p's connections; false if nt is closed.
-func (nt *Net) track(p *proxy, c net.Conn, add bool) bool {
+func (nt *ProxyNet) track(p *proxy, c net.Conn, add bool) bool {
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
 	if !add {
@@ -277,7 +261,7 @@ func (nt *Net) track(p *proxy, c net.Conn, add bool) bool {
 }
 
 // accept serves link [i, j] until the listener closes.
-func (nt *Net) accept(i, j int, p *proxy) {
+func (nt *ProxyNet) accept(i, j int, p *proxy) {
 	defer nt.wg.Done()
 	for {
 		down, err := p.ln.Accept()
@@ -315,7 +299,7 @@ func (nt *Net) accept(i, j int, p *proxy) {
 // pump copies src to dst as bytes from endpoint from to endpoint to, stalling while that
 // direction is cut, holding each chunk for the delay, and for a retransmission timeout
 // when the chunk is "lost".
-func (nt *Net) pump(from, to int, src, dst net.Conn, done chan struct{}, closeBoth func()) {
+func (nt *ProxyNet) pump(from, to int, src, dst net.Conn, done chan struct{}, closeBoth func()) {
 	defer nt.wg.Done()
 	defer closeBoth()
 	buf := make([]byte, 32<<10)

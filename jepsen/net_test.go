@@ -51,7 +51,7 @@ func roundTrip(c net.Conn) error {
 // chunk arrives after a retransmission timeout.
 func TestNetClientLinks(t *testing.T) {
 	node, accepted := echoServer(t)
-	nt, err := NewNet([]string{"127.0.0.1:1"}, []string{node}, 1)
+	nt, err := NewProxyNet([]string{"127.0.0.1:1"}, []string{node}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestNetClientLinks(t *testing.T) {
 	if err := roundTrip(c); err != nil {
 		t.Fatalf("healthy link: %v", err)
 	}
-	nt.Cut(0, 1) // the node's bytes to the client
+	nt.Cut([2]int{0, 1}) // the node's bytes to the client
 	start := time.Now()
 	if err := roundTrip(c); err == nil || time.Since(start) > 500*time.Millisecond {
 		t.Fatalf("cut link: got %v after %v, want the connection reset at once", err, time.Since(start))

@@ -14,7 +14,8 @@ import (
 )
 
 // Register is the linearizable-register workload: kv.get, kv.put and kv.cas on a few
-// keys, values 0 to 4 (an absent key reads as -1). The history is checked with
+// keys, values 0 to 4 (an absent key reads as -1). kv.get goes through client.KVGet, a
+// linearizable read the leader answers off the log after a read-index round. The history is checked with
 // porcupine, partitioned by key; unknown-outcome writes are open-ended (they may take
 // effect at any time after they began), unknown reads are dropped.
 type Register struct {

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -23,7 +25,7 @@ type Config struct {
 	Bin string
 	// Results is the folder under which the run's own folder is made. Required.
 	Results string
-	// Workload is register, bank, counter, set, voter or session-expiry. Required.
+	// Workload is register, bank, counter, set, voter, session-expiry or pipeline. Required.
 	Workload string
 	// Nemesis is a comma-separated list of nemesis names (NemesisNames). Default none.
 	Nemesis string
@@ -52,6 +54,13 @@ type Config struct {
 	// (LOCKSTEP_FAULT_CRASH_STORE=1), which discards every write not yet fsynced when a
 	// killed node starts again: kill and kill-all then lose what a power loss would.
 	CrashStore bool
+	// LogStore is the nodes' --log-store (bolt or wal); empty: the default. With
+	// CrashStore, wal runs raft-wal on the power-loss file system and bolt the crash
+	// journal that stands in for raft-boltdb (cmd/lockstep faultenv.go).
+	LogStore string
+	// Net is the network backend: NetAuto (default: iptables when root, iptables works
+	// and the nemesis needs no latency, else proxy), NetIPTables or NetProxy.
+	Net string
 	// Env is added to the nodes' environment.
 	Env []string
 	// Out receives progress lines (the seed first). Default: none.
@@ -66,6 +75,11 @@ type Report struct {
 	Nemesis  string        `json:"nemesis"`
 	Nodes    int           `json:"nodes"`
 	Duration time.Duration `json:"duration"`
+	// Net is the network backend the run used (NetProxy or NetIPTables) and NetReason why
+	// it was chosen; Chain is the iptables chain the run made (and removed).
+	Net       string `json:"net"`
+	NetReason string `json:"net_reason"`
+	Chain     string `json:"chain,omitempty"`
 	// OK, Failed and Unknown count the workers' operations by outcome.
 	OK      int `json:"ok"`
 	Failed  int `json:"failed"`
@@ -102,8 +116,10 @@ func NewWorkload(name string) (Workload, error) {
 		return &Voter{}, nil
 	case "session-expiry":
 		return &SessionExpiry{}, nil
+	case "pipeline":
+		return &Pipeline{}, nil
 	}
-	return nil, fmt.Errorf("jepsen: unknown workload %q: want register, bank, counter, set, voter or session-expiry", name)
+	return nil, fmt.Errorf("jepsen: unknown workload %q: want register, bank, counter, set, voter, session-expiry or pipeline", name)
 }
 
 func (cfg *Config) defaults() error {
@@ -133,6 +149,8 @@ func (cfg *Config) defaults() error {
 		return fmt.Errorf("jepsen: no results folder given")
 	case cfg.Duration < 0 || cfg.Workers < 0:
 		return fmt.Errorf("jepsen: negative duration or workers")
+	case cfg.LogStore != "" && cfg.LogStore != "bolt" && cfg.LogStore != "wal":
+		return fmt.Errorf("jepsen: log store %q: want bolt or wal", cfg.LogStore)
 	}
 	return nil
 }
@@ -142,7 +160,7 @@ func (cfg *Config) defaults() error {
 // replicas, and writes the run's folder: summary.json and summary.txt, history.jsonl,
 // timeline.jsonl, schedule.json, the nodes' logs, and the workload's artifacts. The error
 // is for runs that could not happen at all; a failed check is in the Report.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
@@ -154,19 +172,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	backend, netReason, err := SelectNet(cfg.Net, faults)
+	if err != nil {
+		return nil, err
+	}
 	dir := filepath.Join(cfg.Results, fmt.Sprintf("%s-%s-%d-%s", cfg.Workload, strings.ReplaceAll(cfg.Nemesis, ",", "+"), cfg.Seed, time.Now().UTC().Format("20060102T150405")))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(cfg.Out, "jepsen: seed %d, workload %s, nemesis %s, %d nodes, %v; results in %s\n",
 		cfg.Seed, cfg.Workload, cfg.Nemesis, cfg.Nodes, cfg.Duration, dir)
+	fmt.Fprintf(cfg.Out, "jepsen: network %s (%s)\n", backend, netReason)
 	steps := Schedule(ScheduleConfig{Seed: cfg.Seed, Faults: faults, Nodes: cfg.Nodes, Duration: cfg.Duration,
 		IntervalMin: cfg.IntervalMin, IntervalMax: cfg.IntervalMax})
 	if err := writeJSON(filepath.Join(dir, "schedule.json"), steps); err != nil {
 		return nil, err
 	}
 	rep := &Report{Dir: dir, Seed: cfg.Seed, Workload: cfg.Workload, Nemesis: cfg.Nemesis, Nodes: cfg.Nodes,
-		Duration: cfg.Duration, Faults: map[string]int{}}
+		Duration: cfg.Duration, Net: backend, NetReason: netReason, Faults: map[string]int{}}
 
 	env := cfg.Env
 	if cfg.CrashStore {
@@ -176,13 +199,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if na, ok := wl.(nodeArgser); ok {
 		args = na.NodeArgs()
 	}
+	if cfg.LogStore != "" {
+		args = append(slices.Clip(args), "--log-store", cfg.LogStore)
+	}
 	c, err := StartCluster(ctx, ClusterConfig{Bin: cfg.Bin, Nodes: cfg.Nodes, Dir: filepath.Join(dir, "nodes"), Env: env, Args: args,
-		Clients: cfg.Workers})
+		Clients: cfg.Workers, Net: backend, KeepData: cfg.KeepData})
 	if err != nil {
 		return nil, err
 	}
+	if ipt, ok := c.Net.(*IPTablesNet); ok {
+		rep.Chain = ipt.Chain()
+		fmt.Fprintf(cfg.Out, "jepsen: iptables chain %s; nodes run as uids %d-%d, their data in %s\n",
+			rep.Chain, nodeUID(0), nodeUID(cfg.Nodes-1), c.PrivateDir())
+	}
 	defer func() {
-		c.Close()
+		// Runs on every return and on a panic of this goroutine: the iptables chain must
+		// not outlive the run.
+		if cerr := c.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
 		if !cfg.KeepData {
 			for _, n := range c.Nodes {
 				os.RemoveAll(n.DataDir())
@@ -200,6 +235,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jepsen: setup: %w", err)
 	}
+	// The workers start from a state every replica has applied: a ReadAny read at a
+	// follower still behind the setup would see it half done (the bank's total over 4
+	// accounts of 5), which is no fault of the system under test.
+	if err := WaitConverged(ctx, admin, c, 30*time.Second); err != nil {
+		return nil, fmt.Errorf("jepsen: setup not applied on every replica: %w", err)
+	}
 
 	rec := NewRecorder()
 	var timeline []Event
@@ -213,6 +254,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
 	var wg sync.WaitGroup
+	panics := make(chan string, cfg.Workers)
 	for p := range cfg.Workers {
 		var tune func(*client.Config)
 		if ct, ok := wl.(clientTuner); ok {
@@ -238,6 +280,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		go func() {
 			defer wg.Done()
 			defer cl.Close()
+			defer func() {
+				// A worker's panic ends the run and is raised again in Run's goroutine,
+				// after the workers, so that the cluster and its iptables chain are
+				// closed on the way out.
+				if r := recover(); r != nil {
+					panics <- fmt.Sprintf("jepsen: worker %d panicked: %v\n%s", p, r, debug.Stack())
+					stop()
+				}
+			}()
 			for runCtx.Err() == nil {
 				// Operations outlive the run's end by up to opTimeout: cutting them at the
 				// deadline would only turn results into unknowns.
@@ -251,11 +302,27 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	nemErr := nm.run(runCtx, rec.begin, steps)
 	<-runCtx.Done()
 	wg.Wait()
+	select {
+	case r := <-panics:
+		panic(r)
+	default:
+	}
 
-	// Heal everything, note unexpected exits first, restart, then check.
+	// Heal everything, note unexpected exits first (a restart forgets them), restart, then
+	// check, noting the exits of the final restarts too.
 	unexpected := c.Unexpected()
 	if err := nm.heal(ctx, "final"); err != nil && nemErr == nil {
 		nemErr = err
+	}
+	for _, u := range c.Unexpected() {
+		if !slices.Contains(unexpected, u) {
+			unexpected = append(unexpected, u)
+		}
+	}
+	if errors.Is(nemErr, ErrNodeExited) {
+		// A node that exits by itself when started again is a finding (no-unexpected-exit
+		// fails), not a run the harness could not judge.
+		nemErr = nil
 	}
 	hist := rec.Ops()
 	var verdicts []Verdict
@@ -282,8 +349,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			undecided = v.Checker + " could not decide: " + v.Detail
 		}
 	}
-	rep.Valid = nemErr == nil && undecided == "" && rep.HealthyThroughput >= cfg.MinThroughput
+	rep.Valid = nemErr == nil && undecided == "" && rep.HealthyThroughput >= cfg.MinThroughput && ctx.Err() == nil
 	switch {
+	case ctx.Err() != nil:
+		rep.Reason = "interrupted: " + ctx.Err().Error()
 	case nemErr != nil:
 		rep.Reason = nemErr.Error()
 	case undecided != "":
@@ -401,6 +470,11 @@ func (r *Report) Text() string {
 		verdict = "FAILED"
 	}
 	fmt.Fprintf(&b, "jepsen: %s (seed %d, workload %s, nemesis %s, %d nodes, %v)\n", verdict, r.Seed, r.Workload, r.Nemesis, r.Nodes, r.Duration)
+	fmt.Fprintf(&b, "  network: %s (%s)", r.Net, r.NetReason)
+	if r.Chain != "" {
+		fmt.Fprintf(&b, "; iptables chain %s", r.Chain)
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "  ops: %d ok, %d failed, %d unknown; %.1f ops/s healthy, %.1f ops/s during faults\n",
 		r.OK, r.Failed, r.Unknown, r.HealthyThroughput, r.FaultThroughput)
 	if len(r.Faults) > 0 {

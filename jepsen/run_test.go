@@ -4,10 +4,24 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
+
+// envTestNet, when set, is the network backend of the runs that name none (auto
+// otherwise: iptables as root, proxy elsewhere): LOCKSTEP_JEPSEN_NET=proxy go test
+// ./jepsen/ runs them all on the proxy.
+const envTestNet = "LOCKSTEP_JEPSEN_NET"
+
+// testNet returns net, or envTestNet's value when net is "".
+func testNet(net string) string {
+	if net == "" {
+		return os.Getenv(envTestNet)
+	}
+	return net
+}
 
 // short runs one short harness run and fails the test unless it is valid and passes.
 func short(t *testing.T, cfg Config) *Report {
@@ -27,6 +41,7 @@ func short(t *testing.T, cfg Config) *Report {
 	}
 	cfg.Workers = 4
 	cfg.Out = tWriter{t}
+	cfg.Net = testNet(cfg.Net)
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -61,14 +76,41 @@ func mustPass(t *testing.T, rep *Report) {
 // TestRegisterPartition: the register workload stays linearizable (DESIGN.md invariant
 // 5) under partitions, and when clients are cut from a minority of the nodes or kept
 // with an isolated old leader — the fault that catches the planted stale reads
-// (TestCheckersCatchStaleReads).
+// (TestCheckersCatchStaleReads). It runs on the proxy backend wherever it runs, so CI
+// (root, where the other runs take iptables) keeps a real run of the proxy's cuts;
+// TestRegisterIPTables is its twin on iptables.
 func TestRegisterPartition(t *testing.T) {
 	t.Parallel()
-	cfg := Config{Workload: "register", Nemesis: "partition," + FaultClientsCut + "," + FaultIsolateLeaderClients,
+	cfg := Config{Workload: "register", Nemesis: "partition," + FaultClientsCut + "," + FaultIsolateLeaderClients, Net: NetProxy,
 		Duration: 10 * time.Second, IntervalMin: 1500 * time.Millisecond, IntervalMax: 2 * time.Second}
 	cfg.Seed = seedWith(t, cfg, FaultIsolateLeaderClients, FaultClientsCut)
 	rep := short(t, cfg)
 	mustPass(t, rep)
+}
+
+// TestRegisterIPTables: the register workload stays linearizable (DESIGN.md invariant 5)
+// when the faults are real packet drops: on the iptables backend, nodes run as their own
+// uids and a one-way cut, an isolated leader with its clients, and packet loss are rules
+// in the run's chain. The summary names the backend and the chain, which is gone after
+// the run.
+func TestRegisterIPTables(t *testing.T) {
+	t.Parallel()
+	needIPTables(t)
+	cfg := Config{Workload: "register", Nemesis: "partition,clients,loss", Net: NetIPTables,
+		Duration: 14 * time.Second, IntervalMin: 1500 * time.Millisecond, IntervalMax: 2 * time.Second}
+	cfg.Seed = seedWith(t, cfg, FaultOneWay, FaultIsolateLeaderClients, FaultLoss)
+	rep := short(t, cfg)
+	mustPass(t, rep)
+	if rep.Net != NetIPTables || rep.Chain == "" {
+		t.Fatalf("network %q, chain %q: want iptables and a chain", rep.Net, rep.Chain)
+	}
+	names, err := harnessChains()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(names, rep.Chain) {
+		t.Fatalf("chain %s left after the run", rep.Chain)
+	}
 }
 
 // TestCheckersCatchLostWrites proves the register and counter checkers can fail: nodes
@@ -90,7 +132,7 @@ func TestCheckersCatchLostWrites(t *testing.T) {
 	} {
 		t.Run(tc.workload, func(t *testing.T) {
 			t.Parallel()
-			rep, err := Run(context.Background(), Config{Bin: bin, Results: t.TempDir(), Workload: tc.workload,
+			rep, err := Run(context.Background(), Config{Bin: bin, Results: t.TempDir(), Workload: tc.workload, Net: testNet(""),
 				Duration: 3 * time.Second, Workers: 4, Seed: 7, Out: tWriter{t}})
 			if err != nil {
 				t.Fatal(err)
@@ -153,13 +195,13 @@ func seedWith(t *testing.T, cfg Config, faults ...string) uint64 {
 
 // TestSetKillAllClock: no acknowledged append is lost, none doubled, when every node is
 // killed at once and restarted with its unsynced writes lost (power loss, on the crash
-// store; DESIGN.md invariant 4), nor when the leader's answers are lost and the clients
+// journal of the bolt store; TestSetKillAllCrashWAL does it for wal; DESIGN.md invariant 4), nor when the leader's answers are lost and the clients
 // retry (invariant 3); and batch time never goes backwards while the nodes' clocks are
 // skewed by seconds and jump back.
 func TestSetKillAllClock(t *testing.T) {
 	t.Parallel()
 	cfg := Config{Workload: "set", Nemesis: "kill-all,clock," + FaultLostReplies, Duration: 10 * time.Second,
-		IntervalMin: 1500 * time.Millisecond, IntervalMax: 2 * time.Second, CrashStore: true}
+		IntervalMin: 1500 * time.Millisecond, IntervalMax: 2 * time.Second, CrashStore: true, LogStore: "bolt"}
 	cfg.Seed = seedWith(t, cfg, FaultKillAll, FaultClock, FaultLostReplies)
 	rep := short(t, cfg)
 	mustPass(t, rep)
@@ -187,7 +229,7 @@ func TestClockCheckerCatchesBackwardsTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := clockRun(bin)
-	cfg.Results, cfg.Workers, cfg.Out = t.TempDir(), 4, tWriter{t}
+	cfg.Results, cfg.Workers, cfg.Out, cfg.Net = t.TempDir(), 4, tWriter{t}, testNet(cfg.Net)
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +258,7 @@ func plantedRun(t *testing.T, tag string, cfg Config) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Bin, cfg.Results, cfg.Workers, cfg.Out = bin, t.TempDir(), 4, tWriter{t}
+	cfg.Bin, cfg.Results, cfg.Workers, cfg.Out, cfg.Net = bin, t.TempDir(), 4, tWriter{t}, testNet(cfg.Net)
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -267,22 +309,40 @@ func TestCheckersCatchDoubleExecution(t *testing.T) {
 	mustCatch(t, rep, "set")
 }
 
-// crashRun is a set run under kill-all with the nodes' Raft logs in the crash store, which
-// discards every unsynced write when a killed node starts again (power loss).
-func crashRun(t *testing.T) Config {
-	cfg := Config{Workload: "set", Nemesis: "kill-all", Duration: 7 * time.Second, CrashStore: true,
+// crashRun is a set run under kill-all with the nodes' Raft logs on the crash model of
+// logStore, which discards every unsynced write when a killed node starts again (power
+// loss): raft-wal on crashstore.FS for wal, the crash journal for bolt.
+func crashRun(t *testing.T, logStore string) Config {
+	cfg := Config{Workload: "set", Nemesis: "kill-all", Duration: 7 * time.Second, CrashStore: true, LogStore: logStore,
 		IntervalMin: 1500 * time.Millisecond, IntervalMax: 2 * time.Second}
 	cfg.Seed = seedWith(t, cfg, FaultKillAll)
 	return cfg
 }
 
-// TestCheckersCatchUnsyncedLog proves the crash store and the set checker catch a log
-// store that acknowledges before fsync: nodes built with the planted bug jepsen_nosync
-// return from StoreLogs before the entries are durable, and kill-all loses them.
+// TestCheckersCatchUnsyncedLog proves, for each log store, that the crash model and the
+// set checker catch a log that acknowledges before fsync: nodes built with the planted
+// bug jepsen_nosync return from StoreLogs (bolt's journal) or from raft-wal's segment
+// Sync before the writes are durable, and kill-all loses them.
 func TestCheckersCatchUnsyncedLog(t *testing.T) {
 	t.Parallel()
-	rep := plantedRun(t, "jepsen_nosync", crashRun(t))
-	mustCatch(t, rep, "set")
+	for _, store := range []string{"bolt", "wal"} {
+		t.Run(store, func(t *testing.T) {
+			rep := plantedRun(t, "jepsen_nosync", crashRun(t, store))
+			mustCatch(t, rep, "set")
+		})
+	}
+}
+
+// TestSetKillAllCrashWAL: raft-wal, the real store, loses no acknowledged append when
+// every node is killed at once and restarted with its unsynced writes lost (DESIGN.md
+// invariant 4) — the run TestCheckersCatchUnsyncedLog fails with the planted bug.
+func TestSetKillAllCrashWAL(t *testing.T) {
+	t.Parallel()
+	rep := short(t, crashRun(t, "wal"))
+	mustPass(t, rep)
+	if rep.Faults[FaultKillAll] == 0 {
+		t.Fatalf("faults %v, want kill-all", rep.Faults)
+	}
 }
 
 // TestSessionExpiry: a worker whose request committed, whose answer was lost, and who was
@@ -296,5 +356,61 @@ func TestSessionExpiry(t *testing.T) {
 		if v.Checker == "session-expired-in-doubt" && strings.HasPrefix(v.Detail, "0 ") {
 			t.Fatalf("no operation met an expired session:\n%s", rep.Text())
 		}
+	}
+}
+
+// pipelineRun is a pipeline run under kills: each worker keeps 8 requests in flight in
+// its session and gives some bursts up within milliseconds, so requests acknowledge
+// results not computed yet; the nodes snapshot every 256 KiB of log, so a killed node
+// restores a snapshot when it starts again.
+func pipelineRun(t *testing.T) Config {
+	cfg := Config{Workload: "pipeline", Nemesis: "kill", Duration: 8 * time.Second,
+		IntervalMin: 1500 * time.Millisecond, IntervalMax: 2 * time.Second}
+	cfg.Seed = seedWith(t, cfg, FaultKill, FaultKillLeader)
+	return cfg
+}
+
+// TestPipelineKill: with many requests in flight per session and the acknowledged point
+// moving past requests still on their way, nothing runs twice, every result is its
+// counter's own, and every replica — those killed and restored from a snapshot too —
+// holds the same session table (meta hash) as the others (DESIGN.md §5, invariant 1).
+func TestPipelineKill(t *testing.T) {
+	t.Parallel()
+	rep := short(t, pipelineRun(t))
+	mustPass(t, rep)
+	if rep.Faults[FaultKill]+rep.Faults[FaultKillLeader] == 0 {
+		t.Fatalf("faults %v, want kills", rep.Faults)
+	}
+}
+
+// TestCheckersCatchAckedResultsCached proves the harness catches a session table that
+// caches results without honouring the acknowledged point: nodes built with the planted
+// bug jepsen_ackcache keep results the client acknowledged (gave up on) in the same log
+// entry, below AckThrough, where nothing frees them. Every node keeps the same stale
+// results, until a killed node restores a snapshot: the restore drops them, its state
+// no longer matches the hashes the snapshot recorded, and the node refuses to start
+// (no-unexpected-exit), or, restored, its meta hash differs from the others'
+// (replicas-identical). The same run passes on the normal build (TestPipelineKill).
+func TestCheckersCatchAckedResultsCached(t *testing.T) {
+	t.Parallel()
+	rep := plantedRun(t, "jepsen_ackcache", pipelineRun(t))
+	if !rep.Valid || rep.Passed {
+		t.Fatalf("want a valid, failed run:\n%s", rep.Text())
+	}
+	caught := false
+	for _, v := range rep.Verdicts {
+		switch {
+		case v.Valid:
+		case v.Checker == "no-unexpected-exit" && strings.Contains(v.Detail, "bad snapshot"),
+			v.Checker == "replicas-identical" && strings.Contains(v.Detail, "meta hash"):
+			caught = true
+		case v.Checker == "no-unexpected-exit", v.Checker == "replicas-identical", v.Checker == "replicas-caught-up":
+			// The node that refused to start is also missing from the replicas' check.
+		default:
+			t.Errorf("checker %s failed, want only the replicas' checks to: %s", v.Checker, v.Detail)
+		}
+	}
+	if !caught {
+		t.Fatalf("the harness missed the acknowledged results kept in the session table:\n%s", rep.Text())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/lockstepdb/lockstep/replica"
+	"github.com/lockstepdb/lockstep/sequencer"
 )
 
 // testCluster is a LocalCluster that reports to t and is closed when the test ends.
@@ -37,6 +38,10 @@ type clusterOptions struct {
 	processorIdleTick time.Duration
 	// maxSubscriptions is Config.MaxSubscriptionsPerConn; 0: the default.
 	maxSubscriptions int
+	// configure is LocalClusterOptions.Configure.
+	configure func(i int, cfg *Config)
+	// logStore is sequencer.Config.LogStoreKind; "": the default.
+	logStore string
 }
 
 // testLogger sends the nodes' warnings and errors to t.Log.
@@ -59,6 +64,7 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 		MaxSubscriptionsPerConn:   opts.maxSubscriptions,
 	}
 	node.Sequencer.HashCheckInterval = 100 * time.Millisecond
+	node.Sequencer.LogStoreKind = opts.logStore
 	if opts.idleChecksOnly {
 		node.Sequencer.HashCheckInterval = -1
 	}
@@ -73,10 +79,14 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 		// Keep few entries behind a snapshot, so a node that is behind (restarted or
 		// joining) receives a snapshot rather than the log: the FSM's Restore path.
 		node.Sequencer.TrailingLogs = 16
+		// raft-wal frees log space a whole segment at a time: small segments, so that
+		// compaction really removes the entries a lagging node would need.
+		node.Sequencer.WALSegmentBytes = sequencer.MinWALSegmentBytes
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: opts.nodes, Dir: t.TempDir(), Node: node, Registry: opts.registry})
+	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: opts.nodes, Dir: t.TempDir(), Node: node, Registry: opts.registry,
+		Configure: opts.configure})
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)
 	}
@@ -85,12 +95,9 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 }
 
 // leader returns the ready leader, or nil.
-func (c *testCluster) leader() *Node {
-	if i := c.Leader(); i >= 0 {
-		return c.Nodes[i]
-	}
-	return nil
-}
+// leader returns the node that leads now, waiting for one: under load an election can be
+// under way at any moment, and a nil leader would only turn into a nil dereference.
+func (c *testCluster) leader() *Node { return c.waitLeader() }
 
 func (c *testCluster) waitLeader() *Node {
 	c.t.Helper()

@@ -139,11 +139,12 @@ func moveLeadership(t *testing.T, c *testCluster, i int) {
 	t.Helper()
 	target := c.Nodes[i].ID()
 	testutil.WaitFor(t, 20*time.Second, func() error {
-		l := c.leader()
-		if l == c.Nodes[i] {
+		li := c.Leader()
+		if li == i {
 			return nil
 		}
-		if l != nil {
+		if li >= 0 {
+			l := c.Nodes[li]
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			if err := l.seq.TransferLeadership(ctx, target); err != nil {

@@ -149,8 +149,8 @@ func openIdentity(cfg Config) (DataIdentity, error) {
 		return id, err
 	}
 	if ls := cfg.Sequencer.LogStore; ls != nil {
-		// A log store the caller gives (the fault harness's crash store) holds the log
-		// instead of raft.db.
+		// A log store the caller gives (the fault harness's crash journal) holds the log
+		// instead of raft.db or wal/.
 		last, err := ls.LastIndex()
 		if err != nil {
 			return id, fmt.Errorf("%w: %w", ErrDataDamaged, err)

@@ -45,6 +45,10 @@ type LocalClusterOptions struct {
 	Node Config
 	// Registry returns node i's procedures. Default: procedures.Builtins for every node.
 	Registry func(i int) *procedures.Registry
+	// Configure, when set, adjusts node i's config (a copy of Node with the per-node fields
+	// set) before the node first starts; restarts reuse the result. Tests use it to give
+	// each node its own Sequencer.Dial, to cut its Raft links.
+	Configure func(i int, cfg *Config)
 }
 
 // StartLocalCluster starts and bootstraps a new cluster and waits until it has a leader
@@ -74,6 +78,9 @@ func StartLocalCluster(ctx context.Context, opts LocalClusterOptions) (*LocalClu
 		cfg.ID = fmt.Sprintf("n%d", i+1)
 		cfg.DataDir = filepath.Join(c.dir, cfg.ID)
 		cfg.RaftAddr, cfg.ClientAddr, cfg.Bootstrap = "127.0.0.1:0", "127.0.0.1:0", nil
+		if opts.Configure != nil {
+			opts.Configure(i, &cfg)
+		}
 		n, err := Start(cfg, opts.Registry(i))
 		if err != nil {
 			c.Close()

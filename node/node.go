@@ -129,6 +129,19 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// The log stores a node can keep its Raft log in (Config.Sequencer.LogStoreKind; empty:
+// the one its data dir holds, else DefaultLogStore); see docs/operations.md for the
+// trade-off.
+const (
+	LogStoreBolt    = sequencer.LogStoreBolt
+	LogStoreWAL     = sequencer.LogStoreWAL
+	DefaultLogStore = sequencer.DefaultLogStore
+)
+
+// DataDirLogStore returns the log store a node builds in dir when
+// Config.Sequencer.LogStoreKind is empty: the one dir holds, else DefaultLogStore.
+func DataDirLogStore(dir string) (string, error) { return sequencer.DataDirLogStore(dir) }
+
 // ErrNodeConfig is returned by StartNode for an invalid Config.
 var ErrNodeConfig = errors.New("replica: bad node config")
 
@@ -146,6 +159,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: max subscriptions per connection must be positive", ErrNodeConfig)
 	case c.ProcessorTickInterval < 0 || c.ProcessorIdleTickInterval < 0:
 		return fmt.Errorf("%w: processor tick intervals must be positive", ErrNodeConfig)
+	case c.Sequencer.LogStoreKind != "" && c.Sequencer.LogStoreKind != LogStoreBolt && c.Sequencer.LogStoreKind != LogStoreWAL:
+		return fmt.Errorf("%w: log store %q: want %q or %q", ErrNodeConfig, c.Sequencer.LogStoreKind, LogStoreBolt, LogStoreWAL)
 	case c.CertsDir == "" && !c.Insecure:
 		return ErrNoCertificates
 	case c.CertsDir != "" && c.Insecure:
@@ -190,6 +205,8 @@ type Node struct {
 	abstainCh     chan struct{}         // wakes abstainLoop (capacity 1): see wakeAbstain
 	applied       applySignal           // fired when the FSM has applied more of the log, or diverged
 	learners      learnerBook           // the leader's view of its learners
+	reads         readIndexer           // linearizable reads waiting for a read-index round (readindex.go)
+	freshness     freshness             // the proof of freshness for bounded-staleness reads (readindex.go)
 	stale         atomic.Pointer[error] // set once the cluster records another incarnation: see identity.go
 	replayTo      uint64                // the last index of the log found at start (readiness.go)
 	replayed      atomic.Bool           // applied has reached replayTo
@@ -214,7 +231,8 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	}
 	cfg = cfg.withDefaults()
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.ID), started: time.Now(),
-		conns: map[*wire.Conn]*clientConn{}, abstainCh: make(chan struct{}, 1)}
+		conns: map[*wire.Conn]*clientConn{}, abstainCh: make(chan struct{}, 1),
+		reads: readIndexer{wake: make(chan struct{}, 1)}, freshness: freshness{wake: make(chan struct{}, 1)}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	// fail undoes what Start has opened so far.
 	var layer *tlsStreamLayer
@@ -326,8 +344,10 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		n.wg.Add(1)
 		go func() { defer n.wg.Done(); n.awaitPromotion() }()
 	}
-	n.wg.Add(7)
+	n.wg.Add(9)
 	go n.identityLoop()
+	go n.readLoop()
+	go n.freshnessLoop()
 	go n.memberLoop()
 	go n.acceptLoop()
 	go n.leaderLoop()
@@ -503,7 +523,7 @@ func (n *Node) becomeLeader() error {
 		}
 	}
 	n.readyTerm.Store(term)
-	plantedNoteLeading(term) // a test-only build's planted bug; nothing in a normal build
+	plantedNoteLeading(n, term) // a test-only build's planted bug; nothing in a normal build
 	n.log.Info("leading", "client", n.ClientAddr(), "term", term)
 	return nil
 }

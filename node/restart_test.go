@@ -27,10 +27,17 @@ func putKV(t *testing.T, cl *client.Client, key, value string) {
 }
 
 // TestRestartReplaysAndCatchesUp: a node stopped while the cluster moves on replays its
-// durable log on restart, catches up, and ends with equal hashes (DESIGN.md section 6).
+// durable log on restart, catches up, and ends with equal hashes (DESIGN.md section 6),
+// with each log store.
 func TestRestartReplaysAndCatchesUp(t *testing.T) {
+	for _, store := range []string{LogStoreBolt, LogStoreWAL} {
+		t.Run("log-store="+store, func(t *testing.T) { testRestartReplaysAndCatchesUp(t, store) })
+	}
+}
+
+func testRestartReplaysAndCatchesUp(t *testing.T, store string) {
 	bothSnapshotModes(t, func(t *testing.T, snapshots bool) {
-		c := startCluster(t, clusterOptions{nodes: 3, snapshots: snapshots})
+		c := startCluster(t, clusterOptions{nodes: 3, snapshots: snapshots, logStore: store})
 		l := c.waitLeader()
 		cl := c.dial(context.Background())
 		for i := 0; i < 50; i++ {

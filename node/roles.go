@@ -39,7 +39,7 @@ func newAuthzMetrics(reg *prometheus.Registry) *prometheus.CounterVec {
 // peerOp reports whether op is one of the operations a node certificate may use: what nodes ask of each other.
 func peerOp(op wire.Op) bool {
 	switch op {
-	case wire.OpPing, wire.OpStatus, wire.OpProcedures, wire.OpProcessors, wire.OpJoin:
+	case wire.OpPing, wire.OpStatus, wire.OpProcedures, wire.OpProcessors, wire.OpJoin, wire.OpConfirmLeader, wire.OpReadIndex:
 		return true
 	}
 	return false

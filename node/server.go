@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"slices"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -229,6 +231,10 @@ func (cc *clientConn) handle(req *wire.Request) {
 		cc.admin(req)
 	case wire.OpUsers:
 		cc.users(req)
+	case wire.OpConfirmLeader:
+		cc.confirmLeader(req)
+	case wire.OpReadIndex:
+		cc.serveReadIndex(req)
 	default:
 		cc.fail(req.ID, fmt.Errorf("%w: unknown op %v", wire.ErrMalformed, req.Op))
 	}
@@ -338,26 +344,38 @@ func (cc *clientConn) invoke(req *wire.Request) {
 		it.Key = req.Key
 		it.Partition = int32(partition.PartitionOf(req.Key, P))
 	}
-	// plantedStaleRead: a test-only build's planted bug; false in a normal build.
-	if req.Consistency == wire.ConsistencyAny || (info.ReadOnly && req.Consistency == wire.ConsistencyLinearizable && plantedStaleRead(n)) {
+	switch req.Consistency {
+	case wire.ConsistencyLinearizable, wire.ConsistencyLinearizableRead:
+		switch {
+		case info.ReadOnly && req.Session == 0:
+			// Off the log: the leader confirms its leadership, then reads (readindex.go).
+			cc.readLinearizable(req.ID, &partition.Input{Procedure: it.Procedure, Key: it.Key, Partition: int(it.Partition), Scope: it.Scope, Args: it.Args})
+			return
+		case req.Consistency == wire.ConsistencyLinearizableRead:
+			cc.fail(req.ID, fmt.Errorf("%w: consistency %d is a session-less read; %s writes (invoke it in a session)", wire.ErrBadArguments, req.Consistency, info.Name))
+			return
+		}
+	case wire.ConsistencyAny, wire.ConsistencyBounded:
 		if !info.ReadOnly {
-			cc.fail(req.ID, fmt.Errorf("%w: consistency Any is for read-only procedures; %s writes", wire.ErrBadArguments, info.Name))
+			cc.fail(req.ID, fmt.Errorf("%w: consistency %d is for read-only procedures; %s writes", wire.ErrBadArguments, req.Consistency, info.Name))
+			return
+		}
+		in := &partition.Input{Procedure: it.Procedure, Key: it.Key, Partition: int(it.Partition), Scope: it.Scope, Args: it.Args}
+		if req.Consistency == wire.ConsistencyBounded {
+			if req.MaxLag == 0 || req.MaxLag > math.MaxInt64 {
+				cc.fail(req.ID, fmt.Errorf("%w: bounded-staleness read with a staleness bound of %d ns, want 1 to %d", wire.ErrBadArguments, req.MaxLag, int64(math.MaxInt64)))
+				return
+			}
+			cc.readBounded(req.ID, in, time.Duration(req.MaxLag))
 			return
 		}
 		if err := n.ready(); err != nil {
 			cc.fail(req.ID, err)
 			return
 		}
-		in := partition.Input{Procedure: it.Procedure, Key: it.Key, Partition: int(it.Partition), Scope: it.Scope, Args: it.Args}
-		res := n.state.Query(&in)
-		if res.Err != nil {
-			cc.fail(req.ID, res.Err)
-			return
-		}
-		cc.reply(&wire.Response{ID: req.ID, Value: res.Value})
+		cc.answerQuery(req.ID, in)
 		return
-	}
-	if req.Consistency != wire.ConsistencyLinearizable {
+	default:
 		cc.fail(req.ID, fmt.Errorf("%w: unknown consistency level %d", wire.ErrBadArguments, req.Consistency))
 		return
 	}

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockstepdb/lockstep/internal/testutil"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lockstepdb/lockstep/internal/testutil"
 )
 
 // TestThreeNodes submits from many goroutines to a 3-node cluster: each proposal gets its

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	walfs "github.com/hashicorp/raft-wal/types"
 
 	"github.com/lockstepdb/lockstep/internal/batch"
 )
@@ -25,6 +26,10 @@ const (
 	DefaultTrailingLogs       = 10240
 	DefaultSnapshotBytes      = 64 << 20
 	DefaultTrailingBytes      = 64 << 20
+	// DefaultWALSegmentBytes is the size of one raft-wal segment file (raft-wal's own
+	// default). Segments are preallocated, and removed only whole once a snapshot has
+	// compacted every entry in them.
+	DefaultWALSegmentBytes = 64 << 20
 	// The Raft timeouts are tuned for a loopback or LAN cluster: a follower that has heard
 	// nothing for HeartbeatTimeout (randomised up to twice that) starts a pre-vote, and a
 	// leader that has not reached a quorum for LeaderLeaseTimeout steps down. Raise all
@@ -57,6 +62,9 @@ const (
 	MaxInflightLimit = 64
 	// MaxQueueLimit is the largest MaxQueuedInputs.
 	MaxQueueLimit = 1 << 22
+	// MinWALSegmentBytes and MaxWALSegmentBytes bound WALSegmentBytes.
+	MinWALSegmentBytes = 4 << 10
+	MaxWALSegmentBytes = 1 << 30
 	// MaxBatchDelayLimit is the longest MaxBatchDelay.
 	MaxBatchDelayLimit = time.Second
 )
@@ -74,8 +82,8 @@ type Config struct {
 	// be one other nodes can dial (not 0.0.0.0). Required unless Transport is set; then
 	// it must be empty or equal to Transport.LocalAddr().
 	RaftAddr string
-	// DataDir holds raft.db (the Raft log and stable store, raft-boltdb with fsync on every
-	// write) and snapshots/ (raft.FileSnapshotStore keeping the last 2). Created if
+	// DataDir holds the Raft log and stable store (wal/ for LogStoreWAL, raft.db for
+	// LogStoreBolt; both fsync every write) and snapshots/ (raft.FileSnapshotStore keeping the last 2). Created if
 	// missing. Required unless LogStore, StableStore and SnapshotStore are all set.
 	DataDir string
 
@@ -98,8 +106,24 @@ type Config struct {
 	// caller closes it (a StreamLayer's Close should be idempotent). RaftAddr must then
 	// be empty or equal to its Addr().
 	// Not with Transport.
-	StreamLayer   raft.StreamLayer
-	LogStore      raft.LogStore
+	StreamLayer raft.StreamLayer
+	LogStore    raft.LogStore
+	// LogStoreKind is the log and stable store Open builds in DataDir when LogStore or
+	// StableStore is not injected: LogStoreBolt, LogStoreWAL, or empty (the default): the
+	// kind DataDir already holds, else DefaultLogStore. Open refuses a DataDir that holds
+	// the other kind's files (ErrLogStoreMismatch).
+	LogStoreKind string
+	// WALSegmentBytes is the size of one raft-wal segment file, in bytes (LogStoreWAL
+	// only). Default DefaultWALSegmentBytes; between MinWALSegmentBytes and
+	// MaxWALSegmentBytes. A log entry larger than a segment still fits: the segment grows
+	// and is sealed. raft-wal frees log space a segment at a time, so a compacted log
+	// keeps serving entries until their whole segment is behind the snapshot: a test that
+	// needs a lagging node to receive a snapshot uses small segments.
+	WALSegmentBytes int
+	// WALFileSystem, if set, is the file system raft-wal keeps its segment files on
+	// (LogStoreWAL only; its meta.db stays a bbolt file). A fault-injection hook: the
+	// harness's power-loss model (internal/crashstore.FS). Nil: the operating system's.
+	WALFileSystem walfs.VFS
 	StableStore   raft.StableStore
 	SnapshotStore raft.SnapshotStore
 
@@ -160,7 +184,8 @@ type Config struct {
 	// yet vouch for its log (a new or wiped data directory); see votegate.go.
 	HoldVotes bool
 	// LegacyLog accepts log entries stored without a checksum, as versions before
-	// checksums wrote them, in the raft.db Open builds; new entries get one either way.
+	// checksums wrote them, in the log store Open builds (only raft.db can hold such
+	// entries: raft-wal came later); new entries get one either way.
 	// Leave it off for directories created since: an entry without a checksum is then
 	// ErrLogCorrupt.
 	LegacyLog bool
@@ -199,6 +224,7 @@ func (c Config) withDefaults() Config {
 	setInt(&c.MaxBatchBytes, DefaultMaxBatchBytes)
 	setInt(&c.MaxInflightBatches, DefaultMaxInflightBatches)
 	setInt(&c.MaxQueuedInputs, DefaultMaxQueuedInputs)
+	setInt(&c.WALSegmentBytes, DefaultWALSegmentBytes)
 	setDur(&c.ApplyTimeout, DefaultApplyTimeout)
 	setDur(&c.HashCheckInterval, DefaultHashCheckInterval)
 	setDur(&c.SnapshotInterval, DefaultSnapshotInterval)
@@ -249,6 +275,10 @@ func (c Config) Validate() error {
 			c.RaftAddr, c.Transport.LocalAddr())
 	case c.DataDir == "" && c.needsDataDir():
 		return bad("DataDir is required unless LogStore, StableStore and SnapshotStore are all set")
+	case !validLogStore(c.LogStoreKind):
+		return bad("LogStoreKind %q: want %q or %q", c.LogStoreKind, LogStoreBolt, LogStoreWAL)
+	case c.WALSegmentBytes < MinWALSegmentBytes || c.WALSegmentBytes > MaxWALSegmentBytes:
+		return bad("WALSegmentBytes %d not in [%d, %d]", c.WALSegmentBytes, MinWALSegmentBytes, MaxWALSegmentBytes)
 	case c.MaxBatchInputs < 1 || c.MaxBatchInputs > batch.MaxItems-1:
 		return bad("MaxBatchInputs %d not in [1, %d]", c.MaxBatchInputs, batch.MaxItems-1)
 	case c.MaxBatchBytes < MinBatchBytes || c.MaxBatchBytes > MaxBatchBytesLimit:

@@ -50,6 +50,11 @@ func TestConfigValidate(t *testing.T) {
 		{"transport with its own addr", base(func(c *Config) { c.Transport, c.RaftAddr = mem, "mem-1" }), true},
 		{"transport with another addr", base(func(c *Config) { c.Transport = mem }), false},
 		{"transport without addr", base(func(c *Config) { c.Transport, c.RaftAddr = noAddrTransport{mem}, "" }), false},
+		{"log store bolt", base(func(c *Config) { c.LogStoreKind = LogStoreBolt }), true},
+		{"log store wal", base(func(c *Config) { c.LogStoreKind = LogStoreWAL }), true},
+		{"wal segment too small", base(func(c *Config) { c.WALSegmentBytes = MinWALSegmentBytes - 1 }), false},
+		{"wal segment too large", base(func(c *Config) { c.WALSegmentBytes = MaxWALSegmentBytes + 1 }), false},
+		{"log store unknown", base(func(c *Config) { c.LogStoreKind = "rocks" }), false},
 		{"all stores without data dir", base(func(c *Config) { allStores(c); c.DataDir = "" }), true},
 		{"no snapshot store without data dir", base(func(c *Config) { allStores(c); c.SnapshotStore, c.DataDir = nil, "" }), false},
 		{"no log store without data dir", base(func(c *Config) { allStores(c); c.LogStore, c.DataDir = nil, "" }), false},
@@ -252,7 +257,7 @@ func TestOpenInjectedTransportOnly(t *testing.T) {
 		t.Fatalf("Bootstrap: %v", err)
 	}
 	waitLeader(t, []*node{n})
-	if _, err := os.Stat(filepath.Join(cfg.DataDir, "raft.db")); err != nil {
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, walDir)); err != nil {
 		t.Errorf("default log store: %v", err)
 	}
 }

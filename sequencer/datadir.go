@@ -13,8 +13,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 )
 
 // ErrSnapshotCorrupt is returned when a stored snapshot fails its checks: unreadable
@@ -34,16 +32,18 @@ type DataDirState struct {
 	SnapshotIndex uint64
 }
 
-// CheckDataDir reads every log entry of dir's raft.db and verifies its checksum, and
+// CheckDataDir reads every log entry of dir's log store (raft.db or wal/) and verifies its
+// checksum, and
 // verifies every snapshot's metadata and CRC, without starting Raft (Open makes the same
 // checks before Raft starts on the stores it builds). legacy accepts log entries written
-// without a checksum (Config.LegacyLog). A missing directory or raft.db is an empty state,
-// not an error. Errors wrap ErrLogCorrupt or ErrSnapshotCorrupt for damage, or are the
-// store's own (raft.db locked by a running node, unreadable).
+// without a checksum (Config.LegacyLog). A missing directory, or one with neither raft.db
+// nor wal/, is an empty state, not an error. Errors wrap ErrLogCorrupt or
+// ErrSnapshotCorrupt for damage, ErrLogStoreMismatch for a dir holding both stores, or are
+// the store's own (the store locked by a running node, unreadable).
 func CheckDataDir(dir string, legacy bool) (DataDirState, error) { return inspect(dir, legacy, true) }
 
 // InspectDataDir is CheckDataDir without reading every entry and snapshot: it reports
-// whether dir holds Raft state, and the log's bounds, at the cost of opening raft.db.
+// whether dir holds Raft state, and the log's bounds, at the cost of opening the log store.
 func InspectDataDir(dir string) (DataDirState, error) { return inspect(dir, true, false) }
 
 func inspect(dir string, legacy, full bool) (DataDirState, error) {
@@ -63,15 +63,18 @@ func inspect(dir string, legacy, full bool) (DataDirState, error) {
 		}
 	}
 	st.HasState = st.Snapshots > 0
-	if _, err := os.Stat(filepath.Join(dir, "raft.db")); errors.Is(err, os.ErrNotExist) {
-		return st, nil
-	}
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"),
-		BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout}})
+	kind, found, err := logStoreInDir(dir)
 	if err != nil {
-		return st, fmt.Errorf("sequencer: open raft.db: %w", err)
+		return st, err
 	}
-	defer store.Close()
+	if !found || (kind == LogStoreWAL && !walHoldsLog(dir)) {
+		return st, nil // nothing to open, and opening raft-wal would create its files
+	}
+	store, closeStore, err := openLogStore(kind, dir, walOptions{segmentBytes: DefaultWALSegmentBytes}, newHclogAdapter(discardLogger(), "raft"))
+	if err != nil {
+		return st, err
+	}
+	defer closeStore()
 	logs := &checkedLogs{LogStore: store, legacy: legacy}
 	if full {
 		st.FirstIndex, st.LastIndex, err = verifyLog(logs)
@@ -162,11 +165,13 @@ func Recover(cfg Config, fsm raft.FSM, members []Server) error {
 	hlog := newHclogAdapter(cfg.Logger.With("node", cfg.NodeID), "raft")
 	_, trans := raft.NewInmemTransport(raft.ServerAddress(cfg.RaftAddr))
 	cfg.Transport = trans
-	if _, err := os.Stat(filepath.Join(cfg.DataDir, "raft.db")); err != nil {
-		return fmt.Errorf("sequencer: recover: %w: %s holds no raft.db: %w", ErrBadConfig, cfg.DataDir, err)
+	if _, found, err := logStoreInDir(cfg.DataDir); err != nil {
+		return fmt.Errorf("sequencer: recover: %w", err)
+	} else if !found {
+		return fmt.Errorf("sequencer: recover: %w: %s holds no raft.db and no wal/: no Raft log to recover", ErrBadConfig, cfg.DataDir)
 	}
 	parts, err := openParts(cfg, hlog)
-	if errors.Is(err, bbolt.ErrTimeout) {
+	if errors.Is(err, ErrDataDirLocked) {
 		return fmt.Errorf("sequencer: recover: %s is locked: is the node still running? Recovery runs on a stopped node: %w", cfg.DataDir, err)
 	} else if err != nil {
 		return err

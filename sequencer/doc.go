@@ -1,6 +1,6 @@
 // Package sequencer is the Raft node of one Lockstep server: it puts every input of the
 // cluster into one total order. There is one Raft group per cluster (hashicorp/raft over
-// TCP, with its log in raft-boltdb, fsynced on every write). The sequencer is
+// TCP, with its log in raft-wal or raft-boltdb, fsynced on every write). The sequencer is
 // partition-agnostic: the caller has already decided each input's partition; the
 // sequencer batches inputs, stamps the batch time, and orders them.
 //
@@ -29,9 +29,12 @@
 //     Members and Suffrage report the configuration (membership.go);
 //   - the vote gate: a node opened with Config.HoldVotes refuses vote requests until
 //     AllowVotes, for a data directory that cannot yet vouch for its log (votegate.go);
-//   - checksums: every raft.db entry carries a CRC-32C, checked on each read, and Open
-//     reads every entry and opens every snapshot before Raft starts (logcheck.go,
-//     datadir.go: ErrLogCorrupt, ErrSnapshotCorrupt);
+//   - the log store: raft-wal (wal/) or raft-boltdb (raft.db), chosen by
+//     Config.LogStoreKind, a data dir keeping the one it holds (logstore.go);
+//   - checksums: every log entry of either store carries a CRC-32C, checked on each
+//     read, and Open reads every entry and opens every snapshot before Raft starts
+//     (logcheck.go, datadir.go: ErrLogCorrupt, ErrSnapshotCorrupt). The checksum wrapper
+//     passes on raft-wal's MonotonicLogStore, which Raft needs to install a snapshot on it;
 //   - compaction by bytes as well as by entries (compaction.go: SnapshotBytes,
 //     TrailingBytes);
 //   - Recover rewrites a stopped node's configuration after a lost quorum, with

@@ -13,7 +13,6 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 
 	"github.com/lockstepdb/lockstep/internal/testutil"
 )
@@ -139,12 +138,20 @@ func flipIn(t *testing.T, path string, needle []byte) {
 	}
 }
 
-// TestLogChecksum: one flipped byte in a stored log entry is ErrLogCorrupt on read, where
-// raft-boltdb alone returns the altered entry; entries without a checksum are refused
-// unless the store is legacy.
+// TestLogChecksum, with each log store: one flipped byte in a stored log entry is
+// ErrLogCorrupt on read, where the store alone returns the altered entry (raft-boltdb
+// checksums only its meta pages; raft-wal checks a CRC only over the last batch of its
+// tail segment, when it recovers the tail after a crash).
 func TestLogChecksum(t *testing.T) {
+	for _, kind := range []string{LogStoreBolt, LogStoreWAL} {
+		t.Run(kind, func(t *testing.T) { testLogChecksum(t, kind) })
+	}
+}
+
+func testLogChecksum(t *testing.T, kind string) {
 	cfg := testConfig(t, "solo")
 	solo(&cfg)
+	cfg.LogStoreKind = kind
 	n := openNode(t, cfg, newTestFSM())
 	if err := n.seq.Bootstrap([]Server{{ID: n.id, Addr: n.seq.Addr()}}); err != nil {
 		t.Fatal(err)
@@ -159,10 +166,10 @@ func TestLogChecksum(t *testing.T) {
 	if st, err := CheckDataDir(cfg.DataDir, false); err != nil || !st.HasState || st.LastIndex < 20 {
 		t.Fatalf("intact data dir: %+v, %v", st, err)
 	}
-	db := filepath.Join(cfg.DataDir, "raft.db")
-	flipIn(t, db, []byte("payload-007-abcdefghijklmnop"))
-	// raft-boltdb alone reads the damaged entry back without complaint.
-	store, err := raftboltdb.NewBoltStore(db)
+	needle := []byte("payload-007-abcdefghijklmnop")
+	flipIn(t, fileHolding(t, cfg.DataDir, needle), needle)
+	// The store alone reads the damaged entry back without complaint.
+	store, closeStore, err := openLogStore(kind, cfg.DataDir, walOptions{segmentBytes: DefaultWALSegmentBytes}, newHclogAdapter(discardLogger(), "raft"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,10 +178,10 @@ func TestLogChecksum(t *testing.T) {
 	for i := first; i <= last; i++ {
 		var l raft.Log
 		if err := store.GetLog(i, &l); err != nil {
-			t.Fatalf("raft-boltdb GetLog(%d): %v", i, err)
+			t.Fatalf("%s GetLog(%d): %v", kind, i, err)
 		}
 	}
-	store.Close()
+	closeStore()
 	if _, err := CheckDataDir(cfg.DataDir, false); !errors.Is(err, ErrLogCorrupt) {
 		t.Fatalf("damaged entry: got %v, want ErrLogCorrupt", err)
 	}
@@ -184,6 +191,26 @@ func TestLogChecksum(t *testing.T) {
 		}
 		t.Fatalf("Open on a damaged log: got %v, want ErrLogCorrupt", err)
 	}
+}
+
+// fileHolding returns the one file under dir that holds needle.
+func fileHolding(t *testing.T, dir string, needle []byte) string {
+	t.Helper()
+	var found []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err == nil && bytes.Contains(b, needle) {
+			found = append(found, path)
+		}
+		return err
+	})
+	if err != nil || len(found) != 1 {
+		t.Fatalf("files under %s holding %q: %v (%v)", dir, needle, found, err)
+	}
+	return found[0]
 }
 
 // TestLogChecksumLegacy: entries stored without a checksum (raft.db from before
@@ -256,48 +283,68 @@ func TestSnapshotCorruptDetected(t *testing.T) {
 // 16 KiB trigger snapshots by bytes and the log keeps about TrailingBytes of them; with
 // the byte trigger off, the log is not compacted.
 func TestCompactionByBytes(t *testing.T) {
-	for _, on := range []bool{true, false} {
-		t.Run(fmt.Sprintf("bytes=%t", on), func(t *testing.T) {
-			n := openSolo(t, "solo", func(c *Config) {
-				c.SnapshotThreshold = 1 << 40
-				c.SnapshotInterval = time.Hour
-				c.SnapshotBytes, c.TrailingBytes = 256<<10, 64<<10
-				if !on {
-					c.SnapshotBytes = -1
-				}
-			})
-			pad := strings.Repeat("x", 16<<10)
-			for i := range 40 {
-				submitWait(t, n.seq, fmt.Sprintf("%d-%s", i, pad))
-			}
-			first := func() uint64 { f, _ := n.seq.parts.logs.FirstIndex(); return f }
-			if !on {
-				if st := n.seq.Stats(); st.ByteSnapshots != 0 || first() > 1 {
-					t.Fatalf("byte trigger off: %d snapshots by bytes, first index %d", st.ByteSnapshots, first())
-				}
-				return
-			}
-			testutil.WaitFor(t, 10*time.Second, func() error {
-				st := n.seq.Stats()
-				last, _ := n.seq.parts.logs.LastIndex()
-				if st.ByteSnapshots == 0 {
-					return fmt.Errorf("no snapshot by bytes yet; %d bytes since the last", st.BytesSinceSnapshot)
-				}
-				// 64 KiB of 16 KiB entries: about 4 kept (plus what came after the snapshot).
-				if kept := last - first() + 1; kept > 20 {
-					return fmt.Errorf("%d entries kept (first %d, last %d)", kept, first(), last)
-				}
-				return nil
-			})
-		})
+	for _, kind := range []string{LogStoreBolt, LogStoreWAL} {
+		for _, on := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/bytes=%t", kind, on), func(t *testing.T) { testCompactionByBytes(t, kind, on) })
+		}
 	}
+}
+
+func testCompactionByBytes(t *testing.T, kind string, on bool) {
+	n := openSolo(t, "solo", func(c *Config) {
+		c.LogStoreKind = kind
+		c.SnapshotThreshold = 1 << 40
+		c.SnapshotInterval = time.Hour
+		c.SnapshotBytes, c.TrailingBytes = 256<<10, 64<<10
+		c.WALSegmentBytes = 64 << 10 // raft-wal frees whole segments: small ones here
+		if !on {
+			c.SnapshotBytes = -1
+		}
+	})
+	pad := strings.Repeat("x", 16<<10)
+	for i := range 40 {
+		submitWait(t, n.seq, fmt.Sprintf("%d-%s", i, pad))
+	}
+	first := func() uint64 { f, _ := n.seq.parts.logs.FirstIndex(); return f }
+	if !on {
+		if st := n.seq.Stats(); st.ByteSnapshots != 0 || first() > 1 {
+			t.Fatalf("byte trigger off: %d snapshots by bytes, first index %d", st.ByteSnapshots, first())
+		}
+		return
+	}
+	testutil.WaitFor(t, 10*time.Second, func() error {
+		st := n.seq.Stats()
+		last, _ := n.seq.parts.logs.LastIndex()
+		if st.ByteSnapshots == 0 {
+			return fmt.Errorf("no snapshot by bytes yet; %d bytes since the last", st.BytesSinceSnapshot)
+		}
+		// 64 KiB of 16 KiB entries: about 4 kept (plus what came after the snapshot).
+		if kept := last - first() + 1; kept > 20 {
+			return fmt.Errorf("%d entries kept (first %d, last %d)", kept, first(), last)
+		}
+		if kind == LogStoreWAL {
+			// And the segments of the compacted entries are gone from the disk: at most
+			// the 256 KiB since the snapshot, the 64 KiB kept, and two partial segments.
+			segs, _ := filepath.Glob(filepath.Join(n.cfg.DataDir, walDir, "*.wal"))
+			if len(segs) > (256+64)/64+2 {
+				return fmt.Errorf("%d raft-wal segments of 64 KiB on disk for 640 KiB written", len(segs))
+			}
+		}
+		return nil
+	})
 }
 
 // TestRecover: a cluster of three loses two nodes for good; Recover rewrites the
 // survivor's configuration to itself alone, and the survivor restarts as a one-node
 // cluster with every committed entry, and takes new ones.
 func TestRecover(t *testing.T) {
-	nodes, leader := newCluster(t, 3, nil)
+	for _, kind := range []string{LogStoreBolt, LogStoreWAL} {
+		t.Run(kind, func(t *testing.T) { testRecover(t, kind) })
+	}
+}
+
+func testRecover(t *testing.T, kind string) {
+	nodes, leader := newCluster(t, 3, func(c *Config) { c.LogStoreKind = kind })
 	for i := range 25 {
 		if o := submitWait(t, leader.seq, fmt.Sprintf("r%d", i)); o.err != nil {
 			t.Fatal(o.err)
@@ -338,7 +385,7 @@ func TestRecover(t *testing.T) {
 
 // TestRecoverRefusals: Recover refuses, changing nothing, an empty member list, a member
 // without an address, a data directory without a log, and the data directory of a node
-// that is still running.
+// that is still running (with each log store).
 func TestRecoverRefusals(t *testing.T) {
 	empty := testConfig(t, "n1")
 	tests := []struct {
@@ -348,22 +395,24 @@ func TestRecoverRefusals(t *testing.T) {
 	}{
 		{"no members", nil, ErrBadConfig},
 		{"member without an address", []Server{{ID: "n1"}}, ErrBadConfig},
-		{"no raft.db", []Server{{ID: "n1", Addr: "127.0.0.1:1"}}, ErrBadConfig},
+		{"no log store", []Server{{ID: "n1", Addr: "127.0.0.1:1"}}, ErrBadConfig},
 	}
 	for i, tt := range tests {
 		if err := Recover(empty, newTestFSM(), tt.members); !errors.Is(err, tt.want) {
 			t.Errorf("#%d %s: got %v, want %v", i, tt.name, err, tt.want)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(empty.DataDir, "raft.db")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("a refused Recover made raft.db: %v", err)
+	if ents, err := os.ReadDir(empty.DataDir); err != nil || len(ents) != 0 {
+		t.Errorf("a refused Recover wrote to the data dir: %v, %v", ents, err)
 	}
-	running := openSolo(t, "solo", nil)
-	err := Recover(running.cfg, newTestFSM(), []Server{{ID: running.id, Addr: running.seq.Addr()}})
-	if !errors.Is(err, bbolt.ErrTimeout) {
-		t.Errorf("running node: got %v, want bbolt.ErrTimeout (data dir locked)", err)
-	}
-	if o := submitWait(t, running.seq, "still serving"); o.err != nil {
-		t.Errorf("the node after a refused Recover: %v", o.err)
+	for _, kind := range []string{LogStoreBolt, LogStoreWAL} {
+		running := openSolo(t, "solo-"+kind, func(c *Config) { c.LogStoreKind = kind })
+		err := Recover(running.cfg, newTestFSM(), []Server{{ID: running.id, Addr: running.seq.Addr()}})
+		if !errors.Is(err, ErrDataDirLocked) {
+			t.Errorf("%s: running node: got %v, want ErrDataDirLocked", kind, err)
+		}
+		if o := submitWait(t, running.seq, "still serving"); o.err != nil {
+			t.Errorf("%s: the node after a refused Recover: %v", kind, o.err)
+		}
 	}
 }

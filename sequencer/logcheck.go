@@ -115,6 +115,17 @@ func (c *checkedLogs) GetLog(index uint64, l *raft.Log) error {
 	return c.unseal(index, l)
 }
 
+// IsMonotonic implements raft.MonotonicLogStore with the wrapped store's answer (as
+// raft.LogCache does). raft-wal accepts only contiguous indexes: after installing a
+// snapshot, Raft must empty a monotonic store (removeOldLogs) rather than keep its
+// trailing entries and leave a gap before the next append, which raft-wal refuses
+// ("non-monotonic log entries") — the follower would never catch up. Hiding the
+// capability behind this wrapper did exactly that.
+func (c *checkedLogs) IsMonotonic() bool {
+	m, ok := c.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
+
 // StoreLog implements raft.LogStore.
 func (c *checkedLogs) StoreLog(l *raft.Log) error {
 	return c.LogStore.StoreLog(sealAll([]*raft.Log{l})[0])

@@ -7,14 +7,11 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 
 	"github.com/lockstepdb/lockstep/internal/batch"
 )
@@ -335,16 +332,11 @@ func openParts(cfg Config, hlog *hclogAdapter) (p raftParts, err error) {
 		}
 	}
 	if p.logs == nil || p.stable == nil {
-		// NoSync stays false: every StoreLogs call fsyncs before Raft acknowledges
-		// (RAFT-NOTES, hashicorp/raft-boltdb issue 8). Batching amortises the fsync.
-		store, err := raftboltdb.New(raftboltdb.Options{
-			Path:        filepath.Join(cfg.DataDir, "raft.db"),
-			BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout},
-		})
+		store, closeStore, err := openLogStore(cfg.LogStoreKind, cfg.DataDir, walOptions{segmentBytes: cfg.WALSegmentBytes, fs: cfg.WALFileSystem}, hlog)
 		if err != nil {
-			return p, fmt.Errorf("sequencer: open raft.db: %w", err)
+			return p, err
 		}
-		p.closers = append(p.closers, store.Close)
+		p.closers = append(p.closers, closeStore)
 		if p.logs == nil {
 			p.logs = &checkedLogs{LogStore: store, legacy: cfg.LegacyLog}
 		}

@@ -61,6 +61,7 @@ admin: ""
 partitions: 8
 snapshot-threshold: 0
 session-ttl: 30s
+log-store: wal
 join: [10.0.0.2:8001, 10.0.0.3:8001]
 log-format: json
 `)
@@ -73,6 +74,7 @@ admin = ""
 partitions = 8
 snapshot-threshold = 0
 session-ttl = "30s"
+log-store = "wal"
 join = ["10.0.0.2:8001", "10.0.0.3:8001"]
 log-format = "json"
 `)
@@ -83,7 +85,8 @@ log-format = "json"
 		}
 		if cfg.ID != "n1" || cfg.DataDir != "/var/lib/lockstep/n1" || cfg.RaftAddr != "10.0.0.1:7001" ||
 			cfg.ClientAddr != "10.0.0.1:8001" || cfg.AdminAddr != "" || cfg.Replica.Partitions != 8 ||
-			cfg.Sequencer.SnapshotThreshold != 0 || cfg.Replica.SessionTTL != 30*time.Second || !slices.Equal(cfg.Join, []string{"10.0.0.2:8001", "10.0.0.3:8001"}) {
+			cfg.Sequencer.SnapshotThreshold != 0 || cfg.Replica.SessionTTL != 30*time.Second || cfg.Sequencer.LogStoreKind != node.LogStoreWAL ||
+			!slices.Equal(cfg.Join, []string{"10.0.0.2:8001", "10.0.0.3:8001"}) {
 			t.Errorf("#%d: got %+v", i, cfg)
 		}
 		// Flags on the command line win over the file.
@@ -107,7 +110,7 @@ func TestConfigFileBootstrapList(t *testing.T) {
 		t.Fatalf("bootstrap: got %+v", cfg.Bootstrap)
 	}
 	// The defaults of keys the file leaves out stay.
-	if cfg.AdminAddr != defaultAdminAddr || cfg.ClusterID != "lockstep" {
+	if cfg.AdminAddr != defaultAdminAddr || cfg.ClusterID != "lockstep" || cfg.Sequencer.LogStoreKind != "" {
 		t.Fatalf("defaults: got %+v", cfg)
 	}
 }
@@ -136,6 +139,7 @@ func TestConfigFileErrors(t *testing.T) {
 		{"a.toml", "id = \"n1\"\ndata = \"/x\"\nsnapshot-threshold = -1\n", `key "snapshot-threshold": invalid value "-1"`},
 		{"a.yaml", "id: n1\ndata: /x\njoin: [a, {b: c}]\n", `key "join": element 1: value of type`},
 		{"a.yaml", "id: n1\ndata: /x\nbootstrap: [n1=a]\n", `bootstrap peer "n1=a"`},
+		{"a.yaml", "id: n1\ndata: /x\nlog-store: rocks\n", `log store "rocks": want "bolt" or "wal"`},
 	} {
 		_, err := parseNode(t, "--config", writeFile(t, tc.name, tc.text))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -27,10 +27,12 @@ const (
 	envClockFile = "LOCKSTEP_FAULT_CLOCK_FILE"
 	// clockFileRefresh is how often the clock file is read again at most.
 	clockFileRefresh = 50 * time.Millisecond
-	// envCrashStore, set to 1, keeps the Raft log and stable store in crashstore (in
-	// DATADIR/crashstore) instead of raft.db: a store that discards, when it is opened
+	// envCrashStore, set to 1, makes the node's Raft log lose, when the node starts
 	// again, every write not yet fsynced — so a kill -9 of the process loses what a power
-	// loss would.
+	// loss would. With the wal log store, raft-wal itself runs on crashstore.FS (its
+	// segment files keep durable images in DATADIR/wal/.crash-images). bbolt has no such
+	// seam, so with the bolt store the log and stable store are crashstore's journal (in
+	// DATADIR/crashstore) instead of raft.db. A data dir that holds the journal keeps it.
 	envCrashStore = "LOCKSTEP_FAULT_CRASH_STORE"
 )
 
@@ -73,14 +75,29 @@ func applyFaultEnv(cfg *node.Config, getenv func(string) string) error {
 		if cfg.DataDir == "" {
 			return fmt.Errorf("%s: no data directory", envCrashStore)
 		}
-		st, err := crashstore.Open(filepath.Join(cfg.DataDir, "crashstore"))
+		kind, err := crashStoreKind(cfg)
 		if err != nil {
 			return fmt.Errorf("%s: %w", envCrashStore, err)
 		}
-		crashStore = st
-		cfg.Sequencer.LogStore, cfg.Sequencer.StableStore = st, st
-		cfg.Logger.Warn("fault injection: Raft log in a store that loses unsynced writes at a crash", "var", envCrashStore,
-			"discarded_bytes", st.Discarded)
+		switch kind {
+		case node.LogStoreWAL:
+			fs, err := crashstore.OpenFS(filepath.Join(cfg.DataDir, "wal"))
+			if err != nil {
+				return fmt.Errorf("%s: %w", envCrashStore, err)
+			}
+			cfg.Sequencer.LogStoreKind, cfg.Sequencer.WALFileSystem = node.LogStoreWAL, fs
+			cfg.Logger.Warn("fault injection: raft-wal on a file system that loses unsynced writes at a crash", "var", envCrashStore,
+				"discarded_bytes", fs.Discarded)
+		default:
+			st, err := crashstore.Open(filepath.Join(cfg.DataDir, "crashstore"))
+			if err != nil {
+				return fmt.Errorf("%s: %w", envCrashStore, err)
+			}
+			crashStore = st
+			cfg.Sequencer.LogStore, cfg.Sequencer.StableStore = st, st
+			cfg.Logger.Warn("fault injection: Raft log in a journal that loses unsynced writes at a crash (standing in for bolt)",
+				"var", envCrashStore, "discarded_bytes", st.Discarded)
+		}
 	}
 	if dial != nil {
 		cfg.Sequencer.Dial = dial
@@ -91,6 +108,22 @@ func applyFaultEnv(cfg *node.Config, getenv func(string) string) error {
 		cfg.Logger.Warn("fault injection: batch clock offset by a file", "var", envClockFile)
 	}
 	return nil
+}
+
+// crashStoreKind is the log store the crash model applies to: the journal's (bolt) if the
+// data dir holds one, else the configured store, else the one the data dir holds or the
+// default.
+func crashStoreKind(cfg *node.Config) (string, error) {
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "crashstore")); err == nil {
+		if cfg.Sequencer.LogStoreKind == node.LogStoreWAL {
+			return "", fmt.Errorf("%s holds the crash journal (bolt), not a wal log", cfg.DataDir)
+		}
+		return node.LogStoreBolt, nil
+	}
+	if k := cfg.Sequencer.LogStoreKind; k != "" {
+		return k, nil
+	}
+	return node.DataDirLogStore(cfg.DataDir)
 }
 
 // parseRoutes reads "ADDR=VIA,..." into a map from ADDR to VIA.

@@ -21,6 +21,7 @@ func TestApplyFaultEnv(t *testing.T) {
 	}
 	for i, tc := range []struct {
 		env     map[string]string
+		store   string // --log-store
 		wantErr string
 	}{
 		{env: map[string]string{}},
@@ -31,8 +32,15 @@ func TestApplyFaultEnv(t *testing.T) {
 		{env: map[string]string{envClockFile: badClock}, wantErr: envClockFile},
 		{env: map[string]string{envCrashStore: "yes"}, wantErr: envCrashStore},
 		{env: map[string]string{envCrashStore: "1"}},
+		{env: map[string]string{envCrashStore: "1"}, store: node.LogStoreBolt},
+		{env: map[string]string{envCrashStore: "1"}, store: node.LogStoreWAL},
 	} {
 		cfg := node.Config{Logger: slog.New(slog.DiscardHandler), DataDir: t.TempDir()}
+		cfg.Sequencer.LogStoreKind = tc.store
+		kind := tc.store
+		if kind == "" {
+			kind = node.DefaultLogStore
+		}
 		crashStore = nil
 		err := applyFaultEnv(&cfg, func(k string) string { return tc.env[k] })
 		switch {
@@ -46,8 +54,10 @@ func TestApplyFaultEnv(t *testing.T) {
 			t.Errorf("#%d: dial hook %v", i, cfg.Sequencer.Dial != nil)
 		case tc.wantErr == "" && (cfg.Sequencer.Now != nil) != (tc.env[envClockFile] != ""):
 			t.Errorf("#%d: clock hook %v", i, cfg.Sequencer.Now != nil)
-		case (cfg.Sequencer.LogStore != nil) != (tc.env[envCrashStore] == "1"):
-			t.Errorf("#%d: crash store %v", i, cfg.Sequencer.LogStore != nil)
+		case (cfg.Sequencer.LogStore != nil) != (tc.env[envCrashStore] == "1" && kind == node.LogStoreBolt):
+			t.Errorf("#%d: crash journal %v", i, cfg.Sequencer.LogStore != nil)
+		case (cfg.Sequencer.WALFileSystem != nil) != (tc.env[envCrashStore] == "1" && kind == node.LogStoreWAL):
+			t.Errorf("#%d: crash file system for raft-wal %v", i, cfg.Sequencer.WALFileSystem != nil)
 		}
 		if crashStore != nil {
 			crashStore.Close()

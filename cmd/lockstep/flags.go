@@ -36,6 +36,7 @@ func nodeFlags() []cli.Flag {
 		&cli.IntFlag{Name: "partitions", Usage: "partition count, fixed when the cluster is created", Value: node.DefaultPartitions},
 		&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "Raft snapshot after this many log entries (0 = never)", Value: 8192},
 		&cli.DurationFlag{Name: "session-ttl", Usage: "how long, in batch time, a client session lives without requests (at least 1s; give every node the same)", Value: 2 * time.Minute},
+		&cli.StringFlag{Name: "log-store", Usage: "Raft log store: wal (raft-wal, wal/) or bolt (raft-boltdb, raft.db); empty: the store the data dir holds, else " + node.DefaultLogStore + " (docs/operations.md)"},
 		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt, node.crt and node.key (see lockstep cert): mutual TLS on every port; reloaded on SIGHUP",
 			EnvVars: []string{certsDirEnv}},
 		&cli.BoolFlag{Name: "insecure", Usage: "run without TLS or authentication, for development only (instead of --certs-dir)"},
@@ -107,6 +108,7 @@ func nodeConfigFromFlags(c *cli.Context) (node.Config, error) {
 	cfg.Sequencer.SnapshotBytes = c.Int64("snapshot-bytes")
 	cfg.Sequencer.TrailingLogs = c.Uint64("trailing-logs")
 	cfg.Replica.SessionTTL = c.Duration("session-ttl")
+	cfg.Sequencer.LogStoreKind = c.String("log-store")
 	if err := applyFaultEnv(&cfg, os.Getenv); err != nil {
 		return node.Config{}, err
 	}

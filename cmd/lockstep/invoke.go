@@ -123,9 +123,14 @@ func runInvoke(c *cli.Context) error {
 func (inv *invocation) call(ctx context.Context, cl *client.Client, result any) error {
 	var err error
 	name := inv.proc.Name
-	if inv.proc.Multi {
+	switch {
+	case !inv.proc.ReadOnly && inv.proc.Multi: // writes run in the session, exactly once
+		err = cl.InvokeMulti(ctx, name, inv.keys, inv.args, result)
+	case !inv.proc.ReadOnly:
+		err = cl.Invoke(ctx, name, inv.key, inv.args, result)
+	case inv.proc.Multi:
 		err = cl.QueryMulti(ctx, name, inv.keys, inv.args, result, inv.cons)
-	} else {
+	default:
 		err = cl.Query(ctx, name, inv.key, inv.args, result, inv.cons)
 	}
 	if err != nil {

@@ -26,25 +26,33 @@ func jepsenCommand() *cli.Command {
 				Name:  "run",
 				Usage: "start a cluster, run a workload under a nemesis, check the history",
 				Description: `Starts --nodes node processes of this binary (or --bin) on 127.0.0.1, each with its
-own data directory and log, every Raft link routed through a fault-injecting proxy of the
-harness; runs --workers clients of the workload for --duration while the nemesis injects
+own data directory and log; runs --workers clients of the workload for --duration while the nemesis injects
 faults on a schedule drawn from --seed (printed first; the same seed gives the same
 schedule); then heals and restarts everything, checks the history and the replicas'
 state hashes, and writes a folder under --results: summary.txt, summary.json,
 history.jsonl, timeline.jsonl, schedule.json, chart.svg, nodes/*/node.*.log, and
 linearizability.html for register runs. Exits 0 only when the run is valid and passed.
-The nodes run mutual TLS with throw-away certificates; workers reach them through
-proxies too, so client faults can cut them. --crash-store keeps the nodes' Raft logs in
-a test-only store that loses unsynced writes at every kill. See docs/jepsen.md.
+The nodes run mutual TLS with throw-away certificates. --crash-store keeps the nodes'
+Raft logs in a test-only store that loses unsynced writes at every kill.
 
-Workloads: register, bank, counter, set, voter, session-expiry.
+Network faults (--net): "iptables" runs each node as its own unprivileged uid (61000+i)
+and cuts or loses their packets, and the workers', with rules in an iptables chain the run
+creates (LS-<pid>-<hex>, jumped to from OUTPUT) and removes when it ends, on failure and on
+Ctrl-C too; chains left by runs that were killed are removed by the next run. It needs
+root and cannot add latency (no tc netem). "proxy" routes every Raft link and every
+worker's connections through fault-injecting TCP proxies of the harness (no root; latency
+too). "auto" (default) takes iptables when root, iptables works and the nemesis adds no
+latency (delay, slow-links), else proxy. The summary says which was used and why.
+See docs/jepsen.md.
+
+Workloads: register, bank, counter, set, voter, session-expiry, pipeline.
 Nemeses (comma-separated): ` + strings.Join(jepsen.NemesisNames(), ", ") + `, or
 a single fault's name (isolate-leader-clients, lost-replies, ring, ...).
 
 Example:
   lockstep jepsen run --workload register --nemesis partition --nodes 5 --duration 5m --seed 42`,
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "workload", Aliases: []string{"w"}, Usage: "register, bank, counter, set, voter or session-expiry", Required: true},
+					&cli.StringFlag{Name: "workload", Aliases: []string{"w"}, Usage: "register, bank, counter, set, voter, session-expiry or pipeline", Required: true},
 					&cli.StringFlag{Name: "nemesis", Aliases: []string{"n"}, Usage: "faults to mix, comma-separated", Value: "none"},
 					&cli.IntFlag{Name: "nodes", Usage: "cluster size", Value: 3},
 					&cli.DurationFlag{Name: "duration", Aliases: []string{"d"}, Usage: "how long the workers run", Value: 60e9},
@@ -57,7 +65,9 @@ Example:
 					&cli.StringFlag{Name: "bin", Usage: "lockstep binary the nodes run (default: this one)"},
 					&cli.BoolFlag{Name: "keep-data", Usage: "keep the nodes' data directories"},
 					&cli.IntFlag{Name: "client-retries", Usage: "workers' client retries per operation (0: the harness's 10; negative: until the operation's 10 s deadline)"},
-					&cli.BoolFlag{Name: "crash-store", Usage: "nodes keep their Raft log in a test-only store that loses unsynced writes at every kill (power loss)"},
+					&cli.BoolFlag{Name: "crash-store", Usage: "nodes' Raft logs lose their unsynced writes at every kill (power loss): raft-wal on a test-only file system, or a test-only journal for bolt"},
+					&cli.StringFlag{Name: "log-store", Usage: "the nodes' --log-store: wal or bolt (empty: the node's default)"},
+					&cli.StringFlag{Name: "net", Usage: "network fault backend: auto, iptables (root) or proxy", Value: jepsen.NetAuto},
 				},
 				Action: runJepsen,
 			},
@@ -88,13 +98,19 @@ func runJepsen(c *cli.Context) error {
 		MinThroughput: c.Float64("min-throughput"),
 		KeepData:      c.Bool("keep-data"),
 		CrashStore:    c.Bool("crash-store"),
+		LogStore:      c.String("log-store"),
 		ClientRetries: c.Int("client-retries"),
+		Net:           c.String("net"),
 		Out:           c.App.Writer,
 	}
 	if _, err := jepsen.NewWorkload(cfg.Workload); err != nil {
 		return err
 	}
-	if _, err := jepsen.ParseNemesis(cfg.Nemesis); err != nil {
+	faults, err := jepsen.ParseNemesis(cfg.Nemesis)
+	if err != nil {
+		return err
+	}
+	if _, _, err := jepsen.SelectNet(cfg.Net, faults); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -13,6 +13,7 @@ import (
 	"github.com/lockstepdb/lockstep/internal/testutil"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/node"
 )
 
 // TestKillNineLeaderUnderLoad runs three real node processes, has concurrent clients add
@@ -20,10 +21,17 @@ import (
 // shutdown code, only what was fsynced survives. Every counter must end at its
 // acknowledged adds plus at most the adds whose outcome the client reported unknown
 // (DESIGN.md invariants 3 and 4); the killed node, restarted on its data directory,
-// replays its log and ends with the same state hashes as the others.
+// replays its log and ends with the same state hashes as the others. It runs with each
+// log store (--log-store).
 func TestKillNineLeaderUnderLoad(t *testing.T) {
 	bin := buildBinary(t)
-	c := startCluster(t, bin, 3)
+	for _, store := range []string{node.LogStoreBolt, node.LogStoreWAL} {
+		t.Run("log-store="+store, func(t *testing.T) { testKillNineLeaderUnderLoad(t, bin, store) })
+	}
+}
+
+func testKillNineLeaderUnderLoad(t *testing.T, bin, store string) {
+	c := startClusterWith(t, bin, 3, "--log-store", store)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.addrs(), ","), MaxRetries: -1, TLS: testTLS()})
@@ -93,7 +101,7 @@ func TestKillNineLeaderUnderLoad(t *testing.T) {
 
 	// Restart the killed node on its data directory: it replays and catches up.
 	restarted := spawnNode(t, bin, victim.id+"-again", "--id", victim.id, "--data", victim.data,
-		"--raft", victim.raft, "--client", victim.client, "--admin", victim.admin, "--partitions", "4", "--log-level", "warn")
+		"--raft", victim.raft, "--client", victim.client, "--admin", victim.admin, "--partitions", "4", "--log-level", "warn", "--log-store", store)
 	restarted.raft, restarted.client, restarted.admin = victim.raft, victim.client, victim.admin
 	if err := restarted.WaitReady(restarted.admin, readyTimeout); err != nil {
 		t.Fatal(err)

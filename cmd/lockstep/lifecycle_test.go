@@ -364,8 +364,9 @@ func TestLostQuorumRecover(t *testing.T) {
 // TestWipedDataDirRefused: a node restarting under its old id with an emptied data
 // directory is refused with the documented message, whether it comes back with its old
 // --bootstrap flags or with --join; the documented replace procedure (cluster remove,
-// empty directory, --join) then succeeds. A node whose raft.db has one flipped byte in a
-// log entry refuses to start.
+// empty directory, --join) then succeeds. A node whose log (raft.db or raft-wal's
+// segments, whichever the default store wrote) has one flipped byte in a log entry
+// refuses to start.
 func TestWipedDataDirRefused(t *testing.T) {
 	bin := buildBinary(t)
 	c := startCluster(t, bin, 3)
@@ -415,9 +416,10 @@ func TestWipedDataDirRefused(t *testing.T) {
 		return run(t, bin, args...)
 	}
 
-	// raft.db and snapshots gone, the confirmed identity kept: refused at once.
+	// The log and snapshots gone, the confirmed identity kept: refused at once.
 	wiped.Stop(10 * time.Second)
 	os.RemoveAll(filepath.Join(wiped.data, "raft.db"))
+	os.RemoveAll(filepath.Join(wiped.data, "wal"))
 	os.RemoveAll(filepath.Join(wiped.data, "snapshots"))
 	r := restart(wiped)
 	checkFailure(t, r, "holds no Raft log")
@@ -465,27 +467,32 @@ func TestWipedDataDirRefused(t *testing.T) {
 
 	// One flipped byte in a log entry of another node: it refuses to start.
 	damaged.Stop(10 * time.Second)
-	db := filepath.Join(damaged.data, "raft.db")
-	b, err := os.ReadFile(db)
-	if err != nil {
-		t.Fatal(err)
-	}
 	needle := []byte("flip-me-3-abcdefghijklmnopqrstuvwxyz")
 	flipped := 0
-	for i := bytes.Index(b, needle); i >= 0; {
-		b[i+len(needle)-5] ^= 0x01
-		flipped++
-		j := bytes.Index(b[i+1:], needle)
-		if j < 0 {
-			break
+	for _, db := range logFiles(t, damaged.data) {
+		b, err := os.ReadFile(db)
+		if err != nil {
+			t.Fatal(err)
 		}
-		i += 1 + j
+		n := 0
+		for i := bytes.Index(b, needle); i >= 0; {
+			b[i+len(needle)-5] ^= 0x01
+			n++
+			j := bytes.Index(b[i+1:], needle)
+			if j < 0 {
+				break
+			}
+			i += 1 + j
+		}
+		if n > 0 {
+			flipped += n
+			if err := os.WriteFile(db, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	if flipped == 0 {
 		t.Fatal("no log entry found to damage")
-	}
-	if err := os.WriteFile(db, b, 0o600); err != nil {
-		t.Fatal(err)
 	}
 	r = restart(damaged)
 	checkFailure(t, r, "data directory damaged")
@@ -494,6 +501,20 @@ func TestWipedDataDirRefused(t *testing.T) {
 	if _, err := cl.CounterAdd(ctx, "after-replace", 1); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// logFiles returns the files of the Raft log in a node's data dir: raft.db, or
+// raft-wal's segment files.
+func logFiles(t *testing.T, dataDir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dataDir, "wal", "*.wal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "raft.db")); err == nil {
+		files = append(files, filepath.Join(dataDir, "raft.db"))
+	}
+	return files
 }
 
 // TestClusterRecoverBadInput: "cluster recover" refuses bad input with a clear message

@@ -8,8 +8,8 @@ import "time"
 // built with -tags jepsen_nosync, StoreLogs fsyncs only when the last fsync is
 // plantedSyncEvery old and otherwise returns before its entries are durable (a periodic
 // fsync that acknowledges in between), so Raft acknowledges entries a power loss takes
-// away. The set workload under kill-all on this store must
-// catch it (jepsen.TestCheckersCatchUnsyncedLog).
+// away; FS.Sync likewise makes raft-wal's writes durable only that often. The set
+// workload under kill-all on either must catch it (jepsen.TestCheckersCatchUnsyncedLog).
 const plantedNoSync = true
 
 // plantedSyncEvery is the planted bug's fsync period.

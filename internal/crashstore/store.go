@@ -1,8 +1,14 @@
-// Package crashstore is a test-only Raft log and stable store that models power loss: at
-// a simulated crash, every write not yet fsynced is lost. The fault-injection harness
-// (jepsen/) runs nodes on it (LOCKSTEP_FAULT_CRASH_STORE) under kill-all, and checks that
-// nothing acknowledged is lost — that the node acknowledges only what its log store
-// made durable.
+// Package crashstore models power loss for the Raft log, for tests: at a simulated crash,
+// every write not yet fsynced is lost. The fault-injection harness (jepsen/) runs nodes on
+// it (LOCKSTEP_FAULT_CRASH_STORE) under kill-all, and checks that nothing acknowledged is
+// lost — that the node acknowledges only what its log store made durable. Two forms:
+//
+//   - FS (fs.go), a file system for raft-wal (the wal log store) through raft-wal's own
+//     seam: the production store's code runs, on files whose unsynced writes are lost.
+//   - Store, a log and stable store of its own, standing in for raft-boltdb (the bolt log
+//     store), which has no file-system seam to put the model under.
+//
+// The rest of this comment is about Store.
 //
 // The store is a journal of records (log entries, deleted ranges, stable keys) in one
 // file, and a mark file holding the journal's length at the last completed fsync. A write
@@ -14,7 +20,7 @@
 //
 // StoreLog, StoreLogs, DeleteRange, Set and SetUint64 fsync before they return (in the
 // jepsen_nosync build, a planted bug, StoreLogs fsyncs only when the last fsync is
-// plantedSyncEvery old). The whole log is kept in
+// plantedSyncEvery old; FS's Sync has the same planted bug). The whole log is kept in
 // memory; the journal is never compacted. Not for production.
 //
 // Contract: safe for concurrent use; Close once, after the Raft instance using it has

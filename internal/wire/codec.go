@@ -78,7 +78,8 @@ func AppendRequest(dst []byte, r *Request) []byte {
 		b2i(r.AckThrough != 0) + b2i(r.Procedure != "") + b2i(len(r.Key) != 0) + b2i(r.HasKey) +
 		b2i(len(r.Keys) != 0) + b2i(len(r.Args) != 0) + b2i(r.Consistency != 0) +
 		b2i(r.Stream != "") + b2i(r.Partition != 0) + b2i(r.Offset != 0) + b2i(r.Max != 0) + b2i(r.Full) +
-		b2i(r.Sub != 0) + b2i(r.Bytes != 0) + b2i(r.MinIndex != 0) + b2i(r.Earliest)
+		b2i(r.Sub != 0) + b2i(r.Bytes != 0) + b2i(r.MinIndex != 0) + b2i(r.Earliest) +
+		b2i(r.Term != 0) + b2i(r.LeaderID != "") + b2i(r.MaxLag != 0)
 	dst = appendMapHeader(dst, n)
 	if r.ID != 0 {
 		dst = appendUint(appendStr(dst, "id"), r.ID)
@@ -140,6 +141,15 @@ func AppendRequest(dst []byte, r *Request) []byte {
 	if r.Earliest {
 		dst = appendBool(appendStr(dst, "early"), true)
 	}
+	if r.Term != 0 {
+		dst = appendUint(appendStr(dst, "term"), r.Term)
+	}
+	if r.LeaderID != "" {
+		dst = appendStr(appendStr(dst, "lid"), r.LeaderID)
+	}
+	if r.MaxLag != 0 {
+		dst = appendUint(appendStr(dst, "mlag"), r.MaxLag)
+	}
 	return dst
 }
 
@@ -200,6 +210,13 @@ func DecodeRequest(b []byte, r *Request) error {
 		case "early":
 			f = 20
 			r.Earliest, err = d.readBool()
+		case "term":
+			f, err = 21, decodeUint(&d, &r.Term)
+		case "lid":
+			f = 22
+			r.LeaderID, err = d.readStr()
+		case "mlag":
+			f, err = 23, decodeUint(&d, &r.MaxLag)
 		default:
 			err = d.skip()
 		}

@@ -82,6 +82,9 @@ func sampleRequests() []Request {
 			Bytes: 1 << 20, MinIndex: 1 << 50, Earliest: true},
 		{Op: OpCredit, Sub: 2, Max: 1<<32 - 1, Bytes: 1<<64 - 1},
 		{ID: 16, Op: OpUnsubscribe, Sub: 2},
+		{ID: 17, Op: OpConfirmLeader, Term: 1<<64 - 1, LeaderID: "n2"},
+		{ID: 18, Op: OpReadIndex},
+		{ID: 19, Op: OpInvoke, Procedure: "kv.get", Key: []byte("k"), HasKey: true, Consistency: ConsistencyBounded, MaxLag: 1 << 40},
 		{
 			ID: 1<<64 - 1, Op: OpInvoke, Session: 7, Seq: 300, AckThrough: 299,
 			Procedure: "kv.put", Key: []byte("user:42"), HasKey: true,

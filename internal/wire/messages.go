@@ -82,6 +82,18 @@ const (
 	// on the leader. The Response carries the table after the command, a msgpack array of
 	// UserInfo ordered by name, in Value.
 	OpUsers Op = 15
+	// OpConfirmLeader is a node-to-node call of the ReadIndex protocol (docs/protocol.md,
+	// "Reads off the log"): the leader LeaderID asks a voter whether it still follows it in
+	// term Term. OK means yes: the voter's current Raft term is Term and its leader is
+	// LeaderID, as it stands when it answers; NotLeader means no. It reads no state and
+	// changes none.
+	OpConfirmLeader Op = 16
+	// OpReadIndex asks the leader for a read index: a log index such that a replica that
+	// has applied it holds every write acknowledged before the request was sent. The
+	// leader confirms its leadership with a quorum first (OpConfirmLeader), once for all
+	// the reads waiting at that moment. Uses no other field; the Response carries the
+	// index in Index. A follower serving a bounded-staleness read asks it.
+	OpReadIndex Op = 17
 )
 
 // User commands (UserArgs.Cmd).
@@ -175,6 +187,10 @@ func (o Op) String() string {
 		return "Unsubscribe"
 	case OpUsers:
 		return "Users"
+	case OpConfirmLeader:
+		return "ConfirmLeader"
+	case OpReadIndex:
+		return "ReadIndex"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }
@@ -236,6 +252,14 @@ type Request struct {
 	// Earliest starts the subscription at the partition's first retained offset when
 	// Offset is below it, instead of failing with CodeOffsetTrimmed (OpSubscribe).
 	Earliest bool `msgpack:"early,omitempty"`
+	// Term is the Raft term of the leader asking (OpConfirmLeader).
+	Term uint64 `msgpack:"term,omitempty"`
+	// LeaderID is the node id of the leader asking (OpConfirmLeader).
+	LeaderID string `msgpack:"lid,omitempty"`
+	// MaxLag is the staleness bound of a ConsistencyBounded read, in nanoseconds: the
+	// answer reflects every write acknowledged more than MaxLag before the replica answers.
+	// It must be positive with ConsistencyBounded and is ignored otherwise (OpInvoke).
+	MaxLag uint64 `msgpack:"mlag,omitempty"`
 }
 
 // Response is the server's answer to a Request, matched to it by ID. Responses on one

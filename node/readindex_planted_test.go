@@ -1,0 +1,16 @@
+//go:build jepsen_staleread
+
+package node
+
+import "testing"
+
+// TestReadIndexPlantedStaleRead runs TestReadIndexDeposedLeader's scenario on the build
+// whose read-index round skips the quorum confirmation (planted_staleread.go): the stale
+// read must be caught.
+func TestReadIndexPlantedStaleRead(t *testing.T) {
+	if err := deposedLeaderReads(t, false); err == nil {
+		t.Fatal("the planted stale read went unnoticed")
+	} else {
+		t.Logf("caught: %v", err)
+	}
+}
