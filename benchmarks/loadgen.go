@@ -21,6 +21,8 @@ type Op = loadgen.ClientOp
 type Load struct {
 	Clients  int
 	Inflight int
+	// Duration is how long the load runs; 0: until Run's context ends (the requests in
+	// flight then are cut short and not counted).
 	Duration time.Duration
 	Op       Op
 	// TLS is the clients' TLS configuration (client.Config.TLS); nil with Insecure for
@@ -40,8 +42,12 @@ func Run(ctx context.Context, addrs []string, l Load) (Report, error) {
 	}
 	defer loadgen.Close(clients)
 	w := loadgen.Workload{Op: l.Op}
+	cfg := loadgen.Config{Workers: l.Inflight, Duration: l.Duration, Op: w.On(clients), ErrorType: loadgen.ErrorType}
+	if l.Duration == 0 {
+		return loadgen.Run(ctx, cfg) // until ctx ends
+	}
 	// The requests run to completion even past ctx's end, as a closed loop's last ones do.
-	return loadgen.Run(context.WithoutCancel(ctx), loadgen.Config{Workers: l.Inflight, Duration: l.Duration, Op: w.On(clients), ErrorType: loadgen.ErrorType})
+	return loadgen.Run(context.WithoutCancel(ctx), cfg)
 }
 
 // CounterAdd adds 1 to one of 1024 counters.

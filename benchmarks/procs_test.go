@@ -26,41 +26,59 @@ import (
 // log file, stopped (SIGTERM, then SIGKILL) when the benchmark ends. The benchmark process
 // is the client's. It follows cmd/lockstep/harness_test.go, kept to what benchmarks need.
 
+// builtBinary is one build of ./cmd/lockstep.
+type builtBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
 var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
+	binMu    sync.Mutex
+	binaries = map[string]*builtBinary{} // by build tags
+	binDirs  []string                    // removed by TestMain
 )
 
 // lockstepBinary builds ./cmd/lockstep once into a temp dir (removed by TestMain) and
 // returns its path.
-func lockstepBinary(tb testing.TB) string {
+func lockstepBinary(tb testing.TB) string { return lockstepBinaryTags(tb, "") }
+
+// lockstepBinaryTags is lockstepBinary built with the build tags given (comma-separated;
+// lockstep_nondet: a test procedure that breaks determinism).
+func lockstepBinaryTags(tb testing.TB, tags string) string {
 	tb.Helper()
-	binOnce.Do(func() {
+	binMu.Lock()
+	bb := binaries[tags]
+	if bb == nil {
+		bb = &builtBinary{}
+		binaries[tags] = bb
+	}
+	binMu.Unlock()
+	bb.once.Do(func() {
 		dir, err := os.MkdirTemp("", "lockstep-bench-bin-")
 		if err != nil {
-			binErr = err
+			bb.err = err
 			return
 		}
-		binDir = dir
-		binPath = filepath.Join(dir, "lockstep")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/lockstepdb/lockstep/cmd/lockstep").CombinedOutput()
+		binMu.Lock()
+		binDirs = append(binDirs, dir)
+		binMu.Unlock()
+		bb.path = filepath.Join(dir, "lockstep")
+		out, err := exec.Command("go", "build", "-tags", tags, "-o", bb.path, "github.com/lockstepdb/lockstep/cmd/lockstep").CombinedOutput()
 		if err != nil {
-			binErr = fmt.Errorf("go build: %w\n%s", err, out)
+			bb.err = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
-	if binErr != nil {
-		tb.Fatal(binErr)
+	if bb.err != nil {
+		tb.Fatal(bb.err)
 	}
-	return binPath
+	return bb.path
 }
-
-var binDir string
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
+	for _, dir := range binDirs {
+		os.RemoveAll(dir)
 	}
 	os.Exit(code)
 }
@@ -69,6 +87,7 @@ func TestMain(m *testing.M) {
 type proc struct {
 	*testutil.Proc
 	id, raft, client, admin string
+	args                    []string // its command line after the binary, for a supervisor
 }
 
 // stopGrace is how long a node may take to exit after SIGTERM before it is killed.
@@ -168,7 +187,12 @@ func (c *procCluster) cpu() []time.Duration {
 // stopped when the benchmark ends.
 func startProcs(tb testing.TB, n int, extra ...string) *procCluster {
 	tb.Helper()
-	bin := lockstepBinary(tb)
+	return startProcsBin(tb, lockstepBinary(tb), n, extra...)
+}
+
+// startProcsBin is startProcs with the binary bin.
+func startProcsBin(tb testing.TB, bin string, n int, extra ...string) *procCluster {
+	tb.Helper()
 	for attempt := 1; ; attempt++ {
 		c, err := tryStartProcs(tb, bin, n, extra)
 		if err == nil {
@@ -195,6 +219,7 @@ func tryStartProcs(tb testing.TB, bin string, n int, extra []string) (*procClust
 			"--raft", p.raft, "--client", p.client, "--admin", p.admin,
 			"--bootstrap", strings.Join(peers, ","), "--log-level", "warn"}, extra...)
 		var err error
+		p.args = args
 		if p.Proc, err = testutil.StartProc(filepath.Join(dir, p.id+".log"), nil, bin, args...); err != nil {
 			tb.Fatal(err)
 		}

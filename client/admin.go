@@ -364,3 +364,28 @@ func (c *Client) adminCall(ctx context.Context, what string, req *wire.Request, 
 		}
 	}
 }
+
+// RequestRebuild asks the leader to rebuild the divergent voter id: the leader checks that
+// id reports itself divergent and that the voters alive without it make a quorum, demotes
+// it to non-voter and compacts its log to a snapshot, whose index it returns (the rebuild
+// point). The node then discards its state and installs that snapshot (see
+// docs/operations.md, "Automatic rebuild of a divergent replica"). A divergent node calls
+// it for itself; an operator has no need to. A refusal because of the quorum returns
+// ErrRebuildRefused with the leader's reason; asking again later is safe (a node demoted
+// already is not demoted again).
+func (c *Client) RequestRebuild(ctx context.Context, id string) (uint64, error) {
+	what := "rebuild " + id
+	if err := c.acquireFree(ctx); err != nil {
+		return 0, c.opErr(fmt.Errorf("client: %s: %w", what, err))
+	}
+	defer c.releaseFree()
+	resp, err := c.adminCall(ctx, what, &wire.Request{Op: wire.OpRebuild, Key: []byte(id)}, true)
+	switch {
+	case err != nil:
+		return 0, c.opErr(err)
+	case resp.NextOffset == 0:
+		// A refusal is an answer, not an error of the call: the reason is in Value.
+		return 0, fmt.Errorf("client: %s: %w: %s", what, ErrRebuildRefused, resp.Value)
+	}
+	return resp.NextOffset, nil
+}

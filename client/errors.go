@@ -242,6 +242,10 @@ var (
 	// ErrUnknownMember is returned by Remove and TransferLeadership for a node id that is
 	// not among the cluster's members, as the leader records them. Nothing was changed.
 	ErrUnknownMember = errors.New("client: unknown member")
+	// ErrRebuildRefused is returned by RequestRebuild when the leader refused to rebuild
+	// the node now: demoting it would leave fewer healthy voters alive than a quorum
+	// needs. The error's text has the leader's reason. Nothing was changed.
+	ErrRebuildRefused = errors.New("rebuild refused")
 )
 
 // wrapped is an error of this package with the text msg that wraps errs: what an error

@@ -97,6 +97,17 @@ type Status struct {
 	// Learners are, in the leader's status, the learners waiting for promotion and how far
 	// they have caught up.
 	Learners []LearnerProgress `json:"learners"`
+	// Rebuild is the node's automatic rebuild after a divergence: "" (none), "waiting"
+	// (divergent, asking the leader), "refused" (the leader refused: demoting the node
+	// would break the quorum), "rebuilding" (replaying a healthy replica's snapshot and
+	// the log, until its hashes are verified and it is a voter again) or "fenced" (no
+	// automatic rebuild: disabled, or diverged again after one). RebuildNote says why.
+	Rebuild     string `json:"rebuild,omitempty"`
+	RebuildNote string `json:"rebuild_note,omitempty"`
+	// Rebuilds counts the automatic rebuilds of the node's data directory; RebuildFrom is
+	// the snapshot index the current or last one started from.
+	Rebuilds    int    `json:"rebuilds,omitempty"`
+	RebuildFrom uint64 `json:"rebuild_from,omitempty"`
 }
 
 // LearnerProgress is how far a learner has caught up, as the leader last saw it.
@@ -164,6 +175,10 @@ func statusFromWire(w *wire.Status) Status {
 		Suffrage:         w.Suffrage,
 		Incarnation:      w.Incarnation,
 		ReadReplica:      w.ReadReplica,
+		Rebuild:          w.Rebuild,
+		RebuildNote:      w.RebuildNote,
+		Rebuilds:         w.Rebuilds,
+		RebuildFrom:      w.RebuildFrom,
 	}
 	for _, l := range w.Learners {
 		st.Learners = append(st.Learners, LearnerProgress{ID: l.ID, Applied: l.Applied, Target: l.Target, Note: l.Note})

@@ -218,7 +218,8 @@ func TestAdminListenFailure(t *testing.T) {
 // for every field of wire.Status, so /status cannot silently drop one.
 func TestStatusJSONCoversWireStatus(t *testing.T) {
 	st := NewStatusJSON(wire.Status{NodeID: "n1", Hashes: []uint64{1, 0xffffffffffffffff},
-		HashChecks: []wire.HashCheck{{Index: 7, Hashes: []uint64{2}}}, Nodes: []wire.NodeAddr{{ID: "n1"}}})
+		HashChecks: []wire.HashCheck{{Index: 7, Hashes: []uint64{2}}}, Nodes: []wire.NodeAddr{{ID: "n1"}},
+		Rebuild: "rebuilding", RebuildNote: "n", Rebuilds: 1, RebuildFrom: 9}) // omitted from the JSON when empty
 	b, err := json.Marshal(st)
 	if err != nil {
 		t.Fatal(err)

@@ -42,6 +42,8 @@ type clusterOptions struct {
 	configure func(i int, cfg *Config)
 	// logStore is sequencer.Config.LogStoreKind; "": the default.
 	logStore string
+	// noAutoRebuild is Config.DisableAutoRebuild: a divergent node stays a fenced voter.
+	noAutoRebuild bool
 }
 
 // testLogger sends the nodes' warnings and errors to t.Log.
@@ -62,6 +64,7 @@ func startCluster(t *testing.T, opts clusterOptions) *testCluster {
 		ProcessorTickInterval:     opts.processorTick,
 		ProcessorIdleTickInterval: opts.processorIdleTick,
 		MaxSubscriptionsPerConn:   opts.maxSubscriptions,
+		DisableAutoRebuild:        opts.noAutoRebuild,
 	}
 	node.Sequencer.HashCheckInterval = 100 * time.Millisecond
 	node.Sequencer.LogStoreKind = opts.logStore

@@ -26,7 +26,10 @@
 //     Join;
 //  5. compares its hash-check records with its peers' every HashCompareInterval, through
 //     the client library on kept connections, and stops serving — and leading — when a
-//     majority disagrees with it (DESIGN.md invariant 6);
+//     majority disagrees with it (DESIGN.md invariant 6); it then asks the leader to
+//     rebuild it (rebuild.go): demoted, it announces RebuildRequested, and its owner closes
+//     it, discards its state with PrepareRebuild and starts it again, to install a healthy
+//     replica's snapshot and be promoted back once its hashes are verified;
 //  6. decides readiness by one rule (Readiness) that /readyz, /status, the lockstep_ready
 //     metric and `lockstep cluster status` all report, and exports Prometheus metrics;
 //  7. translates every lower layer's error into the wire catalogue in one place
@@ -50,7 +53,9 @@
 // tests; ClientConfig gives a client its addresses and certificate.
 //
 // Contract: every node of a cluster runs the same procedure registry and partition count
-// (a node refuses a cluster whose differ); Close stops every goroutine the node started
+// (a node refuses a cluster whose differ); the owner of a node acts on RebuildRequested
+// (Close, PrepareRebuild, Start), as `lockstep node` and LocalCluster.RebuildNode do, or
+// a divergent node, once demoted, stays a non-voter; Close stops every goroutine the node started
 // and closes its storage; the client-protocol server depends on the sequencer and the
 // replica only through the proposer and stateMachine contracts (consumed.go).
 package node

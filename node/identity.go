@@ -77,6 +77,14 @@ type DataIdentity struct {
 	// Legacy is set for a directory adopted from before identities: its log entries may
 	// lack checksums.
 	Legacy bool `json:"legacy,omitempty"`
+	// Rebuilds counts the automatic rebuilds this directory went through (rebuild.go);
+	// RebuildFrom, RebuildReason and RebuildDetectedMs (Unix ms) describe the last one,
+	// and RebuildDone is set once the node was verified and a voter again after it.
+	Rebuilds          int    `json:"rebuilds,omitempty"`
+	RebuildFrom       uint64 `json:"rebuild_from,omitempty"`
+	RebuildReason     string `json:"rebuild_reason,omitempty"`
+	RebuildDetectedMs int64  `json:"rebuild_detected_ms,omitempty"`
+	RebuildDone       bool   `json:"rebuild_done,omitempty"`
 }
 
 // newIncarnation draws a random incarnation.

@@ -116,7 +116,11 @@ func (n *Node) viewMembers(votersOnly bool) ([]memberView, error) {
 				v.err = fmt.Errorf("%s answers as %q", v.info.ClientAddr, st.NodeID)
 			default:
 				w := wire.Status{NodeID: st.NodeID, AppliedIndex: st.AppliedIndex, Divergent: st.Divergent,
-					Incompatible: st.Incompatible, Incarnation: st.Incarnation, NotReadyReason: st.NotReadyReason}
+					Incompatible: st.Incompatible, Incarnation: st.Incarnation, NotReadyReason: st.NotReadyReason,
+					Rebuild: st.Rebuild, RebuildFrom: st.RebuildFrom}
+				for _, h := range st.HashChecks {
+					w.HashChecks = append(w.HashChecks, wire.HashCheck{Index: h.Index, Hashes: h.Hashes, Meta: h.Meta})
+				}
 				v.status = &w
 			}
 		}
@@ -133,7 +137,9 @@ func (n *Node) tendMembers() {
 		return
 	}
 	for _, v := range views {
-		if v.status != nil && v.info.ID != "" && v.info.Incarnation == "" && v.status.Incarnation != "" {
+		// Not for a divergent member: the leader cleared its incarnation for its rebuild, and
+		// the new one is recorded when it joins again.
+		if v.status != nil && v.info.ID != "" && v.info.Incarnation == "" && v.status.Incarnation != "" && v.status.Divergent == "" {
 			v.info.Incarnation = v.status.Incarnation
 			ctx, cancel := context.WithTimeout(n.ctx, membershipTimeout)
 			if err := n.recordNode(ctx, v.info); err != nil {
@@ -180,6 +186,12 @@ func (n *Node) considerPromotion(v memberView, views []memberView) wire.LearnerP
 	case p.Applied+PromoteMaxLag < p.Target:
 		p.Note = fmt.Sprintf("catching up: applied %d of %d (%.0f%%)", p.Applied, p.Target, 100*float64(p.Applied)/float64(max(p.Target, 1)))
 		return p
+	}
+	if v.status.Rebuild == RebuildRebuilding {
+		if ok, note := rebuildVerified(n.fsm.HashRecords(), v.status); !ok {
+			p.Note = note
+			return p
+		}
 	}
 	if err := promotionQuorum(v.ID, views); err != nil {
 		p.Note = err.Error()
@@ -235,6 +247,7 @@ func (n *Node) awaitPromotion() {
 		switch n.seq.Suffrage() {
 		case sequencer.SuffrageVoter:
 			n.log.Info("promoted to voter")
+			n.finishRebuild()
 			n.admission.set(nil)
 			return
 		case sequencer.SuffrageLearner:

@@ -204,6 +204,29 @@ func (c *LocalCluster) Restart(i int) error {
 	}
 }
 
+// RebuildNode does what the owner of node i owes it once it announced a rebuild
+// (Node.RebuildRequested): it closes the node, prepares its data directory
+// (PrepareRebuild) and starts it again, to join the cluster as a new incarnation that
+// installs a healthy replica's snapshot. It fails if no rebuild was announced.
+func (c *LocalCluster) RebuildNode(i int) error {
+	n := c.Nodes[i]
+	if n == nil {
+		return fmt.Errorf("node %s is stopped", c.cfgs[i].ID)
+	}
+	select {
+	case <-n.RebuildRequested():
+	default:
+		return fmt.Errorf("node %s announced no rebuild", c.cfgs[i].ID)
+	}
+	c.Kill(i)
+	cfg, err := PrepareRebuild(c.cfgs[i], n.RebuildPlan())
+	if err != nil {
+		return err
+	}
+	c.cfgs[i] = cfg
+	return c.Restart(i)
+}
+
 // restartBindWait is how long Restart waits for a node's address to be free again.
 const restartBindWait = 10 * time.Second
 

@@ -96,6 +96,8 @@ func (cc *clientConn) admin(req *wire.Request) {
 		ctx, cancel := context.WithTimeout(n.ctx, membershipTimeout)
 		defer cancel()
 		var err error
+		var from uint64
+		var refusal []byte
 		switch op {
 		case wire.OpJoin:
 			err = n.addNode(ctx, args)
@@ -103,12 +105,16 @@ func (cc *clientConn) admin(req *wire.Request) {
 			err = n.removeNode(ctx, key)
 		case wire.OpTransferLeader:
 			err = n.seq.TransferLeadership(ctx, key)
+		case wire.OpRebuild:
+			if from, err = n.rebuildNode(ctx, key); errors.Is(err, ErrRebuildRefused) {
+				refusal, err = []byte(err.Error()), nil // an answer, not a failure
+			}
 		}
 		if err != nil {
 			cc.fail(id, err)
 			return
 		}
-		cc.reply(&wire.Response{ID: id})
+		cc.reply(&wire.Response{ID: id, NextOffset: from, Value: refusal})
 	}()
 }
 
@@ -219,6 +225,7 @@ func (n *Node) joinLoop(seeds []string) {
 		case err == nil:
 			if n.cfg.ReadReplica {
 				n.log.Info("joined the cluster as a read replica", "seeds", seeds)
+				n.finishRebuild() // a read replica's own hash comparison verifies it
 				n.admission.set(nil)
 				return
 			}

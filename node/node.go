@@ -95,6 +95,9 @@ type Config struct {
 	AdminAddr string
 	// Limits bound connections on every listener; zero fields take DefaultLimits.
 	Limits Limits
+	// DisableAutoRebuild keeps a divergent replica fenced instead of rebuilding it
+	// automatically (rebuild.go). Default false: a divergent replica is rebuilt, once.
+	DisableAutoRebuild bool
 }
 
 func (c Config) withDefaults() Config {
@@ -211,6 +214,7 @@ type Node struct {
 	replayTo      uint64                // the last index of the log found at start (readiness.go)
 	replayed      atomic.Bool           // applied has reached replayTo
 	joining       atomic.Bool           // a join of this process is under way or acknowledged (not refused)
+	rebuild       rebuilder             // this node's automatic rebuild after a divergence (rebuild.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -266,6 +270,7 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	}
 	fsm.OnDivergent(func() {
 		n.wakeAbstain()
+		n.wakeRebuild()
 		n.applied.fire() // subscriptions see the replica stop serving
 	})
 	n.fsm, n.allPartitions = fsm, partition.AllPartitions(fsm.Partitions())
@@ -283,6 +288,7 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	if n.identity, err = openIdentity(cfg); err != nil {
 		return fail(err)
 	}
+	n.initRebuild(n.identity)
 	if len(cfg.Bootstrap) > 0 && !n.identity.Confirmed {
 		if err := n.checkBootstrapPeers(n.identity); err != nil {
 			return fail(err)
@@ -344,7 +350,8 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		n.wg.Add(1)
 		go func() { defer n.wg.Done(); n.awaitPromotion() }()
 	}
-	n.wg.Add(9)
+	n.wg.Add(10)
+	go n.rebuildLoop()
 	go n.identityLoop()
 	go n.readLoop()
 	go n.freshnessLoop()

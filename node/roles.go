@@ -39,7 +39,8 @@ func newAuthzMetrics(reg *prometheus.Registry) *prometheus.CounterVec {
 // peerOp reports whether op is one of the operations a node certificate may use: what nodes ask of each other.
 func peerOp(op wire.Op) bool {
 	switch op {
-	case wire.OpPing, wire.OpStatus, wire.OpProcedures, wire.OpProcessors, wire.OpJoin, wire.OpConfirmLeader, wire.OpReadIndex:
+	case wire.OpPing, wire.OpStatus, wire.OpProcedures, wire.OpProcessors, wire.OpJoin, wire.OpConfirmLeader, wire.OpReadIndex,
+		wire.OpRebuild:
 		return true
 	}
 	return false
@@ -69,7 +70,7 @@ func (cc *clientConn) authorize(req *wire.Request) bool {
 // isAdminOp reports whether req is an admin action: membership, leadership and users.
 func isAdminOp(req *wire.Request) bool {
 	switch req.Op {
-	case wire.OpJoin, wire.OpRemove, wire.OpTransferLeader, wire.OpUsers:
+	case wire.OpJoin, wire.OpRemove, wire.OpTransferLeader, wire.OpUsers, wire.OpRebuild:
 		return true
 	}
 	return false

@@ -227,7 +227,7 @@ func (cc *clientConn) handle(req *wire.Request) {
 		cc.submit(req.ID, batch.Item{Kind: batch.KindCloseSession, Session: req.Session})
 	case wire.OpInvoke:
 		cc.invoke(req)
-	case wire.OpJoin, wire.OpRemove, wire.OpTransferLeader:
+	case wire.OpJoin, wire.OpRemove, wire.OpTransferLeader, wire.OpRebuild:
 		cc.admin(req)
 	case wire.OpUsers:
 		cc.users(req)

@@ -60,6 +60,10 @@ func (n *Node) statusFrom() wire.Status {
 	s.Incarnation = n.identity.Incarnation
 	n.mu.Unlock()
 	s.Learners = n.learnerProgress()
+	s.Rebuild, s.RebuildNote = n.rebuildStatus()
+	n.mu.Lock()
+	s.Rebuilds, s.RebuildFrom = n.identity.Rebuilds, n.identity.RebuildFrom
+	n.mu.Unlock()
 	if err := n.readiness(st); err != nil {
 		s.NotReadyReason = err.Error()
 	} else {

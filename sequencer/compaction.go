@@ -10,9 +10,12 @@ package sequencer
 // entries than Config.TrailingLogs). Each replica decides for its own log, as Raft does.
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -116,4 +119,35 @@ func (s *Sequencer) reloadTrailing(n uint64) error {
 	}
 	rc.TrailingLogs = n
 	return s.raft.ReloadConfig(rc)
+}
+
+// CompactAll snapshots the FSM now and compacts the log up to the snapshot, keeping no
+// trailing entries, whether or not automatic snapshots are on. It returns the snapshot's
+// index. A follower whose log is behind the first entry kept then receives this snapshot
+// and the entries after it (InstallSnapshot), not the log from its start: a replica
+// rebuilt after a divergence must not replay the entries it diverged on with its own
+// code (node/rebuild.go). Followers merely behind also receive the snapshot. TrailingLogs
+// is back to its configured value when CompactAll returns (the compaction by bytes may
+// lower it again). With nothing applied since the last snapshot, it returns an error
+// wrapping raft.ErrNothingNewToSnapshot: have an entry applied first.
+func (s *Sequencer) CompactAll(ctx context.Context) (uint64, error) {
+	if err := s.reloadTrailing(0); err != nil {
+		return 0, fmt.Errorf("sequencer: compact: %w", err)
+	}
+	defer func() {
+		if err := s.reloadTrailing(s.cfg.TrailingLogs); err != nil {
+			s.log.Warn("compact: cannot restore trailing logs", "err", err)
+		}
+	}()
+	var fut raft.SnapshotFuture
+	if _, err := s.await(ctx, "compact", func(time.Duration) raft.Future { fut = s.raft.Snapshot(); return fut }); err != nil {
+		return 0, err
+	}
+	meta, rc, err := fut.Open()
+	if err != nil {
+		return 0, fmt.Errorf("sequencer: compact: open snapshot: %w", err)
+	}
+	rc.Close()
+	s.log.Info("log compacted to a snapshot", "index", meta.Index)
+	return meta.Index, nil
 }

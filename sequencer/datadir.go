@@ -16,8 +16,9 @@ import (
 )
 
 // ErrSnapshotCorrupt is returned when a stored snapshot fails its checks: unreadable
-// metadata, or a state file whose CRC-64 differs from the one recorded when it was
-// written (raft.FileSnapshotStore verifies it on every Open).
+// metadata, a state file whose CRC-64 differs from the one recorded when it was written
+// (raft.FileSnapshotStore verifies it on every Open), or metadata that differs from the
+// copy at the head of the state file, or from the state file's size (snapcheck.go).
 var ErrSnapshotCorrupt = errors.New("sequencer: snapshot corrupt")
 
 // DataDirState is what CheckDataDir found in a data directory.
@@ -48,9 +49,9 @@ func InspectDataDir(dir string) (DataDirState, error) { return inspect(dir, true
 
 func inspect(dir string, legacy, full bool) (DataDirState, error) {
 	var st DataDirState
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, snapshotsRetained, newHclogAdapter(discardLogger(), "snapshots"))
+	snaps, err := openSnapshotStore(dir, newHclogAdapter(discardLogger(), "snapshots"))
 	if err != nil {
-		return st, fmt.Errorf("sequencer: open snapshot store: %w", err)
+		return st, err
 	}
 	list, _ := snaps.List()
 	st.Snapshots = len(list)
@@ -97,7 +98,7 @@ func inspect(dir string, legacy, full bool) (DataDirState, error) {
 // (which checks the state file's CRC as it opens it), and returns how many there are. A snapshot directory the store
 // cannot list (its metadata unreadable) is corrupt too: the store would silently skip it
 // and start from an older snapshot, whose log has been compacted away.
-func checkSnapshots(dir string, snaps *raft.FileSnapshotStore) (int, error) {
+func checkSnapshots(dir string, snaps *checkedSnapshots) (int, error) {
 	ents, err := os.ReadDir(filepath.Join(dir, "snapshots"))
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
@@ -122,7 +123,10 @@ func checkSnapshots(dir string, snaps *raft.FileSnapshotStore) (int, error) {
 			return n, fmt.Errorf("%w: snapshot %s: metadata unreadable", ErrSnapshotCorrupt, e.Name())
 		}
 		_, rc, err := snaps.Open(e.Name())
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrSnapshotCorrupt): // metadata and its copy differ: it says which
+			return n, err
+		case err != nil:
 			return n, fmt.Errorf("%w: snapshot %s: %w", ErrSnapshotCorrupt, e.Name(), err)
 		}
 		rc.Close()
@@ -182,3 +186,21 @@ func Recover(cfg Config, fsm raft.FSM, members []Server) error {
 
 // discardLogger is a logger that drops everything.
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// DiscardState removes the Raft state of the stopped node whose data directory is dir:
+// its log and stable store (raft.db) and its snapshots. Other files (the node's identity)
+// stay. The node then starts as a new, empty server: the leader sends it a snapshot and
+// the log after it. Only for a node that is no longer a voter (a voter must never forget
+// its log; see node/identity.go).
+func DiscardState(dir string) error {
+	for _, name := range []string{"raft.db", "snapshots"} {
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("sequencer: discard state: %w", err)
+		}
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

@@ -32,9 +32,11 @@
 //   - the log store: raft-wal (wal/) or raft-boltdb (raft.db), chosen by
 //     Config.LogStoreKind, a data dir keeping the one it holds (logstore.go);
 //   - checksums: every log entry of either store carries a CRC-32C, checked on each
-//     read, and Open reads every entry and opens every snapshot before Raft starts
-//     (logcheck.go, datadir.go: ErrLogCorrupt, ErrSnapshotCorrupt). The checksum wrapper
-//     passes on raft-wal's MonotonicLogStore, which Raft needs to install a snapshot on it;
+//     read; a snapshot's meta.json is checked against a copy under the state file's
+//     CRC-64; and Open reads every entry and opens every snapshot before Raft starts
+//     (logcheck.go, snapcheck.go, datadir.go: ErrLogCorrupt, ErrSnapshotCorrupt). The
+//     checksum wrapper passes on raft-wal's MonotonicLogStore, which Raft needs to install
+//     a snapshot on it;
 //   - compaction by bytes as well as by entries (compaction.go: SnapshotBytes,
 //     TrailingBytes);
 //   - Recover rewrites a stopped node's configuration after a lost quorum, with

@@ -167,3 +167,16 @@ const (
 	SuffrageVoter   = "voter"
 	SuffrageLearner = "learner"
 )
+
+// DemoteVoter makes voter id a non-voter: it keeps receiving the log but no longer counts
+// towards the quorum. Leader only. A node rebuilt after a divergence (node/rebuild.go)
+// steps out of voting this way before it discards its state.
+func (s *Sequencer) DemoteVoter(ctx context.Context, id string) error {
+	if id == "" {
+		return fmt.Errorf("sequencer: demote voter: %w: empty id", ErrBadConfig)
+	}
+	_, err := s.await(ctx, "demote voter "+id, func(t time.Duration) raft.Future {
+		return s.raft.DemoteVoter(raft.ServerID(id), 0, t)
+	})
+	return err
+}

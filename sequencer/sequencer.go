@@ -354,9 +354,9 @@ func openParts(cfg Config, hlog *hclogAdapter) (p raftParts, err error) {
 	}
 	if p.snaps == nil {
 		// FileSnapshotStore keeps its snapshots in DataDir/snapshots.
-		snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, snapshotsRetained, hlog.Named("snapshots"))
+		snaps, err := openSnapshotStore(cfg.DataDir, hlog.Named("snapshots"))
 		if err != nil {
-			return p, fmt.Errorf("sequencer: open snapshot store: %w", err)
+			return p, err
 		}
 		if _, err := checkSnapshots(cfg.DataDir, snaps); err != nil {
 			return p, fmt.Errorf("sequencer: %s: %w", cfg.DataDir, err)

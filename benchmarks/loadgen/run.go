@@ -26,7 +26,8 @@ type Config struct {
 	// Workers is how many requests may be outstanding at once: in closed loop each worker
 	// keeps one in flight; in open loop they take the scheduled requests in turn. Required.
 	Workers int
-	// Duration is how long the measured part of the run lasts. Required.
+	// Duration is how long the measured part of the run lasts; 0 runs until ctx ends,
+	// which is then the run's normal end (Run returns no error for it).
 	Duration time.Duration
 	// Warmup runs requests for this long first without recording them. Default 0.
 	Warmup time.Duration
@@ -48,8 +49,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Workers < 1:
 		return fmt.Errorf("%w: workers %d: want at least 1", ErrBadConfig, c.Workers)
-	case c.Duration <= 0:
-		return fmt.Errorf("%w: duration %v: want a positive duration", ErrBadConfig, c.Duration)
+	case c.Duration < 0:
+		return fmt.Errorf("%w: duration %v: want a positive duration, or 0 to run until the context ends", ErrBadConfig, c.Duration)
 	case c.Warmup < 0:
 		return fmt.Errorf("%w: warm-up %v: want zero or a positive duration", ErrBadConfig, c.Warmup)
 	case c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0):
@@ -145,6 +146,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	r.start = time.Now()
 	r.measured = r.start.Add(cfg.Warmup)
 	r.end = r.measured.Add(cfg.Duration)
+	if cfg.Duration == 0 {
+		r.end = r.measured.Add(100 * 365 * 24 * time.Hour) // until ctx ends
+	}
 
 	var timeline []Second
 	tickDone, tickStop := make(chan struct{}), make(chan struct{})
@@ -195,11 +199,18 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		Timeline:   timeline,
 	}
 	if cfg.Rate > 0 {
-		scheduled := slotsBefore(cfg.Warmup+cfg.Duration, cfg.Rate) - slotsBefore(cfg.Warmup, cfg.Rate)
+		until := cfg.Warmup + cfg.Duration
+		if stopped := time.Since(r.start); cfg.Duration == 0 || stopped < until {
+			until = stopped // ended early: what was scheduled until then
+		}
+		scheduled := slotsBefore(until, cfg.Rate) - slotsBefore(cfg.Warmup, cfg.Rate)
 		res.Missed = max(scheduled-res.Ops-res.Errors, 0)
 	}
 	if res.Elapsed < 0 {
 		res.Elapsed = 0
+	}
+	if cfg.Duration == 0 {
+		return res, nil
 	}
 	return res, ctx.Err()
 }

@@ -120,11 +120,23 @@ func TestRunStopsWithContext(t *testing.T) {
 	}
 }
 
+// TestRunUntilContextEnds: with Duration 0 a run lasts until its context ends, which is
+// its normal end.
+func TestRunUntilContextEnds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	op := func(context.Context, int, *rand.Rand) error { time.Sleep(time.Millisecond); return nil }
+	res, err := Run(ctx, Config{Workers: 2, Op: op})
+	if err != nil || res.Ops == 0 || res.Elapsed < 400*time.Millisecond || res.Elapsed > 5*time.Second {
+		t.Fatalf("got %v after %v with %d ops, want no error after about 500ms", err, res.Elapsed, res.Ops)
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	op := func(context.Context, int, *rand.Rand) error { return nil }
 	for i, c := range []Config{
 		{Duration: time.Second, Op: op},
-		{Workers: 1, Op: op},
+		{Workers: 1, Duration: -time.Second, Op: op},
 		{Workers: 1, Duration: time.Second},
 		{Workers: 1, Duration: time.Second, Op: op, Rate: -1},
 		{Workers: 1, Duration: time.Second, Op: op, Warmup: -time.Second},

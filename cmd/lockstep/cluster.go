@@ -21,6 +21,7 @@ func clusterCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			clusterStatusCommand(),
 			clusterRecoverCommand(),
+			clusterRestartCommand(),
 			{
 				Name:      "join",
 				Usage:     "admit a new node (as a learner, promoted to voter once caught up)",

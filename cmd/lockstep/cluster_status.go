@@ -204,6 +204,7 @@ func writeStatusTable(w io.Writer, cs clusterStatusJSON) error {
 		case r.Suffrage == "learner":
 			role = "learner" // a non-voter catching up; the leader promotes it
 		}
+		role = rebuildRole(r, role)
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.NodeID, role, r.Term, r.LastLogIndex,
 			r.AppliedIndex, r.Lag, yesNo(r.Ready), yesNo(r.Divergent != ""), r.Partitions,
 			(time.Duration(r.UptimeMs) * time.Millisecond).Round(time.Second), r.ClientAddr, r.RaftAddr, version)
@@ -216,6 +217,7 @@ func writeStatusTable(w io.Writer, cs clusterStatusJSON) error {
 			fmt.Fprintf(w, "learner %s: %s\n", l.ID, l.Note)
 		}
 	}
+	writeRebuildNotes(w, answered)
 	if len(answered) == 0 {
 		return nil
 	}

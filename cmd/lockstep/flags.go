@@ -33,6 +33,7 @@ func nodeFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "bootstrap", Usage: "initial voters as ID=RAFTADDR=CLIENTADDR,... (new cluster only)"},
 		&cli.StringSliceFlag{Name: "join", Usage: "client addresses ADDR,... of a running cluster to join (empty data dir only)"},
 		&cli.BoolFlag{Name: "read-replica", Usage: "with --join: join as a read replica, a permanent non-voter serving reads at consistency Any and stream reads"},
+		&cli.BoolFlag{Name: "auto-rebuild", Usage: "rebuild this node automatically, once, if its state diverges from the others' (false: it stays fenced until replaced)", Value: true},
 		&cli.IntFlag{Name: "partitions", Usage: "partition count, fixed when the cluster is created", Value: node.DefaultPartitions},
 		&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "Raft snapshot after this many log entries (0 = never)", Value: 8192},
 		&cli.DurationFlag{Name: "session-ttl", Usage: "how long, in batch time, a client session lives without requests (at least 1s; give every node the same)", Value: 2 * time.Minute},
@@ -95,6 +96,8 @@ func nodeConfigFromFlags(c *cli.Context) (node.Config, error) {
 		Join:        c.StringSlice("join"),
 		ReadReplica: c.Bool("read-replica"),
 		Logger:      log,
+		// DisableAutoRebuild: see node/rebuild.go.
+		DisableAutoRebuild: !c.Bool("auto-rebuild"),
 	}
 	cfg.Limits = node.Limits{
 		MaxConns: c.Int("max-conns"), MaxConnsPerAddr: c.Int("max-conns-per-addr"), MaxHandshakes: c.Int("max-handshakes"),

@@ -29,12 +29,16 @@ const (
 	pollPause = 20 * time.Millisecond
 )
 
-// buildBinary builds the lockstep command into a temp dir and returns its path. When the
+// buildBinary builds the lockstep command into a temp dir and returns its path, with the
+// build tags given (lockstep_nondet: a test procedure that breaks determinism). When the
 // tests run with -race, so does the binary (its packages are compiled for it already).
-func buildBinary(t testing.TB) string {
+func buildBinary(t testing.TB, tags ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "lockstep")
 	args := []string{"build", "-o", bin}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
 	if raceBuild {
 		args = append(args, "-race")
 	}
@@ -80,10 +84,16 @@ func (r result) String() string {
 	return fmt.Sprintf("exit %d after %v\nstdout:\n%s\nstderr:\n%s", r.code, r.took, r.stdout, r.stderr)
 }
 
-// run runs the binary with args and waits for it.
+// run runs the binary with args and waits for it, at most commandTimeout.
 func run(t *testing.T, bin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	return runWithin(t, commandTimeout, bin, args...)
+}
+
+// runWithin is run for a command that may take longer: it is killed after timeout.
+func runWithin(t *testing.T, timeout time.Duration, bin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = binaryEnv()
@@ -126,18 +136,25 @@ func checkFailure(t *testing.T, r result, want string) {
 type procNode struct {
 	*testutil.Proc
 	id, raft, client, admin string
-	data                    string // data directory, for restarts
+	data                    string   // data directory, for restarts
+	args                    []string // the flags it was started with, after "node"
 }
 
 // spawnNode starts `lockstep node` with args, its output going to a log file, and kills
 // it when the test ends.
 func spawnNode(t testing.TB, bin, id string, args ...string) *procNode {
 	t.Helper()
-	p, err := testutil.StartProc(filepath.Join(t.TempDir(), id+".log"), binaryEnv(), bin, append([]string{"node"}, args...)...)
+	return spawnNodeEnv(t, bin, id, nil, args...)
+}
+
+// spawnNodeEnv is spawnNode with env added to binaryEnv (fault-injection variables).
+func spawnNodeEnv(t testing.TB, bin, id string, env []string, args ...string) *procNode {
+	t.Helper()
+	p, err := testutil.StartProc(filepath.Join(t.TempDir(), id+".log"), append(binaryEnv(), env...), bin, append([]string{"node"}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &procNode{Proc: p, id: id}
+	n := &procNode{Proc: p, id: id, args: args}
 	t.Cleanup(func() {
 		n.Kill()
 		log := n.Log()

@@ -5,7 +5,7 @@
 //
 //	lockstep cert ...         create-ca, create-node, create-client, list: the certificates
 //	lockstep node             run a node (config file, bootstrap, join, HTTP admin)
-//	lockstep cluster ...      status, join, remove, transfer-leader
+//	lockstep cluster ...      status, join, remove, transfer-leader, recover, restart-plan
 //	lockstep invoke PROC      run a procedure with JSON arguments
 //	lockstep procedures       list the procedures
 //	lockstep processors       the stream processors per partition: position, lag, watermark

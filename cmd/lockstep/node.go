@@ -9,7 +9,6 @@ import (
 	"syscall"
 
 	"github.com/lockstepdb/lockstep/node"
-	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/urfave/cli/v2"
 )
 
@@ -56,7 +55,8 @@ func runNode(c *cli.Context) error {
 			crashStore.Close()
 		}
 	}()
-	n, err := node.Start(cfg, procedures.Builtins())
+	reg := nodeRegistry(cfg.ID)
+	n, err := node.Start(cfg, reg)
 	if err != nil {
 		return err
 	}
@@ -64,6 +64,10 @@ func runNode(c *cli.Context) error {
 		"insecure", n.Insecure())
 	for {
 		select {
+		case <-n.RebuildRequested():
+			if n, err = rebuildNode(n, &cfg, reg); err != nil {
+				return err
+			}
 		case <-hup:
 			if err := n.ReloadCerts(); err != nil {
 				cfg.Logger.Error("certificate reload failed; keeping the current certificates", "err", err)

@@ -94,6 +94,13 @@ const (
 	// the reads waiting at that moment. Uses no other field; the Response carries the
 	// index in Index. A follower serving a bounded-staleness read asks it.
 	OpReadIndex Op = 17
+	// OpRebuild asks the leader to rebuild the divergent voter whose id is Key (a node
+	// asks for itself): the leader checks that the node reports itself divergent and that
+	// the voters alive without it make a quorum, demotes it to non-voter, and compacts its
+	// log to a snapshot, which the node installs once it has discarded its state. The
+	// Response carries the snapshot's index (the rebuild point) in NextOffset; an OK
+	// Response without NextOffset is a refusal (the quorum), with the reason in Value.
+	OpRebuild Op = 18
 )
 
 // User commands (UserArgs.Cmd).
@@ -191,6 +198,8 @@ func (o Op) String() string {
 		return "ConfirmLeader"
 	case OpReadIndex:
 		return "ReadIndex"
+	case OpRebuild:
+		return "Rebuild"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }

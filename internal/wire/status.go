@@ -48,6 +48,17 @@ type Status struct {
 	// Learners are, on the leader, the learners waiting for promotion and how far they
 	// have caught up; empty elsewhere.
 	Learners []LearnerProgress `msgpack:"learners" json:"learners"`
+	// Rebuild is the node's automatic rebuild after a divergence (node/rebuild.go): ""
+	// (none), "waiting" (divergent, asking the leader), "refused" (the leader refused: the
+	// quorum would break; it asks again), "rebuilding" (state discarded, replaying a
+	// snapshot and the log, not yet verified and promoted) or "fenced" (no automatic
+	// rebuild: disabled, or diverged again after one). RebuildNote says why; Rebuilds counts
+	// the automatic rebuilds of this node's data directory; RebuildFrom is the index of the
+	// snapshot the current or last rebuild started from.
+	Rebuild     string `msgpack:"rebuild,omitempty" json:"rebuild,omitempty"`
+	RebuildNote string `msgpack:"rebuild_note,omitempty" json:"rebuild_note,omitempty"`
+	Rebuilds    int    `msgpack:"rebuilds,omitempty" json:"rebuilds,omitempty"`
+	RebuildFrom uint64 `msgpack:"rebuild_from,omitempty" json:"rebuild_from,omitempty"`
 }
 
 // LearnerProgress is how far a learner (a non-voter waiting for promotion) has caught up,
