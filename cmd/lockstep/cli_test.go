@@ -41,6 +41,7 @@ func TestCLI(t *testing.T) {
 			{"cluster", "status"},
 			{"stream", "read", "s"},
 			{"cluster", "remove", "n9"},
+			{"bench", "--duration", "1s"},
 		} {
 			r := run(t, bin, append(args, "--addr", dead, "--timeout", "1s")...)
 			checkFailure(t, r, dead)
@@ -245,6 +246,24 @@ func TestCLI(t *testing.T) {
 		var st node.StatusJSON
 		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.NodeID != "n2" || st.ClientAddr != c.nodes[1].client {
 			t.Fatalf("/status: %+v (%v)", st, err)
+		}
+	})
+
+	t.Run("Bench", func(t *testing.T) {
+		// A running cluster: the batch sizes come from the admin port named second, after
+		// one where nothing listens.
+		dead := testutil.FreeAddrs(t, 1)[0]
+		r := mustRun(t, bin, "bench", "--addr", addrs, "--admin", dead+","+c.nodes[2].admin, "--workload", "kv", "--mix", "b",
+			"--duration", "1s", "--warmup", "200ms", "--clients", "8", "--connections", "2", "--json")
+		var rep benchReport
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("bench --json: %v\n%v", err, r)
+		}
+		if rep.Ops == 0 || rep.Errors != 0 || rep.Batches == nil || rep.Batches.Batches == 0 {
+			t.Fatalf("bench: got %d ops, %d errors, batches %+v; want ops, no errors, the batches\n%v", rep.Ops, rep.Errors, rep.Batches, r)
+		}
+		if !strings.Contains(r.stderr, "ops/s") {
+			t.Errorf("no progress line on stderr:\n%v", r)
 		}
 	})
 

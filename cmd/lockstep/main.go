@@ -13,6 +13,7 @@
 //	lockstep sink postgres    copy a stream into a PostgreSQL table exactly once
 //	lockstep demo             an embedded 3-node cluster under load, with failover
 //	lockstep jepsen run       fault-injection run: workload, nemesis, history checkers
+//	lockstep bench            load a cluster (or an embedded one): throughput, latency, batches
 //	lockstep completion bash  the shell completion script
 //	lockstep --version        the binary's version, as nodes report it in their status
 //
@@ -69,6 +70,7 @@ func newApp() *cli.App {
 			groupCommand(),
 			demoCommand(),
 			jepsenCommand(),
+			benchCommand(),
 			completionCommand(),
 		},
 	}

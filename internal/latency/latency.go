@@ -33,8 +33,8 @@ func (r *Recorder) Record(d time.Duration) {
 
 // Summary is a histogram's count and percentiles.
 type Summary struct {
-	Count                     int64
-	Mean, P50, P99, P999, Max time.Duration
+	Count                          int64
+	Mean, P50, P90, P99, P999, Max time.Duration
 }
 
 // Summary returns the percentiles recorded so far.
@@ -50,6 +50,21 @@ func (r *Recorder) Take() Summary {
 	defer r.mu.Unlock()
 	s := summarize(r.h)
 	r.h.Reset()
+	return s
+}
+
+// TakeInto returns the percentiles recorded so far, adds every value to total and
+// starts a new, empty window, in one step: a value recorded meanwhile lands either in
+// this window (and in total) or in the next, never in neither. total must not be r.
+func (r *Recorder) TakeInto(total *Recorder) Summary {
+	r.mu.Lock()
+	s := summarize(r.h)
+	snap := hdrhistogram.Import(r.h.Export())
+	r.h.Reset()
+	r.mu.Unlock()
+	total.mu.Lock()
+	total.h.Merge(snap)
+	total.mu.Unlock()
 	return s
 }
 
@@ -69,6 +84,7 @@ func summarize(h *hdrhistogram.Histogram) Summary {
 		Count: h.TotalCount(),
 		Mean:  time.Duration(h.Mean() * float64(time.Microsecond)),
 		P50:   us(h.ValueAtQuantile(50)),
+		P90:   us(h.ValueAtQuantile(90)),
 		P99:   us(h.ValueAtQuantile(99)),
 		P999:  us(h.ValueAtQuantile(99.9)),
 		Max:   us(h.Max()),

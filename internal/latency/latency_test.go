@@ -46,3 +46,25 @@ func TestRecorderPercentiles(t *testing.T) {
 		t.Fatalf("Merge: got %+v", got)
 	}
 }
+
+// TestTakeInto: a window taken into a total leaves the window empty and the total holding
+// every value of every window.
+func TestTakeInto(t *testing.T) {
+	w, total := New(), New()
+	for i := 1; i <= 100; i++ {
+		w.Record(time.Duration(i) * time.Millisecond)
+	}
+	if s := w.TakeInto(total); s.Count != 100 {
+		t.Fatalf("first window: got %d values, want 100", s.Count)
+	}
+	w.Record(time.Second)
+	if s := w.TakeInto(total); s.Count != 1 || s.Max < time.Second-time.Millisecond {
+		t.Fatalf("second window: got %+v, want one value of 1s", s)
+	}
+	if got := total.Summary(); got.Count != 101 || got.P50 < 50*time.Millisecond || got.P50 > 52*time.Millisecond {
+		t.Fatalf("total: got %+v, want 101 values, p50 about 51ms", got)
+	}
+	if got := w.Summary().Count; got != 0 {
+		t.Fatalf("window after TakeInto: got %d values, want 0", got)
+	}
+}
