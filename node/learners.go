@@ -199,7 +199,7 @@ func (n *Node) considerPromotion(v memberView, views []memberView) wire.LearnerP
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, membershipTimeout)
 	defer cancel()
-	if err := n.seq.AddVoter(ctx, v.ID, v.Addr); err != nil {
+	if err := n.seq.Promote(ctx, v.ID, v.Addr); err != nil {
 		p.Note = fmt.Sprintf("promotion failed: %v", err)
 		return p
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -271,4 +272,47 @@ func roundTrip(ctx context.Context, addr, clusterID string, req *wire.Request) (
 	}
 	err = c.RecvResponse(&resp)
 	return resp, err
+}
+
+// TestPromotionDecidedBeforeARemoval: the leader decides to promote a learner from a view
+// of the members taken before the learner was removed; the promotion must not bring the
+// removed node back as a voter (CI saw "remove n4" succeed and n4 stay a voter).
+func TestPromotionDecidedBeforeARemoval(t *testing.T) {
+	c := startCluster(t, clusterOptions{nodes: 3})
+	cl := c.dial(context.Background())
+	i, err := c.AddNode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := c.Nodes[i].ID()
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if v := c.voters(); len(v) != 4 {
+			return fmt.Errorf("voters %v", v)
+		}
+		return nil
+	})
+	lead := c.leader()
+	views, err := lead.viewMembers(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := slices.IndexFunc(views, func(v memberView) bool { return v.ID == id })
+	if j < 0 || views[j].status == nil {
+		t.Fatalf("no view of %s: %+v", id, views)
+	}
+	stale := views[j]
+	stale.Voter = false // as the view of a learner about to be promoted
+	if err := cl.Remove(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if lead != c.leader() {
+		t.Skip("leadership moved during the test; the stale view belongs to the old leader")
+	}
+	p := lead.considerPromotion(stale, views)
+	if !strings.Contains(p.Note, "promotion failed") {
+		t.Errorf("promotion of a removed node: progress %+v, want a failed promotion", p)
+	}
+	if v := c.voters(); len(v) != 3 || slices.Contains(v, id) {
+		t.Fatalf("voters after the removal and the stale promotion: %v", v)
+	}
 }

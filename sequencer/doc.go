@@ -25,8 +25,9 @@
 //
 // Around Raft, for the lifecycle of a replica:
 //
-//   - membership: AddNonvoter adds a learner (outside the quorum), AddVoter promotes it,
-//     Members and Suffrage report the configuration (membership.go);
+//   - membership: AddNonvoter adds a learner (outside the quorum), Promote makes it a
+//     voter (unless it was removed meanwhile), Members and Suffrage report the
+//     configuration (membership.go);
 //   - the vote gate: a node opened with Config.HoldVotes refuses vote requests until
 //     AllowVotes, for a data directory that cannot yet vouch for its log (votegate.go);
 //   - the log store: raft-wal (wal/) or raft-boltdb (raft.db), chosen by

@@ -46,7 +46,8 @@ var (
 	// *batch.Results with one result per item. The entry is committed; the result is
 	// lost, so a retry with the same session and sequence number fetches it.
 	ErrBadResponse = errors.New("sequencer: FSM returned a bad response")
-	// ErrUnknownServer is returned by TransferLeadership for an id that is not a voter.
+	// ErrUnknownServer is returned by TransferLeadership for an id that is not a voter, and
+	// by Promote for an id no longer in the configuration.
 	ErrUnknownServer = errors.New("sequencer: unknown server")
 )
 

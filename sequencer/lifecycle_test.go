@@ -465,3 +465,39 @@ func TestRecoverRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestPromoteLeavesARemovedLearnerOut: a promotion decided while the node was a learner
+// does nothing once it has been removed (AddVoter would add it back as a voter), and
+// nothing for a voter; it promotes a learner.
+func TestPromoteLeavesARemovedLearnerOut(t *testing.T) {
+	_, leader := newCluster(t, 1, nil)
+	fresh := openNode(t, testConfig(t, "fresh"), newTestFSM())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := leader.seq.AddNonvoter(ctx, fresh.id, fresh.seq.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.seq.RemoveServer(ctx, fresh.id); err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.seq.Promote(ctx, fresh.id, fresh.seq.Addr()); !errors.Is(err, ErrUnknownServer) {
+		t.Fatalf("promoting a removed learner: got %v, want ErrUnknownServer", err)
+	}
+	if members, _ := leader.seq.Members(); len(members) != 1 {
+		t.Fatalf("members after the refused promotion: %+v, want the leader alone", members)
+	}
+	if err := leader.seq.Promote(ctx, "", fresh.seq.Addr()); !errors.Is(err, ErrBadConfig) {
+		t.Fatalf("promotion without an id: got %v, want ErrBadConfig", err)
+	}
+	if err := leader.seq.AddNonvoter(ctx, fresh.id, fresh.seq.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second time it is a voter already
+		if err := leader.seq.Promote(ctx, fresh.id, fresh.seq.Addr()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, _ := leader.seq.Servers(); len(v) != 2 {
+		t.Fatalf("voters after the promotion: %v", v)
+	}
+}

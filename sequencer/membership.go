@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -45,9 +46,65 @@ func (s *Sequencer) AddVoter(ctx context.Context, id, addr string) error {
 	if id == "" || addr == "" {
 		return fmt.Errorf("sequencer: add voter: %w: empty id or address", ErrBadConfig)
 	}
-	_, err := s.await(ctx, "add voter "+id, func(t time.Duration) raft.Future {
+	err := s.changeConfig(ctx, "add voter "+id, nil, func(t time.Duration) raft.Future {
 		return s.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, t)
 	})
+	return err
+}
+
+// Promote makes the learner id a voter, unless it is no longer a learner: a learner
+// removed (or made a voter) since the caller decided to promote it is left as it is, with
+// ErrUnknownServer when it is gone (AddVoter would add it back). Leader only.
+func (s *Sequencer) Promote(ctx context.Context, id, addr string) error {
+	if id == "" || addr == "" {
+		return fmt.Errorf("sequencer: promote: %w: empty id or address", ErrBadConfig)
+	}
+	op := "promote " + id
+	stillLearner := func(members []Member) error {
+		i := slices.IndexFunc(members, func(m Member) bool { return m.ID == id })
+		switch {
+		case i < 0:
+			return fmt.Errorf("sequencer: %s: %w: no longer in the configuration", op, ErrUnknownServer)
+		case members[i].Voter:
+			return errAlreadyDone
+		}
+		return nil
+	}
+	err := s.changeConfig(ctx, op, stillLearner, func(t time.Duration) raft.Future {
+		return s.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, t)
+	})
+	if errors.Is(err, errAlreadyDone) {
+		return nil
+	}
+	return err
+}
+
+// errAlreadyDone is a configuration check's answer when the change is in place already.
+var errAlreadyDone = errors.New("sequencer: already done")
+
+// changeConfig makes one configuration change of this node's at a time: it holds
+// configSem from check (given the latest configuration; nil for none) until Raft has
+// answered the change, so no other change of this leader's can come between what check
+// saw and the change. Raft's own rule, one uncommitted change at a time, does not give
+// that: a change decided on a configuration could be applied to a later one.
+func (s *Sequencer) changeConfig(ctx context.Context, op string, check func([]Member) error, start func(time.Duration) raft.Future) error {
+	select {
+	case s.configSem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("sequencer: %s: %w: %w", op, ErrTimeout, ctx.Err())
+	}
+	release := func() { <-s.configSem }
+	if check != nil {
+		members, err := s.Members()
+		if err == nil {
+			err = check(members)
+		}
+		if err != nil {
+			release()
+			return err
+		}
+	}
+	_, err := s.awaitThen(ctx, op, start, release)
 	return err
 }
 
@@ -58,7 +115,7 @@ func (s *Sequencer) RemoveServer(ctx context.Context, id string) error {
 	if id == "" {
 		return fmt.Errorf("sequencer: remove server: %w: empty id", ErrBadConfig)
 	}
-	_, err := s.await(ctx, "remove server "+id, func(t time.Duration) raft.Future {
+	err := s.changeConfig(ctx, "remove server "+id, nil, func(t time.Duration) raft.Future {
 		return s.raft.RemoveServer(raft.ServerID(id), 0, t)
 	})
 	return err
@@ -122,7 +179,7 @@ func (s *Sequencer) AddNonvoter(ctx context.Context, id, addr string) error {
 	if id == "" || addr == "" {
 		return fmt.Errorf("sequencer: add non-voter: %w: empty id or address", ErrBadConfig)
 	}
-	_, err := s.await(ctx, "add non-voter "+id, func(t time.Duration) raft.Future {
+	err := s.changeConfig(ctx, "add non-voter "+id, nil, func(t time.Duration) raft.Future {
 		return s.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, t)
 	})
 	return err
@@ -175,7 +232,7 @@ func (s *Sequencer) DemoteVoter(ctx context.Context, id string) error {
 	if id == "" {
 		return fmt.Errorf("sequencer: demote voter: %w: empty id", ErrBadConfig)
 	}
-	_, err := s.await(ctx, "demote voter "+id, func(t time.Duration) raft.Future {
+	err := s.changeConfig(ctx, "demote voter "+id, nil, func(t time.Duration) raft.Future {
 		return s.raft.DemoteVoter(raft.ServerID(id), 0, t)
 	})
 	return err

@@ -72,6 +72,9 @@ type Sequencer struct {
 	// It has the capacity of slots, so the batcher's send never blocks; the batcher
 	// closes it when it stops.
 	inflight chan pendingBatch
+	// configSem (capacity 1) is held by one configuration change at a time, from the check
+	// of the configuration it is decided on until Raft has answered it (changeConfig).
+	configSem chan struct{}
 	// leaderCh reports leadership changes to the owner (capacity 1, latest value wins).
 	leaderCh chan bool
 	// stop is closed by Close to stop the batcher and the leadership watcher.
@@ -136,6 +139,7 @@ func Open(cfg Config, fsm raft.BatchingFSM) (*Sequencer, error) {
 		itemBudget: cfg.MaxBatchBytes - entryOverhead - batch.ItemSize(&batch.Item{Kind: batch.KindHashCheck}),
 		wake:       make(chan struct{}, 1),
 		slots:      make(chan struct{}, cfg.MaxInflightBatches),
+		configSem:  make(chan struct{}, 1),
 		inflight:   make(chan pendingBatch, cfg.MaxInflightBatches),
 		leaderCh:   make(chan bool, 1),
 		stop:       make(chan struct{}),
@@ -204,10 +208,18 @@ func (s *Sequencer) enter() bool {
 // future, so Close does not stop Raft under an unanswered future; if ctx ends first the
 // operation may still take effect, and await returns ErrTimeout.
 func (s *Sequencer) await(ctx context.Context, op string, start func(timeout time.Duration) raft.Future) (raft.Future, error) {
+	return s.awaitThen(ctx, op, start, func() {})
+}
+
+// awaitThen is await, and calls then once Raft has answered the future (or at once, if
+// the future was never started), even when await itself returned early on ctx.
+func (s *Sequencer) awaitThen(ctx context.Context, op string, start func(timeout time.Duration) raft.Future, then func()) (raft.Future, error) {
 	if err := ctx.Err(); err != nil {
+		then()
 		return nil, fmt.Errorf("sequencer: %s: %w: %w", op, ErrTimeout, err)
 	}
 	if !s.enter() {
+		then()
 		return nil, fmt.Errorf("sequencer: %s: %w", op, ErrShutdown)
 	}
 	timeout := s.cfg.ApplyTimeout
@@ -218,7 +230,9 @@ func (s *Sequencer) await(ctx context.Context, op string, start func(timeout tim
 	done := make(chan error, 1)
 	go func() {
 		defer s.wg.Done()
-		done <- f.Error()
+		err := f.Error()
+		then()
+		done <- err
 	}()
 	select {
 	case err := <-done:
