@@ -10,6 +10,9 @@
 # run and for 5 s: a 5 s CPU profile of every node (node-ID.pprof), syscall counts of
 # every node and of the bench process (perf stat, syscalls-ID.txt), and per-thread CPU
 # (top). The bench writes its own CPU profile (bench.pprof) and report (bench.txt).
+# cpu.txt holds every process's CPU ticks 2.5 s into the run and SECONDS-1 later (nodes
+# first, the bench last), for CPU per input. NOPROF=1 takes no profiles and no counts
+# (for A/B runs): only bench.txt, cpu.txt and load.txt.
 set -euo pipefail
 bin=$(realpath "$1"); out=$(realpath -m "$2"); nodes=$3; clients=$4; conns=${5:-4}; secs=${6:-10}
 mkdir -p "$out"; work=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; wait; rm -rf "$work"' EXIT
@@ -32,18 +35,24 @@ for i in $(seq 1 "$nodes"); do
 done
 addrs=""; admins=""; for i in $(seq 1 "$nodes"); do addrs+="${addrs:+,}${client[$i]}"; admins+="${admins:+,}${admin[$i]}"; done
 uptime >"$out/load.txt"
+prof=(--cpuprofile "$out/bench.pprof"); [ -z "${NOPROF:-}" ] || prof=()
 "$bin" bench --addr "$addrs" --admin "$admins" --certs-dir "$certs" --workload counter --clients "$clients" \
-  --connections "$conns" --duration "${secs}s" --warmup 2s --no-progress --cpuprofile "$out/bench.pprof" >"$out/bench.txt" &
+  --connections "$conns" --duration "${secs}s" --warmup 2s --no-progress "${prof[@]}" >"$out/bench.txt" &
 bpid=$!
+# CPU seconds (user+system) of every process over the measured time, from /proc: what
+# each input costs, whatever the rest of the machine does.
+cpu() { for p in "${pids[@]}" $bpid; do awk '{printf "%d ", $14+$15}' /proc/$p/stat; done; echo; }
+( sleep 2.5; c0=$(cpu); sleep $((secs - 1)); c1=$(cpu)
+  echo "$(getconf CLK_TCK) $((secs - 1)) | $c0 | $c1" >"$out/cpu.txt" ) &
 sleep 5
-for i in $(seq 1 "$nodes"); do
+[ -n "${NOPROF:-}" ] || for i in $(seq 1 "$nodes"); do
   curl -sf "http://${pprof[$i]}/debug/pprof/profile?seconds=5" -o "$out/node-n$i.pprof" &
   perf stat -x, -e raw_syscalls:sys_enter,syscalls:sys_enter_write,syscalls:sys_enter_read,syscalls:sys_enter_futex,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_nanosleep,syscalls:sys_enter_pwrite64,syscalls:sys_enter_fsync,syscalls:sys_enter_fdatasync,syscalls:sys_enter_sched_yield,syscalls:sys_enter_getpid,syscalls:sys_enter_tgkill \
     -p "${pids[$i]}" -o "$out/syscalls-n$i.txt" -- sleep 5 &
 done
-perf stat -x, -e raw_syscalls:sys_enter,syscalls:sys_enter_write,syscalls:sys_enter_read,syscalls:sys_enter_futex,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_nanosleep,syscalls:sys_enter_sched_yield,syscalls:sys_enter_getpid,syscalls:sys_enter_tgkill \
+[ -n "${NOPROF:-}" ] || perf stat -x, -e raw_syscalls:sys_enter,syscalls:sys_enter_write,syscalls:sys_enter_read,syscalls:sys_enter_futex,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_nanosleep,syscalls:sys_enter_sched_yield,syscalls:sys_enter_getpid,syscalls:sys_enter_tgkill \
   -p "$bpid" -o "$out/syscalls-bench.txt" -- sleep 5 &
-top -b -d 5 -n 2 -p "$(IFS=,; echo "${pids[*]},$bpid")" >"$out/top.txt" &
+[ -n "${NOPROF:-}" ] || top -b -d 5 -n 2 -p "$(IFS=,; echo "${pids[*]},$bpid")" >"$out/top.txt" &
 wait $bpid
 uptime >>"$out/load.txt"
 for i in $(seq 1 "$nodes"); do "${curlc[@]}" "https://${admin[$i]}/metrics" >"$out/metrics-n$i.txt" || true; done
