@@ -19,6 +19,7 @@ var errPprofAddr = errors.New("--pprof: want a loopback address (127.0.0.1:PORT,
 // process. It has no TLS and no authentication, so it refuses any address another host
 // could reach; it is off unless --pprof is given.
 type pprofServer struct {
+	addr string // the address it listens on
 	srv  *http.Server
 	done chan struct{}
 }
@@ -50,7 +51,7 @@ func startPprof(addr string, log *slog.Logger) (*pprofServer, error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	p := &pprofServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, done: make(chan struct{})}
+	p := &pprofServer{addr: ln.Addr().String(), srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, done: make(chan struct{})}
 	log.Warn("pprof serving without authentication", "addr", ln.Addr().String())
 	go func() {
 		defer close(p.done)
