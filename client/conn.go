@@ -221,13 +221,16 @@ func (c *conn) roundTrip(ctx context.Context, req *wire.Request, timeout time.Du
 	w.arm(timeout)
 	quiet := true // no caller-context callback can still run
 	req.ID = w.id
-	if ctx.Done() != nil {
-		// The send blocks only while the send queue is full; the callback ends it then.
-		stop := context.AfterFunc(ctx, w.cancel)
-		err = c.wc.SendRequest((*sendCtx)(w), req)
-		quiet = stop()
-	} else {
-		err = c.wc.SendRequest((*sendCtx)(w), req)
+	// The send blocks only while the send queue is full: only then does the caller's
+	// context need a callback (it ends the send); the usual send needs none.
+	if err = c.wc.TrySendRequest(req); errors.Is(err, wire.ErrQueueFull) {
+		if ctx.Done() != nil {
+			stop := context.AfterFunc(ctx, w.cancel)
+			err = c.wc.SendRequest((*sendCtx)(w), req)
+			quiet = stop()
+		} else {
+			err = c.wc.SendRequest((*sendCtx)(w), req)
+		}
 	}
 	if err != nil {
 		c.forget(w)

@@ -79,6 +79,7 @@ Examples:
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
 			&cli.StringFlag{Name: "chart", Usage: "write an SVG chart of throughput and latency per second to this `FILE`"},
 			&cli.BoolFlag{Name: "no-progress", Usage: "no progress line on stderr"},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of this process (the load generator and any embedded cluster) over the warm-up and the measured time to `FILE`"},
 		),
 		Action: runBench,
 	}
@@ -189,7 +190,14 @@ func runBench(c *cli.Context) error {
 		spec.run.Progress = progressPrinter(c.App.ErrWriter)
 	}
 	batches := target.batchWatch(spec.run.Warmup)
+	stopProfile, err := startCPUProfile(c.String("cpuprofile"))
+	if err != nil {
+		return err
+	}
 	res, runErr := loadgen.Run(ctx, spec.run)
+	if err := stopProfile(); err != nil {
+		return err
+	}
 	if spec.run.Progress != nil {
 		endProgress(c.App.ErrWriter)
 	}

@@ -56,6 +56,7 @@ func nodeFlags() []cli.Flag {
 		&cli.IntFlag{Name: "admin-max-header-bytes", Usage: "admin HTTP: largest request header", Value: lim.AdminMaxHeaderBytes},
 		&cli.StringFlag{Name: "log-format", Usage: "text or json", Value: "text"},
 		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error", Value: "info"},
+		&cli.StringFlag{Name: "pprof", Usage: "serve Go's /debug/pprof/ on this loopback `ADDR` (no TLS, no authentication; empty: off)"},
 	}
 }
 

@@ -55,6 +55,11 @@ func runNode(c *cli.Context) error {
 			crashStore.Close()
 		}
 	}()
+	prof, err := startPprof(c.String("pprof"), cfg.Logger)
+	if err != nil {
+		return err
+	}
+	defer prof.close()
 	reg := nodeRegistry(cfg.ID)
 	n, err := node.Start(cfg, reg)
 	if err != nil {

@@ -176,17 +176,29 @@ func (c *Conn) Send(ctx context.Context, body []byte) error {
 	if err := checkFrameLen(len(body), c.cfg.MaxFrameBytes); err != nil {
 		return err
 	}
-	return c.enqueue(ctx, false, func(dst []byte) []byte { return append(dst, body...) })
+	return c.enqueue(ctx, true, false, func(dst []byte) []byte { return append(dst, body...) })
 }
 
 // SendRequest encodes r and queues it as one frame, like Send.
 func (c *Conn) SendRequest(ctx context.Context, r *Request) error {
-	return c.enqueue(ctx, false, func(dst []byte) []byte { return AppendRequest(dst, r) })
+	return c.enqueue(ctx, true, false, func(dst []byte) []byte { return AppendRequest(dst, r) })
+}
+
+// ErrQueueFull is the error of TrySendRequest when the send queue has no room: nothing
+// was queued.
+var ErrQueueFull = errors.New("wire: send queue full")
+
+// TrySendRequest encodes r and queues it as one frame, like SendRequest, but never
+// blocks: when the queue is full it returns ErrQueueFull and queues nothing. A caller
+// that would otherwise have to arrange for a blocked send to be interrupted (a context
+// callback, a timer) can try this first and arrange it only when the queue is full.
+func (c *Conn) TrySendRequest(r *Request) error {
+	return c.enqueue(context.Background(), false, false, func(dst []byte) []byte { return AppendRequest(dst, r) })
 }
 
 // SendResponse encodes r and queues it as one frame, like Send.
 func (c *Conn) SendResponse(ctx context.Context, r *Response) error {
-	return c.enqueue(ctx, false, func(dst []byte) []byte { return AppendResponse(dst, r) })
+	return c.enqueue(ctx, true, false, func(dst []byte) []byte { return AppendResponse(dst, r) })
 }
 
 // SendPush encodes r and queues it as one frame, like Send, but waits while the queue is
@@ -194,14 +206,19 @@ func (c *Conn) SendResponse(ctx context.Context, r *Response) error {
 // subscription's records) never take the second half of the queue, which stays free
 // for answers that must not wait.
 func (c *Conn) SendPush(ctx context.Context, r *Response) error {
-	return c.enqueue(ctx, true, func(dst []byte) []byte { return AppendResponse(dst, r) })
+	return c.enqueue(ctx, true, true, func(dst []byte) []byte { return AppendResponse(dst, r) })
 }
 
 // enqueue waits for room (half the queue for a push), then encodes one frame at the end
-// of pending and wakes the writer if pending was empty.
-func (c *Conn) enqueue(ctx context.Context, push bool, encode func(dst []byte) []byte) error {
+// of pending and wakes the writer if pending was empty. Unless wait, it does not wait (ctx
+// is unused): a full queue fails with ErrQueueFull.
+func (c *Conn) enqueue(ctx context.Context, wait, push bool, encode func(dst []byte) []byte) error {
 	c.mu.Lock()
 	for c.sendErr == nil && c.full(push) {
+		if !wait {
+			c.mu.Unlock()
+			return ErrQueueFull
+		}
 		room := c.room
 		c.waiters++
 		c.mu.Unlock()

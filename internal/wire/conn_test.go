@@ -328,3 +328,46 @@ func TestConnPushLeavesHalfTheQueue(t *testing.T) {
 		t.Errorf("got %d responses queued behind the blocked pushes, want 4 (half of 8)", answers)
 	}
 }
+
+// TestConnTrySendRequest checks that TrySendRequest queues while there is room and, once
+// the queue is full, returns ErrQueueFull at once and queues nothing (the client relies
+// on it never blocking to skip its context callback).
+func TestConnTrySendRequest(t *testing.T) {
+	nc, peer := net.Pipe() // a peer that never reads: the writer blocks on its first write
+	defer peer.Close()
+	c, err := NewConn(nc, ConnConfig{SendQueueFrames: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	big := make([]byte, 1<<20) // the writer takes it and blocks writing it
+	if err := c.Send(context.Background(), big); err != nil {
+		t.Fatal(err)
+	}
+	queued, full := 0, false
+	for i := 0; i < 100 && !full; i++ {
+		switch err := c.TrySendRequest(&Request{ID: uint64(i + 1), Op: OpPing}); {
+		case err == nil:
+			queued++
+		case errors.Is(err, ErrQueueFull):
+			full = true
+		default:
+			t.Fatalf("#%d: got %v, want nil or ErrQueueFull", i, err)
+		}
+	}
+	if !full {
+		t.Fatalf("got %d frames queued past a queue of 2, want ErrQueueFull", queued)
+	}
+	c.mu.Lock()
+	frames := c.frames
+	c.mu.Unlock()
+	if frames != 2 {
+		t.Errorf("got %d frames pending after ErrQueueFull, want the queue's 2", frames)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if err := c.TrySendRequest(&Request{ID: 999, Op: OpPing}); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("after close: got %v, want net.ErrClosed", err)
+	}
+}
