@@ -76,6 +76,13 @@ func BenchmarkFailoverProcs(b *testing.B) {
 		}
 		res = append(res, fr)
 		b.Logf("round %d: %s", r+1, fr)
+		for _, n := range c.nodes {
+			if n != victim {
+				for _, e := range electionEvents(n.LogPath, fr.kill, fr.kill.Add(fr.allClients)) {
+					b.Logf("    %s +%dms %s", n.id, e.Time.Sub(fr.kill).Milliseconds(), e.Msg)
+				}
+			}
+		}
 		// Start the killed node again on its data dir, with a log of its own.
 		p, err := testutil.StartProc(filepath.Join(logDir, fmt.Sprintf("%s-%d.log", victim.id, r+1)), nil, bin, victim.args...)
 		if err != nil {
@@ -120,9 +127,10 @@ const failoverStaleAck = 100 * time.Millisecond
 
 // failoverRound is what one kill measured, each from the kill.
 type failoverRound struct {
-	victim                                      string
+	victim                                       string
+	kill                                         time.Time
 	detect, elected, ready, firstAck, allClients time.Duration
-	staleAcks                                   int64 // acknowledgements within failoverStaleAck
+	staleAcks                                    int64 // acknowledgements within failoverStaleAck
 }
 
 func (f failoverRound) String() string {
@@ -144,8 +152,8 @@ func killLeader(ctx context.Context, c *procCluster, watch *client.Client, load 
 	if leader == nil {
 		return failoverRound{}, nil, errors.New("no leader")
 	}
-	fr := failoverRound{victim: leader.id}
 	kill := time.Now()
+	fr := failoverRound{victim: leader.id, kill: kill}
 	load.mark(kill.Add(failoverStaleAck))
 	leader.Kill()
 	// Survivors' status every 10 ms until one leads, ready, in a newer term.
@@ -231,15 +239,44 @@ func logTime(path, msg string, since time.Time) (time.Time, bool) {
 		if !bytes.Contains(sc.Bytes(), []byte(msg)) {
 			continue
 		}
-		var line struct {
-			Time time.Time `json:"time"`
-			Msg  string    `json:"msg"`
-		}
+		var line logLine
 		if json.Unmarshal(sc.Bytes(), &line) == nil && strings.Contains(line.Msg, msg) && line.Time.After(since) {
 			return line.Time, true
 		}
 	}
 	return time.Time{}, false
+}
+
+// logLine is one line of a node's JSON log.
+type logLine struct {
+	Time time.Time `json:"time"`
+	Msg  string    `json:"msg"`
+}
+
+// electionEvents returns the lines of the JSON log at path between from and to that tell
+// of Raft's elections (heartbeat timeouts, pre-votes, votes, state changes).
+func electionEvents(path string, from, to time.Time) []logLine {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []logLine
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var l logLine
+		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Time.Before(from) || l.Time.After(to) {
+			continue
+		}
+		for _, k := range []string{"heartbeat timeout", "vote", "election", "entering", "leader"} {
+			if strings.Contains(l.Msg, k) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // failoverLoad is a closed-loop counter.add load of several clients, each a client.Dial
