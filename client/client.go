@@ -50,6 +50,10 @@ type Client struct {
 	probing    bool
 	probeWait  chan struct{}
 	deposed    chan struct{}
+	// namedTerm is the highest term in which a probe named a leader; elected is closed,
+	// and replaced, when it rises: a new leader is known, and the retry pauses end.
+	namedTerm uint64
+	elected   chan struct{}
 
 	sess sessions
 
@@ -326,7 +330,13 @@ func (c *Client) releaseFree() { <-c.free }
 
 // backoff waits before retry number n (from 0), within ctx until the client closes:
 // RetryBackoff doubled n times, capped at MaxRetryBackoff, with jitter in its upper half.
+// The pause ends early when a probe names a leader in a newer term than any before
+// (leader.go): the leader the retries were waiting for has been elected, and a pause that
+// grew long while the cluster had none would otherwise outlast the election.
 func (c *Client) backoff(ctx context.Context, n int) error {
+	c.mu.Lock()
+	elected := c.elected
+	c.mu.Unlock()
 	d := c.cfg.RetryBackoff << min(n, 20)
 	if d > c.cfg.MaxRetryBackoff || d <= 0 {
 		d = c.cfg.MaxRetryBackoff
@@ -338,6 +348,8 @@ func (c *Client) backoff(ctx context.Context, n int) error {
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return nil
+	case <-elected:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

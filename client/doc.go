@@ -28,9 +28,10 @@ and argument and result types, shared with the servers so that they are defined 
  4. Retry. Not the leader, not ready, shutting down, overloaded, connection lost, no
     answer within RequestTimeout, unknown outcome: the client retries, with the same
     (session, Seq), following leader hints at once and otherwise pausing (RetryBackoff,
-    doubling, up to MaxRetryBackoff), until the caller's context ends or MaxRetries
-    retries have failed. A leader that stops answering is suspected, and the others
-    asked who leads (see Leader).
+    doubling, up to MaxRetryBackoff; a pause ends early once the leader of a newer term
+    is found), until the caller's context ends or MaxRetries retries have failed. A
+    leader that stops answering is suspected, and the others asked who leads (see
+    Leader).
  5. Answer. The first definite answer ends the request: the decoded result, or the
     server's *Error (a procedure error, bad arguments, unknown procedure, too large, ...),
     which matches this package's sentinels under errors.Is. An Internal answer is asked
@@ -92,7 +93,9 @@ it; if they name another, the attempts still waiting at the suspect end and are 
 again, with the same (session, Seq), to the new leader at once. If they name none (an
 election is running), the client tries other nodes and asks again every 50ms, for up to
 RequestTimeout. While the silence lasts, the question is repeated. A new leader is so
-found within about SuspectAfter of its election, whatever the callers' deadlines.
+found within about SuspectAfter of its election, whatever the callers' deadlines. The
+first answer naming the leader of a newer term also ends every retry pause, so requests
+whose pauses grew during the election go to the new leader at once.
 
 RequestTimeout itself is not shortened to an election timeout: an attempt that is slow
 but whose node is answering is left to finish, since resending the requests of a busy

@@ -33,6 +33,9 @@ import (
 //     Unless L is the guess and was named by a probe in T already (Client.leaderTerm),
 //     every attempt still waiting at a former guess ends (errDeposed) and is retried at
 //     L at once, with the same session and Seq.
+//   - A leader named in a term newer than any named before (Client.namedTerm), and not
+//     a suspect, also ends every retry pause (backoff): the pauses grow while there is
+//     no leader, and would otherwise outlast the election.
 //   - A round in which nodes answered but none names a leader (an election is running)
 //     moves the guess off the suspect, releases the waiting requests, and is repeated
 //     every probePause, for at most RequestTimeout, until a leader is named. A round
@@ -213,6 +216,14 @@ func (c *Client) takeStatus(addr string, st *wire.Status) bool {
 		c.deposed = make(chan struct{})
 	}
 	c.leaderTerm = st.Term
+	if _, suspect := c.distrust[l]; st.Term > c.namedTerm && !suspect {
+		// A leader of a newer term than any named before, and not one the client found
+		// unresponsive (followers name a dead leader until their heartbeat times out):
+		// the retries pausing for the cluster to elect one go on at once.
+		c.namedTerm = st.Term
+		close(c.elected)
+		c.elected = make(chan struct{})
+	}
 	delete(c.distrust, l)
 	c.releaseProbeWaitLocked()
 	return true

@@ -181,3 +181,45 @@ func TestFrozenLeaderDuringElection(t *testing.T) {
 	}
 	t.Logf("took %v", took)
 }
+
+// TestElectionEndsRetryPause: a request pausing between retries, with a long pause, goes
+// on as soon as a probe names the leader of a newer term, instead of sleeping out its
+// pause (issue 14, failover: retry pauses grown while the cluster had no leader outlasted
+// the election). The seed leader a is down; b is a candidate of term 2, then its leader.
+func TestElectionEndsRetryPause(t *testing.T) {
+	var elected atomic.Bool
+	var b *fakeNode
+	b = startNode(t, "b", func(fc *fakeConn, req wire.Request) {
+		switch {
+		case req.Op == wire.OpStatus && elected.Load():
+			fc.reply(wire.Response{ID: req.ID, Value: value(t, wire.Status{State: "Leader", Term: 2, ClientAddr: b.addr, LeaderClientAddr: b.addr})})
+		case req.Op == wire.OpStatus:
+			fc.reply(wire.Response{ID: req.ID, Value: value(t, wire.Status{State: "Candidate", Term: 2, ClientAddr: b.addr})})
+		case elected.Load():
+			fc.reply(wire.Response{ID: req.ID, Value: value(t, int64(1))})
+		default:
+			fc.reply(wire.Response{ID: req.ID, Code: wire.CodeNotLeader})
+		}
+	})
+	a := startNode(t, "a", func(fc *fakeConn, req wire.Request) {})
+	aAddr := a.addr
+	a.close() // the leader is gone: connecting to it is refused
+	cfg := testConfig(t, aAddr, b.addr)
+	cfg.RetryBackoff, cfg.MaxRetryBackoff = 4*time.Second, 4*time.Second
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	time.AfterFunc(200*time.Millisecond, func() { elected.Store(true) })
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.CounterAdd(ctx, "k", 1); err != nil {
+		t.Fatal(err)
+	}
+	// Without the wake-up the first pause alone is 2–4 s.
+	if took := time.Since(start); took > 1500*time.Millisecond {
+		t.Fatalf("the request took %v after the election at 200ms: the retry pause outlasted it", took)
+	}
+}

@@ -21,6 +21,7 @@ func Open(cfg Config) (*Client, error) {
 
 		distrust: map[string]uint64{},
 		deposed:  make(chan struct{}),
+		elected:  make(chan struct{}),
 	}
 	for _, a := range cfg.Addrs {
 		c.learn(a)
