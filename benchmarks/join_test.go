@@ -32,7 +32,7 @@ func BenchmarkJoinReplayProcs(b *testing.B) {
 			c := startProcs(b, 1, extra...)
 			leader := c.nodes[0]
 			ctx := context.Background()
-			r, err := Run(ctx, c.clientAddrs(), Load{Clients: 4, Inflight: 512, Duration: benchDuration(), Op: CounterAdd})
+			r, err := Run(ctx, c.clientAddrs(), Load{Clients: 4, Inflight: 512, Duration: benchDuration(), Op: CounterAdd, TLS: testutil.ClientTLS(b)})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -58,7 +58,7 @@ func BenchmarkJoinReplayProcs(b *testing.B) {
 			}
 			history := lst.Inputs
 			// Client latency with a moderate load, first alone, then while the node joins.
-			probe := Load{Clients: 1, Inflight: 64, Duration: 5 * time.Second, Op: CounterAdd}
+			probe := Load{Clients: 1, Inflight: 64, Duration: 5 * time.Second, Op: CounterAdd, TLS: testutil.ClientTLS(b)}
 			base, err := Run(ctx, c.clientAddrs(), probe)
 			if err != nil {
 				b.Fatal(err)
