@@ -94,4 +94,3 @@ func observed(h *dto.Histogram) bool {
 	b := h.GetBucket()
 	return h.GetSampleCount() > 0 && h.GetSampleSum() > 0 && len(b) > 0 && b[len(b)-1].GetCumulativeCount() <= h.GetSampleCount()
 }
-
