@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // TestStageTimings: after a burst of proposals on a three-node cluster, every stage of
@@ -77,5 +79,52 @@ func TestDurHistBuckets(t *testing.T) {
 	want := [len(s.Counts)]uint64{0: 2, 1: 1, 3: 1, len(s.Counts) - 1: 1}
 	if s.Counts != want || s.Count != 5 {
 		t.Errorf("counts %v (count %d), want %v", s.Counts, s.Count, want)
+	}
+}
+
+// TestTimedPipeline: a pipelined AppendEntries carrying entries is timed when its
+// response arrives and then reaches the consumer; one without entries passes untimed;
+// Close ends the forwarding goroutine.
+func TestTimedPipeline(t *testing.T) {
+	_, a := raft.NewInmemTransport("a")
+	_, b := raft.NewInmemTransport("b")
+	a.Connect("b", b)
+	stop, done := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(stop); <-done; a.Close(); b.Close() })
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case rpc := <-b.Consumer():
+				rpc.Respond(&raft.AppendEntriesResponse{Success: true}, nil)
+			case <-stop:
+				return
+			}
+		}
+	}()
+	timers := new(stageTimers)
+	p, err := timed(timers, a).AppendEntriesPipeline("b", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, entries := range [][]*raft.Log{{{Index: 1, Term: 1}}, nil} {
+		if _, err := p.AppendEntries(&raft.AppendEntriesRequest{Term: 1, Entries: entries}, new(raft.AppendEntriesResponse)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case f := <-p.Consumer():
+			if f.Error() != nil || !f.Response().Success {
+				t.Fatalf("response: %v %+v", f.Error(), f.Response())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no response through the timed pipeline")
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := timers.replication["b"].snapshot()
+	if len(timers.replication) != 1 || st.Count != 1 || st.Sum <= 0 {
+		t.Errorf("replication timings: %d peers, peer b %+v; want one timed round trip to b", len(timers.replication), st)
 	}
 }
