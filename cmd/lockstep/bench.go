@@ -36,9 +36,9 @@ persist, apply on the leader and on the followers, reply). A progress line goes 
 stderr once a second.
 
 The cluster is the one at --addr (with the connection flags of the other commands; for
-batch sizes and stages also --admin, every node's admin address), or with --embedded N a new N-node
-cluster in this process (real Raft over loopback, fsynced logs in a temp dir, mutual TLS
-with throw-away certificates), removed at the end.
+batch sizes and stages also --admin, every node's admin address), or with --embedded N
+a new N-node cluster in this process (real Raft over loopback, fsynced logs in a temp
+dir, mutual TLS with throw-away certificates), removed at the end.
 
 Closed loop (the default): every client keeps one request outstanding. Open loop
 (--rate R): R requests per second are scheduled at fixed times and started by the next
