@@ -16,6 +16,7 @@ import (
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/replica"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -53,18 +54,11 @@ func testHTTPClient(t *testing.T) *http.Client {
 // the sum of lockstep_inputs_total and its value for counter.add with outcome OK.
 func inputsTotal(t *testing.T, hc *http.Client, addr string) (total, counterOK float64) {
 	t.Helper()
-	code, body := adminGet(t, hc, addr, "/metrics")
-	if code != http.StatusOK {
-		t.Fatalf("/metrics: status %d", code)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("/metrics does not parse: %v", err)
-	}
+	families := scrapeMetrics(t, hc, addr)
 	for _, name := range []string{"lockstep_log_entries_applied_total", "lockstep_apply_seconds", "lockstep_raft_term",
 		"lockstep_applied_index", "lockstep_sessions", "lockstep_divergent", "lockstep_ready",
-		"lockstep_sequencer_stage_seconds_total", "lockstep_sequencer_batches_total", "lockstep_sequencer_round_batches_total"} {
+		"lockstep_sequencer_stage_seconds_total", "lockstep_sequencer_batches_total", "lockstep_sequencer_round_batches_total",
+		"lockstep_commit_stage_seconds"} {
 		if families[name] == nil {
 			t.Errorf("/metrics of %s lacks %s", addr, name)
 		}
@@ -85,6 +79,21 @@ func inputsTotal(t *testing.T, hc *http.Client, addr string) (total, counterOK f
 		}
 	}
 	return total, counterOK
+}
+
+// scrapeMetrics scrapes addr's /metrics and parses it with the Prometheus text parser.
+func scrapeMetrics(t *testing.T, hc *http.Client, addr string) map[string]*dto.MetricFamily {
+	t.Helper()
+	code, body := adminGet(t, hc, addr, "/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: status %d", code)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	return families
 }
 
 // startAdminCluster starts 3 nodes with their admin servers on OS-chosen ports, closed

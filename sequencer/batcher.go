@@ -273,7 +273,7 @@ func (s *Sequencer) propose(st *batcherState, props []*Proposal) {
 	copy(data, st.buf)
 
 	proposed := time.Now()
-	s.counters.stageQueue.Add(int64(proposed.Sub(s.batchSince)))
+	s.counters.queue.observe(proposed.Sub(s.batchSince))
 	f := s.raft.Apply(data, s.cfg.ApplyTimeout)
 	s.counters.recordBatch(len(props), hashCheck)
 	s.inflight <- pendingBatch{future: f, props: props, items: items, proposed: proposed}

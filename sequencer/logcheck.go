@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -32,6 +33,8 @@ type checkedLogs struct {
 	raft.LogStore
 	// legacy accepts entries without a checksum (written before checksums existed).
 	legacy bool
+	// timers, if set, receives StoreLogs's durations (leader or follower persist).
+	timers *stageTimers
 }
 
 // sumHeaderBytes is the size of the header logSum checksums before the data: index, term
@@ -149,7 +152,17 @@ func (c *checkedLogs) StoreLog(l *raft.Log) error {
 }
 
 // StoreLogs implements raft.LogStore.
-func (c *checkedLogs) StoreLogs(logs []*raft.Log) error { return c.LogStore.StoreLogs(sealAll(logs)) }
+func (c *checkedLogs) StoreLogs(logs []*raft.Log) error {
+	if c.timers == nil {
+		return c.LogStore.StoreLogs(sealAll(logs))
+	}
+	leader, start := c.timers.isLeader(), time.Now()
+	err := c.LogStore.StoreLogs(sealAll(logs))
+	if err == nil {
+		c.timers.persisted(start, leader)
+	}
+	return err
+}
 
 // verifyLog reads every entry of logs and checks its checksum; it returns the first
 // failure (wrapping ErrLogCorrupt, or the store's error).

@@ -130,6 +130,7 @@ func Open(cfg Config, fsm raft.BatchingFSM) (*Sequencer, error) {
 		_ = parts.close()
 		return nil, fmt.Errorf("sequencer: start raft: %w", err)
 	}
+	parts.timers.raft.Store(r)
 
 	s := &Sequencer{
 		cfg:        cfg,
@@ -330,12 +331,14 @@ type raftParts struct {
 	stable  raft.StableStore
 	snaps   raft.SnapshotStore
 	closers []func() error
+	// timers receive the log store's and transport's stage timings (stages.go).
+	timers *stageTimers
 }
 
 // openParts takes cfg's injected transport and stores and builds the missing ones. On
 // error it has closed whatever it built.
 func openParts(cfg Config, hlog *hclogAdapter) (p raftParts, err error) {
-	p = raftParts{logs: cfg.LogStore, stable: cfg.StableStore, snaps: cfg.SnapshotStore}
+	p = raftParts{logs: cfg.LogStore, stable: cfg.StableStore, snaps: cfg.SnapshotStore, timers: new(stageTimers)}
 	if cfg.Transport != nil {
 		p.trans = unclosable(cfg.Transport)
 	}
@@ -356,7 +359,7 @@ func openParts(cfg Config, hlog *hclogAdapter) (p raftParts, err error) {
 		}
 		p.closers = append(p.closers, closeStore)
 		if p.logs == nil {
-			p.logs = &checkedLogs{LogStore: store, legacy: cfg.LegacyLog}
+			p.logs = &checkedLogs{LogStore: store, legacy: cfg.LegacyLog, timers: p.timers}
 		}
 		if p.stable == nil {
 			p.stable = store
@@ -410,7 +413,7 @@ func openParts(cfg Config, hlog *hclogAdapter) (p raftParts, err error) {
 	// The gate wraps every transport, injected or built, and stops after Raft (closers run
 	// after Shutdown, in reverse: the gate first).
 	p.gate = newVoteGate(p.trans, cfg.HoldVotes)
-	p.trans = gated(p.gate, p.trans)
+	p.trans = timed(p.timers, gated(p.gate, p.trans))
 	p.closers = append(p.closers, func() error { p.gate.stopGate(); return nil })
 	return p, nil
 }

@@ -94,16 +94,14 @@ type counters struct {
 	batches, inputs, hashChecks, failed, overloaded atomic.Uint64
 	byteSnapshots                                   atomic.Uint64
 	sizes                                           [BatchSizeBuckets]atomic.Uint64
-	// stage timings in nanoseconds; see Stats.
-	stageQueue, stageRaft, stageReply atomic.Int64
-	roundBatches                      atomic.Uint64
+	// the leader's stage timings; see Stats and StageTimings.
+	queue, raftStage, reply durHist
 }
 
 // recordRound adds one successful batch's raft and reply times.
 func (c *counters) recordRound(raftTime, replyTime time.Duration) {
-	c.stageRaft.Add(int64(raftTime))
-	c.stageReply.Add(int64(replyTime))
-	c.roundBatches.Add(1)
+	c.raftStage.observe(raftTime)
+	c.reply.observe(replyTime)
 }
 
 // recordBatch counts one batch of n proposals.
@@ -132,11 +130,10 @@ func (s *Sequencer) Stats() Stats {
 		Overloaded:      s.counters.overloaded.Load(),
 		InflightBatches: len(s.slots),
 		ByteSnapshots:   s.counters.byteSnapshots.Load(),
-		QueueTime:       time.Duration(s.counters.stageQueue.Load()),
-		RaftTime:        time.Duration(s.counters.stageRaft.Load()),
-		ReplyTime:       time.Duration(s.counters.stageReply.Load()),
-		RoundBatches:    s.counters.roundBatches.Load(),
 	}
+	raftStage := s.counters.raftStage.snapshot()
+	st.QueueTime, st.RaftTime, st.RoundBatches = time.Duration(s.counters.queue.sum.Load()), raftStage.Sum, raftStage.Count
+	st.ReplyTime = time.Duration(s.counters.reply.sum.Load())
 	if s.counting != nil {
 		st.BytesSinceSnapshot = s.counting.bytes.Load()
 	}

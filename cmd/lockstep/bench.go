@@ -29,13 +29,16 @@ func benchCommand() *cli.Command {
 		Description: `Runs a workload from --clients concurrent requests over --connections client
 connections (each a Go client with its own session) for --warmup, unrecorded, then for
 --duration, and prints ops/s, HDR-histogram latency percentiles (mean, p50, p90, p99,
-p99.9, max), errors by type and the distribution of the sequencer's batch sizes (from a
-node's metrics). A progress line goes to stderr once a second.
+p99.9, max), errors by type, the distribution of the sequencer's batch sizes (from a
+node's metrics) and where the commit rounds spent their time, per stage (mean and p99,
+from every node's metrics: queue, leader persist, replication round trip, follower
+persist, apply on the leader and on the followers, reply). A progress line goes to
+stderr once a second.
 
 The cluster is the one at --addr (with the connection flags of the other commands; for
-batch sizes also --admin, the nodes' admin addresses), or with --embedded N a new N-node
-cluster in this process (real Raft over loopback, fsynced logs in a temp dir, mutual TLS
-with throw-away certificates), removed at the end.
+batch sizes and stages also --admin, every node's admin address), or with --embedded N
+a new N-node cluster in this process (real Raft over loopback, fsynced logs in a temp
+dir, mutual TLS with throw-away certificates), removed at the end.
 
 Closed loop (the default): every client keeps one request outstanding. Open loop
 (--rate R): R requests per second are scheduled at fixed times and started by the next
@@ -75,7 +78,7 @@ Examples:
 			&cli.StringFlag{Name: "mix", Usage: "kv: a (50% reads), b (95% reads), c (reads only) or write (puts only)", Value: loadgen.MixA},
 			&cli.StringFlag{Name: "consistency", Usage: "kv reads: linearizable or any", Value: "linearizable"},
 			&cli.StringFlag{Name: "stream", Usage: "append: the stream (created with a retention of 100,000 records per partition if missing)", Value: "bench"},
-			&cli.StringSliceFlag{Name: "admin", Usage: "admin addresses of the cluster's nodes, for the batch sizes in their metrics (the first that answers)"},
+			&cli.StringSliceFlag{Name: "admin", Usage: "admin addresses of the cluster's nodes, for the batch sizes (from the first that answers) and the commit round's stages (from all: give every node's) in their metrics"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
 			&cli.StringFlag{Name: "chart", Usage: "write an SVG chart of throughput and latency per second to this `FILE`"},
 			&cli.BoolFlag{Name: "no-progress", Usage: "no progress line on stderr"},
@@ -189,7 +192,7 @@ func runBench(c *cli.Context) error {
 	if !c.Bool("no-progress") {
 		spec.run.Progress = progressPrinter(c.App.ErrWriter)
 	}
-	batches := target.batchWatch(spec.run.Warmup)
+	watch := target.metricsWatch(spec.run.Warmup)
 	stopProfile, err := startCPUProfile(c.String("cpuprofile"))
 	if err != nil {
 		return err
@@ -201,7 +204,8 @@ func runBench(c *cli.Context) error {
 	if spec.run.Progress != nil {
 		endProgress(c.App.ErrWriter)
 	}
-	rep := newBenchReport(spec, c, res, batches())
+	batches, round := watch()
+	rep := newBenchReport(spec, c, res, batches, round)
 	if c.Bool("json") {
 		err = writeJSON(c.App.Writer, rep)
 	} else {
@@ -225,7 +229,7 @@ const benchSetupTimeout = 2 * time.Minute
 // benchTarget is the cluster a bench run drives: its clients and where its metrics are.
 type benchTarget struct {
 	clients []*client.Client
-	// metrics returns a node's metrics; nil when there is no node to ask (no --admin).
+	// metrics returns the nodes' metrics; nil when there is no node to ask (no --admin).
 	metrics metricsSource
 	close   func()
 }

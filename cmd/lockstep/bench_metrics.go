@@ -22,45 +22,63 @@ import (
 // batchMetric is the histogram of the sequencer's batch sizes.
 const batchMetric = "lockstep_batch_items"
 
-// metricsSource returns a node's metric families.
-type metricsSource func(ctx context.Context) (map[string]*dto.MetricFamily, error)
+// nodeFamilies are one node's metric families.
+type nodeFamilies struct {
+	node string // its admin address, or its ID in an embedded cluster
+	fams map[string]*dto.MetricFamily
+}
 
-// adminMetrics scrapes /metrics from the first of addrs that answers, over HTTPS with
-// tlsCfg (the client certificate), or HTTP when tlsCfg is nil (--insecure).
+// metricsSource returns the metric families of every node that answered, in a fixed
+// order (the --admin order, or the embedded cluster's); an error if none did.
+type metricsSource func(ctx context.Context) ([]nodeFamilies, error)
+
+// adminMetrics scrapes /metrics from each of addrs, over HTTPS with tlsCfg (the client
+// certificate), or HTTP when tlsCfg is nil (--insecure).
 func adminMetrics(addrs []string, tlsCfg *tls.Config) metricsSource {
 	scheme, tr := "http://", &http.Transport{DisableKeepAlives: true}
 	if tlsCfg != nil {
 		scheme, tr.TLSClientConfig = "https://", tlsCfg.Clone()
 	}
 	hc := &http.Client{Transport: tr, Timeout: 5 * time.Second}
-	return func(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	scrape := func(ctx context.Context, a string) (map[string]*dto.MetricFamily, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+a+"/metrics", nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := p.TextToMetricFamilies(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("%s/metrics: status %s: %v", a, resp.Status, err)
+		}
+		return fams, nil
+	}
+	return func(ctx context.Context) ([]nodeFamilies, error) {
 		var errs []error
+		var out []nodeFamilies
 		for _, a := range addrs {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+a+"/metrics", nil)
-			if err != nil {
-				return nil, err
-			}
-			resp, err := hc.Do(req)
+			fams, err := scrape(ctx, a)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			p := expfmt.NewTextParser(model.UTF8Validation)
-			fams, err := p.TextToMetricFamilies(resp.Body)
-			resp.Body.Close()
-			if err != nil || resp.StatusCode != http.StatusOK {
-				errs = append(errs, fmt.Errorf("%s/metrics: status %s: %v", a, resp.Status, err))
-				continue
-			}
-			return fams, nil
+			out = append(out, nodeFamilies{node: a, fams: fams})
 		}
-		return nil, errors.Join(errs...)
+		if len(out) == 0 {
+			return nil, errors.Join(errs...)
+		}
+		return out, nil
 	}
 }
 
-// localMetrics gathers the metrics of a running node of an embedded cluster.
+// localMetrics gathers the metrics of the running nodes of an embedded cluster.
 func localMetrics(c *node.LocalCluster) metricsSource {
-	return func(context.Context) (map[string]*dto.MetricFamily, error) {
+	return func(context.Context) ([]nodeFamilies, error) {
+		var out []nodeFamilies
 		for _, n := range c.Nodes {
 			if n == nil {
 				continue
@@ -73,9 +91,12 @@ func localMetrics(c *node.LocalCluster) metricsSource {
 			for _, f := range fams {
 				m[f.GetName()] = f
 			}
-			return m, nil
+			out = append(out, nodeFamilies{node: n.ID(), fams: m})
 		}
-		return nil, errors.New("no node running")
+		if len(out) == 0 {
+			return nil, errors.New("no node running")
+		}
+		return out, nil
 	}
 }
 
@@ -149,33 +170,39 @@ func finiteBuckets(h *dto.Histogram) []*dto.Bucket {
 	return out
 }
 
-// batchWatch takes the batch histogram when the warm-up ends (after warmup from now)
-// and returns a function that takes it again and returns the difference: nil when the
-// target has no metrics or a scrape failed.
-func (t *benchTarget) batchWatch(warmup time.Duration) func() *batchReport {
+// metricsWatch scrapes the nodes when the warm-up ends (after warmup from now) and
+// returns a function that scrapes them again and returns what changed: the batch sizes
+// (from the first node that answered) and the commit round's stages (from every node
+// that answered both times). Each is nil when the target has no metrics or a scrape
+// failed.
+func (t *benchTarget) metricsWatch(warmup time.Duration) func() (*batchReport, *roundReport) {
 	if t.metrics == nil {
-		return func() *batchReport { return nil }
+		return func() (*batchReport, *roundReport) { return nil, nil }
 	}
-	scrape := func() *dto.Histogram {
+	scrape := func() []nodeFamilies {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		fams, err := t.metrics(ctx)
+		nodes, err := t.metrics(ctx)
 		if err != nil {
 			return nil
 		}
-		return batchHistogram(fams)
+		return nodes
 	}
-	var before *dto.Histogram
+	var before []nodeFamilies
 	ready := make(chan struct{})
 	timer := time.AfterFunc(warmup, func() {
 		before = scrape()
 		close(ready)
 	})
-	return func() *batchReport {
+	return func() (*batchReport, *roundReport) {
 		if timer.Stop() {
-			return nil // the run ended before its warm-up did
+			return nil, nil // the run ended before its warm-up did
 		}
 		<-ready
-		return batchDelta(before, scrape())
+		after := scrape()
+		if len(before) == 0 || len(after) == 0 {
+			return nil, nil
+		}
+		return batchDelta(batchHistogram(before[0].fams), batchHistogram(after[0].fams)), roundDelta(before, after)
 	}
 }

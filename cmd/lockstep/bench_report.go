@@ -38,6 +38,7 @@ type benchReport struct {
 	ErrorTypes map[string]int64 `json:"error_types"`
 	Latency    benchLatency     `json:"latency_ms"`
 	Batches    *batchReport     `json:"batches"`
+	Round      *roundReport     `json:"commit_round"`
 	Timeline   []benchSecond    `json:"timeline"`
 }
 
@@ -66,13 +67,13 @@ func newBenchLatency(s latency.Summary) benchLatency {
 	return benchLatency{Mean: ms(s.Mean), P50: ms(s.P50), P90: ms(s.P90), P99: ms(s.P99), P999: ms(s.P999), Max: ms(s.Max)}
 }
 
-func newBenchReport(spec benchSpec, c *cli.Context, res loadgen.Result, batches *batchReport) benchReport {
+func newBenchReport(spec benchSpec, c *cli.Context, res loadgen.Result, batches *batchReport, round *roundReport) benchReport {
 	r := benchReport{
 		Workload: spec.workload.Name, Keys: spec.wcfg.Keys, Distribution: spec.wcfg.Distribution,
 		Clients: spec.run.Workers, Connections: spec.connections, Embedded: spec.embedded,
 		Loop: "closed", Rate: spec.run.Rate, DurationS: spec.run.Duration.Seconds(), WarmupS: spec.run.Warmup.Seconds(),
 		ElapsedS: res.Elapsed.Seconds(), OpsPerSec: res.Throughput(), Ops: res.Ops, Errors: res.Errors, Missed: res.Missed,
-		ErrorTypes: res.ErrorTypes, Latency: newBenchLatency(res.Latency), Batches: batches, Timeline: []benchSecond{},
+		ErrorTypes: res.ErrorTypes, Latency: newBenchLatency(res.Latency), Batches: batches, Round: round, Timeline: []benchSecond{},
 	}
 	if spec.run.Rate > 0 {
 		r.Loop = "open"
@@ -134,6 +135,7 @@ func (r benchReport) writeText(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "batch sizes\t%s\n", strings.Join(parts, "  "))
 	}
+	r.Round.writeText(tw)
 	return tw.Flush()
 }
 

@@ -110,7 +110,7 @@ func TestBenchJSONShape(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"batches", "clients", "connections", "consistency", "distribution", "duration_s", "elapsed_s", "embedded_nodes",
+	want := []string{"batches", "clients", "commit_round", "connections", "consistency", "distribution", "duration_s", "elapsed_s", "embedded_nodes",
 		"error_types", "errors", "keys", "latency_ms", "loop", "missed", "mix", "ops", "ops_per_s", "timeline", "value_size", "warmup_s", "workload"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("keys: got %v, want %v", keys, want)
@@ -131,7 +131,7 @@ func TestBenchJSONShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"workload", "throughput", "ops/s", "latency ms", "p99.9", "batch sizes"} {
+	for _, want := range []string{"workload", "throughput", "ops/s", "latency ms", "p99.9", "batch sizes", "commit round", "queue (leader)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text report lacks %q:\n%s", want, out)
 		}
