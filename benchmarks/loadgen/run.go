@@ -130,7 +130,6 @@ type run struct {
 	next                   atomic.Int64 // open loop: the next scheduled request
 	mu                     sync.Mutex
 	errTypes               map[string]int64
-	totalOK, totalErr      atomic.Int64
 }
 
 // Run runs cfg and returns what it measured. If ctx ends first, it stops early and
@@ -192,11 +191,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		timeline = append(timeline, s)
 	}
 	res := Result{
-		Ops: r.totalOK.Load(), Errors: r.totalErr.Load(),
 		Elapsed:    time.Since(r.measured),
 		Latency:    r.total.Summary(),
 		ErrorTypes: r.errTypes,
 		Timeline:   timeline,
+	}
+	for _, s := range timeline { // every measured request is in one of its seconds
+		res.Ops += s.Ops
+		res.Errors += s.Errors
 	}
 	if cfg.Rate > 0 {
 		until := cfg.Warmup + cfg.Duration
@@ -227,7 +229,7 @@ func (r *run) closeWindow(now time.Time, final bool) Second {
 	// The ticks are a second apart from the start; one that falls just after the end of
 	// the warm-up (a whole number of seconds) closes the warm-up, and the requests measured
 	// since go into the next window.
-	if at < 500*time.Millisecond && !(final && at > 0) {
+	if final && now.Before(r.measured) || !final && at < 500*time.Millisecond {
 		return Second{At: at, Warmup: true, Ops: r.warm.Swap(0), Errors: r.warmEr.Swap(0)}
 	}
 	// Warm-up completions in the second the measured period began are dropped.
@@ -292,7 +294,6 @@ func (r *run) done(ctx context.Context, t time.Time, err error) {
 	}
 	if err != nil {
 		r.errs.Add(1)
-		r.totalErr.Add(1)
 		name := r.cfg.ErrorType(err)
 		r.mu.Lock()
 		r.errTypes[name]++
@@ -301,5 +302,4 @@ func (r *run) done(ctx context.Context, t time.Time, err error) {
 	}
 	r.window.Record(time.Since(t))
 	r.ok.Add(1)
-	r.totalOK.Add(1)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -120,7 +121,7 @@ func parseBench(c *cli.Context) (benchSpec, error) {
 		return benchSpec{}, fmt.Errorf("--duration %v: want a positive duration", c.Duration("duration"))
 	case c.Duration("warmup") < 0:
 		return benchSpec{}, fmt.Errorf("--warmup %v: want zero or a positive duration", c.Duration("warmup"))
-	case c.Float64("rate") < 0:
+	case !(c.Float64("rate") >= 0) || math.IsInf(c.Float64("rate"), 1): // NaN fails >= 0
 		return benchSpec{}, fmt.Errorf("--rate %v: want zero (closed loop) or requests per second", c.Float64("rate"))
 	case c.Int("keys") < 1:
 		return benchSpec{}, fmt.Errorf("--keys %d: want at least 1", c.Int("keys"))

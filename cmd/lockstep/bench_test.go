@@ -158,6 +158,8 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"--duration", "0s"}, "--duration 0s"},
 		{[]string{"--warmup", "-1s"}, "--warmup -1s"},
 		{[]string{"--rate", "-5"}, "--rate -5"},
+		{[]string{"--rate", "NaN"}, "--rate NaN"},
+		{[]string{"--rate", "inf"}, "--rate +Inf"},
 		{[]string{"--keys", "0"}, "--keys 0"},
 		{[]string{"--keys", "1", "--workload", "transfer"}, "--keys: transfer needs at least 2"},
 		{[]string{"--value-size", "0"}, "--value-size 0"},

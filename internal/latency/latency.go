@@ -10,24 +10,26 @@ import (
 )
 
 // Recorder is a concurrent latency histogram from 1 µs to 1 minute, 3 significant digits.
+// A latency over a minute is counted as one minute, never dropped: an overloaded
+// open-loop run must not lose exactly its slowest requests.
 type Recorder struct {
 	mu sync.Mutex
 	h  *hdrhistogram.Histogram
 }
 
+// maxMicros is the longest latency a Recorder tells apart, in microseconds.
+const maxMicros = int64(time.Minute / time.Microsecond)
+
 // New returns an empty Recorder.
 func New() *Recorder {
-	return &Recorder{h: hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)}
+	return &Recorder{h: hdrhistogram.New(1, maxMicros, 3)}
 }
 
 // Record adds one latency.
 func (r *Recorder) Record(d time.Duration) {
-	us := d.Microseconds()
-	if us < 1 {
-		us = 1
-	}
+	us := min(max(d.Microseconds(), 1), maxMicros)
 	r.mu.Lock()
-	r.h.RecordValue(us) // values beyond the range are dropped by the histogram
+	r.h.RecordValue(us)
 	r.mu.Unlock()
 }
 

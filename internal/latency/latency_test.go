@@ -68,3 +68,19 @@ func TestTakeInto(t *testing.T) {
 		t.Fatalf("window after TakeInto: got %d values, want 0", got)
 	}
 }
+
+// TestRecordBeyondRange: a latency longer than the histogram's range is counted at the
+// top of the range, not dropped (the histogram alone drops it, which would leave an
+// overloaded run's slowest requests out of its count and percentiles).
+func TestRecordBeyondRange(t *testing.T) {
+	r := New()
+	r.Record(time.Millisecond)
+	r.Record(2 * time.Minute)
+	s := r.Summary()
+	if s.Count != 2 {
+		t.Fatalf("count %d, want 2", s.Count)
+	}
+	if s.Max < 59*time.Second {
+		t.Errorf("max %v, want about a minute", s.Max)
+	}
+}
