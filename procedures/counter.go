@@ -18,7 +18,7 @@ var ErrCounterOverflow = errors.New("counter overflow")
 
 func registerCounter(r *Registry) error {
 	return errors.Join(
-		Register(r, builtin.CounterAdd, counterAdd,
+		register(r, builtin.CounterAdd, counterAdd, newCounterAddArgs,
 			Doc("key = counter name; args CounterAddArgs{d}; adds d (overflow is an error); result int64: the new value")),
 		Register(r, builtin.CounterGet, counterGet, ReadOnly(),
 			Doc("key = counter name; args none; result int64: the value, 0 if absent")),
