@@ -116,6 +116,34 @@ func (t *table) put(key []byte, value []byte) (stored string, old []byte, existe
 	return stored, prev.value, true
 }
 
+// swap stores value under key in one descent, without a get before it, and returns the
+// previous value. The row's key is stored anew (a copy of key) and the table's sum is not
+// updated: the caller fills value from old, then calls swapped, or unswap to put the
+// previous row back.
+func (t *table) swap(key []byte, value []byte) (stored string, old []byte, existed bool) {
+	stored = string(key)
+	prev, ok := t.tree.SetHint(row{key: stored, pfx: keyPrefix(stored), value: value}, &t.hint)
+	t.found = ""
+	return stored, prev.value, ok
+}
+
+// swapped adds the row swap stored to the table's sum, replacing the previous row's share.
+func (t *table) swapped(key, value, old []byte, existed bool) {
+	t.sum += rowHash(t.ns, key, value)
+	if existed {
+		t.sum -= rowHash(t.ns, key, old)
+	}
+}
+
+// unswap undoes a swap whose caller failed: the previous row back, or none.
+func (t *table) unswap(stored string, old []byte, existed bool) {
+	if existed {
+		t.tree.SetHint(row{key: stored, pfx: keyPrefix(stored), value: old}, &t.hint)
+		return
+	}
+	t.tree.DeleteHint(row{key: stored, pfx: keyPrefix(stored)}, &t.hint)
+}
+
 // delete removes key and returns the stored key and value it had.
 func (t *table) delete(key []byte) (stored string, old []byte, existed bool) {
 	t.found = ""

@@ -226,6 +226,45 @@ func (tx *Tx) Put(name string, key, value []byte) error {
 	return nil
 }
 
+// Update replaces the value under key in table with a value of size bytes that fill
+// writes into dst, given the current value (old, found as Get returns them); a
+// read-modify-write such as a counter's add. It has Put's effects, errors and undo, and
+// fill's error, returned as is, leaves everything as it was. On a table of this partition
+// that publishes no changelog and already exists it costs one tree descent instead of a
+// Get's and a Put's; otherwise it is Get, fill, then Put. fill must not use tx.
+func (tx *Tx) Update(name string, key []byte, size int, fill func(dst, old []byte, found bool) error) error {
+	if err := tx.checkWrite(name, key); err != nil {
+		return err
+	}
+	if size < 0 || size > MaxValueBytes {
+		return fmt.Errorf("put %s: %d bytes: %w", name, size, ErrValueTooLarge)
+	}
+	t := tx.part.tables[name]
+	if _, cl := tx.run.eng.cfg.Changelogs[name]; cl || t == nil || t.replicated {
+		old, found := tx.Get(name, key)
+		dst := make([]byte, size)
+		if err := fill(dst, old, found); err != nil {
+			return err
+		}
+		return tx.Put(name, key, dst)
+	}
+	dst := make([]byte, size)
+	stored, old, existed := t.swap(key, dst)
+	filled := false
+	defer func() {
+		if !filled { // fill failed or panicked: the row as it was
+			t.unswap(stored, old, existed)
+		}
+	}()
+	if err := fill(dst, old, existed); err != nil {
+		return err
+	}
+	filled = true
+	t.swapped(key, dst, old, existed)
+	tx.run.undo = append(tx.run.undo, undoEntry{part: tx.part, table: t, key: stored, old: old, existed: existed})
+	return nil
+}
+
 // Delete removes key from table; deleting an absent key is not an error. For a table that
 // publishes its changes, deleting an existing row appends a tombstone to the changelog
 // stream (an absent one appends nothing), and a missing stream fails the Delete.

@@ -1,6 +1,7 @@
 package procedures
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -18,7 +19,7 @@ var ErrCounterOverflow = errors.New("counter overflow")
 
 func registerCounter(r *Registry) error {
 	return errors.Join(
-		Register(r, builtin.CounterAdd, counterAdd,
+		register(r, builtin.CounterAdd, counterAdd, newCounterAddArgs,
 			Doc("key = counter name; args CounterAddArgs{d}; adds d (overflow is an error); result int64: the new value")),
 		Register(r, builtin.CounterGet, counterGet, ReadOnly(),
 			Doc("key = counter name; args none; result int64: the value, 0 if absent")),
@@ -30,15 +31,24 @@ func counterAdd(tx *partition.Tx, a builtin.CounterAddArgs) (int64, error) {
 	if err := checkKey(key); err != nil {
 		return 0, err
 	}
-	cur, _, err := getInt64(tx, CounterTable, key)
+	// One descent of the table: the counter is read and written by Update, not Get and Put.
+	var n int64
+	err := tx.Update(CounterTable, key, 8, func(dst, old []byte, found bool) error {
+		var cur int64
+		if found {
+			var err error
+			if cur, err = decodeInt64(CounterTable, old); err != nil {
+				return err
+			}
+		}
+		var ok bool
+		if n, ok = addInt64(cur, a.Delta); !ok {
+			return fmt.Errorf("%d + %d: %w", cur, a.Delta, ErrCounterOverflow)
+		}
+		binary.BigEndian.PutUint64(dst, uint64(n))
+		return nil
+	})
 	if err != nil {
-		return 0, err
-	}
-	n, ok := addInt64(cur, a.Delta)
-	if !ok {
-		return 0, fmt.Errorf("%d + %d: %w", cur, a.Delta, ErrCounterOverflow)
-	}
-	if err := putInt64(tx, CounterTable, key, n); err != nil {
 		return 0, err
 	}
 	return n, nil

@@ -14,7 +14,7 @@ const KVTable = "kv"
 
 func registerKV(r *Registry) error {
 	return errors.Join(
-		Register(r, builtin.KVPut, kvPut,
+		register(r, builtin.KVPut, kvPut, newKVPutArgs,
 			Doc("key = row key; args KVPutArgs{v}; stores v; result bool: the key was new")),
 		Register(r, builtin.KVGet, kvGet, ReadOnly(),
 			Doc("key = row key; args none; result KVGetResult{v, f}")),
