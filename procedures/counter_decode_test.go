@@ -184,39 +184,44 @@ func FuzzCounterAddArgs(f *testing.F) {
 // reflection only: results, errors (typed ErrBadArguments alike) and partition hashes must
 // be identical.
 func TestCounterAddFastEngineAgrees(t *testing.T) {
+	checkEnginesAgree(t, builtin.CounterAdd, "c", 4000, randomCounterAddArgs, 1,
+		func(reg *Registry) error { return register(reg, builtin.CounterAdd, counterAdd, newCounterAddArgs) },
+		func(reg *Registry) error { return Register(reg, builtin.CounterAdd, counterAdd) })
+}
+
+// checkEnginesAgree runs n inputs of proc (keys prefix0..prefix19, arguments from args)
+// on an engine registered by fast and on one registered by slow: results, errors and
+// partition hashes must be identical, and the inputs must include at least 1000 that
+// succeed and 100 refused as bad arguments.
+func checkEnginesAgree(t *testing.T, proc, prefix string, n int, args func(*rand.Rand) []byte, seed uint64, fast, slow func(*Registry) error) {
+	t.Helper()
 	const parts = 2
-	build := func(fast bool) *partition.Engine {
-		reg := New()
-		var err error
-		if fast {
-			err = register(reg, builtin.CounterAdd, counterAdd, newCounterAddArgs)
-		} else {
-			err = Register(reg, builtin.CounterAdd, counterAdd)
-		}
-		if err != nil {
+	build := func(reg func(*Registry) error) *partition.Engine {
+		r := New()
+		if err := reg(r); err != nil {
 			t.Fatal(err)
 		}
-		eng, err := partition.NewEngine(partition.Config{Partitions: parts}, reg.NewHandler)
+		eng, err := partition.NewEngine(partition.Config{Partitions: parts}, r.NewHandler)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(eng.Close)
 		return eng
 	}
-	engines := [2]*partition.Engine{build(true), build(false)}
-	rng := rand.New(rand.NewPCG(1, 1))
+	engines := [2]*partition.Engine{build(fast), build(slow)}
+	rng := rand.New(rand.NewPCG(seed, seed))
 	var ok, bad int
-	for i := range 4000 {
-		key := fmt.Appendf(nil, "c%d", rng.IntN(20))
-		in := partition.Input{Procedure: builtin.CounterAdd, Key: key, Partition: partition.PartitionOf(key, parts),
-			Args: randomCounterAddArgs(rng), Seq: uint64(i + 1), Time: 1_764_400_000_000_000_000}
+	for i := range n {
+		key := fmt.Appendf(nil, "%s%d", prefix, rng.IntN(20))
+		in := partition.Input{Procedure: proc, Key: key, Partition: partition.PartitionOf(key, parts),
+			Args: args(rng), Seq: uint64(i + 1), Time: 1_764_400_000_000_000_000}
 		var res [2]partition.Result
 		for e, eng := range engines {
 			r := eng.Execute([]partition.Input{in})[0]
 			res[e] = partition.Result{Value: bytes.Clone(r.Value), Err: r.Err}
 		}
 		if !bytes.Equal(res[0].Value, res[1].Value) || fmt.Sprint(res[0].Err) != fmt.Sprint(res[1].Err) {
-			t.Fatalf("#%d: args %x: fast %x %v, reflective %x %v", i, in.Args, res[0].Value, res[0].Err, res[1].Value, res[1].Err)
+			t.Fatalf("#%d: args %.100x: fast %x %v, reflective %x %v", i, in.Args, res[0].Value, res[0].Err, res[1].Value, res[1].Err)
 		}
 		switch {
 		case res[0].Err == nil:

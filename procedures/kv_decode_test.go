@@ -3,13 +3,11 @@ package procedures
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"testing"
 
-	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/lockstepdb/lockstep/procedures/schema"
 	"github.com/vmihailenco/msgpack/v5"
@@ -162,53 +160,7 @@ func FuzzKVPutArgs(f *testing.F) {
 // TestKVPutFastEngineAgrees runs the same kv.put inputs, valid and broken, with and
 // without the fast codec: results, errors and partition hashes must be identical.
 func TestKVPutFastEngineAgrees(t *testing.T) {
-	const parts = 2
-	build := func(fast bool) *partition.Engine {
-		reg := New()
-		var err error
-		if fast {
-			err = register(reg, builtin.KVPut, kvPut, newKVPutArgs)
-		} else {
-			err = Register(reg, builtin.KVPut, kvPut)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		eng, err := partition.NewEngine(partition.Config{Partitions: parts}, reg.NewHandler)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(eng.Close)
-		return eng
-	}
-	engines := [2]*partition.Engine{build(true), build(false)}
-	rng := rand.New(rand.NewPCG(2, 2))
-	var ok, bad int
-	for i := range 3000 {
-		key := fmt.Appendf(nil, "k%d", rng.IntN(20))
-		in := partition.Input{Procedure: builtin.KVPut, Key: key, Partition: partition.PartitionOf(key, parts),
-			Args: randomKVPutArgs(rng), Seq: uint64(i + 1), Time: 1_764_400_000_000_000_000}
-		var res [2]partition.Result
-		for e, eng := range engines {
-			r := eng.Execute([]partition.Input{in})[0]
-			res[e] = partition.Result{Value: bytes.Clone(r.Value), Err: r.Err}
-		}
-		if !bytes.Equal(res[0].Value, res[1].Value) || fmt.Sprint(res[0].Err) != fmt.Sprint(res[1].Err) {
-			t.Fatalf("#%d: args %.100x: fast %x %v, reflective %x %v", i, in.Args, res[0].Value, res[0].Err, res[1].Value, res[1].Err)
-		}
-		switch {
-		case res[0].Err == nil:
-			ok++
-		case errors.Is(res[0].Err, ErrBadArguments) && errors.Is(res[1].Err, ErrBadArguments):
-			bad++
-		}
-		for p := range parts {
-			if h0, h1 := engines[0].Partitions()[p].Hash(), engines[1].Partitions()[p].Hash(); h0 != h1 {
-				t.Fatalf("#%d: partition %d: hash %x with the fast codec, %x without", i, p, h0, h1)
-			}
-		}
-	}
-	if ok < 1000 || bad < 100 {
-		t.Fatalf("%d inputs succeeded, %d refused as bad arguments: the test is too narrow", ok, bad)
-	}
+	checkEnginesAgree(t, builtin.KVPut, "k", 3000, randomKVPutArgs, 2,
+		func(reg *Registry) error { return register(reg, builtin.KVPut, kvPut, newKVPutArgs) },
+		func(reg *Registry) error { return Register(reg, builtin.KVPut, kvPut) })
 }
