@@ -124,8 +124,10 @@ func TestBenchJSONShape(t *testing.T) {
 	if tl, _ := m["timeline"].([]any); len(tl) < 2 {
 		t.Errorf("timeline: got %v, want a second each", m["timeline"])
 	}
-	if !strings.Contains(errOut, "warm-up") || strings.Count(errOut, "bench ") < 2 {
-		t.Errorf("progress lines: got %q, want a warm-up line and a line per measured second", errOut)
+	// The tick at the end of the run's last second races the run's end (then that second is
+	// the final, partial window, which has no live line): one measured line is certain.
+	if !strings.Contains(errOut, "warm-up") || strings.Count(errOut, "bench ") < 1 {
+		t.Errorf("progress lines: got %q, want a warm-up line and a line per whole measured second", errOut)
 	}
 	out, _, err = runBenchApp(t, "--embedded", "1", "--duration", "1s", "--warmup", "0s", "--clients", "4", "--no-progress")
 	if err != nil {
