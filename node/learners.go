@@ -211,25 +211,33 @@ func (n *Node) considerPromotion(v memberView, views []memberView) wire.LearnerP
 // the voters that answered this round) and the learner would not make a quorum of the
 // configuration with it as a voter.
 func promotionQuorum(id string, views []memberView) error {
-	voters, alive := 1, 1 // the leader
-	var down []string
-	for _, v := range views {
-		if !v.Voter {
-			continue
-		}
-		voters++
-		if v.status != nil {
-			alive++
-		} else {
-			down = append(down, v.ID)
-		}
-	}
+	voters, alive, down := countVoters(views, "", func(v memberView) bool { return v.status != nil })
 	after := voters + 1
 	if quorum := after/2 + 1; alive+1 < quorum {
 		return fmt.Errorf("%w: %d of %d voters answer (%s do not); with %s as a voter, %d of %d would be needed",
 			ErrPromotionRefused, alive, voters, strings.Join(down, ", "), id, quorum, after)
 	}
 	return nil
+}
+
+// countVoters counts the voters of views and the leader, and those alive: the leader and
+// every voter but skip for which healthy holds; down names the others (skip is in neither).
+func countVoters(views []memberView, skip string, healthy func(memberView) bool) (voters, alive int, down []string) {
+	voters, alive = 1, 1 // the leader
+	for _, v := range views {
+		if !v.Voter {
+			continue
+		}
+		voters++
+		switch {
+		case v.ID == skip:
+		case healthy(v):
+			alive++
+		default:
+			down = append(down, v.ID)
+		}
+	}
+	return voters, alive, down
 }
 
 // isReadReplica reports whether this node is a read replica: configured as one, or

@@ -377,21 +377,7 @@ func (n *Node) rebuildNode(ctx context.Context, id string) (uint64, error) {
 // (the leader, the other voters that answered and are not divergent) would not make a
 // quorum of the configuration without it.
 func rebuildQuorum(id string, views []memberView) error {
-	voters, alive := 1, 1 // the leader
-	var down []string
-	for _, v := range views {
-		if !v.Voter {
-			continue
-		}
-		voters++
-		switch {
-		case v.ID == id:
-		case v.status != nil && v.status.Divergent == "":
-			alive++
-		default:
-			down = append(down, v.ID)
-		}
-	}
+	voters, alive, down := countVoters(views, id, func(v memberView) bool { return v.status != nil && v.status.Divergent == "" })
 	after := voters - 1
 	if quorum := after/2 + 1; alive < quorum {
 		return rebuildRefusal(fmt.Sprintf("demoting %s would leave %d voters of which %d are alive and healthy (%s are not), and a quorum "+
