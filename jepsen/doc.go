@@ -27,7 +27,7 @@
 // The nodes learn their faults from test-only environment variables that `lockstep
 // node` reads (LOCKSTEP_FAULT_RAFT_ROUTES on the proxy backend, LOCKSTEP_FAULT_CLOCK_FILE,
 // and LOCKSTEP_FAULT_CRASH_STORE for a Raft log that loses unsynced writes at a kill);
-// only the iptables backend needs root. Planted bugs behind build tags (jepsen_lostwrite,
+// only the iptables backend needs root. Planted bugs behind build tags (internal/planted: jepsen_lostwrite,
 // jepsen_clockbug, jepsen_staleread, jepsen_nodedup, jepsen_nosync, jepsen_ackcache) prove
 // the checkers can fail. See
 // docs/jepsen.md.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/lockstepdb/lockstep/internal/planted"
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
@@ -170,7 +171,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 
 func (f *FSM) applyEntry(index uint64, e *batch.Entry, res *batch.Results) {
 	now := max(e.Time, f.lastTime)
-	if plantedNoClamp { // a test-only build's planted bug; false in a normal build
+	if planted.ClockBug { // a test-only build's planted bug; false in a normal build
 		now = e.Time
 	}
 	f.lastTime = now
@@ -241,11 +242,11 @@ func (f *FSM) invoke(index uint64, now int64, it *batch.Item, res *batch.Results
 			res.Items[j].Err = fmt.Errorf("%w: session %d seq %d", ErrStaleRequest, it.Session, it.Seq)
 			return
 		}
-		if c, ok := ss.Results[it.Seq]; ok && !plantedNoDedup { // plantedNoDedup: a test-only build's planted bug
+		if c, ok := ss.Results[it.Seq]; ok && !planted.NoDedup { // planted.NoDedup: a test-only build's planted bug
 			res.Items[j].Value, res.Items[j].Err = c.result()
 			return
 		}
-		if orig, ok := f.inFlush[[2]uint64{it.Session, it.Seq}]; ok && !plantedNoDedup {
+		if orig, ok := f.inFlush[[2]uint64{it.Session, it.Seq}]; ok && !planted.NoDedup {
 			f.dupes = append(f.dupes, dupe{res: res, j: j, orig: orig})
 			return
 		}

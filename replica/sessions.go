@@ -3,6 +3,8 @@ package replica
 import (
 	"fmt"
 	"sort"
+
+	"github.com/lockstepdb/lockstep/internal/planted"
 )
 
 // session is one client session: the exactly-once state of DESIGN.md section 5. Every
@@ -122,7 +124,7 @@ func (ss *session) ack(through uint64) {
 // a result computed in the same flush as the request acknowledging it is never readable,
 // and keeping it would make the table depend on how entries were grouped into flushes.
 func (ss *session) cache(seq uint64, c cachedResult) {
-	if seq <= ss.AckThrough && !plantedCacheAcked { // plantedCacheAcked: a test-only build's planted bug
+	if seq <= ss.AckThrough && !planted.AckCache { // planted.AckCache: a test-only build's planted bug
 		return
 	}
 	ss.uncache(seq) // a seq runs once, but keep cachedBytes exact whatever happens

@@ -47,6 +47,6 @@ func rebuildNode(n *node.Node, cfg *node.Config, reg *procedures.Registry) (*nod
 // lockstep_nondet tag (tests only) a procedure that breaks determinism on purpose.
 func nodeRegistry(id string) *procedures.Registry {
 	r := procedures.Builtins()
-	registerTestProcedures(r, id)
+	procedures.RegisterTestProcedures(r, id)
 	return r
 }

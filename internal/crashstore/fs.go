@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft-wal/types"
+
+	"github.com/lockstepdb/lockstep/internal/planted"
 )
 
 // imageDir is FS's directory, inside the directory it serves, of the durable images.
@@ -302,7 +304,7 @@ func (w *file) Sync() error {
 	fs := w.fs
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	if plantedNoSync && time.Since(fs.syncedAt) < plantedSyncEvery { // a test-only build's planted bug
+	if planted.NoSync && time.Since(fs.syncedAt) < plantedSyncEvery { // a test-only build's planted bug
 		fs.pending[w] = true
 		return nil
 	}

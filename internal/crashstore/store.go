@@ -40,6 +40,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/lockstepdb/lockstep/internal/planted"
 )
 
 // Files the store keeps in its directory.
@@ -296,7 +298,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if err := s.write(recLog, ps...); err != nil {
 		return err
 	}
-	if plantedNoSync { // a test-only build's planted bug; false in a normal build
+	if planted.NoSync { // a test-only build's planted bug; false in a normal build
 		if time.Since(s.syncedAt) < plantedSyncEvery {
 			return nil
 		}

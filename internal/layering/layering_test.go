@@ -1,9 +1,11 @@
 package layering
 
 import (
+	"fmt"
 	"go/build"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -19,7 +21,7 @@ var allowed = map[string][]string{
 	"partition":           {},
 	"procedures/builtin":  {},
 	"procedures/schema":   {},
-	"procedures":          {"partition", "procedures/builtin", "procedures/schema", "procedures/window", "internal/canon"},
+	"procedures":          {"partition", "procedures/builtin", "procedures/schema", "procedures/window", "internal/canon", "internal/planted"},
 	"procedures/window":   {"partition", "internal/canon"},
 	"internal/batch":      {},
 	"internal/wire":       {},
@@ -28,9 +30,10 @@ var allowed = map[string][]string{
 	"internal/layering":   {},
 	"internal/buildinfo":  {},
 	"internal/canon":      {},
-	"internal/crashstore": {},
-	"sequencer":           {"internal/batch"},
-	"replica":             {"partition", "procedures", "procedures/builtin", "internal/batch"},
+	"internal/crashstore": {"internal/planted"},
+	"internal/planted":    {},
+	"sequencer":           {"internal/batch", "internal/planted"},
+	"replica":             {"partition", "procedures", "procedures/builtin", "internal/batch", "internal/planted"},
 	"internal/certs":      {},
 	"client":              {"internal/wire", "internal/certs", "procedures/builtin", "procedures/schema"},
 	// client/pgsink is a user of the client, as any application is.
@@ -38,7 +41,7 @@ var allowed = map[string][]string{
 	"internal/testutil/pgtest": {},
 	// node reads window operators' watermarks (window.ReadOperator) for processor status.
 	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
-		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs"},
+		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/planted"},
 	"cmd/lockstep":        {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "internal/crashstore", "benchmarks/loadgen", "internal/chart"},
 	"benchmarks":          {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen":  {"client", "procedures/builtin", "internal/latency"},
@@ -47,16 +50,134 @@ var allowed = map[string][]string{
 	"examples/customproc": {"client", "node", "partition", "procedures", "procedures/builtin", "procedures/window"},
 }
 
+// tagSets are the build-tag sets the import rules are checked under: the default build,
+// the determinism-test build and each planted bug's build (internal/planted). A file behind
+// a build tag imports only in its tag's build, so each set is checked on its own.
+// TestTagSetsCoverEveryTag keeps the list complete.
+var tagSets = [][]string{
+	nil,
+	{"lockstep_nondet"},
+	{"jepsen_ackcache"},
+	{"jepsen_clockbug"},
+	{"jepsen_lostwrite"},
+	{"jepsen_nodedup"},
+	{"jepsen_nosync"},
+	{"jepsen_staleread"},
+}
+
 // TestImportRules: every package imports only what its layer may (DESIGN.md section 3:
 // dependencies point one way; nothing under partition/ knows about Raft or TCP; the client
-// speaks the wire protocol only; the binary goes through client, node and procedures).
+// speaks the wire protocol only; the binary goes through client, node and procedures), in
+// every build-tag set.
 func TestImportRules(t *testing.T) {
+	for _, tags := range tagSets {
+		t.Run("tags="+strings.Join(tags, ","), func(t *testing.T) {
+			violations, found := checkImports(moduleRoot(t), tags)
+			for _, v := range violations {
+				t.Error(v)
+			}
+			if len(tags) > 0 {
+				return
+			}
+			for rel := range allowed {
+				if !found[rel] {
+					t.Errorf("the table has a rule for %s, which is not a package of the module", rel)
+				}
+			}
+		})
+	}
+}
+
+// TestTagSetsCoverEveryTag: every build tag of the module's own (lockstep_*, jepsen_*)
+// that a //go:build line names is in tagSets, so no tagged file escapes the import check.
+func TestTagSetsCoverEveryTag(t *testing.T) {
+	checked := map[string]bool{}
+	for _, tags := range tagSets {
+		for _, tag := range tags {
+			checked[tag] = true
+		}
+	}
+	for tag, file := range projectTags(t, moduleRoot(t)) {
+		if !checked[tag] {
+			t.Errorf("build tag %s (%s) is in no tag set of the import check: add it to tagSets", tag, file)
+		}
+	}
+}
+
+// TestImportRulesCatchTaggedImport: the check reads files behind a build tag only in that
+// tag's set, and flags a forbidden import there (a checker must be able to fail).
+func TestImportRulesCatchTaggedImport(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "partition")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"go.mod":                      "module github.com/lockstepdb/lockstep\n",
+		"partition/p.go":              "package partition\n",
+		"partition/planted_on.go":     "//go:build jepsen_nosync\n\npackage partition\n\nimport _ \"github.com/lockstepdb/lockstep/sequencer\"\n",
+		"partition/planted_off_ok.go": "//go:build !jepsen_nosync\n\npackage partition\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, _ := checkImports(root, nil); len(v) != 0 {
+		t.Fatalf("default build: got %v, want no violation", v)
+	}
+	v, _ := checkImports(root, []string{"jepsen_nosync"})
+	if len(v) != 1 || !strings.Contains(v[0], "partition imports sequencer") {
+		t.Fatalf("jepsen_nosync build: got %v, want the forbidden import of sequencer", v)
+	}
+}
+
+// moduleRoot is the module's root folder.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := map[string]bool{}
-	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+	return root
+}
+
+// checkImports lists every broken import rule of the module at root when built with tags
+// (a package without a rule, an import its rule forbids) and returns the packages found.
+func checkImports(root string, tags []string) (violations []string, found map[string]bool) {
+	ctx := build.Default
+	ctx.BuildTags = tags
+	found = map[string]bool{}
+	err := walkPackages(root, func(path string) {
+		pkg, err := ctx.ImportDir(path, 0)
+		if err != nil {
+			return // no Go files here in this build
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		rules, ok := allowed[rel]
+		if !ok {
+			violations = append(violations, fmt.Sprintf("package %s has no import rule: add it to the table", rel))
+			return
+		}
+		found[rel] = true
+		for _, imp := range pkg.Imports {
+			dep, ok := strings.CutPrefix(imp, module)
+			if ok && !slices.Contains(rules, dep) {
+				violations = append(violations, fmt.Sprintf("%s imports %s; it may import only %v", rel, dep, rules))
+			}
+		}
+	})
+	if err != nil {
+		violations = append(violations, err.Error())
+	}
+	return violations, found
+}
+
+// walkPackages calls visit with every folder of the module at root that may hold a
+// package: not hidden, not testdata or docs, not another module.
+func walkPackages(root string, visit func(dir string)) error {
+	return filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -69,32 +190,38 @@ func TestImportRules(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != root {
 			return filepath.SkipDir // another module (benchmarks/peers, ...)
 		}
-		pkg, err := build.ImportDir(path, 0)
-		if err != nil {
-			return nil // no Go files here
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		rules, ok := allowed[rel]
-		if !ok {
-			t.Errorf("package %s has no import rule: add it to the table", rel)
-			return nil
-		}
-		found[rel] = true
-		for _, imp := range pkg.Imports {
-			dep, ok := strings.CutPrefix(imp, module)
-			if ok && !slices.Contains(rules, dep) {
-				t.Errorf("%s imports %s; it may import only %v", rel, dep, rules)
+		visit(path)
+		return nil
+	})
+}
+
+// projectTags maps each build tag of the project's own that a Go file's //go:build line
+// names to one file that names it.
+func projectTags(t *testing.T, root string) map[string]string {
+	t.Helper()
+	tags := map[string]string{}
+	tagRE := regexp.MustCompile(`\b(lockstep_\w+|jepsen_\w+)\b`)
+	err := walkPackages(root, func(dir string) {
+		names, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		for _, name := range names {
+			text, err := os.ReadFile(name)
+			if err != nil {
+				t.Error(err)
+				continue
+			}
+			for _, line := range strings.Split(string(text), "\n") {
+				if !strings.HasPrefix(line, "//go:build ") {
+					continue
+				}
+				for _, tag := range tagRE.FindAllString(line, -1) {
+					rel, _ := filepath.Rel(root, name)
+					tags[tag] = rel
+				}
 			}
 		}
-		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for rel := range allowed {
-		if !found[rel] {
-			t.Errorf("the table has a rule for %s, which is not a package of the module", rel)
-		}
-	}
+	return tags
 }

@@ -1,16 +1,11 @@
 //go:build jepsen_nosync
 
-package crashstore
+package planted
 
-import "time"
-
-// plantedNoSync is a planted bug, for the fault-injection harness's tests only (jepsen/):
+// NoSync is a planted bug, for the fault-injection harness's tests only (jepsen/):
 // built with -tags jepsen_nosync, StoreLogs fsyncs only when the last fsync is
-// plantedSyncEvery old and otherwise returns before its entries are durable (a periodic
+// crashstore.plantedSyncEvery old and otherwise returns before its entries are durable (a periodic
 // fsync that acknowledges in between), so Raft acknowledges entries a power loss takes
 // away; FS.Sync likewise makes raft-wal's writes durable only that often. The set
 // workload under kill-all on either must catch it (jepsen.TestCheckersCatchUnsyncedLog).
-const plantedNoSync = true
-
-// plantedSyncEvery is the planted bug's fsync period.
-const plantedSyncEvery = 500 * time.Millisecond
+const NoSync = true

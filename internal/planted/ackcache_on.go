@@ -1,8 +1,8 @@
 //go:build jepsen_ackcache
 
-package replica
+package planted
 
-// plantedCacheAcked is a planted bug, for the fault-injection harness's tests only
+// AckCache is a planted bug, for the fault-injection harness's tests only
 // (jepsen/): built with -tags jepsen_ackcache, the session table caches every result it
 // computes, without honouring the session's acknowledged point. A result whose request
 // the client gave up on, and acknowledged past in a later request of the same log entry,
@@ -10,4 +10,4 @@ package replica
 // it; a replica that restores a snapshot drops such results (session.restored), the
 // others keep them, and their meta hashes differ. The pipeline workload must catch it
 // under kills (jepsen.TestCheckersCatchAckedResultsCached).
-const plantedCacheAcked = true
+const AckCache = true
