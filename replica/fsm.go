@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/lockstepdb/lockstep/internal/planted"
 	"github.com/lockstepdb/lockstep/internal/batch"
+	"github.com/lockstepdb/lockstep/internal/planted"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/vmihailenco/msgpack/v5"

@@ -6,8 +6,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/lockstepdb/lockstep/internal/planted"
 	"github.com/lockstepdb/lockstep/internal/batch"
+	"github.com/lockstepdb/lockstep/internal/planted"
 )
 
 // Proposal is one input to put in the log, with the callback that receives its outcome.
