@@ -40,11 +40,11 @@ func newMetrics(n *Node) *Metrics {
 		Name: "lockstep_log_entries_applied_total", Help: "Raft log entries (batches) applied by this replica.",
 	})
 	m.entryInputs = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "lockstep_batch_items", Help: "Items per applied log entry (the sequencer's batch size).",
+		Name: MetricBatchItems, Help: "Items per applied log entry (the sequencer's batch size).",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 14),
 	})
 	m.applySeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "lockstep_apply_seconds", Help: "Time to apply one group of committed log entries.",
+		Name: MetricApplySeconds, Help: "Time to apply one group of committed log entries.",
 		Buckets: prometheus.ExponentialBuckets(10e-6, 2, 16),
 	})
 	m.sendFailures = newSendFailures(m.Registry)
@@ -73,7 +73,7 @@ func newMetrics(n *Node) *Metrics {
 	m.Registry.MustRegister(m.inputs, m.entries, m.entryInputs, m.applySeconds, newProcessorCollector(n), newStageCollector(n),
 		m.subscriptions, m.pushedRecords,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		gauge("lockstep_raft_is_leader", "1 if this node is the Raft leader.", func() float64 { return b2f(n.seq.IsLeader()) }),
+		gauge(MetricRaftIsLeader, "1 if this node is the Raft leader.", func() float64 { return b2f(n.seq.IsLeader()) }),
 		gauge("lockstep_raft_term", "Current Raft term.", func() float64 { return float64(n.seq.Stats().Term) }),
 		gauge("lockstep_raft_last_log_index", "Last Raft log index.", func() float64 { return float64(n.seq.Stats().LastLogIndex) }),
 		gauge("lockstep_raft_commit_index", "Raft commit index.", func() float64 { return float64(n.seq.Stats().CommitIndex) }),

@@ -19,11 +19,11 @@ type stageCollector struct {
 
 func newStageCollector(n *Node) *stageCollector {
 	return &stageCollector{n: n,
-		stage: prometheus.NewDesc("lockstep_commit_stage_seconds",
+		stage: prometheus.NewDesc(MetricCommitStageSeconds,
 			"Commit-round stage times on this node: queue, raft, reply (the leader's batches), "+
 				"leader_persist and follower_persist (the log store's StoreLogs while leading or following).",
 			[]string{"stage"}, nil),
-		replication: prometheus.NewDesc("lockstep_replication_rpc_seconds",
+		replication: prometheus.NewDesc(MetricReplicationRPCSeconds,
 			"Round trip of the AppendEntries RPCs carrying entries that this node sent as leader, by follower.",
 			[]string{"peer"}, nil),
 	}

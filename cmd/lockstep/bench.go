@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/benchmarks/loadgen"
+	"github.com/lockstepdb/lockstep/benchmarks/report"
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/node"
 	"github.com/urfave/cli/v2"
@@ -193,7 +194,7 @@ func runBench(c *cli.Context) error {
 	if !c.Bool("no-progress") {
 		spec.run.Progress = progressPrinter(c.App.ErrWriter)
 	}
-	watch := target.metricsWatch(spec.run.Warmup)
+	watch := report.Watch(target.metrics, spec.run.Warmup)
 	stopProfile, err := startCPUProfile(c.String("cpuprofile"))
 	if err != nil {
 		return err
@@ -231,7 +232,7 @@ const benchSetupTimeout = 2 * time.Minute
 type benchTarget struct {
 	clients []*client.Client
 	// metrics returns the nodes' metrics; nil when there is no node to ask (no --admin).
-	metrics metricsSource
+	metrics report.Source
 	close   func()
 }
 
@@ -252,7 +253,7 @@ func openBenchTarget(ctx context.Context, c *cli.Context, spec benchSpec) (*benc
 		}
 		t := &benchTarget{clients: clients, close: func() { loadgen.Close(clients) }}
 		if admin := c.StringSlice("admin"); len(admin) > 0 {
-			t.metrics = adminMetrics(admin, cfg.TLS)
+			t.metrics = report.AdminSource(admin, cfg.TLS)
 		}
 		return t, nil
 	}
@@ -272,7 +273,7 @@ func openBenchTarget(ctx context.Context, c *cli.Context, spec benchSpec) (*benc
 	}
 	return &benchTarget{
 		clients: clients,
-		metrics: localMetrics(cluster),
+		metrics: clusterMetrics(cluster),
 		close:   func() { loadgen.Close(clients); cluster.Close() },
 	}, nil
 }
@@ -312,4 +313,17 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// clusterMetrics reads the metrics of an embedded cluster's running nodes.
+func clusterMetrics(c *node.LocalCluster) report.Source {
+	return report.GatherSource(func() []report.Gatherer {
+		var out []report.Gatherer
+		for _, n := range c.Nodes {
+			if n != nil {
+				out = append(out, report.Gatherer{Node: n.ID(), Registry: n.Metrics().Registry})
+			}
+		}
+		return out
+	})
 }

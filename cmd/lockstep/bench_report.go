@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/benchmarks/loadgen"
+	"github.com/lockstepdb/lockstep/benchmarks/report"
 	"github.com/lockstepdb/lockstep/internal/chart"
 	"github.com/lockstepdb/lockstep/internal/latency"
 	"github.com/urfave/cli/v2"
@@ -37,8 +38,8 @@ type benchReport struct {
 	Missed     int64            `json:"missed"`
 	ErrorTypes map[string]int64 `json:"error_types"`
 	Latency    benchLatency     `json:"latency_ms"`
-	Batches    *batchReport     `json:"batches"`
-	Round      *roundReport     `json:"commit_round"`
+	Batches    *report.Batches  `json:"batches"`
+	Round      *report.Round    `json:"commit_round"`
 	Timeline   []benchSecond    `json:"timeline"`
 }
 
@@ -67,7 +68,7 @@ func newBenchLatency(s latency.Summary) benchLatency {
 	return benchLatency{Mean: ms(s.Mean), P50: ms(s.P50), P90: ms(s.P90), P99: ms(s.P99), P999: ms(s.P999), Max: ms(s.Max)}
 }
 
-func newBenchReport(spec benchSpec, c *cli.Context, res loadgen.Result, batches *batchReport, round *roundReport) benchReport {
+func newBenchReport(spec benchSpec, c *cli.Context, res loadgen.Result, batches *report.Batches, round *report.Round) benchReport {
 	r := benchReport{
 		Workload: spec.workload.Name, Keys: spec.wcfg.Keys, Distribution: spec.wcfg.Distribution,
 		Clients: spec.run.Workers, Connections: spec.connections, Embedded: spec.embedded,
@@ -117,25 +118,8 @@ func (r benchReport) writeText(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "errors\t%s\n", strings.Join(parts, ", "))
 	}
-	switch b := r.Batches; {
-	case b == nil:
-		fmt.Fprintf(tw, "batches\tnot known (give --admin to read them from a node's metrics)\n")
-	case b.Batches == 0:
-		fmt.Fprintf(tw, "batches\tnone applied\n")
-	default:
-		fmt.Fprintf(tw, "batches\t%d, mean %.1f inputs, p50 ≤ %g, p99 ≤ %g\n", b.Batches, b.MeanInputs, b.P50AtMost, b.P99AtMost)
-		var parts []string
-		for _, bk := range b.Buckets {
-			if bk.Count > 0 {
-				parts = append(parts, fmt.Sprintf("≤%g: %.1f%%", bk.AtMost, 100*float64(bk.Count)/float64(b.Batches)))
-			}
-		}
-		if b.Larger > 0 {
-			parts = append(parts, fmt.Sprintf("more: %.1f%%", 100*float64(b.Larger)/float64(b.Batches)))
-		}
-		fmt.Fprintf(tw, "batch sizes\t%s\n", strings.Join(parts, "  "))
-	}
-	r.Round.writeText(tw)
+	r.Batches.WriteText(tw)
+	r.Round.WriteText(tw)
 	return tw.Flush()
 }
 

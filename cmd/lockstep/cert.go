@@ -49,7 +49,7 @@ with mode 0600. See docs/security.md.`,
 					if err := noArgs(c); err != nil {
 						return err
 					}
-					return report(c, certs.CreateCA(c.String("certs-dir"), opts(c)), certs.CAFile, certs.CAKeyFile)
+					return reportWritten(c, certs.CreateCA(c.String("certs-dir"), opts(c)), certs.CAFile, certs.CAKeyFile)
 				},
 			},
 			{
@@ -61,7 +61,7 @@ with mode 0600. See docs/security.md.`,
 					if c.NArg() == 0 {
 						return fmt.Errorf("create-node: give the node's hosts (IP addresses or DNS names)")
 					}
-					return report(c, certs.CreateNode(c.String("certs-dir"), c.Args().Slice(), opts(c)), certs.NodeCertFile, certs.NodeKeyFile)
+					return reportWritten(c, certs.CreateNode(c.String("certs-dir"), c.Args().Slice(), opts(c)), certs.NodeCertFile, certs.NodeKeyFile)
 				},
 			},
 			{
@@ -74,7 +74,7 @@ with mode 0600. See docs/security.md.`,
 						return fmt.Errorf("create-client: give one client name")
 					}
 					name := c.Args().First()
-					return report(c, certs.CreateClient(c.String("certs-dir"), name, opts(c)), certs.ClientCertFile(name), certs.ClientKeyFile(name))
+					return reportWritten(c, certs.CreateClient(c.String("certs-dir"), name, opts(c)), certs.ClientCertFile(name), certs.ClientKeyFile(name))
 				},
 			},
 			{
@@ -96,8 +96,8 @@ func noArgs(c *cli.Context) error {
 	return nil
 }
 
-// report prints the files written, or returns err.
-func report(c *cli.Context, err error, files ...string) error {
+// reportWritten prints the files written, or returns err.
+func reportWritten(c *cli.Context, err error, files ...string) error {
 	if err != nil {
 		return err
 	}

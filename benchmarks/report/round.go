@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/lockstepdb/lockstep/node"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -16,27 +17,19 @@ import (
 // the nodes; the apply stage is split into the leader's (inside the round) and the
 // followers' (after it).
 
-// Metric names the commit round is read from.
-const (
-	stageMetric       = "lockstep_commit_stage_seconds"
-	replicationMetric = "lockstep_replication_rpc_seconds"
-	applyMetric       = "lockstep_apply_seconds"
-	leaderMetric      = "lockstep_raft_is_leader"
-)
-
-// roundReport is where the commit rounds of the measured time went, per stage.
-type roundReport struct {
+// Round is where the commit rounds of the measured time went, per stage.
+type Round struct {
 	// Nodes is how many nodes' metrics were scraped before and after; Leader is the one
 	// leading at the end ("" if none said so).
 	Nodes  int          `json:"nodes"`
 	Leader string       `json:"leader"`
-	Stages []roundStage `json:"stages"`
+	Stages []RoundStage `json:"stages"`
 }
 
-// roundStage is one stage's observations over the measured time: how many, their mean,
+// RoundStage is one stage's observations over the measured time: how many, their mean,
 // and their 99th percentile estimated from the histogram's buckets (linear within a
 // bucket, as Prometheus's histogram_quantile).
-type roundStage struct {
+type RoundStage struct {
 	Stage  string  `json:"stage"`
 	Where  string  `json:"where"`
 	Count  int64   `json:"count"`
@@ -44,26 +37,26 @@ type roundStage struct {
 	P99Ms  float64 `json:"p99_ms"`
 }
 
-// roundStageDef says where a stage of the report comes from.
-type roundStageDef struct {
+// stageDef says where a stage of the report comes from.
+type stageDef struct {
 	stage, where string
 	metric       string
 	label        string // the metric's "stage" label value; "" for every series
 	role         int    // 0 every node, 1 the leader, -1 the followers
 }
 
-// roundStages are the report's stages, in the order a round passes them; "round" is the
+// stages are the report's stages, in the order a round passes them; "round" is the
 // leader's whole raft.Apply → committed-and-applied time, the stages between queue and
 // reply that are on the leader's path.
-var roundStages = []roundStageDef{
-	{"queue", "leader", stageMetric, "queue", 0},
-	{"leader_persist", "leader", stageMetric, "leader_persist", 0},
-	{"replication", "leader→follower RPC", replicationMetric, "", 0},
-	{"follower_persist", "followers", stageMetric, "follower_persist", 0},
-	{"apply", "leader", applyMetric, "", 1},
-	{"apply", "followers", applyMetric, "", -1},
-	{"reply", "leader", stageMetric, "reply", 0},
-	{"round", "leader, Apply→applied", stageMetric, "raft", 0},
+var stages = []stageDef{
+	{"queue", "leader", node.MetricCommitStageSeconds, "queue", 0},
+	{"leader_persist", "leader", node.MetricCommitStageSeconds, "leader_persist", 0},
+	{"replication", "leader→follower RPC", node.MetricReplicationRPCSeconds, "", 0},
+	{"follower_persist", "followers", node.MetricCommitStageSeconds, "follower_persist", 0},
+	{"apply", "leader", node.MetricApplySeconds, "", 1},
+	{"apply", "followers", node.MetricApplySeconds, "", -1},
+	{"reply", "leader", node.MetricCommitStageSeconds, "reply", 0},
+	{"round", "leader, Apply→applied", node.MetricCommitStageSeconds, "raft", 0},
 }
 
 // histDelta is what a histogram gained: cumulative counts by upper bound (+Inf included),
@@ -145,35 +138,35 @@ func seriesOf(fam *dto.MetricFamily, stage string) map[string]*dto.Histogram {
 
 // isLeader reports whether fams say their node leads.
 func isLeader(fams map[string]*dto.MetricFamily) bool {
-	f := fams[leaderMetric]
+	f := fams[node.MetricRaftIsLeader]
 	return f != nil && len(f.GetMetric()) == 1 && f.GetMetric()[0].GetGauge().GetValue() == 1
 }
 
-// roundDelta returns the commit round's stages between the scrapes before and after, over
+// RoundDelta returns the commit round's stages between the scrapes before and after, over
 // the nodes in both; nil if no node has the stage metrics (a node older than them).
-func roundDelta(before, after []nodeFamilies) *roundReport {
+func RoundDelta(before, after []NodeMetrics) *Round {
 	prev := map[string]map[string]*dto.MetricFamily{}
 	for _, n := range before {
-		prev[n.node] = n.fams
+		prev[n.Node] = n.Families
 	}
-	r := &roundReport{}
-	deltas := make([]histDelta, len(roundStages))
+	r := &Round{}
+	deltas := make([]histDelta, len(stages))
 	for _, n := range after {
-		b, ok := prev[n.node]
-		if !ok || n.fams[stageMetric] == nil || b[stageMetric] == nil {
+		b, ok := prev[n.Node]
+		if !ok || n.Families[node.MetricCommitStageSeconds] == nil || b[node.MetricCommitStageSeconds] == nil {
 			continue
 		}
 		r.Nodes++
-		leader := isLeader(n.fams)
+		leader := isLeader(n.Families)
 		if leader {
-			r.Leader = n.node
+			r.Leader = n.Node
 		}
-		for i, def := range roundStages {
+		for i, def := range stages {
 			if (def.role == 1 && !leader) || (def.role == -1 && leader) {
 				continue
 			}
 			was := seriesOf(b[def.metric], def.label)
-			for key, h := range seriesOf(n.fams[def.metric], def.label) {
+			for key, h := range seriesOf(n.Families[def.metric], def.label) {
 				deltas[i].add(was[key], h)
 			}
 		}
@@ -181,9 +174,9 @@ func roundDelta(before, after []nodeFamilies) *roundReport {
 	if r.Nodes == 0 {
 		return nil
 	}
-	for i, def := range roundStages {
+	for i, def := range stages {
 		d := &deltas[i]
-		st := roundStage{Stage: def.stage, Where: def.where, Count: d.count}
+		st := RoundStage{Stage: def.stage, Where: def.where, Count: d.count}
 		if d.count > 0 {
 			st.MeanMs = d.sumSeconds / float64(d.count) * 1e3
 			st.P99Ms = d.quantile(0.99) * 1e3
@@ -193,8 +186,8 @@ func roundDelta(before, after []nodeFamilies) *roundReport {
 	return r
 }
 
-// writeText prints the stages as rows of the bench's table.
-func (r *roundReport) writeText(w io.Writer) {
+// WriteText prints the stages as rows of the bench's table.
+func (r *Round) WriteText(w io.Writer) {
 	if r == nil {
 		fmt.Fprintf(w, "commit round\tnot known (give --admin with every node's admin address)\n")
 		return
