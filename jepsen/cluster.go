@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/faultenv"
 )
 
 // Cluster control: real `lockstep node` processes on loopback, each with its own data
@@ -31,13 +32,6 @@ var ErrPortTaken = errors.New("jepsen: a port was taken")
 // reason other than ErrPortTaken): the node refused its own data, crashed, or failed a
 // check. Under a run it is a finding about the node, not a harness failure.
 var ErrNodeExited = errors.New("exited while starting")
-
-// Environment variables `lockstep node` reads to inject faults (cmd/lockstep/faultenv.go).
-const (
-	envRaftRoutes = "LOCKSTEP_FAULT_RAFT_ROUTES"
-	envClockFile  = "LOCKSTEP_FAULT_CLOCK_FILE"
-	envCrashStore = "LOCKSTEP_FAULT_CRASH_STORE"
-)
 
 // ClusterConfig describes the cluster to start.
 type ClusterConfig struct {
@@ -291,7 +285,7 @@ func (c *Cluster) spawn(i int, extra ...string) error {
 		"--log-level", "info"}, c.cfg.Args...)
 	args = append(args, extra...)
 	cmd := exec.Command(c.bin, args...)
-	cmd.Env = append(append(append(os.Environ(), c.cfg.Env...), c.Net.NodeEnv(i)...), envClockFile+"="+n.ClockFile())
+	cmd.Env = append(append(append(os.Environ(), c.cfg.Env...), c.Net.NodeEnv(i)...), faultenv.ClockFile+"="+n.ClockFile())
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if c.private != "" {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: nodeCredential(i)}

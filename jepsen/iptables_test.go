@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockstepdb/lockstep/internal/faultenv"
 )
 
 // envTestIPTables, set to 1 (by .ci/run where iptables works), makes the iptables tests
@@ -416,7 +418,7 @@ func TestIPTablesRunRemovesChain(t *testing.T) {
 		t.Fatalf("chains of this process before the runs: %v", got)
 	}
 	_, err := Run(context.Background(), Config{Bin: testBin, Results: t.TempDir(), Workload: "counter", Net: NetIPTables,
-		Duration: 2 * time.Second, Env: []string{envCrashStore + "=bogus"}, Out: tWriter{t}})
+		Duration: 2 * time.Second, Env: []string{faultenv.CrashStore + "=bogus"}, Out: tWriter{t}})
 	if err == nil || !strings.Contains(err.Error(), "exited while starting") {
 		t.Fatalf("run with failing nodes: got %v, want the nodes' exit", err)
 	}

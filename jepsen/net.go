@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lockstepdb/lockstep/internal/faultenv"
 )
 
 // The proxy backend (NetProxy), no root needed: every directed Raft link i→j (node i dialing node j) goes
@@ -129,7 +131,9 @@ func (nt *ProxyNet) Routes(i int) string {
 func (nt *ProxyNet) Name() string { return NetProxy }
 
 // NodeEnv routes node i's Raft connections through the proxies of its links.
-func (nt *ProxyNet) NodeEnv(i int) []string { return []string{envRaftRoutes + "=" + nt.Routes(i)} }
+func (nt *ProxyNet) NodeEnv(i int) []string {
+	return []string{faultenv.RaftRoutes + "=" + nt.Routes(i)}
+}
 
 // Cut stalls the bytes of each directed link [from, to].
 func (nt *ProxyNet) Cut(links ...[2]int) error {

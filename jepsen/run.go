@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/faultenv"
 )
 
 // Config is one run of the harness.
@@ -57,7 +58,7 @@ type Config struct {
 	CrashStore bool
 	// LogStore is the nodes' --log-store (bolt or wal); empty: the default. With
 	// CrashStore, wal runs raft-wal on the power-loss file system and bolt the crash
-	// journal that stands in for raft-boltdb (cmd/lockstep faultenv.go).
+	// journal that stands in for raft-boltdb (internal/faultenv).
 	LogStore string
 	// Net is the network backend: NetAuto (default: iptables when root, iptables works
 	// and the nemesis needs no latency, else proxy), NetIPTables or NetProxy.
@@ -199,7 +200,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 
 	env := cfg.Env
 	if cfg.CrashStore {
-		env = append(slices.Clip(env), envCrashStore+"=1")
+		env = append(slices.Clip(env), faultenv.CrashStore+"=1")
 	}
 	var args []string
 	if na, ok := wl.(nodeArgser); ok {

@@ -23,7 +23,7 @@ func parseNode(t *testing.T, args ...string) (node.Config, error) {
 	for _, c := range app.Commands {
 		if c.Name == "node" {
 			c.Action = func(c *cli.Context) error {
-				cfg, cfgErr = nodeConfigFromFlags(c)
+				cfg, _, cfgErr = nodeConfigFromFlags(c)
 				return nil
 			}
 		}

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/lockstepdb/lockstep/internal/faultenv"
 	"github.com/lockstepdb/lockstep/node"
 )
 
@@ -25,15 +25,15 @@ func TestApplyFaultEnv(t *testing.T) {
 		wantErr string
 	}{
 		{env: map[string]string{}},
-		{env: map[string]string{envRaftRoutes: "127.0.0.1:1=127.0.0.1:2"}},
-		{env: map[string]string{envClockFile: clock}},
-		{env: map[string]string{envRaftRoutes: "127.0.0.1:1"}, wantErr: envRaftRoutes},
-		{env: map[string]string{envRaftRoutes: "a=b,a=c"}, wantErr: "routed twice"},
-		{env: map[string]string{envClockFile: badClock}, wantErr: envClockFile},
-		{env: map[string]string{envCrashStore: "yes"}, wantErr: envCrashStore},
-		{env: map[string]string{envCrashStore: "1"}},
-		{env: map[string]string{envCrashStore: "1"}, store: node.LogStoreBolt},
-		{env: map[string]string{envCrashStore: "1"}, store: node.LogStoreWAL},
+		{env: map[string]string{faultenv.RaftRoutes: "127.0.0.1:1=127.0.0.1:2"}},
+		{env: map[string]string{faultenv.ClockFile: clock}},
+		{env: map[string]string{faultenv.RaftRoutes: "127.0.0.1:1"}, wantErr: faultenv.RaftRoutes},
+		{env: map[string]string{faultenv.RaftRoutes: "a=b,a=c"}, wantErr: "routed twice"},
+		{env: map[string]string{faultenv.ClockFile: badClock}, wantErr: faultenv.ClockFile},
+		{env: map[string]string{faultenv.CrashStore: "yes"}, wantErr: faultenv.CrashStore},
+		{env: map[string]string{faultenv.CrashStore: "1"}},
+		{env: map[string]string{faultenv.CrashStore: "1"}, store: node.LogStoreBolt},
+		{env: map[string]string{faultenv.CrashStore: "1"}, store: node.LogStoreWAL},
 	} {
 		cfg := node.Config{Logger: slog.New(slog.DiscardHandler), DataDir: t.TempDir()}
 		cfg.Sequencer.LogStoreKind = tc.store
@@ -41,8 +41,7 @@ func TestApplyFaultEnv(t *testing.T) {
 		if kind == "" {
 			kind = node.DefaultLogStore
 		}
-		crashStore = nil
-		err := applyFaultEnv(&cfg, func(k string) string { return tc.env[k] })
+		crash, err := applyFaultEnv(&cfg, func(k string) string { return tc.env[k] })
 		switch {
 		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 			t.Errorf("#%d: got %v, want an error with %q", i, err, tc.wantErr)
@@ -50,41 +49,22 @@ func TestApplyFaultEnv(t *testing.T) {
 			t.Errorf("#%d: a bad value set a hook", i)
 		case tc.wantErr == "" && err != nil:
 			t.Errorf("#%d: %v", i, err)
-		case tc.wantErr == "" && (cfg.Sequencer.Dial != nil) != (tc.env[envRaftRoutes] != ""):
+		case tc.wantErr == "" && (cfg.Sequencer.Dial != nil) != (tc.env[faultenv.RaftRoutes] != ""):
 			t.Errorf("#%d: dial hook %v", i, cfg.Sequencer.Dial != nil)
-		case tc.wantErr == "" && (cfg.Sequencer.Now != nil) != (tc.env[envClockFile] != ""):
+		case tc.wantErr == "" && (cfg.Sequencer.Now != nil) != (tc.env[faultenv.ClockFile] != ""):
 			t.Errorf("#%d: clock hook %v", i, cfg.Sequencer.Now != nil)
-		case (cfg.Sequencer.LogStore != nil) != (tc.env[envCrashStore] == "1" && kind == node.LogStoreBolt):
+		case (cfg.Sequencer.LogStore != nil) != (tc.env[faultenv.CrashStore] == "1" && kind == node.LogStoreBolt):
 			t.Errorf("#%d: crash journal %v", i, cfg.Sequencer.LogStore != nil)
-		case (cfg.Sequencer.WALFileSystem != nil) != (tc.env[envCrashStore] == "1" && kind == node.LogStoreWAL):
+		case (cfg.Sequencer.WALFileSystem != nil) != (tc.env[faultenv.CrashStore] == "1" && kind == node.LogStoreWAL):
 			t.Errorf("#%d: crash file system for raft-wal %v", i, cfg.Sequencer.WALFileSystem != nil)
 		}
-		if crashStore != nil {
-			crashStore.Close()
-			crashStore = nil
-		}
+		crash.Close()
 	}
 	// The crash store lives in the data directory: without one it is refused.
 	cfg := node.Config{Logger: slog.New(slog.DiscardHandler)}
-	err := applyFaultEnv(&cfg, func(k string) string { return map[string]string{envCrashStore: "1"}[k] })
-	if err == nil || !strings.Contains(err.Error(), "no data directory") || cfg.Sequencer.LogStore != nil || crashStore != nil {
+	crash, err := applyFaultEnv(&cfg, func(k string) string { return map[string]string{faultenv.CrashStore: "1"}[k] })
+	if err == nil || !strings.Contains(err.Error(), "no data directory") || cfg.Sequencer.LogStore != nil || crash != nil {
 		t.Errorf("crash store without a data directory: %v, log store %v", err, cfg.Sequencer.LogStore != nil)
-	}
-}
-
-// TestFileClockOffset checks that the clock follows the file's offset, jumps included.
-func TestFileClockOffset(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "clock")
-	c := &fileClock{path: path}
-	if d := c.Now().Sub(time.Now()); d < -time.Second || d > time.Second {
-		t.Fatalf("no file: offset %v, want about 0", d)
-	}
-	if err := os.WriteFile(path, []byte("-1h\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c.readAt = time.Time{} // read again now
-	if d := c.Now().Sub(time.Now()); d > -59*time.Minute || d < -61*time.Minute {
-		t.Fatalf("offset %v, want about -1h", d)
 	}
 }
 
@@ -92,7 +72,7 @@ func TestFileClockOffset(t *testing.T) {
 // model) keeps it when no log store is named, and refuses --log-store wal with a clear
 // error instead of starting an empty raft-wal log beside it.
 func TestCrashStoreKeepsJournal(t *testing.T) {
-	env := func(k string) string { return map[string]string{envCrashStore: "1"}[k] }
+	env := func(k string) string { return map[string]string{faultenv.CrashStore: "1"}[k] }
 	for _, store := range []string{"", node.LogStoreWAL} {
 		dir := t.TempDir()
 		if err := os.Mkdir(filepath.Join(dir, "crashstore"), 0o700); err != nil {
@@ -100,13 +80,9 @@ func TestCrashStoreKeepsJournal(t *testing.T) {
 		}
 		cfg := node.Config{Logger: slog.New(slog.DiscardHandler), DataDir: dir}
 		cfg.Sequencer.LogStoreKind = store
-		crashStore = nil
-		err := applyFaultEnv(&cfg, env)
+		crash, err := applyFaultEnv(&cfg, env)
 		journal := cfg.Sequencer.LogStore != nil
-		if crashStore != nil {
-			crashStore.Close()
-			crashStore = nil
-		}
+		crash.Close()
 		switch {
 		case cfg.Sequencer.WALFileSystem != nil:
 			t.Errorf("store %q: raft-wal on the crash file system beside the journal", store)

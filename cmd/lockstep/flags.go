@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/lockstepdb/lockstep/internal/faultenv"
 	"github.com/lockstepdb/lockstep/node"
 	"github.com/urfave/cli/v2"
 )
@@ -61,24 +62,25 @@ func nodeFlags() []cli.Flag {
 }
 
 // nodeConfigFromFlags builds the node's config from its flags, after filling the flags
-// not given on the command line from --config.
-func nodeConfigFromFlags(c *cli.Context) (node.Config, error) {
+// not given on the command line from --config. The crash log is the test-only crash
+// model the environment asked for (faultenv.go), nil without one; close it after the node.
+func nodeConfigFromFlags(c *cli.Context) (node.Config, *faultenv.CrashLog, error) {
 	if path := c.String("config"); path != "" {
 		// The declared flags, not c.Command.Flags: cli adds --help there.
 		if err := applyConfigFile(c, nodeFlags(), path); err != nil {
-			return node.Config{}, err
+			return node.Config{}, nil, err
 		}
 	}
 	log, err := newLogger(c.String("log-format"), c.String("log-level"))
 	if err != nil {
-		return node.Config{}, err
+		return node.Config{}, nil, err
 	}
 	peers, err := parsePeers(c.StringSlice("bootstrap"))
 	if err != nil {
-		return node.Config{}, err
+		return node.Config{}, nil, err
 	}
 	if len(peers) > 0 && len(c.StringSlice("join")) > 0 {
-		return node.Config{}, fmt.Errorf("--bootstrap creates a new cluster and --join enters an existing one: give one of them")
+		return node.Config{}, nil, fmt.Errorf("--bootstrap creates a new cluster and --join enters an existing one: give one of them")
 	}
 	certsDir := c.String("certs-dir")
 	if c.Bool("insecure") && certsDir == os.Getenv(certsDirEnv) {
@@ -113,10 +115,15 @@ func nodeConfigFromFlags(c *cli.Context) (node.Config, error) {
 	cfg.Sequencer.TrailingLogs = c.Uint64("trailing-logs")
 	cfg.Replica.SessionTTL = c.Duration("session-ttl")
 	cfg.Sequencer.LogStoreKind = c.String("log-store")
-	if err := applyFaultEnv(&cfg, os.Getenv); err != nil {
-		return node.Config{}, err
+	crash, err := applyFaultEnv(&cfg, os.Getenv)
+	if err != nil {
+		return node.Config{}, nil, err
 	}
-	return cfg, cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		crash.Close()
+		return node.Config{}, nil, err
+	}
+	return cfg, crash, nil
 }
 
 // clientFlags are the connection flags of every admin command.

@@ -40,21 +40,17 @@ Example, a fourth node joining the running cluster, configured by a file:
 }
 
 func runNode(c *cli.Context) error {
-	cfg, err := nodeConfigFromFlags(c)
+	cfg, crash, err := nodeConfigFromFlags(c)
 	if err != nil {
 		return err
 	}
+	defer crash.Close() // test-only (faultenv.go): closed after the node
 	sig := make(chan os.Signal, 1) // a signal during start-up waits here
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	defer func() {
-		if crashStore != nil { // test-only (faultenv.go): closed after the node
-			crashStore.Close()
-		}
-	}()
 	prof, err := startPprof(c.String("pprof"), cfg.Logger)
 	if err != nil {
 		return err
