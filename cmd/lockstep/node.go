@@ -44,7 +44,7 @@ func runNode(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	defer crash.Close() // test-only (faultenv.go): closed after the node
+	defer crash.Close()            // test-only (faultenv.go): closed after the node
 	sig := make(chan os.Signal, 1) // a signal during start-up waits here
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
