@@ -161,9 +161,9 @@ func TestCLI(t *testing.T) {
 			want string
 		}{
 			{[]string{"counter.add", "--key", "k", "--args", `{"Delta": 1`}, "not valid JSON"},
-			{[]string{"counter.add", "--key", "k", "--args", `{"Delta": "one"}`}, "cannot unmarshal string"},
+			{[]string{"counter.add", "--key", "k", "--args", `{"Delta": "one"}`}, ".Delta: wrong type: want a number"},
 			{[]string{"counter.add", "--key", "k", "--args", `{"Delta": 1, "x": 2}`}, `unknown field "x"`},
-			{[]string{"voter.vote", "--key", "2025550123", "--args", `{"Contestant": 99999999999}`}, "int32"},
+			{[]string{"voter.vote", "--key", "2025550123", "--args", `{"Contestant": 99999999999}`}, "integer of 32 bits"},
 			{[]string{"no.such.proc", "--key", "k"}, `unknown procedure "no.such.proc"`},
 			{[]string{"counter.add", "--args", `{"Delta": 1}`}, "--key"},
 			{[]string{"voter.results", "--key", "k"}, "--keys, not --key"},

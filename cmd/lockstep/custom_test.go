@@ -67,7 +67,7 @@ func TestCLICustomProcedure(t *testing.T) {
 		}{
 			{[]string{"words.count", "--key", "d", "--args", `{"Lines": "x"}`}, `unknown field "Lines"; the fields are "Line" (or "line")`},
 			{[]string{"words.count", "--key", "d", "--args", `{"Line": 5}`}, `.Line: wrong type: want a string, got a number`},
-			{[]string{"words.count", "--key", "d", "--args", `{"Line": "x"`}, `not JSON`},
+			{[]string{"words.count", "--key", "d", "--args", `{"Line": "x"`}, `--args is not valid JSON`},
 			{[]string{"words.count", "--args", `{"Line": "x"}`}, "give its partition key with --key"},
 			{[]string{"words.count", "--key", "d", "--consistency", "any"}, "read-only"},
 			{[]string{"no.such.proc", "--key", "k"}, `unknown procedure "no.such.proc": not a built-in, and the cluster at ` + addr + ` does not run it; "lockstep procedures --addr ` + addr + `"`},

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/lockstepdb/lockstep/client"
@@ -29,8 +26,8 @@ multi-partition one runs on every partition, or on those of --keys.
 --consistency any runs a read-only procedure on one replica's current state.
 
 A procedure this binary does not have (a custom one of a program that embeds Lockstep)
-is looked up in the cluster's catalogue ("lockstep procedures --addr" lists it): its
---args are encoded by the argument schema the nodes describe, by the same rules, and its
+is looked up in the cluster's catalogue ("lockstep procedures --addr" lists it). Either
+way --args are encoded by the procedure's argument schema, by the rules above, and the
 result is printed as JSON decoded by the result schema.
 
 Examples:
@@ -57,14 +54,13 @@ var errUnknownProcedure = errors.New("unknown procedure")
 // invocation is what `lockstep invoke` was asked to run, checked against the procedure's
 // description.
 type invocation struct {
+	// proc describes the procedure: the binary's own registration of a built-in, or the
+	// cluster's catalogue entry; its schemas encode the arguments and decode the result.
 	proc client.Procedure
-	// typed is the binary's own registration of the procedure; nil for a procedure only
-	// the cluster knows, whose arguments and result go through its schemas.
-	typed *procedures.Info
-	key   []byte
-	keys  [][]byte
-	// args is a pointer to a value of typed.Args, or, without typed, the msgpack encoding
-	// (msgpack.RawMessage) the schema built; nil for none.
+	key  []byte
+	keys [][]byte
+	// args is the msgpack encoding (msgpack.RawMessage) the argument schema built; nil
+	// for none.
 	args any
 	cons client.Consistency
 }
@@ -82,8 +78,8 @@ func runInvoke(c *cli.Context) error {
 	info, known := procedures.Builtins().Lookup(name)
 	if known {
 		// Everything is checked before anything is sent.
-		inv.typed = &info
-		inv.proc = client.Procedure{Name: info.Name, ReadOnly: info.ReadOnly, Multi: info.Multi}
+		inv.proc = client.Procedure{Name: info.Name, ReadOnly: info.ReadOnly, Multi: info.Multi,
+			Args: schema.Of(info.Args), Result: schema.Of(info.Result)}
 		if err := inv.parse(c); err != nil {
 			return err
 		}
@@ -106,17 +102,7 @@ func runInvoke(c *cli.Context) error {
 			return err
 		}
 	}
-	if inv.typed == nil {
-		return inv.runDynamic(ctx, c, cl, format)
-	}
-	result := reflect.New(info.Result)
-	if err := inv.call(ctx, cl, result.Interface()); err != nil {
-		return err
-	}
-	if format == outputJSON {
-		return writeJSON(c.App.Writer, result.Interface())
-	}
-	return writeValueTable(c.App.Writer, result)
+	return inv.run(ctx, c, cl, format)
 }
 
 // call runs the invocation with cl and decodes its result into result.
@@ -188,125 +174,8 @@ func (inv *invocation) parse(c *cli.Context) error {
 		inv.key = []byte(key)
 	}
 	var err error
-	if inv.typed != nil {
-		inv.args, err = decodeArgs(inv.typed.Args, c.String("args"))
-	} else {
-		inv.args, err = encodeArgs(&inv.proc.Args, c.String("args"))
-	}
-	if err != nil {
+	if inv.args, err = encodeArgs(&inv.proc.Args, c.String("args")); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
-}
-
-// decodeArgs decodes the JSON text into a new value of type t, refusing unknown fields,
-// and returns a pointer to it; empty text gives nil (no arguments: the procedure gets
-// t's zero value).
-func decodeArgs(t reflect.Type, text string) (any, error) {
-	if strings.TrimSpace(text) == "" {
-		return nil, nil
-	}
-	if !json.Valid([]byte(text)) {
-		var v any
-		err := json.Unmarshal([]byte(text), &v)
-		return nil, fmt.Errorf("--args is not valid JSON: %v", err)
-	}
-	raw := aliasKeys(json.RawMessage(text), t)
-	v := reflect.New(t)
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v.Interface()); err != nil {
-		shape := schema.Of(t)
-		return nil, fmt.Errorf("--args does not fit the arguments %s: %v", typeShape(&shape), err)
-	}
-	return v.Interface(), nil
-}
-
-var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
-
-// aliasKeys rewrites the keys of the JSON objects in raw that decode into structs: a key
-// that is a field's msgpack name, and names no field the JSON way, becomes the field's Go
-// name. So --args takes both {"Delta": 1} and the wire's {"d": 1}. What it cannot
-// follow it leaves as it is, for the typed decoder to judge.
-func aliasKeys(raw json.RawMessage, t reflect.Type) json.RawMessage {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if reflect.PointerTo(t).Implements(jsonUnmarshaler) {
-		return raw
-	}
-	var out any
-	switch {
-	case t.Kind() == reflect.Struct:
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(raw, &obj) != nil || obj == nil {
-			return raw
-		}
-		m := make(map[string]json.RawMessage, len(obj))
-		for k, v := range obj {
-			f, ok := jsonField(t, k)
-			if !ok {
-				if f, ok = msgpackField(t, k); ok {
-					k = f.Name
-				}
-			}
-			if ok {
-				v = aliasKeys(v, f.Type)
-			}
-			m[k] = v
-		}
-		out = m
-	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && !isBytes(t):
-		var list []json.RawMessage
-		if json.Unmarshal(raw, &list) != nil || list == nil {
-			return raw
-		}
-		for i := range list {
-			list[i] = aliasKeys(list[i], t.Elem())
-		}
-		out = list
-	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(raw, &obj) != nil || obj == nil {
-			return raw
-		}
-		for k, v := range obj {
-			obj[k] = aliasKeys(v, t.Elem())
-		}
-		out = obj
-	default:
-		return raw
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return raw
-	}
-	return b
-}
-
-// jsonField returns the exported field of t that encoding/json decodes key into.
-func jsonField(t reflect.Type, key string) (reflect.StructField, bool) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" {
-			name = f.Name
-		}
-		if f.IsExported() && name != "-" && strings.EqualFold(name, key) {
-			return f, true
-		}
-	}
-	return reflect.StructField{}, false
-}
-
-// msgpackField returns the exported field of t whose msgpack name is key.
-func msgpackField(t reflect.Type, key string) (reflect.StructField, bool) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("msgpack"), ",")
-		if f.IsExported() && name != "" && name != "-" && name == key {
-			return f, true
-		}
-	}
-	return reflect.StructField{}, false
 }

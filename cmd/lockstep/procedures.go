@@ -36,7 +36,7 @@ Example:
 type procedureJSON struct {
 	// Name is the name the procedure is invoked by.
 	Name string `json:"name"`
-	// Args describes the argument type (typeShape); ArgsExample is its zero value as JSON,
+	// Args describes the argument type (schema.Type.Shape); ArgsExample is its zero value as JSON,
 	// a skeleton for --args.
 	Args        string          `json:"args"`
 	ArgsExample json.RawMessage `json:"args_example"`
@@ -63,12 +63,12 @@ func runProcedures(c *cli.Context) error {
 	}
 	var rows []procedureJSON
 	for _, p := range list {
-		example, err := json.Marshal(zeroJSON(&p.Args))
+		example, err := json.Marshal(p.Args.ZeroJSON())
 		if err != nil {
 			example = []byte("null")
 		}
 		rows = append(rows, procedureJSON{
-			Name: p.Name, Args: typeShape(&p.Args), ArgsExample: example, Result: typeShape(&p.Result),
+			Name: p.Name, Args: p.Args.Shape(), ArgsExample: example, Result: p.Result.Shape(),
 			Partitioning: partitioning(p.Multi), ReadOnly: p.ReadOnly, Doc: p.Doc,
 		})
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -11,15 +13,23 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// A procedure this binary does not have (a custom one of a program that embeds Lockstep)
-// is called through the schemas of the cluster's catalogue: the JSON arguments are
-// encoded by the argument schema, the result is decoded by the result schema.
+// Every procedure is called through its schemas (the binary's own for a built-in, the
+// cluster catalogue's for a custom one): the JSON arguments are encoded by the argument
+// schema, the result is decoded by the result schema.
 
 // encodeArgs encodes the JSON text by the argument schema t; empty text gives nil (no
 // arguments: the procedure gets its type's zero value).
 func encodeArgs(t *schema.Type, text string) (any, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, nil
+	}
+	if !json.Valid([]byte(text)) {
+		var v any
+		err := json.Unmarshal([]byte(text), &v)
+		if err == nil {
+			err = errors.New("more follows the first value")
+		}
+		return nil, fmt.Errorf("--args is not valid JSON: %v", err)
 	}
 	b, err := schema.EncodeJSON(t, []byte(text))
 	if err != nil {
@@ -28,9 +38,8 @@ func encodeArgs(t *schema.Type, text string) (any, error) {
 	return msgpack.RawMessage(b), nil
 }
 
-// runDynamic runs an invocation whose procedure only the cluster knows and prints its
-// result, decoded by the result schema.
-func (inv *invocation) runDynamic(ctx context.Context, c *cli.Context, cl *client.Client, format string) error {
+// run runs the invocation and prints its result, decoded by the result schema.
+func (inv *invocation) run(ctx context.Context, c *cli.Context, cl *client.Client, format string) error {
 	var raw msgpack.RawMessage
 	if err := inv.call(ctx, cl, &raw); err != nil {
 		return err
