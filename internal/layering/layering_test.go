@@ -39,11 +39,12 @@ var allowed = map[string][]string{
 	// node reads window operators' watermarks (window.ReadOperator) for processor status.
 	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs"},
-	"cmd/lockstep":        {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "internal/crashstore", "benchmarks/loadgen", "internal/chart"},
+	"cmd/lockstep":        {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "internal/crashstore", "benchmarks/loadgen", "internal/chart", "internal/demo"},
 	"benchmarks":          {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen":  {"client", "procedures/builtin", "internal/latency"},
 	"jepsen":              {"client", "procedures/builtin", "internal/chart"},
 	"internal/chart":      {},
+	"internal/demo":       {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "benchmarks/loadgen"}, // `lockstep demo`
 	"examples/customproc": {"client", "node", "partition", "procedures", "procedures/builtin", "procedures/window"},
 }
 

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -44,18 +44,6 @@ func watchWindowResults(ctx context.Context, cl *client.Client, stream string, o
 		close(v.done)
 	}()
 	return v, nil
-}
-
-// lockedWriter serializes the writes of the demo's goroutines to one output.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func (v *resultView) stop() {

@@ -1,26 +1,32 @@
-package main
+package demo
 
 import (
 	"bytes"
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstepdb/lockstep/internal/testutil/pgtest"
-
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
-// TestPipelineDemo runs `lockstep demo --workload pipeline` in process: clicks through the
-// built-in pipeline on 3 nodes with the leader killed, then the exactly-once check.
-func TestPipelineDemo(t *testing.T) {
+// testPipelineConfig is a short pipeline run: 6 s of 4 producers on 3 nodes, the leader
+// killed halfway.
+func testPipelineConfig() PipelineConfig {
+	cfg := DefaultPipelineConfig()
+	cfg.Duration, cfg.Clients = 6*time.Second, 4
+	return cfg
+}
+
+// TestRunPipeline runs the pipeline demo: clicks through the built-in pipeline on 3
+// nodes with the leader killed, then the exactly-once check.
+func TestRunPipeline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a cluster for about 20 s")
 	}
 	var out bytes.Buffer
-	app := newApp()
-	app.Writer, app.ErrWriter = &out, &out
-	err := app.RunContext(context.Background(), []string{"lockstep", "demo", "--workload", "pipeline", "--duration", "6s", "--clients", "4"})
+	err := RunPipeline(context.Background(), testPipelineConfig(), &out)
 	if err != nil {
 		t.Fatalf("demo failed: %v\n%s", err, out.String())
 	}
@@ -31,18 +37,17 @@ func TestPipelineDemo(t *testing.T) {
 	}
 }
 
-// TestPipelineDemoSink runs the pipeline demo with the PostgreSQL sink: a second sink
+// TestRunPipelineSink runs the pipeline demo with the PostgreSQL sink: a second sink
 // instance takes over midway, and the table must hold every window result once.
-func TestPipelineDemoSink(t *testing.T) {
+func TestRunPipelineSink(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a cluster for about 20 s")
 	}
 	db := pgtest.New(t)
+	cfg := testPipelineConfig()
+	cfg.SinkDSN, cfg.SinkSchema = db.DSN, db.Schema
 	var out bytes.Buffer
-	app := newApp()
-	app.Writer, app.ErrWriter = &out, &out
-	err := app.RunContext(context.Background(), []string{"lockstep", "demo", "--workload", "pipeline", "--duration", "6s", "--clients", "4",
-		"--sink-dsn", db.DSN, "--sink-schema", db.Schema})
+	err := RunPipeline(context.Background(), cfg, &out)
 	if err != nil {
 		t.Fatalf("demo failed: %v\n%s", err, out.String())
 	}
@@ -50,24 +55,6 @@ func TestPipelineDemoSink(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
-	}
-}
-
-func TestPipelineDemoUnknownWorkload(t *testing.T) {
-	var out bytes.Buffer
-	app := newApp()
-	app.Writer, app.ErrWriter = &out, &out
-	err := app.RunContext(context.Background(), []string{"lockstep", "demo", "--workload", "poker"})
-	if err == nil || !strings.Contains(err.Error(), `unknown --workload "poker"`) {
-		t.Fatalf("got %v", err)
-	}
-	err = app.RunContext(context.Background(), []string{"lockstep", "demo", "--sink-dsn", "postgres://127.0.0.1:1/x"})
-	if err == nil || !strings.Contains(err.Error(), "--sink-dsn needs --workload pipeline") {
-		t.Fatalf("got %v", err)
-	}
-	err = app.RunContext(context.Background(), []string{"lockstep", "demo", "--workload", "pipeline", "--sink-dsn", "postgres://127.0.0.1:1/x", "--nodes", "1", "--duration", "1s"})
-	if err == nil || !strings.Contains(err.Error(), "--sink-dsn") {
-		t.Fatalf("bad DSN: got %v", err)
 	}
 }
 

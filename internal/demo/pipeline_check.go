@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
-	"github.com/lockstepdb/lockstep/node"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/vmihailenco/msgpack/v5"
@@ -21,8 +20,9 @@ import (
 // clicks equals the clicks the producers were told were acknowledged (up to those whose
 // outcome stayed unknown), the input stream holds each acknowledged click once, and every
 // replica holds the same state. It returns an error (a non-zero exit) on any difference.
-func pipelineReport(ctx context.Context, out io.Writer, cluster *node.LocalCluster, cl *client.Client,
+func pipelineReport(ctx context.Context, out io.Writer, c *demoCluster,
 	pipe procedures.ClickPipelineConfig, tally *clickTally, view *resultView, sink *demoSink) error {
+	cl := c.cl
 	streams := pipe.Streams()
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -30,7 +30,7 @@ func pipelineReport(ctx context.Context, out io.Writer, cluster *node.LocalClust
 	if err := waitPipelineDone(cctx, cl, pipe, tally); err != nil {
 		return err
 	}
-	hashes, convErr := cluster.WaitConverged(cctx)
+	hashes, convErr := c.WaitConverged(cctx)
 	input, err := streamRecords(cctx, cl, streams.Clicks)
 	if err != nil {
 		return err
@@ -108,7 +108,7 @@ func pipelineReport(ctx context.Context, out io.Writer, cluster *node.LocalClust
 		if len(problems) > 10 {
 			problems = append(problems[:10], fmt.Sprintf("and %d more", len(problems)-10))
 		}
-		return fmt.Errorf("demo: exactly-once check FAILED:\n  %s", strings.Join(problems, "\n  "))
+		return fmt.Errorf("%w:\n  %s", ErrCheckFailed, strings.Join(problems, "\n  "))
 	}
 	fmt.Fprintln(out, "exactly-once check passed: every acknowledged click counted once in its window (on time or late), all replicas equal")
 	return nil
