@@ -16,18 +16,21 @@ func demoCommand() *cli.Command {
 		Name:  "demo",
 		Usage: "run an embedded cluster with the Voter workload (or the click pipeline), kill its leader, check exactly-once",
 		Description: `Starts a cluster inside this process (real Raft over loopback, real fsynced logs in a
-temp dir that is removed afterwards), runs VoltDB's Voter workload from many concurrent
-clients, kills the leader halfway, restarts it, and checks that every acknowledged vote was
+temp dir that is removed afterwards), runs VoltDB's Voter workload (the one of
+lockstep bench --workload voter) from many concurrent clients, kills the leader halfway, restarts it, and checks that every acknowledged vote was
 counted exactly once and that every replica holds the same state.
 Exits non-zero if a vote was lost or doubled or the replicas' state hashes differ.
 
 With --workload pipeline it runs the built-in click pipeline instead (docs/streams.md):
 producers (--clients) append batches of clicks whose event times run 12 times faster than
-the wall clock and arrive out of order, some after their window fired or closed; a live
-view follows the per-page one-minute window results as they are emitted; the leader is
-killed halfway. At the end it waits for the watermark to close the last windows and checks
-that each window's final count plus its late clicks equals the clicks the producers were
-told were acknowledged, and that every replica holds the same state. With --sink-dsn the
+the wall clock and arrive out of order, 2% of them sent 40 to 80 s behind on purpose
+(stragglers), to arrive after their window fired or closed; a live line a second shows
+the producers' clock, the slowest partition's watermark, the per-page one-minute window
+results received and the late clicks; the leader is killed halfway. At the end it waits,
+a line a second, for the watermark to pass the last window's close, then checks that each
+window's final count plus its late clicks equals the clicks the producers were told were
+acknowledged, and that every replica holds the same state; the summary tells late
+stragglers from late clicks that were sent on time. With --sink-dsn the
 PostgreSQL sink copies the window results into the table page_counts of schema
 --sink-schema (which the demo drops and creates again); a second sink instance takes over
 at three quarters of the run and fences the first; the table must hold every result

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -28,6 +29,12 @@ func TestDemoCommand(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+	// The last live line agrees with the summary.
+	live := regexp.MustCompile(`acknowledged (\d+) *\n`).FindAllStringSubmatch(out.String(), -1)
+	sum := regexp.MustCompile(`\nacknowledged +(\d+) \(`).FindStringSubmatch(out.String())
+	if len(live) == 0 || sum == nil || live[len(live)-1][1] != sum[1] {
+		t.Errorf("last live line %q, summary %q:\n%s", live, sum, out.String())
 	}
 }
 

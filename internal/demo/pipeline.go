@@ -43,10 +43,7 @@ func RunPipeline(ctx context.Context, cfg PipelineConfig, out io.Writer) error {
 		cfg.Clients, clickBatch, cfg.Duration, clickSpeed)
 
 	tally := newClickTally(pipe.Window)
-	view, err := watchWindowResults(ctx, c.cl, streams.Counts, out, tally.ackedN.Load)
-	if err != nil {
-		return err
-	}
+	view := watchWindowResults(ctx, c.cl, streams.Counts)
 	defer view.stop()
 	var sink *demoSink
 	if cfg.SinkDSN != "" {
@@ -56,10 +53,16 @@ func RunPipeline(ctx context.Context, cfg PipelineConfig, out io.Writer) error {
 		}
 		defer sink.stop()
 	}
-	clock := newClickClock(time.Now(), cfg.Duration)
+	clock := newClickClock(time.Now(), cfg.Duration, pipe.Window)
 	runCtx, stopProducers := context.WithTimeout(ctx, cfg.Duration)
 	defer stopProducers()
+	fmt.Fprintln(out, liveLegend)
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		printLive(runCtx, out, c.cl, pipe, tally, clock, view)
+	}()
 	for p := range cfg.Clients {
 		wg.Add(1)
 		go func() {
@@ -76,9 +79,11 @@ func RunPipeline(ctx context.Context, cfg PipelineConfig, out io.Writer) error {
 	}
 	restart := c.killLeaderHalfway(runCtx, cfg.Config, out)
 	wg.Wait()
-	fmt.Fprintf(out, "producers done: %d clicks acknowledged, %d with unknown outcome\n", tally.ackedN.Load(), tally.unknwnN.Load())
+	stopped := time.Now()
+	fmt.Fprintf(out, "producers done: %d clicks acknowledged, %d with unknown outcome; their clock stopped at %s\n",
+		tally.ackedN.Load(), tally.unknwnN.Load(), clockOf(clock.at(stopped)))
 	if err := restart(); err != nil {
 		return err
 	}
-	return pipelineReport(ctx, out, c, pipe, tally, view, sink)
+	return pipelineReport(ctx, out, c, pipe, tally, stopped, clock, view, sink)
 }

@@ -72,10 +72,12 @@ func RunVoter(ctx context.Context, cfg Config, out io.Writer) error {
 		},
 	})
 	stopKiller()
-	fmt.Fprintln(out)
 	if err != nil {
+		fmt.Fprintln(out)
 		return err
 	}
+	// The last, partial second: the line now agrees with the summary.
+	fmt.Fprintf(out, "\rdone after %-8s        acknowledged %-9d\n", res.Elapsed.Round(time.Millisecond), tally.acked.Load())
 	if err := restart(); err != nil {
 		return err
 	}
@@ -102,7 +104,7 @@ func voterReport(ctx context.Context, out io.Writer, c *demoCluster, t *voterTal
 	s := res.Latency
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "votes sent\t%d\n", t.sent.Load())
-	fmt.Fprintf(tw, "acknowledged\t%d (%d accepted, the rest over the per-phone limit)\n", t.acked.Load(), accepted)
+	fmt.Fprintf(tw, "acknowledged\t%d (%d accepted, %d over the per-phone limit)\n", t.acked.Load(), accepted, t.acked.Load()-accepted)
 	fmt.Fprintf(tw, "outcome unknown to the client\t%d\n", unknown)
 	fmt.Fprintf(tw, "counted by the cluster\t%d\n", counted)
 	fmt.Fprintf(tw, "duplicates\t%d\n", dup)
