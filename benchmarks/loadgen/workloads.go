@@ -152,9 +152,16 @@ func kvWorkload(cfg WorkloadConfig, keys *KeyChooser) Workload {
 // Voter's contest, as VoltDB's benchmark runs it.
 var voterContestants = []string{"Edwina Burnam", "Tabatha Gehling", "Kelly Clauss", "Jessie Alloway", "Alana Bregman", "Jessie Eichman"}
 
+// The voter workload's contest: votes come from VoterPhones phones (10-digit numbers
+// from 2000000000), each allowed VoterMaxVotesPerPhone votes.
+const (
+	VoterPhones           = 1000000
+	VoterMaxVotesPerPhone = 10
+)
+
 // VoterInit sets up the Voter contest the voter workload votes in, unless it exists.
 func VoterInit(ctx context.Context, c *client.Client) error {
-	_, err := c.VoterInit(ctx, voterContestants, 10)
+	_, err := c.VoterInit(ctx, voterContestants, VoterMaxVotesPerPhone)
 	if errors.Is(err, client.ErrProcedure) {
 		return nil // initialised before
 	}
@@ -165,8 +172,14 @@ func VoterInit(ctx context.Context, c *client.Client) error {
 // as VoltDB's Voter benchmark does; run VoterInit first. A vote the contest refuses (a
 // phone over its limit) is a result, not an error.
 func Vote(ctx context.Context, c *client.Client, _ int, rng *rand.Rand) error {
-	_, err := c.Vote(ctx, 2000000000+rng.Int64N(1000000), int32(1+rng.IntN(len(voterContestants))))
+	_, err := CastVote(ctx, c, rng)
 	return err
+}
+
+// CastVote is Vote returning the contest's answer, for callers that count the votes
+// accepted (the demo's exactly-once check).
+func CastVote(ctx context.Context, c *client.Client, rng *rand.Rand) (builtin.VoteResult, error) {
+	return c.Vote(ctx, 2000000000+rng.Int64N(VoterPhones), int32(1+rng.IntN(len(voterContestants))))
 }
 
 func voterWorkload(WorkloadConfig, *KeyChooser) Workload {

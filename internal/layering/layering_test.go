@@ -43,13 +43,14 @@ var allowed = map[string][]string{
 	// node reads window operators' watermarks (window.ReadOperator) for processor status.
 	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/planted"},
-	"cmd/lockstep":       {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "internal/faultenv", "benchmarks/loadgen", "benchmarks/report", "internal/chart"},
+	"cmd/lockstep":       {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "internal/faultenv", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},
 	// benchmarks/report reads the node's metric names (node.Metric...), nothing else of it.
 	"benchmarks/report":   {"node"},
 	"jepsen":              {"client", "procedures/builtin", "internal/chart", "internal/faultenv"},
 	"internal/chart":      {},
+	"internal/demo":       {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "benchmarks/loadgen"}, // `lockstep demo`
 	"examples/customproc": {"client", "node", "partition", "procedures", "procedures/builtin", "procedures/window"},
 }
 

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -41,15 +40,12 @@ type runningSink struct {
 	done   chan error
 }
 
-// startDemoSink drops and creates schema (the demo owns it), creates the target table and
-// starts the first sink instance.
+// startDemoSink drops and creates schema (the demo owns it, PipelineConfig.Validate
+// checked its name), creates the target table and starts the first sink instance.
 func startDemoSink(ctx context.Context, dsn, schema, stream string, cl *client.Client, log *slog.Logger, out io.Writer) (*demoSink, error) {
-	if schema == "" || strings.Contains(schema, ".") {
-		return nil, fmt.Errorf("demo: --sink-schema %q: want a schema name without a dot", schema)
-	}
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		return nil, fmt.Errorf("demo: --sink-dsn: %w", err)
+		return nil, fmt.Errorf("demo: connect to the sink's database: %w", err)
 	}
 	defer conn.Close(context.Background())
 	schemaID := pgx.Identifier{schema}.Sanitize()

@@ -1,48 +1,73 @@
-package main
+package demo
 
 import (
 	"bytes"
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstepdb/lockstep/internal/testutil/pgtest"
-
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
-// TestPipelineDemo runs `lockstep demo --workload pipeline` in process: clicks through the
-// built-in pipeline on 3 nodes with the leader killed, then the exactly-once check.
-func TestPipelineDemo(t *testing.T) {
+// testPipelineConfig is a short pipeline run: 6 s of 4 producers on 3 nodes, the leader
+// killed halfway.
+func testPipelineConfig() PipelineConfig {
+	cfg := DefaultPipelineConfig()
+	cfg.Duration, cfg.Clients = 6*time.Second, 4
+	return cfg
+}
+
+// TestRunPipeline runs the pipeline demo: clicks through the built-in pipeline on 3
+// nodes with the leader killed, then the exactly-once check. Its output must agree with
+// itself (pipelineOutputProblems: the last live line with the summary, the table with
+// the totals) and never repeat a line, as the old final wait did when it looked hung.
+func TestRunPipeline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a cluster for about 20 s")
 	}
 	var out bytes.Buffer
-	app := newApp()
-	app.Writer, app.ErrWriter = &out, &out
-	err := app.RunContext(context.Background(), []string{"lockstep", "demo", "--workload", "pipeline", "--duration", "6s", "--clients", "4"})
+	err := RunPipeline(context.Background(), testPipelineConfig(), &out)
 	if err != nil {
 		t.Fatalf("demo failed: %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"killed the leader", "restarted n", "exactly-once check passed", "clicks counted in windows"} {
+	for _, want := range []string{"killed the leader", "restarted n", "waiting for the watermark to reach", "every partition's watermark reached",
+		"exactly-once check passed"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+	if p := pipelineOutputProblems(out.String()); len(p) > 0 {
+		t.Errorf("the output disagrees with itself: %q\n%s", p, out.String())
+	}
+	if line := repeatedLine(out.String()); line != "" {
+		t.Errorf("line %q printed twice in a row:\n%s", line, out.String())
+	}
 }
 
-// TestPipelineDemoSink runs the pipeline demo with the PostgreSQL sink: a second sink
+// repeatedLine returns a non-empty line that the output prints twice in a row, if any.
+func repeatedLine(out string) string {
+	lines := strings.Split(out, "\n")
+	for i := 1; i < len(lines); i++ {
+		if lines[i] != "" && lines[i] == lines[i-1] {
+			return lines[i]
+		}
+	}
+	return ""
+}
+
+// TestRunPipelineSink runs the pipeline demo with the PostgreSQL sink: a second sink
 // instance takes over midway, and the table must hold every window result once.
-func TestPipelineDemoSink(t *testing.T) {
+func TestRunPipelineSink(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a cluster for about 20 s")
 	}
 	db := pgtest.New(t)
+	cfg := testPipelineConfig()
+	cfg.SinkDSN, cfg.SinkSchema = db.DSN, db.Schema
 	var out bytes.Buffer
-	app := newApp()
-	app.Writer, app.ErrWriter = &out, &out
-	err := app.RunContext(context.Background(), []string{"lockstep", "demo", "--workload", "pipeline", "--duration", "6s", "--clients", "4",
-		"--sink-dsn", db.DSN, "--sink-schema", db.Schema})
+	err := RunPipeline(context.Background(), cfg, &out)
 	if err != nil {
 		t.Fatalf("demo failed: %v\n%s", err, out.String())
 	}
@@ -50,24 +75,6 @@ func TestPipelineDemoSink(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
-	}
-}
-
-func TestPipelineDemoUnknownWorkload(t *testing.T) {
-	var out bytes.Buffer
-	app := newApp()
-	app.Writer, app.ErrWriter = &out, &out
-	err := app.RunContext(context.Background(), []string{"lockstep", "demo", "--workload", "poker"})
-	if err == nil || !strings.Contains(err.Error(), `unknown --workload "poker"`) {
-		t.Fatalf("got %v", err)
-	}
-	err = app.RunContext(context.Background(), []string{"lockstep", "demo", "--sink-dsn", "postgres://127.0.0.1:1/x"})
-	if err == nil || !strings.Contains(err.Error(), "--sink-dsn needs --workload pipeline") {
-		t.Fatalf("got %v", err)
-	}
-	err = app.RunContext(context.Background(), []string{"lockstep", "demo", "--workload", "pipeline", "--sink-dsn", "postgres://127.0.0.1:1/x", "--nodes", "1", "--duration", "1s"})
-	if err == nil || !strings.Contains(err.Error(), "--sink-dsn") {
-		t.Fatalf("bad DSN: got %v", err)
 	}
 }
 
@@ -86,7 +93,7 @@ func TestCompareWindowsCatchesLossAndDuplicates(t *testing.T) {
 		d: {Page: "/d", Count: 4, Final: true},  // one of the unknown ones landed: fine
 	}
 	late := map[clickWindowKey]int64{a: 2}
-	minutes, problems := compareWindows(tally, finals, late)
+	minutes, problems := compareWindows(tally, finals, late, map[clickWindowKey]int64{a: 1})
 	if len(problems) != 3 {
 		t.Fatalf("want 3 problems (doubled, lost, open), got %d: %q", len(problems), problems)
 	}
@@ -95,14 +102,14 @@ func TestCompareWindowsCatchesLossAndDuplicates(t *testing.T) {
 			t.Errorf("problem %d = %q, want it to say %q", i, problems[i], want)
 		}
 	}
-	if m := minutes[0]; m.pages != 2 || m.clicks != 20 || m.late != 2 {
+	if m := minutes[0]; m.start != 0 || m.pages != 2 || m.clicks != 20 || m.counted != 18 || m.late != 2 || m.lateStragglers != 1 {
 		t.Errorf("minute 0 totals %+v", *m)
 	}
 	delete(finals, a)
 	delete(finals, b)
 	finals[c] = builtin.PageCount{Page: "/c", Count: 5, Final: true}
 	tally.acked[a], tally.acked[b] = 2, 0
-	if _, problems := compareWindows(tally, finals, late); len(problems) != 0 {
+	if _, problems := compareWindows(tally, finals, late, nil); len(problems) != 0 {
 		t.Fatalf("want no problem, got %q", problems)
 	}
 }

@@ -1,11 +1,9 @@
-package main
+package demo
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"sync"
-	"time"
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
@@ -18,44 +16,34 @@ type resultView struct {
 	mu                         sync.Mutex
 	latest                     map[clickWindowKey]builtin.PageCount
 	records, finals, revisions int
-	lastFinal                  clickWindowKey
 	err                        error
 	cancel                     context.CancelFunc
 	done                       chan struct{}
 }
 
-// watchWindowResults starts following stream and prints a line a second with the clicks
-// acknowledged (acked) and the results that arrived.
-func watchWindowResults(ctx context.Context, cl *client.Client, stream string, out io.Writer, acked func() int64) (*resultView, error) {
+// watchWindowResults starts following stream until stop.
+func watchWindowResults(ctx context.Context, cl *client.Client, stream string) *resultView {
 	ctx, cancel := context.WithCancel(ctx)
 	v := &resultView{latest: map[clickWindowKey]builtin.PageCount{}, cancel: cancel, done: make(chan struct{})}
-	var wg sync.WaitGroup
-	wg.Add(2)
 	go func() {
-		defer wg.Done()
+		defer close(v.done)
 		v.follow(ctx, cl, stream)
 	}()
-	go func() {
-		defer wg.Done()
-		v.print(ctx, out, acked)
-	}()
-	go func() {
-		wg.Wait()
-		close(v.done)
-	}()
-	return v, nil
+	return v
 }
 
-// lockedWriter serializes the writes of the demo's goroutines to one output.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+// viewCounts are the results the view received so far: each window's revisions 0, 1, …
+// (revisions counts those after 0), its last one Final once it closed.
+type viewCounts struct {
+	records, finals, revisions, open int
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+// counts returns what the view received so far; open counts the windows that fired but
+// are not final yet.
+func (v *resultView) counts() viewCounts {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return viewCounts{records: v.records, finals: v.finals, revisions: v.revisions, open: len(v.latest) - v.finals}
 }
 
 func (v *resultView) stop() {
@@ -107,7 +95,6 @@ func (v *resultView) take(recs []client.Record) error {
 		}
 		if pc.Final {
 			v.finals++
-			v.lastFinal = k
 		}
 	}
 	return nil
@@ -118,33 +105,6 @@ func (v *resultView) fail(err error) {
 	defer v.mu.Unlock()
 	if v.err == nil {
 		v.err = err
-	}
-}
-
-// print writes a live line every second until ctx ends.
-func (v *resultView) print(ctx context.Context, out io.Writer, acked func() int64) {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	last, lastAt := acked(), time.Now()
-	for {
-		var now time.Time
-		select {
-		case <-ctx.Done():
-			return
-		case now = <-tick.C:
-		}
-		n := acked()
-		rate := float64(n-last) / now.Sub(lastAt).Seconds()
-		last, lastAt = n, now
-		v.mu.Lock()
-		line := fmt.Sprintf("%7.0f clicks/s | window results: %d received, %d final, %d revisions", rate, v.records, v.finals, v.revisions)
-		if v.finals > 0 {
-			k := v.lastFinal
-			line += fmt.Sprintf("; latest final: %s in [%s, +1m) = %d clicks", k.page,
-				time.UnixMilli(k.start).UTC().Format("15:04:05"), v.latest[k].Count)
-		}
-		v.mu.Unlock()
-		fmt.Fprintln(out, line)
 	}
 }
 
