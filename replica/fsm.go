@@ -169,10 +169,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 }
 
 func (f *FSM) applyEntry(index uint64, e *batch.Entry, res *batch.Results) {
-	now := max(e.Time, f.lastTime)
-	if plantedNoClamp { // a test-only build's planted bug; false in a normal build
-		now = e.Time
-	}
+	now := batch.NextTime(f.lastTime, e.Time)
 	f.lastTime = now
 	f.sess.expire(now)
 	f.mu.Lock()

@@ -243,10 +243,7 @@ func (s *Sequencer) propose(st *batcherState, props []*Proposal) {
 		s.fail(props, ErrNotLeader)
 		return
 	}
-	now := s.cfg.Now().UnixNano()
-	if now < st.lastTime && !plantedNoClamp { // plantedNoClamp: a test-only build's planted bug
-		now = st.lastTime
-	}
+	now := batch.NextTime(st.lastTime, s.cfg.Now().UnixNano())
 	st.lastTime = now
 
 	e := &st.entry

@@ -1,0 +1,15 @@
+package batch
+
+// NextTime is the batch-time rule, and the one place batch time is clamped: an entry
+// stamped t that follows batch time last has batch time t, or last if t is earlier.
+// Batch time never goes backwards (DESIGN.md section 1), whatever the clocks of the
+// leaders that stamped the entries: sessions expire, windows fire and retention trims by
+// it. The sequencer stamps each entry with it; every replica's FSM applies it again to
+// each entry it applies, so that the time an entry runs at is a function of the log
+// alone, whichever leader wrote it.
+func NextTime(last, t int64) int64 {
+	if t < last && !plantedNoClamp { // plantedNoClamp: a test-only build's planted bug
+		return last
+	}
+	return t
+}
