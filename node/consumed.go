@@ -54,4 +54,6 @@ type streamReader interface {
 var (
 	_ proposer     = (*sequencer.Sequencer)(nil)
 	_ stateMachine = (*replica.FSM)(nil)
+	// The sequencer learns a restored snapshot's batch time from the FSM (batchtime.go).
+	_ sequencer.BatchTimeFSM = (*replica.FSM)(nil)
 )

@@ -1,5 +1,7 @@
 package batch
 
+import "encoding/binary"
+
 // NextTime is the batch-time rule, and the one place batch time is clamped: an entry
 // stamped t that follows batch time last has batch time t, or last if t is earlier.
 // Batch time never goes backwards (DESIGN.md section 1), whatever the clocks of the
@@ -12,4 +14,14 @@ func NextTime(last, t int64) int64 {
 		return last
 	}
 	return t
+}
+
+// EntryTime returns the batch time of the encoded entry b, as stamped, without decoding
+// its items; false if b does not begin as an entry of this Version does.
+func EntryTime(b []byte) (int64, bool) {
+	if len(b) == 0 || b[0] != Version {
+		return 0, false
+	}
+	t, n := binary.Varint(b[1:])
+	return t, n > 0
 }

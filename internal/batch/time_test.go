@@ -13,3 +13,19 @@ func TestNextTime(t *testing.T) {
 		}
 	}
 }
+
+// TestEntryTime: the batch time read from an entry's first bytes is the one AppendEntry
+// wrote; bytes that do not begin an entry of this version give false.
+func TestEntryTime(t *testing.T) {
+	for i, want := range []int64{0, 1, -1, 1 << 62, 1893456000123456789} {
+		b := AppendEntry(nil, &Entry{Time: want, Items: []Item{{Kind: KindTick}}})
+		if got, ok := EntryTime(b); !ok || got != want {
+			t.Errorf("#%d: EntryTime = %d, %t; want %d, true", i, got, ok, want)
+		}
+	}
+	for i, b := range [][]byte{nil, {}, {Version}, {Version + 1, 2}, {Version, 0x80}} {
+		if got, ok := EntryTime(b); ok {
+			t.Errorf("#%d: EntryTime(%x) = %d, true; want false", i, b, got)
+		}
+	}
+}
