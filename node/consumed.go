@@ -29,8 +29,8 @@ type stateMachine interface {
 	Partitions() int
 	// Query runs a read-only procedure on the applied state.
 	Query(in *partition.Input) partition.Result
-	// Engine returns the partition engine, for stream reads.
-	Engine() *partition.Engine
+	// streamReader: reads of the applied streams, for consumers and subscribers.
+	streamReader
 	// Applied returns the index of the last log entry applied.
 	Applied() uint64
 	// Visible returns a log index at or after every entry whose effects reads may see.
@@ -39,7 +39,21 @@ type stateMachine interface {
 	Users() *replica.Users
 }
 
+// streamReader is what stream reads and subscriptions (stream_read.go, subscribe.go)
+// need of the replica: the applied records and bounds of one stream partition, read
+// through the state machine rather than its partition engine.
+type streamReader interface {
+	// ReadStream returns up to max records of stream on partition part from offset on,
+	// and the offset to read next; partition.ErrUnknownStream and
+	// *partition.OffsetTrimmedError as partition.Partition.ReadStream.
+	ReadStream(part int, stream string, offset uint64, max int) ([]partition.Record, uint64, error)
+	// StreamInfo describes stream on partition part; false if it does not exist there.
+	StreamInfo(part int, stream string) (partition.StreamInfo, bool)
+}
+
 var (
 	_ proposer     = (*sequencer.Sequencer)(nil)
 	_ stateMachine = (*replica.FSM)(nil)
+	// The sequencer learns a restored snapshot's batch time from the FSM (batchtime.go).
+	_ sequencer.BatchTimeFSM = (*replica.FSM)(nil)
 )

@@ -33,16 +33,15 @@ func (cc *clientConn) readStream(req *wire.Request) {
 		cc.fail(req.ID, err)
 		return
 	}
-	parts := n.state.Engine().Partitions()
-	if req.Partition < 0 || int(req.Partition) >= len(parts) {
-		cc.fail(req.ID, fmt.Errorf("%w: stream partition %d of %d", wire.ErrBadScope, req.Partition, len(parts)))
+	if P := n.state.Partitions(); req.Partition < 0 || int(req.Partition) >= P {
+		cc.fail(req.ID, fmt.Errorf("%w: stream partition %d of %d", wire.ErrBadScope, req.Partition, P))
 		return
 	}
 	max := int(req.Max)
 	if max <= 0 || max > maxStreamRead {
 		max = maxStreamRead
 	}
-	recs, next, err := parts[req.Partition].ReadStream(req.Stream, req.Offset, max)
+	recs, next, err := n.state.ReadStream(int(req.Partition), req.Stream, req.Offset, max)
 	if err != nil {
 		resp := n.streamErrorResponse(req.ID, streamErr(err))
 		cc.reply(&resp)

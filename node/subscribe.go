@@ -28,8 +28,8 @@ import (
 //     answers the request: OK, or UnknownStream, OffsetTrimmed, OffsetPastEnd (after
 //     pastEndGrace, in case this replica is only behind), NotReady.
 //  3. Then, whenever it has credit and the partition has records from its next offset on,
-//     it reads them from the applied state (partition.ReadStream: no copy, no queue of its
-//     own) and sends one push frame; when it has neither it waits for the FSM's
+//     it reads them from the applied state (the replica's ReadStream: no copy, no queue of
+//     its own) and sends one push frame; when it has neither it waits for the FSM's
 //     "applied" signal or a credit grant. No sleeping, no polling.
 //  4. It ends with an end push (a Response with Sub and a non-OK code) when the replica
 //     stops serving (NotReady, Divergent), the stream is deleted (UnknownStream) or
@@ -127,13 +127,13 @@ type subscriptions struct {
 // subscription and starts its pusher, which answers the request.
 func (cc *clientConn) subscribe(req *wire.Request) {
 	n := cc.n
-	parts := n.state.Engine().Partitions()
+	P := n.state.Partitions()
 	switch {
 	case req.Sub == 0:
 		cc.fail(req.ID, fmt.Errorf("%w: subscription id 0", wire.ErrBadArguments))
 		return
-	case req.Partition < 0 || int(req.Partition) >= len(parts):
-		cc.fail(req.ID, fmt.Errorf("%w: stream partition %d of %d", wire.ErrBadScope, req.Partition, len(parts)))
+	case req.Partition < 0 || int(req.Partition) >= P:
+		cc.fail(req.ID, fmt.Errorf("%w: stream partition %d of %d", wire.ErrBadScope, req.Partition, P))
 		return
 	case req.Stream == "":
 		cc.fail(req.ID, fmt.Errorf("%w: no stream named", wire.ErrBadArguments))
@@ -314,14 +314,13 @@ func (s *subscription) run(reqID, minIndex uint64, earliest bool) {
 		return
 	}
 	s.cc.reply(&wire.Response{ID: reqID, NextOffset: s.next, Index: n.state.Visible()})
-	p := n.state.Engine().Partitions()[s.part]
 	for {
 		wake := n.applied.wait() // before looking: an apply from now on wakes us
 		if err := n.ready(); err != nil {
 			s.end(err)
 			return
 		}
-		sent, err := s.push(p)
+		sent, err := s.push()
 		if err != nil {
 			if s.ctx.Err() == nil {
 				s.end(err)
@@ -369,7 +368,7 @@ func (s *subscription) start(minIndex uint64, earliest bool) error {
 		if err := n.ready(); err != nil {
 			return err
 		}
-		info, ok := n.state.Engine().Partitions()[s.part].StreamInfo(s.stream)
+		info, ok := n.state.StreamInfo(s.part, s.stream)
 		switch {
 		case !ok:
 			return fmt.Errorf("%w: %q", wire.ErrUnknownStream, s.stream)
@@ -399,7 +398,7 @@ func (s *subscription) start(minIndex uint64, earliest bool) error {
 
 // push sends the records from s.next on that the credit allows, in one frame; sent
 // reports whether it sent any.
-func (s *subscription) push(p *partition.Partition) (sent bool, err error) {
+func (s *subscription) push() (sent bool, err error) {
 	s.mu.Lock()
 	recs, bytes := s.creditRecs, s.creditBytes
 	s.mu.Unlock()
@@ -407,7 +406,7 @@ func (s *subscription) push(p *partition.Partition) (sent bool, err error) {
 		return false, nil
 	}
 	n := s.cc.n
-	read, next, err := p.ReadStream(s.stream, s.next, int(min(recs, maxPushRecords)))
+	read, next, err := n.state.ReadStream(s.part, s.stream, s.next, int(min(recs, maxPushRecords)))
 	if err != nil {
 		return false, streamErr(err)
 	}

@@ -43,6 +43,7 @@ type FSM struct {
 	applied      uint64
 
 	sessionCount atomic.Int64
+	batchTime    atomic.Int64  // lastTime, for LastBatchTime
 	visible      atomic.Uint64 // see Visible
 	serving      atomic.Bool   // cluster known, compatible, not divergent: see Serving
 
@@ -121,6 +122,12 @@ func New(cfg Config, reg *procedures.Registry, log *slog.Logger) (*FSM, error) {
 // Close stops the engine's goroutines. Raft must no longer call the FSM.
 func (f *FSM) Close() { f.eng.Close() }
 
+// LastBatchTime returns the batch time, in Unix nanoseconds, of the last entry applied
+// (or of the restored snapshot), as the entry ran: after batch.NextTime. It implements
+// sequencer.BatchTimeFSM, so that a leader whose state came from a snapshot stamps its
+// entries from there on.
+func (f *FSM) LastBatchTime() int64 { return f.batchTime.Load() }
+
 // Engine returns the partition engine, for reads.
 func (f *FSM) Engine() *partition.Engine { return f.eng }
 
@@ -170,11 +177,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 }
 
 func (f *FSM) applyEntry(index uint64, e *batch.Entry, res *batch.Results) {
-	now := max(e.Time, f.lastTime)
-	if planted.ClockBug { // a test-only build's planted bug; false in a normal build
-		now = e.Time
-	}
+	now := batch.NextTime(f.lastTime, e.Time)
 	f.lastTime = now
+	f.batchTime.Store(now)
 	f.sess.expire(now)
 	f.mu.Lock()
 	incompatible := f.incompatible

@@ -116,6 +116,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.sessionCount.Store(int64(len(m.Sessions)))
 	f.lastTime = m.LastTime
+	f.batchTime.Store(m.LastTime)
 	f.users.Store(usersFromList(m.Users))
 	f.mu.Lock()
 	f.cluster = m.Cluster

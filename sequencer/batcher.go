@@ -7,7 +7,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/lockstepdb/lockstep/internal/batch"
-	"github.com/lockstepdb/lockstep/internal/planted"
 )
 
 // Proposal is one input to put in the log, with the callback that receives its outcome.
@@ -162,11 +161,12 @@ func (s *Sequencer) queued() bool {
 
 // batcherState is what the batcher goroutine keeps between batches.
 type batcherState struct {
-	entry     batch.Entry // Items reused between batches
-	buf       []byte      // encoding scratch, reused; Raft gets a copy
-	lastTime  int64       // batch times never go backwards on this leader
-	lastCheck int64       // batch time of the last hash-check item
-	linger    *time.Timer
+	entry      batch.Entry // Items reused between batches
+	buf        []byte      // encoding scratch, reused; Raft gets a copy
+	clock      batchClock  // batch times never go backwards, nor stand still (batchtime.go)
+	slowLogged bool        // a batch time ahead of the clock was logged, its end not yet
+	lastCheck  int64       // batch time of the last hash-check item
+	linger     *time.Timer
 }
 
 // runBatcher is the batcher goroutine: it waits for queued proposals and for a free
@@ -244,11 +244,7 @@ func (s *Sequencer) propose(st *batcherState, props []*Proposal) {
 		s.fail(props, ErrNotLeader)
 		return
 	}
-	now := s.cfg.Now().UnixNano()
-	if now < st.lastTime && !planted.ClockBug { // planted.ClockBug: a test-only build's planted bug
-		now = st.lastTime
-	}
-	st.lastTime = now
+	now := s.stampTime(st)
 
 	e := &st.entry
 	e.Time = now

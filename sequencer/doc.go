@@ -13,7 +13,9 @@
 //     (adaptive group commit: one fsync and one replication round trip per batch);
 //  3. it takes up to MaxBatchInputs proposals and MaxBatchBytes bytes, waiting up to
 //     MaxBatchDelay for more if the batch is not full;
-//  4. it stamps the batch time from Config.Now (never going backwards on this leader),
+//  4. it stamps the batch time from Config.Now — never going backwards, and while the
+//     clock is behind the latest batch time in the log (a predecessor's clock ran fast)
+//     advancing at half the clock's speed instead of standing still (batchtime.go) —,
 //     adds a batch.KindHashCheck item at most every HashCheckInterval, encodes the entry
 //     with batch.AppendEntry and calls raft.Apply;
 //  5. the completer waits for the entries in log order and calls each proposal's Done

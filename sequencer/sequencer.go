@@ -91,6 +91,8 @@ type Sequencer struct {
 	// counting wraps the FSM to count the bytes applied since the last snapshot
 	// (compaction.go).
 	counting *byteCountingFSM
+	// timed wraps the FSM to learn the latest batch time applied (batchtime.go).
+	timed *timedFSM
 	// reloadMu serialises the read-modify-write of Raft's reloadable config: Abstain and
 	// the compaction by bytes both change it.
 	reloadMu sync.Mutex
@@ -121,7 +123,8 @@ func Open(cfg Config, fsm raft.BatchingFSM) (*Sequencer, error) {
 	if err != nil {
 		return nil, err
 	}
-	counting := &byteCountingFSM{BatchingFSM: fsm, trigger: make(chan struct{}, 1)}
+	timed := &timedFSM{BatchingFSM: fsm}
+	counting := &byteCountingFSM{BatchingFSM: timed, trigger: make(chan struct{}, 1)}
 	if cfg.SnapshotThreshold > 0 && cfg.SnapshotBytes > 0 {
 		counting.threshold = uint64(cfg.SnapshotBytes)
 	}
@@ -145,6 +148,7 @@ func Open(cfg Config, fsm raft.BatchingFSM) (*Sequencer, error) {
 		leaderCh:   make(chan bool, 1),
 		stop:       make(chan struct{}),
 		counting:   counting,
+		timed:      timed,
 	}
 	if counting.threshold > 0 {
 		s.wg.Add(1)

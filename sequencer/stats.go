@@ -43,6 +43,14 @@ type Stats struct {
 	// ByteSnapshots counts the snapshots taken because they passed SnapshotBytes.
 	BytesSinceSnapshot uint64
 	ByteSnapshots      uint64
+	// BatchTimeAhead is how far the latest batch time this node applied or stamped runs
+	// ahead of its batch clock (Config.Now) now; 0 when it does not. On a leader it is
+	// the lead it is slowing batch time to close (batchtime.go); on a follower, how far
+	// the leader's clock runs ahead of this node's.
+	BatchTimeAhead time.Duration
+	// SlowedBatches counts the entries this node stamped, as leader, with its clock behind
+	// batch time: their batch time advanced at half the clock's speed.
+	SlowedBatches uint64
 	// QueueDepth is the number of proposals waiting for a batch.
 	QueueDepth int
 	// InflightBatches is the number of raft.Apply calls outstanding.
@@ -93,6 +101,8 @@ func (st Stats) HistogramString() string {
 type counters struct {
 	batches, inputs, hashChecks, failed, overloaded atomic.Uint64
 	byteSnapshots                                   atomic.Uint64
+	slowed                                          atomic.Uint64 // Stats.SlowedBatches
+	lastStamp                                       atomic.Int64  // the last batch time stamped
 	sizes                                           [BatchSizeBuckets]atomic.Uint64
 	// the leader's stage timings; see Stats and StageTimings.
 	queue, raftStage, reply durHist
@@ -130,6 +140,8 @@ func (s *Sequencer) Stats() Stats {
 		Overloaded:      s.counters.overloaded.Load(),
 		InflightBatches: len(s.slots),
 		ByteSnapshots:   s.counters.byteSnapshots.Load(),
+		BatchTimeAhead:  s.batchTimeAhead(),
+		SlowedBatches:   s.counters.slowed.Load(),
 	}
 	raftStage := s.counters.raftStage.snapshot()
 	st.QueueTime, st.RaftTime, st.RoundBatches = time.Duration(s.counters.queue.sum.Load()), raftStage.Sum, raftStage.Count

@@ -23,7 +23,7 @@ var allowed = map[string][]string{
 	"procedures/schema":   {},
 	"procedures":          {"partition", "procedures/builtin", "procedures/schema", "procedures/window", "internal/canon", "internal/planted"},
 	"procedures/window":   {"partition", "internal/canon"},
-	"internal/batch":      {},
+	"internal/batch":      {"internal/planted"},
 	"internal/wire":       {},
 	"internal/latency":    {},
 	"internal/testutil":   {"internal/certs"},
