@@ -133,7 +133,8 @@ func (e *Engine) runProcessorsOn(l *lane, p *Partition, ph *ProcessorPhase) {
 		case !known:
 			ps.next = s.first
 		case ps.next > s.next:
-			// The stream was deleted and created anew behind the processor's back.
+			// Unreachable since DeleteStream resets the positions of the stream's
+			// processors (a state from before that rule): start over, skip nothing.
 			ps.next = s.first
 		}
 		if ps.next < s.first {
