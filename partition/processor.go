@@ -143,8 +143,11 @@ type ProcessStats struct {
 	DeadLetters int
 	// Skipped counts records trimmed by retention before their processor reached them.
 	Skipped int
-	// TickErrors counts OnTick calls that failed (their effects were undone).
+	// TickErrors counts OnTick calls that failed (their effects were undone);
+	// TickError is the first of them, by partition then processor name, for a log line
+	// (its text is the one in the dead letter; see Processor.OnTick).
 	TickErrors int
+	TickError  error
 	// Delivered counts records moved from outboxes to their partitions' streams;
 	// Undelivered those whose stream did not exist there (counted in SysUndelivered).
 	Delivered, Undelivered int
@@ -160,6 +163,9 @@ func (s *ProcessStats) add(o *ProcessStats) {
 	s.DeadLetters += o.DeadLetters
 	s.Skipped += o.Skipped
 	s.TickErrors += o.TickErrors
+	if s.TickError == nil {
+		s.TickError = o.TickError
+	}
 }
 
 // ProcessorStatus is one processor's state on one partition.
@@ -175,20 +181,39 @@ type ProcessorStatus struct {
 	// DeadLetters counts the records sent to the dead-letter stream; Skipped those
 	// trimmed by retention before the processor reached them.
 	DeadLetters, Skipped uint64
+	// TickErrors counts the OnTick calls that failed while the input stream existed;
+	// TickFailing is set while the last one failed (the dead-letter stream holds a
+	// DeadLetter with Tick set and the error for each change of the error's text).
+	TickErrors  uint64
+	TickFailing bool
 }
 
-// procState is a processor's row of SysProcessors.
+// procState is a processor's row of SysProcessors. ticks counts its failed OnTick
+// calls; tickErr is a hash (never 0) of the last one's error text while the last call
+// failed, else 0: a failing tick is dead-lettered when tickErr changes, so a hook that
+// fails in every phase the same way leaves one dead letter and a growing count.
 type procState struct {
 	next, dead, skipped uint64
+	ticks, tickErr      uint64
 }
 
-const procStateBytes = 24
+// A row is procStateBytes long, or procStateTickBytes once a tick has failed: rows of
+// processors whose ticks never failed keep the shorter encoding (and hash).
+const (
+	procStateBytes     = 24
+	procStateTickBytes = 40
+)
 
 func (s procState) encode() []byte {
-	b := make([]byte, 0, procStateBytes)
+	b := make([]byte, 0, procStateTickBytes)
 	b = binary.BigEndian.AppendUint64(b, s.next)
 	b = binary.BigEndian.AppendUint64(b, s.dead)
-	return binary.BigEndian.AppendUint64(b, s.skipped)
+	b = binary.BigEndian.AppendUint64(b, s.skipped)
+	if s.ticks == 0 && s.tickErr == 0 {
+		return b
+	}
+	b = binary.BigEndian.AppendUint64(b, s.ticks)
+	return binary.BigEndian.AppendUint64(b, s.tickErr)
 }
 
 // loadProcState reads a processor's row; ok is false when it has none yet.
@@ -201,10 +226,14 @@ func (p *Partition) loadProcState(key []byte) (s procState, ok bool) {
 	if !ok {
 		return s, false
 	}
-	if len(v) != procStateBytes {
+	if len(v) != procStateBytes && len(v) != procStateTickBytes {
 		panic(fmt.Sprintf("partition: %s row %q has %d bytes (invariant: only the processor runtime writes it)", SysProcessors, key, len(v)))
 	}
-	return procState{binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:]), binary.BigEndian.Uint64(v[16:])}, true
+	s = procState{next: binary.BigEndian.Uint64(v), dead: binary.BigEndian.Uint64(v[8:]), skipped: binary.BigEndian.Uint64(v[16:])}
+	if len(v) == procStateTickBytes {
+		s.ticks, s.tickErr = binary.BigEndian.Uint64(v[24:]), binary.BigEndian.Uint64(v[32:])
+	}
+	return s, true
 }
 
 func (p *Partition) storeProcState(key []byte, s procState) {
