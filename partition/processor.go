@@ -57,6 +57,9 @@ type Processor struct {
 	Input string
 	// Emits lists the streams the processor may Append or Emit to.
 	Emits []string
+	// Outputs lists streams of Emits that the runtime creates, with their configuration,
+	// once the input exists (see OutputStream).
+	Outputs []OutputStream
 	// StartLatest starts the processor at the stream's next offset when it first sees the
 	// stream; otherwise it starts at the stream's first offset (earliest).
 	StartLatest bool
@@ -71,7 +74,8 @@ type Processor struct {
 // ValidateProcessors reports the first invalid processor of a set, wrapped around
 // ErrBadProcessor: a name that is not a valid row key or is used twice, an input stream
 // whose dead-letter stream name would be too long, a bad emitted stream name, an emitted
-// stream equal to the input, or no Process function.
+// stream equal to the input, no Process function, or a bad declared output (see
+// OutputStream).
 func ValidateProcessors(ps []Processor) error {
 	seen := map[string]bool{}
 	for i := range ps {
@@ -94,7 +98,7 @@ func ValidateProcessors(ps []Processor) error {
 		}
 		seen[p.Name] = true
 	}
-	return nil
+	return validateOutputs(ps)
 }
 
 // procDef is a processor with what the engine derives from it once.
@@ -109,6 +113,7 @@ func newProcDefs(ps []Processor) []procDef {
 	defs := make([]procDef, len(ps))
 	for i, p := range ps {
 		p.Emits = append([]string(nil), p.Emits...)
+		p.Outputs = append([]OutputStream(nil), p.Outputs...)
 		defs[i] = procDef{Processor: p, key: []byte(p.Name), dead: p.Input + DeadLetterSuffix,
 			seed: namespaceHash('p', p.Name)}
 	}

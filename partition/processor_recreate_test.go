@@ -12,18 +12,21 @@ import (
 // nothing is skipped without a count and a reason), whatever the log entries group the
 // delete, the create and the appends into.
 
-// recreateProcs add to procStreamProcs "drop", which deletes stream "in" on every
-// partition in scope (as stream.delete does).
+// recreateProcs add to procStreamProcs "drop" and "dropmid", which delete stream "in"
+// and "mid" on every partition in scope (as stream.delete does).
 func recreateProcs() procs {
-	ps := procs{"drop": func(tx *Tx, in *Input, out []byte) ([]byte, error) {
-		for _, p := range tx.Scope() {
-			v, _ := tx.On(p)
-			if err := v.DeleteStream("in"); err != nil {
-				return out, err
+	drop := func(name string) func(tx *Tx, in *Input, out []byte) ([]byte, error) {
+		return func(tx *Tx, in *Input, out []byte) ([]byte, error) {
+			for _, p := range tx.Scope() {
+				v, _ := tx.On(p)
+				if err := v.DeleteStream(name); err != nil {
+					return out, err
+				}
 			}
+			return out, nil
 		}
-		return out, nil
-	}}
+	}
+	ps := procs{"drop": drop("in"), "dropmid": drop("mid")}
 	for k, v := range procStreamProcs {
 		ps[k] = v
 	}

@@ -30,8 +30,9 @@ const maxDeadLetterError = 4096
 // inputs (Execute), from the goroutine that calls Execute, on every replica at the same
 // log positions. It does, in this order:
 //
-//  1. create Input+DeadLetterSuffix, unbounded, on every partition for each processor
-//     whose input stream exists and whose dead-letter stream does not;
+//  1. create the missing declared output streams of processors whose input exists
+//     (Processor.Outputs), then Input+DeadLetterSuffix, unbounded, on every partition for
+//     each processor whose input stream exists and whose dead-letter stream does not;
 //  2. on each partition (in parallel across partitions, or one after another when
 //     Sequential: the result is the same), run each processor in name order over at most
 //     ph.Budget (scaled by ph.BudgetPerAppend) of its pending records in offset order,
@@ -61,6 +62,7 @@ func (e *Engine) RunProcessors(ph ProcessorPhase) ProcessStats {
 	}
 	st.Budget = ph.Budget
 	if len(e.procs) > 0 {
+		e.ensureOutputStreams()
 		e.ensureDeadLetterStreams()
 		e.procPhase = ph // not &ph: that would allocate on every entry
 		if e.workers == nil {

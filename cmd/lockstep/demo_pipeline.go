@@ -28,10 +28,9 @@ func runPipelineDemo(c *cli.Context) error {
 	}
 	defer cluster.Close()
 	defer cl.Close()
-	for _, s := range []string{streams.Clicks, streams.ByPage, streams.Counts, streams.Late} {
-		if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: s}); err != nil {
-			return fmt.Errorf("create stream %s: %w", s, err)
-		}
+	// The input alone: the pipeline's processors create their output streams.
+	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: streams.Clicks}); err != nil {
+		return fmt.Errorf("create stream %s: %w", streams.Clicks, err)
 	}
 	fmt.Fprintf(out, "click pipeline: %s → %s → 1-minute windows per page → %s (late clicks → %s)\n",
 		streams.Clicks, streams.ByPage, streams.Counts, streams.Late)
