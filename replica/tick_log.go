@@ -38,7 +38,7 @@ func (l *tickLog) failed(log *slog.Logger, index uint64, n int, first error) {
 		l.suppressed += n
 		return
 	}
-	log.Error("processor tick failed; dead-lettered in the processor's INPUT.dead stream, see lockstep processors",
+	log.Error("processor tick failed (counted, and dead-lettered in INPUT.dead when its error changes: see lockstep processors)",
 		"index", index, "err", first, "tick_errors", n, "tick_errors_not_logged_before", l.suppressed)
 	l.last, l.suppressed = t, 0
 }
