@@ -28,6 +28,11 @@ type ProcessorStatus struct {
 	// Input+".dead"), Skipped those retention trimmed before it reached them.
 	DeadLetters uint64 `json:"dead_letters"`
 	Skipped     uint64 `json:"skipped"`
+	// TickErrors counts the processor's OnTick calls that failed (each change of the
+	// error text is a dead letter with Tick set in Input+".dead"); TickFailing is set
+	// while the last one failed, e.g. a window whose output stream was deleted.
+	TickErrors  uint64 `json:"tick_errors"`
+	TickFailing bool   `json:"tick_failing"`
 	// Windows are the window operators the processor declares
 	// (procedures.WindowOperators), by name; empty if it declares none.
 	Windows []WindowStatus `json:"windows,omitempty"`
@@ -95,6 +100,8 @@ func processorFromWire(w *wire.ProcessorStatus) ProcessorStatus {
 		Lag:         w.Lag,
 		DeadLetters: w.DeadLetters,
 		Skipped:     w.Skipped,
+		TickErrors:  w.TickErrors,
+		TickFailing: w.TickFailing,
 	}
 	if len(w.Windows) > 0 {
 		st.Windows = make([]WindowStatus, len(w.Windows))

@@ -12,6 +12,7 @@ import (
 type processorCollector struct {
 	n                             *Node
 	lag, letter, skipped, waiting *prometheus.Desc
+	tickErrors                    *prometheus.Desc
 	watermark, late               *prometheus.Desc
 }
 
@@ -25,6 +26,8 @@ func newProcessorCollector(n *Node) *processorCollector {
 			"Records the processor failed on, sent to the dead-letter stream, per partition.", labels, nil),
 		skipped: prometheus.NewDesc("lockstep_processor_skipped_total",
 			"Records retention trimmed before the processor reached them, per partition.", labels, nil),
+		tickErrors: prometheus.NewDesc("lockstep_processor_tick_errors_total",
+			"OnTick calls of the processor that failed (dead-lettered at each change of the error), per partition.", labels, nil),
 		waiting: prometheus.NewDesc("lockstep_processor_waiting",
 			"1 while the processor's input stream does not exist on the partition, else 0.", labels, nil),
 		watermark: prometheus.NewDesc("lockstep_window_watermark_seconds",
@@ -36,7 +39,7 @@ func newProcessorCollector(n *Node) *processorCollector {
 
 // Describe implements prometheus.Collector.
 func (c *processorCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.lag, c.letter, c.skipped, c.waiting, c.watermark, c.late} {
+	for _, d := range []*prometheus.Desc{c.lag, c.letter, c.skipped, c.tickErrors, c.waiting, c.watermark, c.late} {
 		ch <- d
 	}
 }
@@ -54,6 +57,7 @@ func (c *processorCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(st.Lag), st.Processor, part)
 		ch <- prometheus.MustNewConstMetric(c.letter, prometheus.CounterValue, float64(st.DeadLetters), st.Processor, part)
 		ch <- prometheus.MustNewConstMetric(c.skipped, prometheus.CounterValue, float64(st.Skipped), st.Processor, part)
+		ch <- prometheus.MustNewConstMetric(c.tickErrors, prometheus.CounterValue, float64(st.TickErrors), st.Processor, part)
 		ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, waiting, st.Processor, part)
 		for _, w := range st.Windows {
 			if w.HasWatermark {

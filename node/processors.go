@@ -70,6 +70,7 @@ func (n *Node) processorStatus() ([]wire.ProcessorStatus, error) {
 		out[i] = wire.ProcessorStatus{
 			Processor: st.Processor, Input: info.Input, Partition: st.Partition, Waiting: st.Waiting,
 			Position: st.Position, End: st.NextOffset, Lag: st.Lag, DeadLetters: st.DeadLetters, Skipped: st.Skipped,
+			TickErrors: st.TickErrors, TickFailing: st.TickFailing,
 		}
 		for _, op := range info.Windows {
 			w := wire.WindowStatus{Operator: op}

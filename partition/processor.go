@@ -57,6 +57,9 @@ type Processor struct {
 	Input string
 	// Emits lists the streams the processor may Append or Emit to.
 	Emits []string
+	// Outputs lists streams of Emits that the runtime creates, with their configuration,
+	// once the input exists (see OutputStream).
+	Outputs []OutputStream
 	// StartLatest starts the processor at the stream's next offset when it first sees the
 	// stream; otherwise it starts at the stream's first offset (earliest).
 	StartLatest bool
@@ -71,7 +74,8 @@ type Processor struct {
 // ValidateProcessors reports the first invalid processor of a set, wrapped around
 // ErrBadProcessor: a name that is not a valid row key or is used twice, an input stream
 // whose dead-letter stream name would be too long, a bad emitted stream name, an emitted
-// stream equal to the input, or no Process function.
+// stream equal to the input, no Process function, or a bad declared output (see
+// OutputStream).
 func ValidateProcessors(ps []Processor) error {
 	seen := map[string]bool{}
 	for i := range ps {
@@ -94,7 +98,7 @@ func ValidateProcessors(ps []Processor) error {
 		}
 		seen[p.Name] = true
 	}
-	return nil
+	return validateOutputs(ps)
 }
 
 // procDef is a processor with what the engine derives from it once.
@@ -109,6 +113,7 @@ func newProcDefs(ps []Processor) []procDef {
 	defs := make([]procDef, len(ps))
 	for i, p := range ps {
 		p.Emits = append([]string(nil), p.Emits...)
+		p.Outputs = append([]OutputStream(nil), p.Outputs...)
 		defs[i] = procDef{Processor: p, key: []byte(p.Name), dead: p.Input + DeadLetterSuffix,
 			seed: namespaceHash('p', p.Name)}
 	}
@@ -143,8 +148,11 @@ type ProcessStats struct {
 	DeadLetters int
 	// Skipped counts records trimmed by retention before their processor reached them.
 	Skipped int
-	// TickErrors counts OnTick calls that failed (their effects were undone).
+	// TickErrors counts OnTick calls that failed (their effects were undone);
+	// TickError is the first of them, by partition then processor name, for a log line
+	// (its text is the one in the dead letter; see Processor.OnTick).
 	TickErrors int
+	TickError  error
 	// Delivered counts records moved from outboxes to their partitions' streams;
 	// Undelivered those whose stream did not exist there (counted in SysUndelivered).
 	Delivered, Undelivered int
@@ -160,6 +168,9 @@ func (s *ProcessStats) add(o *ProcessStats) {
 	s.DeadLetters += o.DeadLetters
 	s.Skipped += o.Skipped
 	s.TickErrors += o.TickErrors
+	if s.TickError == nil {
+		s.TickError = o.TickError
+	}
 }
 
 // ProcessorStatus is one processor's state on one partition.
@@ -175,20 +186,39 @@ type ProcessorStatus struct {
 	// DeadLetters counts the records sent to the dead-letter stream; Skipped those
 	// trimmed by retention before the processor reached them.
 	DeadLetters, Skipped uint64
+	// TickErrors counts the OnTick calls that failed while the input stream existed;
+	// TickFailing is set while the last one failed (the dead-letter stream holds a
+	// DeadLetter with Tick set and the error for each change of the error's text).
+	TickErrors  uint64
+	TickFailing bool
 }
 
-// procState is a processor's row of SysProcessors.
+// procState is a processor's row of SysProcessors. ticks counts its failed OnTick
+// calls; tickErr is a hash (never 0) of the last one's error text while the last call
+// failed, else 0: a failing tick is dead-lettered when tickErr changes, so a hook that
+// fails in every phase the same way leaves one dead letter and a growing count.
 type procState struct {
 	next, dead, skipped uint64
+	ticks, tickErr      uint64
 }
 
-const procStateBytes = 24
+// A row is procStateBytes long, or procStateTickBytes once a tick has failed: rows of
+// processors whose ticks never failed keep the shorter encoding (and hash).
+const (
+	procStateBytes     = 24
+	procStateTickBytes = 40
+)
 
 func (s procState) encode() []byte {
-	b := make([]byte, 0, procStateBytes)
+	b := make([]byte, 0, procStateTickBytes)
 	b = binary.BigEndian.AppendUint64(b, s.next)
 	b = binary.BigEndian.AppendUint64(b, s.dead)
-	return binary.BigEndian.AppendUint64(b, s.skipped)
+	b = binary.BigEndian.AppendUint64(b, s.skipped)
+	if s.ticks == 0 && s.tickErr == 0 {
+		return b
+	}
+	b = binary.BigEndian.AppendUint64(b, s.ticks)
+	return binary.BigEndian.AppendUint64(b, s.tickErr)
 }
 
 // loadProcState reads a processor's row; ok is false when it has none yet.
@@ -201,10 +231,14 @@ func (p *Partition) loadProcState(key []byte) (s procState, ok bool) {
 	if !ok {
 		return s, false
 	}
-	if len(v) != procStateBytes {
+	if len(v) != procStateBytes && len(v) != procStateTickBytes {
 		panic(fmt.Sprintf("partition: %s row %q has %d bytes (invariant: only the processor runtime writes it)", SysProcessors, key, len(v)))
 	}
-	return procState{binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:]), binary.BigEndian.Uint64(v[16:])}, true
+	s = procState{next: binary.BigEndian.Uint64(v), dead: binary.BigEndian.Uint64(v[8:]), skipped: binary.BigEndian.Uint64(v[16:])}
+	if len(v) == procStateTickBytes {
+		s.ticks, s.tickErr = binary.BigEndian.Uint64(v[24:]), binary.BigEndian.Uint64(v[32:])
+	}
+	return s, true
 }
 
 func (p *Partition) storeProcState(key []byte, s procState) {

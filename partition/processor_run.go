@@ -18,6 +18,9 @@ type DeadLetter struct {
 	Value     []byte `msgpack:"v"`
 	EventTime int64  `msgpack:"t"`
 	Error     string `msgpack:"e"`
+	// Tick marks a failed OnTick call rather than a record: Offset is then the
+	// processor's position, Key its name, Value nil and EventTime the batch time.
+	Tick bool `msgpack:"tick,omitempty"`
 }
 
 // maxDeadLetterError bounds the error text kept in a dead letter, in bytes.
@@ -27,8 +30,9 @@ const maxDeadLetterError = 4096
 // inputs (Execute), from the goroutine that calls Execute, on every replica at the same
 // log positions. It does, in this order:
 //
-//  1. create Input+DeadLetterSuffix, unbounded, on every partition for each processor
-//     whose input stream exists and whose dead-letter stream does not;
+//  1. create the missing declared output streams of processors whose input exists
+//     (Processor.Outputs), then Input+DeadLetterSuffix, unbounded, on every partition for
+//     each processor whose input stream exists and whose dead-letter stream does not;
 //  2. on each partition (in parallel across partitions, or one after another when
 //     Sequential: the result is the same), run each processor in name order over at most
 //     ph.Budget (scaled by ph.BudgetPerAppend) of its pending records in offset order,
@@ -58,6 +62,7 @@ func (e *Engine) RunProcessors(ph ProcessorPhase) ProcessStats {
 	}
 	st.Budget = ph.Budget
 	if len(e.procs) > 0 {
+		e.ensureOutputStreams()
 		e.ensureDeadLetterStreams()
 		e.procPhase = ph // not &ph: that would allocate on every entry
 		if e.workers == nil {
@@ -133,7 +138,8 @@ func (e *Engine) runProcessorsOn(l *lane, p *Partition, ph *ProcessorPhase) {
 		case !known:
 			ps.next = s.first
 		case ps.next > s.next:
-			// The stream was deleted and created anew behind the processor's back.
+			// Unreachable since DeleteStream resets the positions of the stream's
+			// processors (a state from before that rule): start over, skip nothing.
 			ps.next = s.first
 		}
 		if ps.next < s.first {
@@ -170,9 +176,14 @@ func (e *Engine) runProcessorsOn(l *lane, p *Partition, ph *ProcessorPhase) {
 		if d.OnTick == nil {
 			continue
 		}
-		if err := l.step(d, p, ph, nil); err != nil {
+		err := l.step(d, p, ph, nil)
+		if err != nil {
 			st.TickErrors++
+			if st.TickError == nil {
+				st.TickError = fmt.Errorf("processor %s, partition %d: tick: %w", d.Name, p.id, err)
+			}
 		}
+		e.recordTick(p, d, err, ph.Time)
 	}
 }
 
@@ -217,21 +228,34 @@ func (e *Engine) deadLetter(p *Partition, d *procDef, rec *Record, cause error, 
 	if s == nil {
 		panic(fmt.Sprintf("partition: dead-letter stream %s missing on partition %d (invariant: created at the start of the phase, and processors cannot delete streams)", d.dead, p.id))
 	}
+	dl := DeadLetter{Processor: d.Name, Offset: rec.Offset, Key: rec.Key, Value: rec.Value, EventTime: rec.EventTime,
+		Error: deadLetterText(cause)}
+	appendDeadLetter(s, &dl, nowNs)
+}
+
+// deadLetterText is the error text a dead letter keeps: cause's, at most
+// maxDeadLetterError bytes.
+func deadLetterText(cause error) string {
 	msg := cause.Error()
 	if len(msg) > maxDeadLetterError {
 		msg = msg[:maxDeadLetterError]
 	}
-	dl := DeadLetter{Processor: d.Name, Offset: rec.Offset, Key: rec.Key, Value: rec.Value, EventTime: rec.EventTime, Error: msg}
-	v, err := msgpack.Marshal(&dl)
+	return msg
+}
+
+// appendDeadLetter appends dl to the dead-letter stream s, without its Value if it would
+// otherwise be longer than MaxValueBytes.
+func appendDeadLetter(s *stream, dl *DeadLetter, nowNs int64) {
+	v, err := msgpack.Marshal(dl)
 	if err == nil && len(v) > MaxValueBytes {
 		dl.Value = nil
-		v, err = msgpack.Marshal(&dl)
+		v, err = msgpack.Marshal(dl)
 	}
 	if err != nil {
 		panic(fmt.Sprintf("partition: encode dead letter: %v", err))
 	}
 	s.settleFrom = s.log.len()
-	s.append(append([]byte(nil), rec.Key...), v, rec.EventTime)
+	s.append(append([]byte(nil), dl.Key...), v, dl.EventTime)
 	s.settle(nowNs / 1e6)
 }
 
@@ -273,6 +297,7 @@ func (e *Engine) ProcessorStatus() []ProcessorStatus {
 				st.Waiting = true
 			} else {
 				st.Position, st.NextOffset, st.DeadLetters, st.Skipped = ps.next, s.next, ps.dead, ps.skipped
+				st.TickErrors, st.TickFailing = ps.ticks, ps.tickErr != 0
 				if s.next > ps.next {
 					st.Lag = s.next - ps.next
 				}

@@ -31,7 +31,10 @@ func (tx *Tx) CreateStream(name string, cfg StreamConfig) error {
 }
 
 // DeleteStream removes the stream name and its records from this partition. It fails
-// with ErrUnknownStream if there is none.
+// with ErrUnknownStream if there is none. It also resets, in the same step, the position
+// of every processor bound to the stream on this partition to offset 0 (keeping its
+// dead-letter and skipped counts): a stream created again under the name is a new log
+// whose records the processor has not handled, whatever offsets the old one reached.
 func (tx *Tx) DeleteStream(name string) error {
 	if err := tx.checkDefinitionChange(name); err != nil {
 		return err
@@ -42,7 +45,31 @@ func (tx *Tx) DeleteStream(name string) error {
 	}
 	delete(tx.part.streams, name)
 	tx.run.undo = append(tx.run.undo, undoEntry{part: tx.part, stream: s, deleted: true})
+	tx.resetProcessorPositions(name)
 	return nil
+}
+
+// resetProcessorPositions sets the position of every processor whose input is the stream
+// name back to 0 on this partition, undoably. A processor with no row yet keeps none: it
+// starts by its own rule (Processor.StartLatest) when it first sees the stream.
+func (tx *Tx) resetProcessorPositions(name string) {
+	t := tx.part.tables[SysProcessors]
+	if t == nil {
+		return
+	}
+	for i := range tx.run.eng.procs {
+		d := &tx.run.eng.procs[i]
+		if d.Input != name {
+			continue
+		}
+		ps, ok := tx.part.loadProcState(d.key)
+		if !ok || ps.next == 0 {
+			continue
+		}
+		ps.next = 0
+		k, old, existed := t.put(d.key, ps.encode())
+		tx.run.undo = append(tx.run.undo, undoEntry{part: tx.part, table: t, key: k, old: old, existed: existed})
+	}
 }
 
 // Append adds a record with copies of key and value to the stream of this partition and

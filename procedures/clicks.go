@@ -59,7 +59,10 @@ type ClickPipelineStreams struct {
 	Clicks, ByPage, Counts, Late string
 }
 
-// Streams returns the names of the pipeline's streams, which the user creates.
+// Streams returns the names of the pipeline's streams. The user creates Clicks; the
+// processors declare the others as outputs (Output), so the runtime creates them, unbounded,
+// in the first processor phase after Clicks exists — unless they exist already, with the
+// configuration they were created with.
 func (c ClickPipelineConfig) Streams() ClickPipelineStreams {
 	return ClickPipelineStreams{
 		Clicks: c.Prefix + builtin.ClicksStream,
@@ -115,7 +118,7 @@ func RegisterClickPipeline(r *Registry, cfg ClickPipelineConfig) error {
 			}
 			return tx.Emit(s.ByPage, []byte(c.Page), v, c.Time)
 		},
-		Emits(s.ByPage),
+		Output(s.ByPage, partition.StreamConfig{}),
 		ProcessorDoc("repartitions clicks by page"))
 	if err != nil {
 		return err
@@ -131,7 +134,7 @@ func RegisterClickPipeline(r *Registry, cfg ClickPipelineConfig) error {
 			}
 			return agg.Process(tx, rec.Key, c.Time, c)
 		},
-		Emits(s.Counts, s.Late),
+		Output(s.Counts, partition.StreamConfig{}), Output(s.Late, partition.StreamConfig{}),
 		OnTick(agg.Advance),
 		WindowOperators(cfg.Prefix+builtin.PageCountsStream), // its watermark and late count in `lockstep processors`
 		ProcessorDoc("counts clicks per page in tumbling event-time windows"))

@@ -36,6 +36,8 @@ type ProcessorInfo struct {
 	Input string
 	// Emits lists the streams it may emit or append to, sorted.
 	Emits []string
+	// Outputs are the streams of Emits the runtime creates for it (see Output), by name.
+	Outputs []partition.OutputStream
 	// StartLatest: it starts at the stream's next offset when it first sees the stream,
 	// not at its first offset.
 	StartLatest bool
@@ -69,6 +71,20 @@ func StartLatest() ProcessorOption { return func(e *processorEntry) { e.info.Sta
 // writing any other stream fails the record (partition.ErrUndeclaredStream).
 func Emits(streams ...string) ProcessorOption {
 	return func(e *processorEntry) { e.info.Emits = append(e.info.Emits, streams...) }
+}
+
+// Output declares a stream the processor emits or appends to (as Emits does) and that the
+// runtime creates for it with cfg, through the log, on every partition: at the first
+// processor phase in which the processor's input stream exists and the output does not
+// (partition.OutputStream). So a pipeline needs only its input created; its records do not
+// go to dead letters until someone creates the outputs by hand. A stream created
+// beforehand keeps its own configuration. Registration fails with ErrBadProcessor for a bad
+// name or configuration, or one that another processor declares with a different cfg.
+func Output(name string, cfg partition.StreamConfig) ProcessorOption {
+	return func(e *processorEntry) {
+		e.info.Emits = append(e.info.Emits, name)
+		e.info.Outputs = append(e.info.Outputs, partition.OutputStream{Name: name, Config: cfg})
+	}
 }
 
 // ProcessorDoc sets the processor's one-line description.
@@ -108,6 +124,7 @@ func RegisterProcessor(r *Registry, name, input string, fn func(tx *partition.Tx
 	e.info.Tick = e.onTick != nil
 	slices.Sort(e.info.Windows)
 	e.info.Windows = slices.Compact(e.info.Windows)
+	slices.SortStableFunc(e.info.Outputs, func(a, b partition.OutputStream) int { return strings.Compare(a.Name, b.Name) })
 	if _, dup := r.processors[name]; dup {
 		return fmt.Errorf("%w: %s", ErrDuplicateProcessor, name)
 	}
@@ -122,7 +139,7 @@ func RegisterProcessor(r *Registry, name, input string, fn func(tx *partition.Tx
 	if path := r.cycleThrough(e); path != nil {
 		return fmt.Errorf("%w: %v", ErrProcessorCycle, path)
 	}
-	if err := partition.ValidateProcessors([]partition.Processor{e.partition()}); err != nil {
+	if err := partition.ValidateProcessors(append(r.Processors(), e.partition())); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadProcessor, err)
 	}
 	if r.processors == nil {
@@ -141,7 +158,7 @@ func MustRegisterProcessor(r *Registry, name, input string, fn func(tx *partitio
 }
 
 func (e *processorEntry) partition() partition.Processor {
-	return partition.Processor{Name: e.info.Name, Input: e.info.Input, Emits: e.info.Emits,
+	return partition.Processor{Name: e.info.Name, Input: e.info.Input, Emits: e.info.Emits, Outputs: e.info.Outputs,
 		StartLatest: e.info.StartLatest, Process: e.fn, OnTick: e.onTick}
 }
 
@@ -195,6 +212,7 @@ func (r *Registry) ListProcessors() []ProcessorInfo {
 		info := e.info
 		info.Emits = slices.Clone(info.Emits)
 		info.Windows = slices.Clone(info.Windows)
+		info.Outputs = slices.Clone(info.Outputs)
 		out = append(out, info)
 	}
 	slices.SortFunc(out, func(a, b ProcessorInfo) int { return strings.Compare(a.Name, b.Name) })

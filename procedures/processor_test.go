@@ -2,6 +2,8 @@ package procedures_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/lockstepdb/lockstep/partition"
@@ -66,6 +68,12 @@ func TestProcessorFingerprint(t *testing.T) {
 		"tick": func(r *procedures.Registry) {
 			procedures.MustRegisterProcessor(r, "p", "a", nopProcessor, procedures.OnTick(func(*partition.Tx) error { return nil }))
 		},
+		"output": func(r *procedures.Registry) {
+			procedures.MustRegisterProcessor(r, "p", "a", nopProcessor, procedures.Output("x", partition.StreamConfig{}))
+		},
+		"output config": func(r *procedures.Registry) {
+			procedures.MustRegisterProcessor(r, "p", "a", nopProcessor, procedures.Output("x", partition.StreamConfig{Compact: true}))
+		},
 	} {
 		r := base()
 		reg(r)
@@ -95,5 +103,42 @@ func TestWindowOperators(t *testing.T) {
 		if !errors.Is(err, procedures.ErrBadProcessor) {
 			t.Errorf("#%d: got %v, want ErrBadProcessor", i, err)
 		}
+	}
+}
+
+// TestOutputsRefused: a processor's declared outputs are refused with ErrBadProcessor,
+// naming the processor and the stream, for a bad configuration, a bad name, and a stream
+// another processor declares with another configuration; the registry is unchanged. The
+// same stream declared alike by two processors is fine, and the outputs are listed, sorted,
+// and emitted.
+func TestOutputsRefused(t *testing.T) {
+	keep := partition.StreamConfig{MaxRecords: 10}
+	for i, tt := range []struct {
+		out  string
+		cfg  partition.StreamConfig
+		want string // in the error
+	}{
+		{"x", partition.StreamConfig{MaxAgeMs: -1}, "output stream x"},
+		{"", partition.StreamConfig{}, `emitted stream ""`},
+		{"shared", partition.StreamConfig{}, "declared by first with another configuration"},
+	} {
+		r := procedures.New()
+		procedures.MustRegisterProcessor(r, "first", "in1", nopProcessor, procedures.Output("shared", keep))
+		fp := r.Fingerprint()
+		err := procedures.RegisterProcessor(r, "second", "in2", nopProcessor, procedures.Output(tt.out, tt.cfg))
+		if !errors.Is(err, procedures.ErrBadProcessor) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "second") {
+			t.Errorf("#%d: got %v, want ErrBadProcessor naming second and %q", i, err, tt.want)
+		}
+		if n := len(r.ListProcessors()); n != 1 || r.Fingerprint() != fp {
+			t.Errorf("#%d: registry changed by a refused registration (%d processors)", i, n)
+		}
+	}
+	r := procedures.New()
+	procedures.MustRegisterProcessor(r, "first", "in1", nopProcessor, procedures.Output("shared", keep))
+	procedures.MustRegisterProcessor(r, "second", "in2", nopProcessor, procedures.Output("shared", keep),
+		procedures.Output("a", partition.StreamConfig{}), procedures.Emits("b"))
+	info := r.ListProcessors()[1]
+	if got := fmt.Sprint(info.Emits, info.Outputs); got != "[a b shared] [{a {0 0 0 false}} {shared {10 0 0 false}}]" {
+		t.Errorf("second: emits and outputs %s", got)
 	}
 }

@@ -136,7 +136,8 @@ func (r *Registry) List() []Info {
 }
 
 // Fingerprint summarises the procedure set (names, argument and result types, flags),
-// the replicated tables, the processors (name, input, emitted streams, start, tick) and
+// the replicated tables, the processors (name, input, emitted streams, start, tick, the
+// output streams it creates and their configuration) and
 // the changelogs (table, stream). Nodes whose fingerprints differ must not form a cluster.
 func (r *Registry) Fingerprint() uint64 {
 	d := xxhash.New()
@@ -148,6 +149,9 @@ func (r *Registry) Fingerprint() uint64 {
 	}
 	for _, p := range r.ListProcessors() {
 		fmt.Fprintf(d, "processor|%q|%q|%q|%t|%t\n", p.Name, p.Input, p.Emits, p.StartLatest, p.Tick)
+		for _, o := range p.Outputs {
+			fmt.Fprintf(d, "output|%q|%q|%+v\n", p.Name, o.Name, o.Config)
+		}
 	}
 	d.WriteString(r.changelogFingerprint())
 	return d.Sum64()

@@ -59,6 +59,7 @@ type FSM struct {
 	pend     []pending
 	dupes    []dupe
 	inFlush  map[[2]uint64]int // (session, seq) → index in inputs, for retries inside one flush
+	tickLog  tickLog           // rate-limits the line for failed processor ticks
 
 	handlers sync.Pool // procedure handlers for Query
 

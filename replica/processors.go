@@ -20,6 +20,7 @@ func (f *FSM) endEntry(index uint64, now int64) {
 		BudgetPerAppend: max(0, f.cfg.ProcessorBudgetPerAppend)})
 	f.stats.Processed += st.Processed
 	f.stats.DeadLetters += st.DeadLetters
+	f.tickLog.failed(f.log, index, st.TickErrors, st.TickError)
 }
 
 // ProcessorsPending reports whether a processor had records left after the last entry

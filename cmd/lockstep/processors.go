@@ -12,7 +12,7 @@ import (
 func processorsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "processors",
-		Usage: "show each stream processor per partition: position, lag, watermark, late, dead letters, skipped",
+		Usage: "show each stream processor per partition: position, lag, watermark, late, dead letters, skipped, tick errors",
 		Description: `Asks one node for its stream processors' state and prints one row per processor and
 partition:
 
@@ -28,7 +28,10 @@ partition:
   LATE       records that fell in no open window of those operators ("-" if none declared)
   DEAD       records it failed on, in the stream INPUT.dead
   SKIPPED    records retention trimmed before it reached them
-  STATE      running, or waiting while its input stream does not exist
+  TICKERR    its OnTick calls that failed (each new error is a dead letter in INPUT.dead
+             with "tick" set and the error text)
+  STATE      running; waiting while its input stream does not exist; tick-failing
+             while its last OnTick call failed (a window whose output stream is gone)
 
 Any node answers, ready or not, from the state it has applied: every replica has the
 same state at the same applied index, and one behind the leader shows an older one.
@@ -76,15 +79,18 @@ const watermarkLayout = "2006-01-02T15:04:05.000Z07:00"
 
 func writeProcessorsTable(w io.Writer, sts []client.ProcessorStatus) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "PROCESSOR\tINPUT\tPARTITION\tPOSITION\tEND\tLAG\tWATERMARK\tLATE\tDEAD\tSKIPPED\tSTATE")
+	fmt.Fprintln(tw, "PROCESSOR\tINPUT\tPARTITION\tPOSITION\tEND\tLAG\tWATERMARK\tLATE\tDEAD\tSKIPPED\tTICKERR\tSTATE")
 	for _, st := range sts {
 		wm, late := windowCells(st.Windows)
 		state := "running"
-		if st.Waiting {
+		switch {
+		case st.Waiting:
 			state = "waiting"
+		case st.TickFailing:
+			state = "tick-failing"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%s\n", st.Processor, st.Input, st.Partition,
-			st.Position, st.End, st.Lag, wm, late, st.DeadLetters, st.Skipped, state)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\n", st.Processor, st.Input, st.Partition,
+			st.Position, st.End, st.Lag, wm, late, st.DeadLetters, st.Skipped, st.TickErrors, state)
 	}
 	return tw.Flush()
 }

@@ -49,7 +49,7 @@ func TestCLIProcessors(t *testing.T) {
 	}
 	table := mustRun(t, bin, "processors", "--addr", addr).stdout
 	head, _, _ := strings.Cut(table, "\n")
-	if want := "PROCESSOR INPUT PARTITION POSITION END LAG WATERMARK LATE DEAD SKIPPED STATE"; strings.Join(strings.Fields(head), " ") != want {
+	if want := "PROCESSOR INPUT PARTITION POSITION END LAG WATERMARK LATE DEAD SKIPPED TICKERR STATE"; strings.Join(strings.Fields(head), " ") != want {
 		t.Fatalf("table header: got\n%s\nwant %q", table, want)
 	}
 	waitingRows := 0
@@ -108,7 +108,7 @@ func TestCLIProcessors(t *testing.T) {
 	waitRow(addrs[1], 23, 29_000, 1)
 
 	table = mustRun(t, bin, "processors", "--addr", addr, "--node", addrs[2]).stdout
-	want := strings.Fields(fmt.Sprintf("lines.window lines %d 23 23 0 2023-11-14T22:13:49.000Z 1 0 0 running", part))
+	want := strings.Fields(fmt.Sprintf("lines.window lines %d 23 23 0 2023-11-14T22:13:49.000Z 1 0 0 0 running", part))
 	found := false
 	for _, line := range strings.Split(table, "\n") {
 		found = found || strings.Join(strings.Fields(line), " ") == strings.Join(want, " ")
@@ -143,5 +143,31 @@ func TestWindowCells(t *testing.T) {
 		if w, l := windowCells(tt.ws); w != tt.watermark || l != tt.late {
 			t.Errorf("#%d: got %q, %q; want %q, %q", i, w, l, tt.watermark, tt.late)
 		}
+	}
+}
+
+// TestProcessorsTableTickErrors: a processor whose OnTick calls fail shows their count in
+// TICKERR and the state tick-failing while the last one failed.
+func TestProcessorsTableTickErrors(t *testing.T) {
+	var b strings.Builder
+	err := writeProcessorsTable(&b, []client.ProcessorStatus{
+		{Processor: "w", Input: "in", Partition: 0, Position: 4, End: 4, TickErrors: 7, TickFailing: true},
+		{Processor: "w", Input: "in", Partition: 1, Position: 2, End: 3, Lag: 1, TickErrors: 2},
+		{Processor: "w", Input: "in", Partition: 2, Waiting: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n")[1:] {
+		got = append(got, strings.Join(strings.Fields(line), " "))
+	}
+	want := []string{
+		"w in 0 4 4 0 - - 0 0 7 tick-failing",
+		"w in 1 2 3 1 - - 0 0 2 running",
+		"w in 2 0 0 0 - - 0 0 0 waiting",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("table rows:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

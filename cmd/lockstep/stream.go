@@ -13,8 +13,8 @@ import (
 func streamCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "stream",
-		Usage: "create, list, describe, delete, read and tail streams",
-		Subcommands: []*cli.Command{streamCreateCommand(), streamListCommand(), streamDescribeCommand(), streamDeleteCommand(), streamTailCommand(), {
+		Usage: "create, list, describe, delete, append to, read and tail streams",
+		Subcommands: []*cli.Command{streamCreateCommand(), streamListCommand(), streamDescribeCommand(), streamDeleteCommand(), streamAppendCommand(), streamTailCommand(), {
 			Name:      "read",
 			Usage:     "print the records of one partition of a stream: offset, event time, key, value",
 			ArgsUsage: "STREAM",
@@ -24,7 +24,10 @@ polling for new records until interrupted (Ctrl-C). Any replica answers: offsets
 same on every replica, so a consumer may switch nodes without gaps or duplicates. A
 stream has one log per partition; "lockstep cluster status" shows the partition count.
 --output json prints one JSON object per line: stream, partition, offset, key (base64),
-key_text, event_time, data (base64) and text (key and value as strings, when valid UTF-8).
+key_text, event_time, data (base64) and text (key and value as strings, when valid UTF-8),
+and, for a stream whose value type is known (the built-in pipeline's streams, dead-letter
+streams; see --value-type and stream append), value: the value as JSON of its type (in
+the table too). Such lines are what stream append reads from stdin.
 An offset below the first one retention kept is an error naming that first offset.
 
 Examples:
@@ -38,6 +41,7 @@ Examples:
 				&cli.IntFlag{Name: "max", Usage: "print at most this many records (0: no limit)"},
 				&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep polling for new records until interrupted"},
 				&cli.DurationFlag{Name: "poll", Usage: "pause between polls that found nothing, with --follow", Value: 200 * time.Millisecond},
+				valueTypeFlag(),
 				outputFlag(outputTable),
 			),
 			Action: runStreamRead,

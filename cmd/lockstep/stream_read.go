@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/procedures/schema"
 	"github.com/urfave/cli/v2"
 )
 
@@ -33,6 +34,10 @@ type recordJSON struct {
 	// Data is the record's value (base64 in JSON); Text the same as a string, if UTF-8.
 	Data []byte  `json:"data"`
 	Text *string `json:"text,omitempty"`
+	// Value is the value as JSON of its type, for a stream whose value type is known
+	// (--value-type); ValueError says why a value is not one of that type.
+	Value      any    `json:"value,omitempty"`
+	ValueError string `json:"value_error,omitempty"`
 }
 
 // eventTimeFormat prints event times: RFC 3339, milliseconds, UTC.
@@ -52,6 +57,10 @@ func runStreamRead(c *cli.Context) error {
 		return errors.New("--max must not be negative and --poll must be positive")
 	}
 	follow := c.Bool("follow")
+	vt, err := streamValueType(c, stream)
+	if err != nil {
+		return err
+	}
 	sigCtx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// Without --follow the whole command has --timeout; with it, each request has.
@@ -83,7 +92,7 @@ func runStreamRead(c *cli.Context) error {
 			fmt.Fprintf(out, "%-10s %-24s %-16s %s\n", "OFFSET", "EVENT TIME", "KEY", "VALUE")
 			headed = true
 		}
-		if err := printRecords(out, format, stream, part, recs); err != nil {
+		if err := printRecords(out, format, stream, part, vt, recs); err != nil {
 			return err
 		}
 		printed += len(recs)
@@ -105,10 +114,11 @@ func runStreamRead(c *cli.Context) error {
 	}
 }
 
-func printRecords(w io.Writer, format, stream string, part int, recs []client.Record) error {
+// printRecords prints records of one partition, their values as JSON of vt if not nil.
+func printRecords(w io.Writer, format, stream string, part int, vt *schema.Type, recs []client.Record) error {
 	for _, r := range recs {
 		if format == outputTable {
-			if _, err := fmt.Fprintf(w, "%-10d %-24s %-16s %s\n", r.Offset, r.EventTime.Format(eventTimeFormat), bytesText(r.Key), bytesText(r.Data)); err != nil {
+			if _, err := fmt.Fprintf(w, "%-10d %-24s %-16s %s\n", r.Offset, r.EventTime.Format(eventTimeFormat), bytesText(r.Key), valueCell(vt, r.Data)); err != nil {
 				return err
 			}
 			continue
@@ -122,6 +132,13 @@ func printRecords(w io.Writer, format, stream string, part int, recs []client.Re
 		if utf8.Valid(r.Key) {
 			k := string(r.Key)
 			line.KeyText = &k
+		}
+		if vt != nil {
+			if v, err := decodeValue(vt, r.Data); err != nil {
+				line.ValueError = err.Error()
+			} else {
+				line.Value = v
+			}
 		}
 		b, err := json.Marshal(line)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/procedures/schema"
 	"github.com/urfave/cli/v2"
 )
 
@@ -19,6 +20,8 @@ func streamTailCommand() *cli.Command {
 		ArgsUsage: "STREAM",
 		Description: `Follows every partition of STREAM at once and prints each record as it is applied:
 partition, offset, event time, key, value (one JSON object a line with --output json).
+Values of a stream whose value type is known are printed as JSON (see stream append,
+--value-type).
 It starts at each partition's end, or with --from-beginning at its first retained offset,
 and runs until interrupted (Ctrl-C).
 
@@ -34,6 +37,7 @@ Example:
   lockstep stream tail clicks --from-beginning --output json`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "from-beginning", Usage: "start at each partition's first retained record instead of its end"},
+			valueTypeFlag(),
 			outputFlag(outputTable),
 		}, clientFlags()...),
 		Action: runStreamTail,
@@ -54,6 +58,10 @@ func runStreamTail(c *cli.Context) error {
 		return err
 	}
 	defer done()
+	vt, err := streamValueType(c, stream)
+	if err != nil {
+		return err
+	}
 	desc, err := cl.DescribeStream(ctx, stream)
 	if err != nil {
 		return fmt.Errorf("stream tail %s: %w", stream, err)
@@ -71,7 +79,7 @@ func runStreamTail(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "%-9s %-10s %-24s %-16s %s\n", "PARTITION", "OFFSET", "EVENT TIME", "KEY", "VALUE")
 	}
 	for {
-		err := tail(sigCtx, c, cl, stream, format, from)
+		err := tail(sigCtx, c, cl, stream, format, vt, from)
 		var trimmed *client.OffsetTrimmedError
 		switch {
 		case sigCtx.Err() != nil:
@@ -89,7 +97,7 @@ func runStreamTail(c *cli.Context) error {
 // tail subscribes to every partition of stream from the offsets of from (absent: the
 // first retained) and prints the records until ctx ends or the subscription does; from is
 // kept at the next offset to print of each partition that printed something.
-func tail(ctx context.Context, c *cli.Context, cl *client.Client, stream, format string, from map[int]uint64) error {
+func tail(ctx context.Context, c *cli.Context, cl *client.Client, stream, format string, vt *schema.Type, from map[int]uint64) error {
 	sctx, cancel := context.WithTimeout(ctx, c.Duration("timeout"))
 	sub, err := cl.SubscribeAll(sctx, stream, from)
 	cancel()
@@ -103,7 +111,7 @@ func tail(ctx context.Context, c *cli.Context, cl *client.Client, stream, format
 			return err
 		}
 		for run := range client.PartitionRuns(recs) { // print each partition's run as one batch
-			if err := printTail(c, format, stream, run); err != nil {
+			if err := printTail(c, format, stream, vt, run); err != nil {
 				return err
 			}
 			from[run[0].Partition] = run[len(run)-1].Offset + 1
@@ -111,15 +119,15 @@ func tail(ctx context.Context, c *cli.Context, cl *client.Client, stream, format
 	}
 }
 
-// printTail prints records of one partition.
-func printTail(c *cli.Context, format, stream string, recs []client.Record) error {
+// printTail prints records of one partition, their values as JSON of vt if not nil.
+func printTail(c *cli.Context, format, stream string, vt *schema.Type, recs []client.Record) error {
 	w := c.App.Writer
 	part := recs[0].Partition
 	if format != outputTable {
-		return printRecords(w, format, stream, part, recs)
+		return printRecords(w, format, stream, part, vt, recs)
 	}
 	for _, r := range recs {
-		if _, err := fmt.Fprintf(w, "%-9d %-10d %-24s %-16s %s\n", part, r.Offset, r.EventTime.Format(eventTimeFormat), bytesText(r.Key), bytesText(r.Data)); err != nil {
+		if _, err := fmt.Fprintf(w, "%-9d %-10d %-24s %-16s %s\n", part, r.Offset, r.EventTime.Format(eventTimeFormat), bytesText(r.Key), valueCell(vt, r.Data)); err != nil {
 			return err
 		}
 	}

@@ -32,10 +32,9 @@ func RunPipeline(ctx context.Context, cfg PipelineConfig, out io.Writer) error {
 		return err
 	}
 	defer c.close()
-	for _, s := range []string{streams.Clicks, streams.ByPage, streams.Counts, streams.Late} {
-		if err := c.cl.CreateStream(ctx, builtin.StreamDefinition{Name: s}); err != nil {
-			return fmt.Errorf("create stream %s: %w", s, err)
-		}
+	// The input alone: the pipeline's processors create their output streams.
+	if err := c.cl.CreateStream(ctx, builtin.StreamDefinition{Name: streams.Clicks}); err != nil {
+		return fmt.Errorf("create stream %s: %w", streams.Clicks, err)
 	}
 	fmt.Fprintf(out, "click pipeline: %s → %s → 1-minute windows per page → %s (late clicks → %s)\n",
 		streams.Clicks, streams.ByPage, streams.Counts, streams.Late)

@@ -20,6 +20,9 @@ type ProcessorStatus struct {
 	// retention before the processor reached them.
 	DeadLetters uint64 `msgpack:"dead,omitempty" json:"dead_letters"`
 	Skipped     uint64 `msgpack:"skipped,omitempty" json:"skipped"`
+	// TickErrors counts failed OnTick calls; TickFailing is set while the last failed.
+	TickErrors  uint64 `msgpack:"ticks,omitempty" json:"tick_errors"`
+	TickFailing bool   `msgpack:"tickfail,omitempty" json:"tick_failing"`
 	// Windows are the window operators the processor declares, by name.
 	Windows []WindowStatus `msgpack:"windows,omitempty" json:"windows,omitempty"`
 }

@@ -3,9 +3,10 @@ package builtin
 // The built-in click pipeline (procedures.RegisterClickPipeline; docs/streams.md, "The
 // built-in pipeline"): clicks keyed by user are repartitioned by page, counted per page in
 // tumbling event-time windows, and the results and the late clicks are written to
-// streams. Its streams are created by the user with stream.create, under the names below
-// (the built-in registry uses ClickPipelinePrefix; a copy registered with another prefix
-// uses that prefix instead).
+// streams. The user creates the input stream with stream.create; the processors declare
+// the others as their outputs, and the runtime creates them (unbounded) once the input
+// exists. The names are below (the built-in registry uses ClickPipelinePrefix; a copy
+// registered with another prefix uses that prefix instead).
 
 // Names of the built-in click pipeline's streams and processors, without a prefix.
 const (

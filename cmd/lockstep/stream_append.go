@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/procedures/schema"
+	"github.com/urfave/cli/v2"
+)
+
+// appendBatch is the most records of stdin appended in one AppendBatch call.
+const appendBatch = 256
+
+// maxAppendLine bounds one line of stdin: a record's key and value, base64 and JSON.
+const maxAppendLine = 4 << 20
+
+func streamAppendCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "append",
+		Usage:     "append records to a stream: one from the command line, or JSON lines from stdin",
+		ArgsUsage: "STREAM [VALUE]",
+		Description: `With VALUE, appends one record with key --key (its partition is hash(key) mod P) and
+event time --event-time (RFC 3339 or Unix milliseconds; default: the batch time) and
+prints its offset. For a stream whose value type is known (--value-type; by default the
+built-in click pipeline's streams, e.g. demo.clicks takes a builtin.Click) VALUE is JSON
+of that type, checked field by field and encoded as a Go program would; otherwise its
+bytes are the value.
+
+Without VALUE, reads records from stdin, one JSON object a line, and appends them in
+batches of 256, each batch all or nothing, printing each record's offset. A line has the
+fields stream read --output json prints (so its output can be fed back): key_text (or key,
+base64), event_time (RFC 3339, or a number of milliseconds; absent: the batch time), and
+value (JSON of the value type; used if the stream's value type is known), else data
+(base64) or text (the value as a string); stream, partition, offset and value_error are
+ignored. --timeout bounds the whole command.
+
+Examples:
+  lockstep stream create demo.clicks
+  lockstep stream append demo.clicks --key alice '{"Page": "/home", "Time": 1700000000000}'
+  lockstep stream append events --key k1 --event-time 2023-11-14T22:13:20Z hello
+  lockstep stream read demo.clicks -p 0 -o json | lockstep stream append copy --value-type click`,
+		Flags: withClientFlags(
+			&cli.StringFlag{Name: "key", Aliases: []string{"k"}, Usage: "the record's key, with VALUE"},
+			&cli.StringFlag{Name: "event-time", Usage: "the record's event time, with VALUE: RFC 3339 or Unix milliseconds"},
+			valueTypeFlag(),
+			outputFlag(outputTable),
+		),
+		Action: runStreamAppend,
+	}
+}
+
+// appendLine is one line of stream append's stdin: the fields of recordJSON it reads, and
+// the others so that a line of stream read is accepted as it is.
+type appendLine struct {
+	Key        []byte          `json:"key"`
+	KeyText    *string         `json:"key_text"`
+	EventTime  json.RawMessage `json:"event_time"`
+	Data       []byte          `json:"data"`
+	Text       *string         `json:"text"`
+	Value      json.RawMessage `json:"value"`
+	Stream     string          `json:"stream"`
+	Partition  int             `json:"partition"`
+	Offset     uint64          `json:"offset"`
+	ValueError string          `json:"value_error"`
+}
+
+func runStreamAppend(c *cli.Context) error {
+	format, err := outputFormat(c)
+	if err != nil {
+		return err
+	}
+	if c.NArg() < 1 || c.NArg() > 2 {
+		return errors.New("stream append needs STREAM and VALUE, or STREAM alone to read records from stdin")
+	}
+	stream := c.Args().First()
+	vt, err := streamValueType(c, stream)
+	if err != nil {
+		return err
+	}
+	var recs []client.StreamRecord
+	single := c.NArg() == 2
+	if single {
+		rec, err := argRecord(c, vt)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, rec)
+	} else if c.IsSet("key") || c.IsSet("event-time") {
+		return errors.New("--key and --event-time go with VALUE; records from stdin carry their own")
+	}
+	ctx, cancel, err := commandContext(c)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	cl, err := dialClient(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var offsets []uint64
+	flush := func() error {
+		if len(recs) == 0 {
+			return nil
+		}
+		offs, err := cl.AppendBatch(ctx, stream, recs)
+		if err != nil {
+			return fmt.Errorf("append to %s: %w", stream, err)
+		}
+		recs = recs[:0]
+		if format == outputTable {
+			for _, o := range offs {
+				fmt.Fprintln(c.App.Writer, o)
+			}
+		}
+		offsets = append(offsets, offs...)
+		return nil
+	}
+	if !single {
+		err = readAppendLines(c.App.Reader, vt, func(r client.StreamRecord) error {
+			if recs = append(recs, r); len(recs) == appendBatch {
+				return flush()
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if format == outputJSON {
+		if offsets == nil {
+			offsets = []uint64{}
+		}
+		return writeJSON(c.App.Writer, offsets)
+	}
+	return nil
+}
+
+// argRecord is the record of the command line: --key, --event-time and VALUE.
+func argRecord(c *cli.Context, vt *schema.Type) (client.StreamRecord, error) {
+	key := c.String("key")
+	if key == "" {
+		return client.StreamRecord{}, errors.New("stream append STREAM VALUE needs a non-empty --key")
+	}
+	var et time.Time
+	if s := c.String("event-time"); s != "" {
+		var err error
+		if et, err = parseEventTime(strconv.Quote(s)); err != nil {
+			if et, err = parseEventTime(s); err != nil {
+				return client.StreamRecord{}, fmt.Errorf("--event-time %q: want RFC 3339 or Unix milliseconds", s)
+			}
+		}
+	}
+	v, err := encodeValue(vt, []byte(c.Args().Get(1)))
+	if err != nil {
+		return client.StreamRecord{}, err
+	}
+	return client.StreamRecord{Key: key, Value: v, EventTime: et}, nil
+}
+
+// parseEventTime reads a JSON event time: an RFC 3339 string or a number of Unix
+// milliseconds; empty or null is the zero time (the batch time).
+func parseEventTime(raw string) (time.Time, error) {
+	raw = string(bytes.TrimSpace([]byte(raw)))
+	switch {
+	case raw == "" || raw == "null":
+		return time.Time{}, nil
+	case raw[0] == '"':
+		var s string
+		if err := json.Unmarshal([]byte(raw), &s); err != nil {
+			return time.Time{}, err
+		}
+		return time.Parse(time.RFC3339Nano, s)
+	}
+	ms, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(ms), nil
+}
+
+// readAppendLines decodes the records of r, one JSON object a line (blank lines are
+// skipped), and hands each to add.
+func readAppendLines(r io.Reader, vt *schema.Type, add func(client.StreamRecord) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxAppendLine)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		rec, err := lineRecord(line, vt)
+		if err != nil {
+			return fmt.Errorf("stdin line %d: %w", n, err)
+		}
+		if err := add(rec); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("stdin: %w", err)
+	}
+	return nil
+}
+
+// lineRecord decodes one line of stream append's stdin.
+func lineRecord(line []byte, vt *schema.Type) (client.StreamRecord, error) {
+	var l appendLine
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		return client.StreamRecord{}, fmt.Errorf("not a record object: %w", err)
+	}
+	rec := client.StreamRecord{Key: string(l.Key)}
+	if l.KeyText != nil {
+		rec.Key = *l.KeyText
+	}
+	if rec.Key == "" {
+		return rec, errors.New("no key (key_text or key)")
+	}
+	et, err := parseEventTime(string(l.EventTime))
+	if err != nil {
+		return rec, fmt.Errorf("event_time %s: want RFC 3339 or Unix milliseconds", l.EventTime)
+	}
+	rec.EventTime = et
+	switch {
+	case len(l.Value) > 0 && vt != nil:
+		if rec.Value, err = encodeValue(vt, l.Value); err != nil {
+			return rec, err
+		}
+	case l.Data != nil:
+		rec.Value = l.Data
+	case l.Text != nil:
+		rec.Value = []byte(*l.Text)
+	case len(l.Value) > 0:
+		return rec, errors.New("a value, but the stream's value type is not known: give --value-type, or data or text")
+	}
+	return rec, nil
+}

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os/exec"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
+	"github.com/urfave/cli/v2"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// runStdin runs the binary with args and stdin, like run.
+func runStdin(t *testing.T, bin, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = binaryEnv()
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("run %v: %v", args, err)
+	}
+	return r
+}
+
+// readJSONLines reads every partition of stream with stream read -o json and extra flags.
+func readJSONLines(t *testing.T, bin, addrs, stream string, parts int, extra ...string) []recordJSON {
+	t.Helper()
+	var out []recordJSON
+	for p := range parts {
+		args := append([]string{"stream", "read", stream, "-p", strconv.Itoa(p), "-o", "json", "--addr", addrs}, extra...)
+		r := mustRun(t, bin, args...)
+		for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			if line == "" {
+				continue
+			}
+			var rec recordJSON
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("read %s: line %q: %v", stream, line, err)
+			}
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// TestCLIStreamJSON feeds and reads the built-in click pipeline with the real binary,
+// values as JSON: only demo.clicks is created (the processors create their outputs);
+// clicks go in from the command line and as JSON lines on stdin; the repartitioned
+// clicks and the dead letter of a bad click come out as JSON of their types; a stream
+// read's output fed to stream append makes an equal copy; bad values and types fail
+// clearly, appending nothing (DESIGN.md invariant 7).
+func TestCLIStreamJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node process")
+	}
+	bin := buildBinary(t)
+	c := startCluster(t, bin, 1)
+	addrs := c.addrs()
+	const parts = 4
+	mustRun(t, bin, "stream", "create", "demo.clicks", "--addr", addrs)
+
+	r := mustRun(t, bin, "stream", "append", "demo.clicks", "--key", "alice", "--event-time", "2023-11-14T22:13:20.5Z",
+		`{"Page": "/home", "Time": 1700000000000}`, "--addr", addrs)
+	if strings.TrimSpace(r.stdout) != "0" {
+		t.Fatalf("append: %v", r)
+	}
+	checkFailure(t, run(t, bin, "stream", "append", "demo.clicks", "--key", "alice", `{"Nope": 1}`, "--addr", addrs), "unknown field")
+	checkFailure(t, run(t, bin, "stream", "append", "demo.clicks", "--key", "alice", `{"Page": 7}`, "--addr", addrs), "wrong type")
+	checkFailure(t, run(t, bin, "stream", "append", "demo.clicks", "--value-type", "nope", "--key", "a", "{}", "--addr", addrs), `--value-type "nope"`)
+	checkFailure(t, run(t, bin, "stream", "append", "demo.clicks", `{"Page": "/x"}`, "--addr", addrs), "non-empty --key")
+	stdin := `{"key_text": "bob", "value": {"Page": "/cart", "User": "bob@example"}, "event_time": 1700000001000}
+
+{"key_text": "carol", "value": {"Page": ""}, "event_time": "2023-11-14T22:13:22Z"}
+`
+	r = runStdin(t, bin, stdin, "stream", "append", "demo.clicks", "-o", "json", "--addr", addrs)
+	var offs []uint64
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &offs) != nil || len(offs) != 2 {
+		t.Fatalf("append from stdin: %v", r)
+	}
+	checkFailure(t, runStdin(t, bin, `{"key_text": "dave", "valu": {}}`, "stream", "append", "demo.clicks", "--addr", addrs), "stdin line 1")
+	checkFailure(t, runStdin(t, bin, "{\"key_text\": \"a\", \"value\": {\"Page\": \"/a\"}}\n{\"value\": {\"Page\": \"/b\"}}\n",
+		"stream", "append", "demo.clicks", "--addr", addrs), "stdin line 2: no key")
+
+	// The repartitioner turns alice's and bob's clicks into demo.clicks.by_page (created
+	// for it) and carol's, which has no page, into a dead letter.
+	var byPage []recordJSON
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if byPage = readJSONLines(t, bin, addrs, "demo.clicks.by_page", parts); len(byPage) != 2 {
+			return fmt.Errorf("demo.clicks.by_page holds %d records, want 2", len(byPage))
+		}
+		return nil
+	})
+	got := map[string]string{}
+	for _, rec := range byPage {
+		b, _ := json.Marshal(rec.Value)
+		got[*rec.KeyText] = string(b) + " " + rec.EventTime
+	}
+	want := map[string]string{
+		"/home": `{"Page":"/home","Time":1700000000000,"User":"alice"} 2023-11-14T22:13:20.000Z`,
+		"/cart": `{"Page":"/cart","Time":1700000001000,"User":"bob@example"} 2023-11-14T22:13:21.000Z`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("demo.clicks.by_page:\n got %v\nwant %v", got, want)
+	}
+	var dead []recordJSON
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if dead = readJSONLines(t, bin, addrs, "demo.clicks.dead", parts); len(dead) != 1 {
+			return fmt.Errorf("demo.clicks.dead holds %d records, want 1", len(dead))
+		}
+		return nil
+	})
+	if b, _ := json.Marshal(dead[0].Value); !strings.Contains(string(b), `"Processor":"demo.clicks.by_page"`) ||
+		!strings.Contains(string(b), "bad click") || *dead[0].KeyText != "carol" {
+		t.Fatalf("dead letter: %s (%+v)", b, dead[0])
+	}
+
+	// The table shows values as JSON too.
+	part := strconv.Itoa(partition.PartitionOf([]byte("alice"), parts))
+	if r := mustRun(t, bin, "stream", "read", "demo.clicks", "-p", part, "--addr", addrs); !strings.Contains(r.stdout, `{"Page":"/home","Time":1700000000000}`) {
+		t.Fatalf("read table: %v", r)
+	}
+
+	// Round trip: stream read's JSON lines, fed to stream append, make an equal copy.
+	mustRun(t, bin, "stream", "create", "copy", "--addr", addrs)
+	orig := readJSONLines(t, bin, addrs, "demo.clicks", parts)
+	var lines strings.Builder
+	for _, rec := range orig {
+		b, _ := json.Marshal(rec)
+		lines.Write(append(b, '\n'))
+	}
+	if r := runStdin(t, bin, lines.String(), "stream", "append", "copy", "--value-type", "click", "--addr", addrs); r.code != 0 {
+		t.Fatalf("append copy: %v", r)
+	}
+	dup := readJSONLines(t, bin, addrs, "copy", parts)
+	if len(dup) != len(orig) || len(orig) != 3 {
+		t.Fatalf("copy holds %d records, the original %d (want 3)", len(dup), len(orig))
+	}
+	for _, rec := range dup {
+		if rec.Value != nil {
+			t.Fatalf("copy's values decoded without --value-type: %+v", rec)
+		}
+	}
+	dupTyped := map[string]recordJSON{}
+	for _, rec := range readJSONLines(t, bin, addrs, "copy", parts, "--value-type", "click") {
+		dupTyped[*rec.KeyText] = rec
+	}
+	for _, o := range orig {
+		d := dupTyped[*o.KeyText]
+		if !bytes.Equal(d.Data, o.Data) || d.EventTime != o.EventTime || !reflect.DeepEqual(d.Value, o.Value) || d.Partition != o.Partition {
+			t.Fatalf("copy of %s: %+v, original %+v", *o.KeyText, d, o)
+		}
+	}
+}
+
+// TestPrintRecordsValues: stream read and tail print a value of a known type as JSON of
+// it (in the table and in the JSON lines), and say why a value is not one.
+func TestPrintRecordsValues(t *testing.T) {
+	c := newTestContext(t, "--value-type", "click")
+	vt, err := streamValueType(c, "anything")
+	if err != nil {
+		t.Fatal(err)
+	}
+	click, _ := msgpack.Marshal(&builtin.Click{Page: "/p", Time: 5})
+	recs := []client.Record{{Offset: 3, Key: []byte("k"), Data: click, EventTime: time.UnixMilli(5)}, {Offset: 4, Key: []byte("k"), Data: []byte("junk")}}
+	var b strings.Builder
+	if err := printRecords(&b, outputJSON, "s", 1, vt, recs); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"value":{"Page":"/p","Time":5}`) ||
+		!strings.Contains(lines[1], `"value_error":"value is not a builtin.Click`) || strings.Contains(lines[1], `"value":`) {
+		t.Fatalf("json lines:\n%s", b.String())
+	}
+	b.Reset()
+	if err := printRecords(&b, outputTable, "s", 1, vt, recs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `{"Page":"/p","Time":5}`) || !strings.Contains(b.String(), " junk") {
+		t.Fatalf("table:\n%s", b.String())
+	}
+	for i, tt := range []struct {
+		stream, flag, want string // want: the type's name, "" for raw, or an error
+	}{
+		{"demo.clicks", "auto", "builtin.Click"},
+		{"demo.page_counts", "auto", "builtin.PageCount"},
+		{"x.dead", "auto", "partition.DeadLetter"},
+		{"events", "auto", ""},
+		{"demo.clicks", "raw", ""},
+		{"events", "page_count", "builtin.PageCount"},
+		{"events", "bogus", `--value-type "bogus"`},
+	} {
+		vt, err := streamValueType(newTestContext(t, "--value-type", tt.flag), tt.stream)
+		got := ""
+		switch {
+		case err != nil:
+			got = err.Error()
+		case vt != nil:
+			got = vt.Name
+		}
+		if !strings.HasPrefix(got, tt.want) || (tt.want == "" && got != "") {
+			t.Errorf("#%d: %s with %s: got %q, want %q", i, tt.stream, tt.flag, got, tt.want)
+		}
+	}
+}
+
+// TestAppendLines: stream append's stdin lines give keys, event times and values, and bad
+// lines fail naming the line.
+func TestAppendLines(t *testing.T) {
+	c := newTestContext(t, "--value-type", "click")
+	vt, _ := streamValueType(c, "x")
+	in := `{"key_text": "a", "value": {"Page": "/a"}, "event_time": 1700000000000}
+
+{"key": "Yg==", "text": "hi", "event_time": "2023-11-14T22:13:20Z"}
+{"key_text": "c", "data": "AQI="}
+`
+	var got []client.StreamRecord
+	if err := readAppendLines(strings.NewReader(in), vt, func(r client.StreamRecord) error { got = append(got, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := msgpack.Marshal(&builtin.Click{Page: "/a"})
+	want := []client.StreamRecord{
+		{Key: "a", Value: a, EventTime: time.UnixMilli(1_700_000_000_000)},
+		{Key: "b", Value: []byte("hi"), EventTime: time.UnixMilli(1_700_000_000_000).UTC()},
+		{Key: "c", Value: []byte{1, 2}},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d records, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Key != want[i].Key || !bytes.Equal(got[i].Value, want[i].Value) || !got[i].EventTime.Equal(want[i].EventTime) {
+			t.Errorf("#%d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	for i, tt := range []struct{ line, want string }{
+		{`{"key_text": "a", "nope": 1}`, "stdin line 1: not a record object"},
+		{`{"value": {}}`, "stdin line 1: no key"},
+		{`{"key_text": "a", "event_time": "yesterday"}`, "stdin line 1: event_time"},
+		{`{"key_text": "a", "value": {"Page": 1}}`, "wrong type"},
+		{"\n" + `[1]`, "stdin line 2: not a record object"},
+	} {
+		err := readAppendLines(strings.NewReader(tt.line), vt, func(client.StreamRecord) error { return nil })
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("#%d: got %v, want an error with %q", i, err, tt.want)
+		}
+	}
+	if err := readAppendLines(strings.NewReader(`{"key_text": "a", "value": {}}`), nil, func(client.StreamRecord) error { return nil }); err == nil {
+		t.Error("a value for a stream of no known type: no error")
+	}
+}
+
+// newTestContext is a cli.Context with --value-type parsed from args.
+func newTestContext(t *testing.T, args ...string) *cli.Context {
+	t.Helper()
+	set := flag.NewFlagSet("test", flag.ContinueOnError)
+	if err := valueTypeFlag().Apply(set); err != nil {
+		t.Fatal(err)
+	}
+	if err := set.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return cli.NewContext(cli.NewApp(), set, nil)
+}
