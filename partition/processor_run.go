@@ -180,9 +180,9 @@ func (e *Engine) runProcessorsOn(l *lane, p *Partition, ph *ProcessorPhase) {
 // partition p, commits it or undoes it, and returns the error (a panic becomes a
 // *PanicError).
 func (l *lane) step(d *procDef, p *Partition, ph *ProcessorPhase, rec *Record) error {
-	l.pin = Input{Procedure: d.Name, Partition: p.id, Time: ph.Time, Seq: mix64(ph.Seq ^ d.seed)}
+	l.pin = Input{Procedure: d.Name, Partition: p.id, Time: ph.Time, Seq: d.tickSeed(ph.Seq, p.id)}
 	if rec != nil {
-		l.pin.Key, l.pin.Seq = rec.Key, l.pin.Seq+rec.Offset
+		l.pin.Key, l.pin.Seq = rec.Key, d.recordSeed(p.id, rec.Offset)
 	}
 	l.parts[0] = p
 	l.run.reset(&l.pin, l.parts[:])
@@ -202,7 +202,7 @@ func (l *lane) step(d *procDef, p *Partition, ph *ProcessorPhase, rec *Record) e
 func callStep(tx *Tx, d *procDef, rec *Record) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &PanicError{Value: fmt.Sprint(r)}
+			err = &PanicError{Value: panicText(r)}
 		}
 	}()
 	if rec == nil {
