@@ -34,7 +34,8 @@ const maxDeadLetterError = 4096
 //     ph.Budget (scaled by ph.BudgetPerAppend) of its pending records in offset order,
 //     each record in its own Tx (see Processor.Process), then each OnTick hook in name
 //     order;
-//  3. deliver every outbox (see Tx.Emit).
+//  3. deliver every outbox (see Tx.Emit);
+//  4. combine the exchange watermarks (see SysWatermarks).
 //
 // A record's effects commit with the processor's new position: the position is written
 // to SysProcessors at the end of the partition's share of the phase, while the worker
@@ -78,6 +79,7 @@ func (e *Engine) RunProcessors(ph ProcessorPhase) ProcessStats {
 		}
 	}
 	e.deliver(ph.Time, &st)
+	e.combineWatermarks(ph.Time)
 	e.checkOutboxesEmpty("end of processor phase")
 	st.Pending = e.updatePending()
 	return st

@@ -14,10 +14,19 @@ the highest event time seen less the allowed out-of-orderness, also moved by bat
 when no record has arrived for an idle timeout. It never goes backwards. Its exact rule is
 on Watermark.
 
+Across the exchange (a processor that repartitions records to another stream), the
+watermark must not depend on which partition a key hashes to: the repartitioner calls a
+Source's Observe for each record, which publishes its partition's watermark and returns
+the exchange watermark — the engine's combination of every partition's (the minimum over
+those not idle, the maximum when all are; partition.SysWatermarks) — for the record to
+carry; the downstream Aggregate, configured with Exchange, judges each record against
+that stamp (ProcessStamped) and moves to the exchange watermark on its tick.
+
 An Aggregate keeps, per grouping key and window, a state of type S folded from records of
 type R (Init, Add, and Merge for sessions). For each record it does, in the record's Tx:
 
- 1. advance the watermark: the idle rule, then the record's event time;
+ 1. advance the watermark: the idle rule, then the record's event time (with Exchange,
+    the record's stamp instead);
  2. fire every window whose end the watermark has passed and that has not fired, by end,
     then key, then start: its result, Revision 0, goes to Emit;
  3. close every window whose end + AllowedLateness the watermark has passed: its Final
@@ -27,7 +36,8 @@ type R (Init, Add, and Merge for sessions). For each record it does, in the reco
     it is counted and goes to Late instead;
  5. fire and close again, for windows created behind the watermark.
 
-Advance does steps 1 (with the idle rule only), 2 and 3 when time passes with no record.
+Advance does steps 1 (with the idle rule only, or for an operator with Exchange the
+exchange watermark once its input is handled), 2 and 3 when time passes with no record.
 
 # Usage
 

@@ -81,19 +81,24 @@ func (w *Watermark) Observe(tx *partition.Tx, t int64) (int64, error) {
 	if err := checkTime(t); err != nil {
 		return 0, fmt.Errorf("event time %d: %w", t, err)
 	}
-	return w.step(tx, &t)
+	return w.step(tx, &t, NoWatermark)
 }
 
 // Advance applies the idle rule at tx's batch time and returns the watermark. It writes
 // only when the watermark moves.
-func (w *Watermark) Advance(tx *partition.Tx) (int64, error) { return w.step(tx, nil) }
+func (w *Watermark) Advance(tx *partition.Tx) (int64, error) { return w.step(tx, nil, NoWatermark) }
 
-func (w *Watermark) step(tx *partition.Tx, t *int64) (int64, error) {
+// Raise raises the watermark to at least up, a watermark from upstream (Source, through
+// the exchange), and returns it. It writes only when the watermark moves.
+func (w *Watermark) Raise(tx *partition.Tx, up int64) (int64, error) { return w.step(tx, nil, up) }
+
+func (w *Watermark) step(tx *partition.Tx, t *int64, up int64) (int64, error) {
 	s, err := w.load(tx)
 	if err != nil {
 		return 0, err
 	}
 	next := w.cfg.next(s, BatchTime(tx), t)
+	next.Mark = max(next.Mark, up)
 	if next != s {
 		if err := tx.Put(w.cfg.Table, watermarkRow, next.encode()); err != nil {
 			return 0, fmt.Errorf("watermark %s: %w", w.cfg.Table, err)
