@@ -117,3 +117,26 @@ func TestClickPipelineIdleUpstream(t *testing.T) {
 		}
 	})
 }
+
+// TestClickPipelineBackfillPause: week-old clicks backfilled with a pause of 11 s of
+// batch time (longer than the idle timeout) between two halves lose nothing to "late":
+// the old idle rule moved the watermark to batch time − 5 s during the pause and sent
+// 5 of 5 clicks of the second half to clicks.late (issue 20, item 3).
+func TestClickPipelineBackfillPause(t *testing.T) {
+	pc := procedures.DefaultClickPipeline
+	const week = 7 * 24 * 3600 * 1000
+	now := sec(0) + week
+	var entries []refEntry
+	for i := range 10 {
+		at := now + int64(i)*100
+		if i >= 5 {
+			at += 11_000 // the pause
+		}
+		entries = append(entries, refEntry{now: at * 1e6, clicks: []refClick{{userOn(i%propParts, i), "home", sec(float64(i))}}})
+	}
+	entries = append(entries, refEntry{now: (now + 12_000) * 1e6}, refEntry{now: (now + 13_000) * 1e6})
+	f := runClickEntries(t, pc, entries, nil)
+	if late := lateClicks(t, streamRecords(t, f, pc.Streams().Late)); len(late) != 0 {
+		t.Fatalf("%d of 10 backfilled clicks late: %+v", len(late), late)
+	}
+}

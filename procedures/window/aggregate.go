@@ -15,16 +15,15 @@ type Config[R, S any] struct {
 	Name string
 	// Assigner places records in windows: Tumbling, Hopping or Session. Required.
 	Assigner Assigner
-	// OutOfOrderness, IdleTimeout and IdleDelay configure the operator's own watermark
-	// (see WatermarkConfig), which Process moves. Default 0 each.
+	// OutOfOrderness and ProcessingTime configure the operator's own watermark (see
+	// WatermarkConfig), which Process moves. Default 0 and event time.
 	OutOfOrderness int64
-	IdleTimeout    int64
-	IdleDelay      int64
+	ProcessingTime bool
 	// Exchange, if set, names the operator's input stream, filled across the exchange by
 	// a processor with a Source: the operator's watermark is then the exchange
 	// watermark, carried by each record (ProcessStamped) and read on each tick (Advance),
-	// never computed from the records' event times here. OutOfOrderness, IdleTimeout and
-	// IdleDelay must be unset (the Source has the out-of-orderness and idle timeout).
+	// never computed from the records' event times here. OutOfOrderness and
+	// ProcessingTime must be unset (the Source has the out-of-orderness).
 	Exchange string
 	// AllowedLateness is how long past its end, in watermark time, a window still takes
 	// records; each changes the result and emits a revision. Default 0: a window closes
@@ -141,8 +140,8 @@ func New[R, S any](cfg Config[R, S]) (*Aggregate[R, S], error) {
 		return nil, fmt.Errorf("%w: Init, Add and Emit are required", ErrBadConfig)
 	case session && cfg.Merge == nil:
 		return nil, fmt.Errorf("%w: session windows need Merge", ErrBadConfig)
-	case cfg.Exchange != "" && (cfg.OutOfOrderness != 0 || cfg.IdleTimeout != 0 || cfg.IdleDelay != 0):
-		return nil, fmt.Errorf("%w: an exchange-driven operator has no out-of-orderness or idle rule of its own", ErrBadConfig)
+	case cfg.Exchange != "" && (cfg.OutOfOrderness != 0 || cfg.ProcessingTime):
+		return nil, fmt.Errorf("%w: an exchange-driven operator has no out-of-orderness or processing time of its own", ErrBadConfig)
 	case len(cfg.Exchange) > partition.MaxNameBytes:
 		return nil, fmt.Errorf("%w: exchange stream %q: at most %d bytes", ErrBadConfig, cfg.Exchange, partition.MaxNameBytes)
 	}
@@ -156,8 +155,7 @@ func New[R, S any](cfg Config[R, S]) (*Aggregate[R, S], error) {
 	a.wm, err = NewWatermark(WatermarkConfig{
 		Table:          a.tables.Watermark,
 		OutOfOrderness: cfg.OutOfOrderness,
-		IdleTimeout:    cfg.IdleTimeout,
-		IdleDelay:      cfg.IdleDelay,
+		ProcessingTime: cfg.ProcessingTime,
 	})
 	if err != nil {
 		return nil, err
@@ -238,8 +236,9 @@ func (a *Aggregate[R, S]) place(tx *partition.Tx, key []byte, t int64, rec R, wm
 // engine calls it when time passes with no record (a processor's OnTick). With
 // Config.Exchange it raises the watermark to the exchange watermark, but only once the
 // processor has handled every record of its input (partition.Tx.InputCaughtUp): a record
-// still waiting carries an older stamp and must be judged against it. Otherwise it
-// applies the watermark's idle rule. An error must fail the caller's Tx.
+// still waiting carries an older stamp and must be judged against it. With
+// ProcessingTime it follows batch time; otherwise it only fires what the watermark
+// already passed. An error must fail the caller's Tx.
 func (a *Aggregate[R, S]) Advance(tx *partition.Tx) error {
 	var (
 		wm  int64

@@ -23,7 +23,7 @@ func TestNewSourceValidate(t *testing.T) {
 }
 
 // TestExchangeOperatorConfig: an operator whose watermark comes from the exchange has
-// no out-of-orderness or idle rule of its own, and refuses Process (it needs each
+// no out-of-orderness or processing time of its own, and refuses Process (it needs each
 // record's stamp).
 func TestExchangeOperatorConfig(t *testing.T) {
 	base := func() Config[int64, agg] {
@@ -32,7 +32,7 @@ func TestExchangeOperatorConfig(t *testing.T) {
 	}
 	for i, mod := range []func(*Config[int64, agg]){
 		func(c *Config[int64, agg]) { c.OutOfOrderness = 1 },
-		func(c *Config[int64, agg]) { c.IdleTimeout = 1 },
+		func(c *Config[int64, agg]) { c.ProcessingTime = true },
 	} {
 		c := base()
 		mod(&c)
