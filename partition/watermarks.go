@@ -72,10 +72,13 @@ func (w combined) encode() []byte {
 func int64At(b []byte, i int) int64 { return int64(binary.BigEndian.Uint64(b[8*i:])) }
 
 func publishedKey(stream, proc string) []byte {
-	return append(append(append([]byte{'o'}, stream...), 0), proc...)
+	k := make([]byte, 0, 2+len(stream)+len(proc))
+	return append(append(append(append(k, 'o'), stream...), 0), proc...)
 }
 
-func combinedKey(stream string) []byte { return append([]byte{'i'}, stream...) }
+func combinedKey(stream string) []byte {
+	return append(append(make([]byte, 0, 1+len(stream)), 'i'), stream...)
+}
 
 // AdvanceWatermark publishes, for the running processor on this partition, that its
 // output to stream will hold no more records before event time markMs (Unix ms) that

@@ -140,3 +140,38 @@ func TestAdvanceWatermarkChecks(t *testing.T) {
 		t.Fatalf("errors %v: want ErrUndeclaredStream, ErrBadProcessor", errs)
 	}
 }
+
+// BenchmarkProcessorCountPublishing is BenchmarkProcessorCount with a processor that
+// also publishes its watermark for each record (what window.Source does), and the
+// exchange combining it after each phase: their cost per record.
+//
+//	go test -run '^$' -bench 'ProcessorCount' -benchmem ./partition/
+func BenchmarkProcessorCountPublishing(b *testing.B) {
+	e := newEngine(b, Config{Partitions: 1, Processors: []Processor{{Name: "count", Input: "in", Emits: []string{"out"},
+		Process: func(tx *Tx, rec Record) error {
+			if err := tx.AdvanceWatermark("out", int64(rec.Offset), 10_000); err != nil {
+				return err
+			}
+			return bump(tx, "count", rec.Key)
+		}}}}, procStreamProcs)
+	if r := e.Execute([]Input{createInput(1, "in,out")}); r[0].Err != nil {
+		b.Fatal(r[0].Err)
+	}
+	batch := make([]Input, 0, 256)
+	for i := 0; i < b.N; i++ {
+		batch = append(batch, appendInput(1, fmt.Sprintf("user/%04d", i%1024), "v"))
+		if len(batch) == cap(batch) || i == b.N-1 {
+			e.Execute(batch)
+			batch = batch[:0]
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for seq := uint64(0); ; seq++ {
+		if st := e.RunProcessors(ProcessorPhase{Time: testTime + int64(seq)*1e6, Seq: seq}); !st.Pending {
+			break
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
