@@ -395,7 +395,7 @@ func BenchmarkPipelineProcs(b *testing.B) {
 	noTrigger := 0
 	for _, res := range results {
 		at, ok := acks.firstAtLeast(res.part, res.end+ooo)
-		if !ok { // fired by idle advance, not by a click
+		if !ok { // fired on a tick (an input partition went idle), not by a click
 			noTrigger++
 			continue
 		}

@@ -267,7 +267,7 @@ func (l *lane) execute(in *Input) Result {
 func (l *lane) call(in *Input) (out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			out, err = nil, &PanicError{Value: fmt.Sprint(r)}
+			out, err = nil, &PanicError{Value: panicText(r)}
 		}
 	}()
 	return l.h.Run(&l.run.views[0], in, l.arena)

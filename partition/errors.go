@@ -50,7 +50,9 @@ var (
 // PanicError is the result of an input whose handler panicked. The panic was recovered,
 // the input's effects were undone, and the message is identical on every replica.
 type PanicError struct {
-	// Value is the panic value formatted with %v.
+	// Value is the panic value as text: a string itself, an error its Error text,
+	// anything else its type and a bounded rendering without addresses, so that it is the
+	// same on every replica.
 	Value string
 }
 

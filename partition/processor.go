@@ -106,7 +106,21 @@ type procDef struct {
 	Processor
 	key  []byte // Name as a row key of SysProcessors
 	dead string // the dead-letter stream
-	seed uint64 // mixed into the Rand seed of its Txs
+	seed uint64 // mixed into the Rand seed of its Txs: its name and input stream
+}
+
+// recordSeed seeds Tx.Rand for the record at offset off of d's input on partition part:
+// a function of (processor, stream, partition, offset), so no two records of the stream
+// draw the same sequence (the partition was missing once: offset k drew alike on every
+// partition), and a record draws the same whichever entry its processor reaches it in.
+func (d *procDef) recordSeed(part int, off uint64) uint64 {
+	return mix64(mix64(d.seed+uint64(part)) + off)
+}
+
+// tickSeed seeds Tx.Rand for d's OnTick hook on partition part in the entry whose Seq is
+// entry.
+func (d *procDef) tickSeed(entry uint64, part int) uint64 {
+	return mix64(mix64(entry^d.seed) + uint64(part) + 1)
 }
 
 func newProcDefs(ps []Processor) []procDef {
@@ -115,7 +129,7 @@ func newProcDefs(ps []Processor) []procDef {
 		p.Emits = append([]string(nil), p.Emits...)
 		p.Outputs = append([]OutputStream(nil), p.Outputs...)
 		defs[i] = procDef{Processor: p, key: []byte(p.Name), dead: p.Input + DeadLetterSuffix,
-			seed: namespaceHash('p', p.Name)}
+			seed: mix64(namespaceHash('p', p.Name) ^ namespaceHash(kindStream, p.Input))}
 	}
 	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
 	return defs

@@ -38,7 +38,8 @@ const maxDeadLetterError = 4096
 //     ph.Budget (scaled by ph.BudgetPerAppend) of its pending records in offset order,
 //     each record in its own Tx (see Processor.Process), then each OnTick hook in name
 //     order;
-//  3. deliver every outbox (see Tx.Emit).
+//  3. deliver every outbox (see Tx.Emit);
+//  4. combine the exchange watermarks (see SysWatermarks).
 //
 // A record's effects commit with the processor's new position: the position is written
 // to SysProcessors at the end of the partition's share of the phase, while the worker
@@ -83,6 +84,7 @@ func (e *Engine) RunProcessors(ph ProcessorPhase) ProcessStats {
 		}
 	}
 	e.deliver(ph.Time, &st)
+	e.combineWatermarks(ph.Time)
 	e.checkOutboxesEmpty("end of processor phase")
 	st.Pending = e.updatePending()
 	return st
@@ -191,9 +193,9 @@ func (e *Engine) runProcessorsOn(l *lane, p *Partition, ph *ProcessorPhase) {
 // partition p, commits it or undoes it, and returns the error (a panic becomes a
 // *PanicError).
 func (l *lane) step(d *procDef, p *Partition, ph *ProcessorPhase, rec *Record) error {
-	l.pin = Input{Procedure: d.Name, Partition: p.id, Time: ph.Time, Seq: mix64(ph.Seq ^ d.seed)}
+	l.pin = Input{Procedure: d.Name, Partition: p.id, Time: ph.Time, Seq: d.tickSeed(ph.Seq, p.id)}
 	if rec != nil {
-		l.pin.Key, l.pin.Seq = rec.Key, l.pin.Seq+rec.Offset
+		l.pin.Key, l.pin.Seq = rec.Key, d.recordSeed(p.id, rec.Offset)
 	}
 	l.parts[0] = p
 	l.run.reset(&l.pin, l.parts[:])
@@ -213,7 +215,7 @@ func (l *lane) step(d *procDef, p *Partition, ph *ProcessorPhase, rec *Record) e
 func callStep(tx *Tx, d *procDef, rec *Record) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &PanicError{Value: fmt.Sprint(r)}
+			err = &PanicError{Value: panicText(r)}
 		}
 	}()
 	if rec == nil {

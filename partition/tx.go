@@ -148,8 +148,9 @@ func (tx *Tx) On(p int) (*Tx, error) {
 // Now returns the input's batch time: the same on every replica, never the local clock.
 func (tx *Tx) Now() time.Time { return time.Unix(0, tx.run.in.Time).UTC() }
 
-// Rand returns a random source seeded from the input's log position, so it yields the same
-// sequence on every replica. It is shared by all views of one input.
+// Rand returns a random source seeded from the input's log position (a processor's, from
+// its record's stream, partition and offset), so it yields the same sequence on every
+// replica. It is shared by all views of one input.
 func (tx *Tx) Rand() *rand.Rand {
 	r := tx.run
 	if !r.rngSeed {

@@ -17,7 +17,14 @@ import (
 //	  → processor P+clicks.by_page: emits each click to P+clicks.by_page, keyed by page
 //	  → processor P+page_counts: counts clicks per page in tumbling event-time windows
 //	    (window.Aggregate, tables P+page_counts.*), results to P+page_counts, late clicks
-//	    to P+clicks.late; its OnTick hook advances the watermark by batch time.
+//	    to P+clicks.late.
+//
+// The watermark crosses the exchange (window.Source): each partition's repartitioner
+// publishes its watermark (the latest click time it saw − OutOfOrderness) and stamps
+// every click it emits with the exchange watermark, the minimum over the partitions that
+// are not idle; the counter judges each click against its stamp and, on its OnTick hook,
+// moves to the exchange watermark. So whether a click is late does not depend on where
+// its page hashes to, and a pause never makes old clicks late.
 //
 // The repartitioner's name sorts before the counter's, so on each partition the counter
 // sees the clicks emitted to its own partition in the same processor phase, and those
@@ -38,14 +45,15 @@ type ClickPipelineConfig struct {
 	// AllowedLateness is how long after the watermark passes a window's end the window
 	// still takes clicks, each emitting a new revision.
 	AllowedLateness time.Duration
-	// IdleTimeout and IdleDelay: once no click has arrived at a partition for IdleTimeout
-	// of batch time, its watermark is at least batch time − OutOfOrderness − IdleDelay, so
-	// windows fire and close without new clicks. IdleTimeout 0 turns this off.
-	IdleTimeout, IdleDelay time.Duration
+	// IdleTimeout: once no click has arrived at an input partition for IdleTimeout of
+	// batch time, that partition stops holding the watermark back; when every partition
+	// is idle the watermark is the highest of theirs (never batch time). IdleTimeout 0
+	// turns this off: an input partition without clicks then holds every window open.
+	IdleTimeout time.Duration
 }
 
 // DefaultClickPipeline is the configuration of the built-in click pipeline: 1-minute
-// windows, 5 s out-of-orderness, 10 s allowed lateness, idle advance after 10 s.
+// windows, 5 s out-of-orderness, 10 s allowed lateness, input partitions idle after 10 s.
 var DefaultClickPipeline = ClickPipelineConfig{
 	Prefix:          builtin.ClickPipelinePrefix,
 	Window:          time.Minute,
@@ -79,10 +87,8 @@ func RegisterClickPipeline(r *Registry, cfg ClickPipelineConfig) error {
 	agg, err := window.New(window.Config[builtin.Click, int64]{
 		Name:            cfg.Prefix + builtin.PageCountsStream,
 		Assigner:        window.Tumbling{Size: cfg.Window.Milliseconds()},
-		OutOfOrderness:  cfg.OutOfOrderness.Milliseconds(),
+		Exchange:        s.ByPage,
 		AllowedLateness: cfg.AllowedLateness.Milliseconds(),
-		IdleTimeout:     cfg.IdleTimeout.Milliseconds(),
-		IdleDelay:       cfg.IdleDelay.Milliseconds(),
 		Init:            func() int64 { return 0 },
 		Add:             func(n int64, _ builtin.Click) int64 { return n + 1 },
 		Emit: func(tx *partition.Tx, res window.Result[int64]) error {
@@ -106,10 +112,18 @@ func RegisterClickPipeline(r *Registry, cfg ClickPipelineConfig) error {
 	if err != nil {
 		return fmt.Errorf("click pipeline: %w", err)
 	}
+	src, err := window.NewSource(window.SourceConfig{Stream: s.ByPage,
+		OutOfOrderness: cfg.OutOfOrderness.Milliseconds(), IdleTimeout: cfg.IdleTimeout.Milliseconds()})
+	if err != nil {
+		return fmt.Errorf("click pipeline: %w", err)
+	}
 	err = RegisterProcessor(r, cfg.Prefix+builtin.ClicksByPageStream, s.Clicks,
 		func(tx *partition.Tx, rec partition.Record) error {
 			c, err := decodeClick(rec)
 			if err != nil {
+				return err
+			}
+			if c.Watermark, err = src.Observe(tx, c.Time); err != nil {
 				return err
 			}
 			v, err := msgpack.Marshal(&c)
@@ -132,7 +146,9 @@ func RegisterClickPipeline(r *Registry, cfg ClickPipelineConfig) error {
 			if c.Time == 0 {
 				c.Time = rec.EventTime
 			}
-			return agg.Process(tx, rec.Key, c.Time, c)
+			stamp := c.Watermark
+			c.Watermark = 0
+			return agg.ProcessStamped(tx, rec.Key, c.Time, stamp, c)
 		},
 		Output(s.Counts, partition.StreamConfig{}), Output(s.Late, partition.StreamConfig{}),
 		OnTick(agg.Advance),

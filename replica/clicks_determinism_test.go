@@ -25,13 +25,13 @@ var clickUsers = []string{"ann", "bob", "cy", "dee", "eve", "fay"}
 var clickPages = []string{"home", "cart", "faq", "news"}
 
 // genClicks draws a log of clicks for the built-in pipeline's windows (1 minute, 5 s
-// out-of-orderness, 10 s lateness, idle after 10 s).
+// out-of-orderness, 10 s lateness, input partitions idle after 10 s).
 func genClicks(t *rapid.T) []refEntry {
 	now := sec(0) * 1e6
 	var out []refEntry
 	for range rapid.IntRange(1, 30).Draw(t, "entries") {
 		switch rapid.IntRange(0, 9).Draw(t, "step kind") {
-		case 0: // long enough for idle advance
+		case 0: // long enough for input partitions to go idle
 			now += int64(rapid.IntRange(10, 90).Draw(t, "idle s")) * 1e9
 		case 1:
 		default:
@@ -59,23 +59,41 @@ func genClicks(t *rapid.T) []refEntry {
 	return out
 }
 
-// withDrain appends ticks that handle every click (a second apart) and then close every
-// window (minutes apart: idle advance).
+// drainPage is the page of withDrain's closing click: its window never closes, and
+// checkClickConservation leaves it out.
+const drainPage = "zz.drain"
+
+// withDrain appends ticks that handle every click (a second apart), then a closing click
+// an hour of event time past every other, more ticks to handle it, and two ticks minutes
+// apart: every input partition is then idle, the exchange watermark is the closing
+// click's time − the out-of-orderness, and every window but the closing click's closes.
+// Batch time alone closes nothing (docs/streams.md, "Watermarks across the exchange").
 func withDrain(entries []refEntry, budget int) []refEntry {
 	n := 0
+	maxT := int64(0)
 	for _, e := range entries {
 		n += len(e.clicks)
+		for _, c := range e.clicks {
+			maxT = max(maxT, c.t)
+		}
 	}
 	now := entries[len(entries)-1].now
 	out := append([]refEntry(nil), entries...)
-	for range 2*(n/budget) + 8 {
-		now += 1e9
-		out = append(out, refEntry{now: now})
+	ticks := func(k int) {
+		for range k {
+			now += 1e9
+			out = append(out, refEntry{now: now})
+		}
 	}
+	ticks(2*(n/budget) + 8)
+	now += 1e9
+	out = append(out, refEntry{now: now, clicks: []refClick{{user: "drain", page: drainPage, t: maxT + int64(time.Hour/time.Millisecond)}}})
+	ticks(8)
 	for range 2 {
 		now += int64(5 * time.Minute)
 		out = append(out, refEntry{now: now})
 	}
+	ticks(4)
 	return out
 }
 

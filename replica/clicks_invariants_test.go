@@ -12,9 +12,10 @@ import (
 
 // checkClickConservation checks what holds for every log of the click pipeline, however
 // entries are bounded, once every click is handled and the watermark has passed every
-// window's end + lateness: each window's results are revisions 0, 1, … with counts that
-// never fall, the last one Final and no other; every late click is an input click; and
-// for every (page, window) the final count plus the late clicks equals the input clicks.
+// window's end + lateness (all but withDrain's closing click's, left out): each window's
+// results are revisions 0, 1, … with counts that never fall, the last one Final and no
+// other; every late click is an input click; and for every (page, window) the final
+// count plus the late clicks equals the input clicks.
 func checkClickConservation(t fataler, pc procedures.ClickPipelineConfig, entries []refEntry, counts, late [][]refRecord) {
 	t.Helper()
 	size := pc.Window.Milliseconds()
@@ -26,6 +27,9 @@ func checkClickConservation(t fataler, pc procedures.ClickPipelineConfig, entrie
 	inClicks := map[builtin.Click]int{}
 	for _, e := range entries {
 		for _, c := range e.clicks {
+			if c.page == drainPage {
+				continue
+			}
 			in[win{c.page, c.t - c.t%size}]++
 			inClicks[builtin.Click{User: c.user, Page: c.page, Time: c.t}]++
 		}
@@ -33,6 +37,9 @@ func checkClickConservation(t fataler, pc procedures.ClickPipelineConfig, entrie
 	out := map[win]int64{}
 	last := map[win]builtin.PageCount{}
 	for _, r := range pageCounts(t, counts) {
+		if r.Page == drainPage {
+			continue
+		}
 		w := win{r.Page, r.Start}
 		prev, seen := last[w]
 		switch {
@@ -65,17 +72,19 @@ func checkClickConservation(t fataler, pc procedures.ClickPipelineConfig, entrie
 	}
 }
 
-// TestClickPipelineOnePartition: on one partition with idle advance off, the counter
-// sees the clicks in log order whatever the entry boundaries, and its watermark depends
-// on their event times alone: the outputs are the same bytes for the same clicks split
-// into any entries at any batch times.
+// TestClickPipelineOnePartition: on one partition the outputs of any log equal the
+// reference and keep the invariants of checkClickConservation, for the same clicks split
+// into any entries at any batch times. (They used to be the same bytes for every split:
+// the counter's watermark followed each click. Now each click is judged against the
+// exchange watermark of the entry before it — the same value on every partition, so
+// lateness does not depend on key placement — so entry boundaries matter, as they do on
+// more partitions.)
 func TestClickPipelineOnePartition(t *testing.T) {
 	pc := procedures.ClickPipelineConfig{Prefix: "one.", Window: procedures.DefaultClickPipeline.Window,
 		OutOfOrderness: procedures.DefaultClickPipeline.OutOfOrderness, AllowedLateness: procedures.DefaultClickPipeline.AllowedLateness}
 	rapid.Check(t, func(t *rapid.T) {
 		budget := rapid.IntRange(1, 6).Draw(t, "budget")
 		entries := genClicks(t)
-		var want string
 		for i, es := range [][]refEntry{entries, resplit(t, entries)} {
 			es = withDrain(es, budget)
 			cfg := clickConfig(true, budget)
@@ -85,14 +94,10 @@ func TestClickPipelineOnePartition(t *testing.T) {
 				f.ApplyBatch([]*raft.Log{l})
 			}
 			got := pipelineOutputs(t, f, pc)
+			checkClickConservation(t, pc, es, streamRecords(t, f, pc.Streams().Counts), streamRecords(t, f, pc.Streams().Late))
 			f.Close()
 			if ref := referenceOutputs(pc, 1, budget, es); got != ref {
 				t.Fatalf("log %d: outputs differ from the reference\n got: %s\nwant: %s", i, got, ref)
-			}
-			if i == 0 {
-				want = got
-			} else if got != want {
-				t.Fatalf("other entry boundaries, other outputs\n got: %s\nwant: %s", got, want)
 			}
 		}
 	})

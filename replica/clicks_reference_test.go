@@ -22,13 +22,23 @@ import (
 // clicks in offset order, appending those whose page belongs to its own partition to
 // clicks.by_page at once and putting the others in the partition's outbox; then the
 // counter handles at most budget records of clicks.by_page (the ones just appended
-// included: its name sorts after the repartitioner's), then advances by batch time (its
-// OnTick hook); then the outboxes are delivered in (source partition, emit order), to be
-// counted in the next entry's phase. The counter follows the window rules of
-// procedures/window/doc.go, restated here for tumbling windows.
+// included: its name sorts after the repartitioner's), then its OnTick hook; then the
+// outboxes are delivered in (source partition, emit order), to be counted in the next
+// entry's phase; then the exchange watermark is combined. The counter follows the window
+// rules of procedures/window/doc.go, restated here for tumbling windows.
+//
+// Watermarks (docs/streams.md, "Watermarks across the exchange"): each input partition
+// publishes its watermark (the latest click time its repartitioner saw − the
+// out-of-orderness) and the batch time of its last click; at the end of each entry they
+// combine into one exchange watermark — the minimum over the partitions not idle (idle:
+// no click for IdleTimeout of batch time; one that never had a click counts from the
+// first combination, at NoWatermark), the maximum when all are idle, never lower than
+// before. The repartitioner stamps each click with the exchange watermark of the
+// previous entry; the counter raises its watermark to each click's stamp before placing
+// it, and to the exchange watermark on its tick when it has counted every record.
 //
 // The output depends on where entry boundaries fall (they decide which records a
-// partition's counter sees in which order, and the batch times of idle advance), so the
+// partition's counter sees in which order, and which stamp each click gets), so the
 // reference takes the log as it is; what stays the same across boundaries is checked by
 // checkClickConservation.
 
@@ -66,26 +76,42 @@ type refWinKey struct {
 
 // refOperator is the counter's state on one partition.
 type refOperator struct {
-	cfg                 refConfig
-	seen                bool
-	maxSeen, last, mark int64
-	windows             map[refWinKey]*refWindow
-	counts, late        *[]refRecord
+	cfg          refConfig
+	mark         int64
+	windows      map[refWinKey]*refWindow
+	counts, late *[]refRecord
 }
 
 type refConfig struct {
-	size, ooo, lateness, idle, delay int64 // milliseconds
+	size, ooo, lateness, idle int64 // milliseconds
+}
+
+// refSource is one input partition's published watermark.
+type refSource struct {
+	seen       bool
+	mark, last int64
+}
+
+// refStamped is a click of clicks.by_page with the stamp the repartitioner gave it.
+type refStamped struct {
+	c     builtin.Click
+	stamp int64
 }
 
 type refPipeline struct {
+	cfg           refConfig
 	parts, budget int
 	perAppend     int               // Config.ProcessorBudgetPerAppend
 	clicks        [][]builtin.Click // per partition: the input, completed as the repartitioner does
-	byPage        [][]builtin.Click
+	byPage        [][]refStamped
 	posIn, posBy  []int
-	outbox        [][]builtin.Click
+	outbox        [][]refStamped
 	ops           []*refOperator
 	counts, late  [][]refRecord
+	sources       []refSource
+	exchange      int64 // the exchange watermark
+	started       bool  // exchange combined once, at batch time start
+	start         int64
 }
 
 // clickReference runs the reference over entries and returns the records of the counts
@@ -96,11 +122,12 @@ func clickReference(cfg procedures.ClickPipelineConfig, parts, budget, perAppend
 		budget = partition.DefaultProcessorBudget
 	}
 	rc := refConfig{cfg.Window.Milliseconds(), cfg.OutOfOrderness.Milliseconds(), cfg.AllowedLateness.Milliseconds(),
-		cfg.IdleTimeout.Milliseconds(), cfg.IdleDelay.Milliseconds()}
-	r := &refPipeline{parts: parts, budget: budget, perAppend: perAppend,
-		clicks: make([][]builtin.Click, parts), byPage: make([][]builtin.Click, parts),
-		posIn: make([]int, parts), posBy: make([]int, parts), outbox: make([][]builtin.Click, parts),
-		counts: make([][]refRecord, parts), late: make([][]refRecord, parts)}
+		cfg.IdleTimeout.Milliseconds()}
+	r := &refPipeline{cfg: rc, parts: parts, budget: budget, perAppend: perAppend,
+		clicks: make([][]builtin.Click, parts), byPage: make([][]refStamped, parts),
+		posIn: make([]int, parts), posBy: make([]int, parts), outbox: make([][]refStamped, parts),
+		counts: make([][]refRecord, parts), late: make([][]refRecord, parts),
+		sources: make([]refSource, parts), exchange: math.MinInt64}
 	for q := range parts {
 		r.ops = append(r.ops, &refOperator{cfg: rc, mark: math.MinInt64, windows: map[refWinKey]*refWindow{},
 			counts: &r.counts[q], late: &r.late[q]})
@@ -122,48 +149,76 @@ func (r *refPipeline) entry(now int64, clicks []refClick) {
 	budget := min(partition.MaxProcessorBudget, r.budget+r.perAppend*len(clicks))
 	for q := range r.parts {
 		for n := 0; n < budget && r.posIn[q] < len(r.clicks[q]); n++ {
-			c := r.clicks[q][r.posIn[q]]
+			c := refStamped{r.clicks[q][r.posIn[q]], r.exchange}
 			r.posIn[q]++
-			if partition.PartitionOf([]byte(c.Page), r.parts) == q {
+			src := &r.sources[q]
+			if !src.seen {
+				src.seen, src.mark, src.last = true, c.c.Time-r.cfg.ooo, nowMs
+			}
+			src.mark, src.last = max(src.mark, c.c.Time-r.cfg.ooo), max(src.last, nowMs)
+			if partition.PartitionOf([]byte(c.c.Page), r.parts) == q {
 				r.byPage[q] = append(r.byPage[q], c)
 			} else {
 				r.outbox[q] = append(r.outbox[q], c)
 			}
 		}
 		for n := 0; n < budget && r.posBy[q] < len(r.byPage[q]); n++ {
-			r.ops[q].process(r.byPage[q][r.posBy[q]], nowMs)
+			r.ops[q].process(r.byPage[q][r.posBy[q]])
 			r.posBy[q]++
 		}
-		r.ops[q].advance(nowMs)
+		if r.posBy[q] == len(r.byPage[q]) { // the tick: caught up, so to the exchange watermark
+			r.ops[q].raise(r.exchange)
+		}
 	}
 	for q := range r.parts {
 		for _, c := range r.outbox[q] {
-			t := partition.PartitionOf([]byte(c.Page), r.parts)
+			t := partition.PartitionOf([]byte(c.c.Page), r.parts)
 			r.byPage[t] = append(r.byPage[t], c)
 		}
 		r.outbox[q] = nil
 	}
+	r.combine(nowMs)
 }
 
-func (o *refOperator) idle(now int64) {
-	if o.seen && o.cfg.idle > 0 && now-o.last >= o.cfg.idle {
-		o.mark = max(o.mark, now-o.cfg.ooo-o.cfg.delay)
+// combine computes the exchange watermark at the end of an entry at batch time now.
+func (r *refPipeline) combine(now int64) {
+	any := false
+	for _, s := range r.sources {
+		any = any || s.seen
 	}
+	if !any {
+		return
+	}
+	if !r.started {
+		r.started, r.start = true, now
+	}
+	active, least, most := false, int64(math.MaxInt64), int64(math.MinInt64)
+	for _, s := range r.sources {
+		mark, last := int64(math.MinInt64), r.start
+		if s.seen {
+			mark, last = s.mark, s.last
+		}
+		most = max(most, mark)
+		if r.cfg.idle > 0 && now-last >= r.cfg.idle {
+			continue
+		}
+		active, least = true, min(least, mark)
+	}
+	next := most
+	if active {
+		next = least
+	}
+	r.exchange = max(r.exchange, next)
 }
 
-func (o *refOperator) advance(now int64) {
-	o.idle(now)
+func (o *refOperator) raise(w int64) {
+	o.mark = max(o.mark, w)
 	o.closeUpTo()
 }
 
-func (o *refOperator) process(c builtin.Click, now int64) {
-	o.idle(now)
-	if !o.seen {
-		o.seen, o.maxSeen, o.last = true, c.Time, now
-	}
-	o.maxSeen, o.last = max(o.maxSeen, c.Time), max(o.last, now)
-	o.mark = max(o.mark, o.maxSeen-o.cfg.ooo)
-	o.closeUpTo()
+func (o *refOperator) process(sc refStamped) {
+	c := sc.c
+	o.raise(sc.stamp)
 	start := c.Time - c.Time%o.cfg.size // event times are positive
 	k := refWinKey{c.Page, start}
 	switch w := o.windows[k]; {
@@ -185,7 +240,7 @@ func (o *refOperator) process(c builtin.Click, now int64) {
 // closeUpTo fires the unfired windows whose end the watermark has passed, by (end, page,
 // start), then closes those past end + lateness, by (end + lateness, page, start).
 func (o *refOperator) closeUpTo() {
-	if !o.seen {
+	if o.mark == math.MinInt64 {
 		return
 	}
 	for _, k := range o.due(func(w *refWindow) bool { return w.emitted == 0 && w.end <= o.mark }) {

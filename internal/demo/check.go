@@ -29,7 +29,11 @@ func pipelineReport(ctx context.Context, out io.Writer, c *demoCluster, pipe pro
 	closeAt := lastEnd + pipe.AllowedLateness.Milliseconds()
 	fmt.Fprintf(out, "waiting for the watermark to reach %s on every partition: the last window, [%s, %s), takes clicks until then (its end + %s allowed lateness);\n",
 		clockOf(closeAt), clockOf(lastEnd-pipe.Window.Milliseconds()), clockOf(lastEnd), pipe.AllowedLateness)
-	fmt.Fprintf(out, "no clicks arrive any more, and the pipeline counts a partition idle after %s without one\n", pipe.IdleTimeout)
+	fmt.Fprintf(out, "no clicks arrive any more: an idle partition (%s without a click) stops holding the watermark back, but batch time never moves it,\n", pipe.IdleTimeout)
+	fmt.Fprintf(out, "so one closing click an hour of event time ahead (page %s, in no window's result) carries it past the last window\n", closingPage)
+	if err := appendClosingClick(cctx, cl, pipe, clock.at(stopped)); err != nil {
+		return err
+	}
 	st, err := waitPipelineDone(cctx, out, cl, pipe, closeAt, stopped, view)
 	if err != nil {
 		return err
@@ -39,6 +43,7 @@ func pipelineReport(ctx context.Context, out io.Writer, c *demoCluster, pipe pro
 	if err != nil {
 		return err
 	}
+	input-- // the closing click
 	results, err := streamRecords(cctx, cl, streams.Counts)
 	if err != nil {
 		return err
@@ -97,6 +102,26 @@ func pipelineReport(ctx context.Context, out io.Writer, c *demoCluster, pipe pro
 		return fmt.Errorf("%w:\n  %s", ErrCheckFailed, strings.Join(problems, "\n  "))
 	}
 	fmt.Fprintln(out, "exactly-once check passed: every acknowledged click counted once, in its window's final count or in the late stream; all replicas equal")
+	return nil
+}
+
+// closingPage is the page of the closing click, which no producer uses.
+const closingPage = "demo.closing"
+
+// appendClosingClick appends one click an hour of event time ahead of the producers'
+// clock, which stopped at clockMs: once the other input partitions are idle, the
+// watermark passes every window but its own (docs/streams.md, "Watermarks across the
+// exchange": an idle partition stops holding the watermark back, and batch time never
+// moves it, so an input that stops needs a later record to close its last windows). Its
+// window never closes, so no final count holds it.
+func appendClosingClick(ctx context.Context, cl *client.Client, pipe procedures.ClickPipelineConfig, clockMs int64) error {
+	v, err := msgpack.Marshal(&builtin.Click{Page: closingPage, Time: clockMs + time.Hour.Milliseconds()})
+	if err != nil {
+		return err
+	}
+	if _, err := cl.AppendBatch(ctx, pipe.Streams().Clicks, []client.StreamRecord{{Key: closingPage, Value: v}}); err != nil {
+		return fmt.Errorf("demo: closing click: %w", err)
+	}
 	return nil
 }
 

@@ -39,6 +39,11 @@ type Click struct {
 	// Time is the click's event time in Unix milliseconds, set by the producer; 0 means
 	// the record's event time.
 	Time int64 `msgpack:"t,omitempty"`
+	// Watermark is set by the repartitioner on the records of clicks.by_page: the
+	// exchange watermark (Unix ms) the click was emitted under, which the counter judges
+	// it against (procedures/window.Source). Ignored on the input; never in the late
+	// stream.
+	Watermark int64 `msgpack:"w,omitempty"`
 }
 
 // PageCount is one result of a page's window (msgpack), the value of a record of the

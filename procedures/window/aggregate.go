@@ -15,11 +15,16 @@ type Config[R, S any] struct {
 	Name string
 	// Assigner places records in windows: Tumbling, Hopping or Session. Required.
 	Assigner Assigner
-	// OutOfOrderness, IdleTimeout and IdleDelay configure the operator's watermark (see
-	// WatermarkConfig). Default 0 each.
+	// OutOfOrderness and ProcessingTime configure the operator's own watermark (see
+	// WatermarkConfig), which Process moves. Default 0 and event time.
 	OutOfOrderness int64
-	IdleTimeout    int64
-	IdleDelay      int64
+	ProcessingTime bool
+	// Exchange, if set, names the operator's input stream, filled across the exchange by
+	// a processor with a Source: the operator's watermark is then the exchange
+	// watermark, carried by each record (ProcessStamped) and read on each tick (Advance),
+	// never computed from the records' event times here. OutOfOrderness and
+	// ProcessingTime must be unset (the Source has the out-of-orderness).
+	Exchange string
 	// AllowedLateness is how long past its end, in watermark time, a window still takes
 	// records; each changes the result and emits a revision. Default 0: a window closes
 	// when it fires.
@@ -96,8 +101,9 @@ type LateRecord[R any] struct {
 // that time, emitting its Final result, and deletes its state. State is therefore
 // bounded by the windows open at the watermark.
 //
-// Advance, called when time passes with no record, applies the watermark's idle rule
-// and closes windows up to it.
+// With Config.Exchange, step 1 raises the watermark to the record's stamp instead
+// (ProcessStamped). Advance, called when time passes with no record, moves the watermark
+// (see Advance) and closes windows up to it.
 type Aggregate[R, S any] struct {
 	cfg         Config[R, S]
 	session     bool
@@ -134,6 +140,10 @@ func New[R, S any](cfg Config[R, S]) (*Aggregate[R, S], error) {
 		return nil, fmt.Errorf("%w: Init, Add and Emit are required", ErrBadConfig)
 	case session && cfg.Merge == nil:
 		return nil, fmt.Errorf("%w: session windows need Merge", ErrBadConfig)
+	case cfg.Exchange != "" && (cfg.OutOfOrderness != 0 || cfg.ProcessingTime):
+		return nil, fmt.Errorf("%w: an exchange-driven operator has no out-of-orderness or processing time of its own", ErrBadConfig)
+	case len(cfg.Exchange) > partition.MaxNameBytes:
+		return nil, fmt.Errorf("%w: exchange stream %q: at most %d bytes", ErrBadConfig, cfg.Exchange, partition.MaxNameBytes)
 	}
 	a := &Aggregate[R, S]{cfg: cfg, session: session, scalarState: scalarState(reflect.TypeFor[S]()), tables: Tables{
 		Watermark: cfg.Name + ".wm",
@@ -145,8 +155,7 @@ func New[R, S any](cfg Config[R, S]) (*Aggregate[R, S], error) {
 	a.wm, err = NewWatermark(WatermarkConfig{
 		Table:          a.tables.Watermark,
 		OutOfOrderness: cfg.OutOfOrderness,
-		IdleTimeout:    cfg.IdleTimeout,
-		IdleDelay:      cfg.IdleDelay,
+		ProcessingTime: cfg.ProcessingTime,
 	})
 	if err != nil {
 		return nil, err
@@ -167,14 +176,40 @@ func (a *Aggregate[R, S]) Watermark() *Watermark { return a.wm }
 // always fit in the operator's row keys; a longer one may fail with the Tx's
 // partition.ErrKeyTooLarge.
 func (a *Aggregate[R, S]) Process(tx *partition.Tx, key []byte, t int64, rec R) error {
+	if a.cfg.Exchange != "" {
+		return fmt.Errorf("%w: operator %s takes its watermark from the exchange: call ProcessStamped", ErrBadConfig, a.cfg.Name)
+	}
 	wm, err := a.wm.Observe(tx, t)
 	if err != nil {
 		return err
 	}
+	return a.place(tx, key, t, rec, wm)
+}
+
+// ProcessStamped is Process for an operator with Config.Exchange: stamp is the exchange
+// watermark the record was emitted under (what Source.Observe returned upstream). The
+// operator's watermark is raised to it, and the record is on time or late against
+// that: the same value whichever partition the record's key belongs to.
+func (a *Aggregate[R, S]) ProcessStamped(tx *partition.Tx, key []byte, t, stamp int64, rec R) error {
+	if err := checkTime(t); err != nil {
+		return fmt.Errorf("event time %d: %w", t, err)
+	}
+	wm, err := a.wm.Raise(tx, stamp)
+	if err != nil {
+		return err
+	}
+	return a.place(tx, key, t, rec, wm)
+}
+
+// place is steps 2 to 4 of Process at watermark wm.
+func (a *Aggregate[R, S]) place(tx *partition.Tx, key []byte, t int64, rec R, wm int64) error {
 	if err := a.closeUpTo(tx, wm); err != nil {
 		return err
 	}
-	var placed bool
+	var (
+		placed bool
+		err    error
+	)
 	if a.session {
 		placed, err = a.placeSession(tx, key, t, rec, wm)
 	} else {
@@ -197,11 +232,27 @@ func (a *Aggregate[R, S]) Process(tx *partition.Tx, key []byte, t int64, rec R) 
 	return a.closeUpTo(tx, wm)
 }
 
-// Advance applies the watermark's idle rule at the batch time and closes the windows
-// behind the watermark. The engine calls it when time passes with no record. An error
-// must fail the caller's Tx.
+// Advance moves the watermark without a record and closes the windows behind it. The
+// engine calls it when time passes with no record (a processor's OnTick). With
+// Config.Exchange it raises the watermark to the exchange watermark, but only once the
+// processor has handled every record of its input (partition.Tx.InputCaughtUp): a record
+// still waiting carries an older stamp and must be judged against it. With
+// ProcessingTime it follows batch time; otherwise it only fires what the watermark
+// already passed. An error must fail the caller's Tx.
 func (a *Aggregate[R, S]) Advance(tx *partition.Tx) error {
-	wm, err := a.wm.Advance(tx)
+	var (
+		wm  int64
+		err error
+	)
+	if a.cfg.Exchange != "" {
+		up := int64(NoWatermark)
+		if tx.InputCaughtUp() {
+			up = tx.ExchangeWatermark(a.cfg.Exchange)
+		}
+		wm, err = a.wm.Raise(tx, up)
+	} else {
+		wm, err = a.wm.Advance(tx)
+	}
 	if err != nil {
 		return err
 	}

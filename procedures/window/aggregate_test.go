@@ -67,26 +67,28 @@ func TestHoppingPartlyLate(t *testing.T) {
 	checkEvents(t, "t=14 late", p(5, rec{"k", 14, 1}), event{Late: true, Key: "k", Start: 14, V: 1, Watermark: 26})
 }
 
-// TestIdleAdvanceFires: with no new records, batch time moves the watermark once the
-// partition has been idle for the idle timeout, and windows fire.
-func TestIdleAdvanceFires(t *testing.T) {
-	h := newHarness(t, opConfig{Assigner: Tumbling{10}, IdleTimeout: 50, IdleDelay: 45}, 0, false)
-	checkEvents(t, "record", h.must(h.input("win.process", 1000, []rec{{"a", 1001, 4}, {"b", 1003, 1}})))
-	checkEvents(t, "idle 49ms", h.must(h.input("win.advance", 1049, nil)))
-	checkEvents(t, "idle 50ms: watermark 1005", h.must(h.input("win.advance", 1050, nil)))
-	checkEvents(t, "idle 55ms: watermark 1010", h.must(h.input("win.advance", 1015, nil), h.input("win.advance", 1055, nil)),
-		win("a", 1000, 1010, 0, true, 4), win("b", 1000, 1010, 0, true, 1))
-	for _, tab := range []string{"w.win", "w.fire", "w.close"} {
-		if n := h.rows(tab); n != 0 {
-			t.Errorf("%s: %d rows left, want 0 (state bounded)", tab, n)
-		}
-	}
+// TestPauseKeepsBackfillOnTime: an event-time operator's watermark does not follow
+// batch time: a backfill of week-old records with an 11 s pause loses nothing to "late",
+// and the windows the records passed fire; Advance with no record changes nothing. The
+// old idle rule moved the watermark to batch time and made all 5 late (issue 20, item 3).
+func TestPauseKeepsBackfillOnTime(t *testing.T) {
+	const week = 7 * 24 * 3600 * 1000
+	h := newHarness(t, opConfig{Assigner: Tumbling{10_000}, OutOfOrderness: 5_000}, 0, false)
+	now := int64(1_800_000_000_000)
+	old := now - week - (now-week)%10_000 // a window start
+	checkEvents(t, "first half", h.must(h.input("win.process", now, []rec{{"a", old, 1}, {"a", old + 1000, 1}})))
+	checkEvents(t, "idle 11 s", h.must(h.input("win.advance", now+11_000, nil)))
+	checkEvents(t, "second half, on time", h.must(h.input("win.process", now+11_001,
+		[]rec{{"a", old + 2000, 1}, {"a", old + 3000, 1}, {"a", old + 4000, 1}})))
+	checkEvents(t, "idle an hour", h.must(h.input("win.advance", now+3600_000, nil)))
+	checkEvents(t, "a later record fires the window", h.must(h.input("win.process", now+3600_001, []rec{{"a", old + 15_000, 1}})),
+		win("a", old, old+10_000, 0, true, 1, 1, 1, 1, 1))
 }
 
 // TestProcessingTimeWindows: with the batch time as event time, windows fire as batch
 // time passes, by records or by Advance, and nothing is ever late.
 func TestProcessingTimeWindows(t *testing.T) {
-	h := newHarness(t, opConfig{Assigner: Tumbling{10}, IdleTimeout: 1}, 0, false)
+	h := newHarness(t, opConfig{Assigner: Tumbling{10}, ProcessingTime: true}, 0, false)
 	checkEvents(t, "1000", h.must(h.input("win.processNow", 1000, []rec{{"a", 0, 1}})))
 	checkEvents(t, "1005", h.must(h.input("win.processNow", 1005, []rec{{"a", 0, 2}})))
 	checkEvents(t, "advance 1009", h.must(h.input("win.advance", 1009, nil)))

@@ -10,14 +10,22 @@ Slide that contains it) and Session (the record's window [t, t+Gap); Aggregate m
 with the sessions of its key it overlaps).
 
 A Watermark is the point of event time before which a partition expects no more records:
-the highest event time seen less the allowed out-of-orderness, also moved by batch time
-when no record has arrived for an idle timeout. It never goes backwards. Its exact rule is
-on Watermark.
+the highest event time seen less the allowed out-of-orderness (batch time less it, for
+processing-time windows). Batch time never moves an event-time watermark, so a pause does
+not make old records late. It never goes backwards. Its exact rule is on Watermark.
+
+Across the exchange (a processor that repartitions records to another stream), the
+watermark must not depend on which partition a key hashes to: the repartitioner calls a
+Source's Observe for each record, which publishes its partition's watermark and returns
+the exchange watermark — the engine's combination of every partition's (the minimum over
+those not idle, the maximum when all are; partition.SysWatermarks) — for the record to
+carry; the downstream Aggregate, configured with Exchange, judges each record against
+that stamp (ProcessStamped) and moves to the exchange watermark on its tick.
 
 An Aggregate keeps, per grouping key and window, a state of type S folded from records of
 type R (Init, Add, and Merge for sessions). For each record it does, in the record's Tx:
 
- 1. advance the watermark: the idle rule, then the record's event time;
+ 1. advance the watermark: the record's event time (or, with Exchange, its stamp);
  2. fire every window whose end the watermark has passed and that has not fired, by end,
     then key, then start: its result, Revision 0, goes to Emit;
  3. close every window whose end + AllowedLateness the watermark has passed: its Final
@@ -27,7 +35,9 @@ type R (Init, Add, and Merge for sessions). For each record it does, in the reco
     it is counted and goes to Late instead;
  5. fire and close again, for windows created behind the watermark.
 
-Advance does steps 1 (with the idle rule only), 2 and 3 when time passes with no record.
+Advance does steps 2 and 3 when time passes with no record, after moving the watermark:
+to the exchange watermark for an operator with Exchange (once its input is handled), to
+batch time for processing-time windows, nowhere otherwise.
 
 # Usage
 
@@ -39,7 +49,6 @@ processor for each record and from the engine's tick:
 		Assigner:        window.Tumbling{Size: 60_000},
 		OutOfOrderness:  5_000,
 		AllowedLateness: 60_000,
-		IdleTimeout:     10_000,
 		Init:            func() Count { return Count{} },
 		Add:             func(c Count, _ Click) Count { c.N++; return c },
 		Emit: func(tx *partition.Tx, r window.Result[Count]) error {
@@ -55,7 +64,7 @@ processor for each record and from the engine's tick:
 	// when time passes with no record, inside a Tx of the partition:
 	err = clicks.Advance(tx)
 
-For processing-time windows, give BatchTime(tx) as the event time.
+For processing-time windows, set ProcessingTime and give BatchTime(tx) as the event time.
 
 Results: each window emits Revision 0, 1, … and exactly one Final result, its last; a
 session merged into another that starts earlier emits a Final result marked Retracted.

@@ -21,8 +21,8 @@ const (
 	MinTime = -(1 << 61)
 	// MaxTime is the latest event time accepted.
 	MaxTime = 1 << 61
-	// MaxSpan is the longest window size, slide, gap, out-of-orderness, lateness, idle
-	// timeout or idle delay accepted (about 36 million years).
+	// MaxSpan is the longest window size, slide, gap, out-of-orderness, lateness or idle
+	// timeout accepted (about 36 million years).
 	MaxSpan = 1 << 59
 	// NoWatermark is the watermark before any record was seen: every window is open.
 	NoWatermark = -1 << 63

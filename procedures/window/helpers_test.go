@@ -81,7 +81,7 @@ func (e event) String() string {
 type opConfig struct {
 	Assigner                        Assigner
 	OutOfOrderness, AllowedLateness int64
-	IdleTimeout, IdleDelay          int64
+	ProcessingTime                  bool
 	FailKey                         string // Emit and Late fail for this key
 }
 
@@ -97,10 +97,10 @@ func newTestHandler(t tb, c opConfig) *testHandler {
 	op, err := New(Config[int64, agg]{
 		Name: "w", Assigner: c.Assigner,
 		OutOfOrderness: c.OutOfOrderness, AllowedLateness: c.AllowedLateness,
-		IdleTimeout: c.IdleTimeout, IdleDelay: c.IdleDelay,
-		Init:  func() agg { return agg{} },
-		Add:   addAgg,
-		Merge: mergeAgg,
+		ProcessingTime: c.ProcessingTime,
+		Init:           func() agg { return agg{} },
+		Add:            addAgg,
+		Merge:          mergeAgg,
 		Emit: func(_ *partition.Tx, r Result[agg]) error {
 			if c.FailKey != "" && string(r.Key) == c.FailKey {
 				return fmt.Errorf("emit %s: refused", r.Key)

@@ -25,7 +25,7 @@ type model struct {
 func newModel(c opConfig) *model { return &model{c: c, wm: watermarkState{Mark: NoWatermark}} }
 
 func (m *model) wcfg() WatermarkConfig {
-	return WatermarkConfig{OutOfOrderness: m.c.OutOfOrderness, IdleTimeout: m.c.IdleTimeout, IdleDelay: m.c.IdleDelay}
+	return WatermarkConfig{OutOfOrderness: m.c.OutOfOrderness, ProcessingTime: m.c.ProcessingTime}
 }
 
 func (m *model) emit(w *modelWin, final, retracted bool) {

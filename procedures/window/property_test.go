@@ -35,8 +35,7 @@ func drawScenario(t *rapid.T) scenario {
 	s.c.OutOfOrderness = rapid.Int64Range(0, 30).Draw(t, "ooo")
 	s.c.AllowedLateness = rapid.Int64Range(0, 40).Draw(t, "lateness")
 	if !s.inOrder {
-		s.c.IdleTimeout = rapid.Int64Range(0, 80).Draw(t, "idleTimeout")
-		s.c.IdleDelay = rapid.Int64Range(0, 20).Draw(t, "idleDelay")
+		s.c.ProcessingTime = rapid.Bool().Draw(t, "processingTime")
 	}
 	now, maxT := int64(10_000), int64(10_000)
 	for range rapid.IntRange(1, 25).Draw(t, "entries") {
@@ -140,7 +139,7 @@ func checkWholeInput(t *rapid.T, s scenario, got []event) {
 			recs = append(recs, r)
 		}
 	}
-	wcfg := WatermarkConfig{OutOfOrderness: s.c.OutOfOrderness, IdleTimeout: s.c.IdleTimeout, IdleDelay: s.c.IdleDelay}
+	wcfg := WatermarkConfig{OutOfOrderness: s.c.OutOfOrderness, ProcessingTime: s.c.ProcessingTime}
 	marks := run(wcfg, steps)
 	l := s.c.AllowedLateness
 

@@ -15,12 +15,11 @@ type WatermarkConfig struct {
 	// OutOfOrderness is how far behind the highest event time seen a record may still
 	// arrive without being behind the watermark. Default 0: records arrive in order.
 	OutOfOrderness int64
-	// IdleTimeout is how long, in batch time, no record must have arrived before batch
-	// time advances the watermark. Default 0: only records advance it.
-	IdleTimeout int64
-	// IdleDelay is how far event time is assumed to trail batch time when the partition
-	// is idle: an idle watermark is batch time − OutOfOrderness − IdleDelay. Default 0.
-	IdleDelay int64
+	// ProcessingTime is for records whose event time is the batch time (BatchTime): every
+	// step, with a record or not, raises the watermark to batch time − OutOfOrderness, so
+	// windows fire as batch time passes. Event-time watermarks (the default) never look
+	// at batch time: a pause in the input does not make old records late.
+	ProcessingTime bool
 }
 
 // A Watermark tracks, in one partition, how far event time has progressed for one
@@ -28,18 +27,19 @@ type WatermarkConfig struct {
 // is one row of a partition table, written through the caller's Tx.
 //
 // The watermark is defined by its steps. It starts at NoWatermark; a step happens at batch
-// time now (Tx.Now, in milliseconds) and may carry a record's event time t:
+// time now (Tx.Now, in milliseconds) and may carry a record's event time t, or a
+// watermark w from upstream:
 //
-//  1. idle advance: when a record has arrived before and now − last ≥ IdleTimeout (with
-//     IdleTimeout > 0; last is the latest batch time a record arrived), the watermark
-//     becomes max(watermark, now − OutOfOrderness − IdleDelay);
-//  2. with a record: maxSeen becomes max(maxSeen, t), last becomes max(last, now), and
-//     the watermark becomes max(watermark, maxSeen − OutOfOrderness).
+//  1. with ProcessingTime, the watermark becomes max(watermark, now − OutOfOrderness);
+//  2. with a record (Observe): maxSeen becomes max(maxSeen, t) and the watermark
+//     max(watermark, maxSeen − OutOfOrderness);
+//  3. with an upstream watermark (Raise): the watermark becomes max(watermark, w).
 //
-// Observe is a step with a record, Advance a step without. The watermark never goes
-// backwards, and it depends only on the steps' batch times and event times, so it is the
-// same on every replica. Because the idle rule runs in every step, the watermark after a
-// record does not depend on whether Advance was called during the idle time before it.
+// Advance is a step with neither. The watermark never goes backwards, and it depends only
+// on the steps' event times (and batch times with ProcessingTime), so it is the same on
+// every replica. An idle input does not move an event-time watermark: with one source
+// there is nothing for an idle source to stop holding back (see Source for the
+// exchange, where there is).
 //
 // A Watermark holds only its configuration: one value serves every partition, from every
 // partition's goroutine.
@@ -55,13 +55,8 @@ func NewWatermark(cfg WatermarkConfig) (*Watermark, error) {
 	if cfg.Table == "" || len(cfg.Table) > partition.MaxNameBytes {
 		return nil, fmt.Errorf("%w: watermark table %q: 1..%d bytes", ErrBadConfig, cfg.Table, partition.MaxNameBytes)
 	}
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{{"out-of-orderness", cfg.OutOfOrderness}, {"idle timeout", cfg.IdleTimeout}, {"idle delay", cfg.IdleDelay}} {
-		if !checkSpan(f.v) {
-			return nil, fmt.Errorf("%w: watermark %s %d not in 0..%d", ErrBadConfig, f.name, f.v, MaxSpan)
-		}
+	if !checkSpan(cfg.OutOfOrderness) {
+		return nil, fmt.Errorf("%w: watermark out-of-orderness %d not in 0..%d", ErrBadConfig, cfg.OutOfOrderness, MaxSpan)
 	}
 	return &Watermark{cfg: cfg}, nil
 }
@@ -81,19 +76,25 @@ func (w *Watermark) Observe(tx *partition.Tx, t int64) (int64, error) {
 	if err := checkTime(t); err != nil {
 		return 0, fmt.Errorf("event time %d: %w", t, err)
 	}
-	return w.step(tx, &t)
+	return w.step(tx, &t, NoWatermark)
 }
 
-// Advance applies the idle rule at tx's batch time and returns the watermark. It writes
-// only when the watermark moves.
-func (w *Watermark) Advance(tx *partition.Tx) (int64, error) { return w.step(tx, nil) }
+// Advance applies a step without a record at tx's batch time (it moves only a
+// ProcessingTime watermark) and returns the watermark. It writes only when the watermark
+// moves.
+func (w *Watermark) Advance(tx *partition.Tx) (int64, error) { return w.step(tx, nil, NoWatermark) }
 
-func (w *Watermark) step(tx *partition.Tx, t *int64) (int64, error) {
+// Raise raises the watermark to at least up, a watermark from upstream (Source, through
+// the exchange), and returns it. It writes only when the watermark moves.
+func (w *Watermark) Raise(tx *partition.Tx, up int64) (int64, error) { return w.step(tx, nil, up) }
+
+func (w *Watermark) step(tx *partition.Tx, t *int64, up int64) (int64, error) {
 	s, err := w.load(tx)
 	if err != nil {
 		return 0, err
 	}
 	next := w.cfg.next(s, BatchTime(tx), t)
+	next.Mark = max(next.Mark, up)
 	if next != s {
 		if err := tx.Put(w.cfg.Table, watermarkRow, next.encode()); err != nil {
 			return 0, fmt.Errorf("watermark %s: %w", w.cfg.Table, err)
@@ -122,14 +123,15 @@ func BatchTime(tx *partition.Tx) int64 { return tx.Now().UnixMilli() }
 type watermarkState struct {
 	Seen    bool  // a record has arrived
 	MaxSeen int64 // highest event time seen
-	Last    int64 // latest batch time a record arrived
+	Last    int64 // latest batch time a record arrived (kept for the row format; unused)
 	Mark    int64 // the watermark
 }
 
-// next is one step of the watermark (see Watermark): pure, so it can be tested alone.
+// next is one step of the watermark (see Watermark) with a record's event time t or
+// none: pure, so it can be tested alone.
 func (c WatermarkConfig) next(s watermarkState, now int64, t *int64) watermarkState {
-	if s.Seen && c.IdleTimeout > 0 && now-s.Last >= c.IdleTimeout {
-		s.Mark = max(s.Mark, now-c.OutOfOrderness-c.IdleDelay)
+	if c.ProcessingTime {
+		s.Mark = max(s.Mark, now-c.OutOfOrderness)
 	}
 	if t != nil {
 		if !s.Seen {

@@ -18,8 +18,7 @@ func drawWatermarkConfig(t *rapid.T) WatermarkConfig {
 	return WatermarkConfig{
 		Table:          "wm",
 		OutOfOrderness: rapid.Int64Range(0, 50).Draw(t, "ooo"),
-		IdleTimeout:    rapid.Int64Range(0, 60).Draw(t, "idleTimeout"),
-		IdleDelay:      rapid.Int64Range(0, 30).Draw(t, "idleDelay"),
+		ProcessingTime: rapid.Bool().Draw(t, "processingTime"),
 	}
 }
 
@@ -40,19 +39,16 @@ func drawSteps(t *rapid.T) []wmStep {
 }
 
 // referenceWatermark is the watermark after steps[:i+1] computed from the whole history
-// at once: the highest of (every event time so far − OutOfOrderness) and (now −
-// OutOfOrderness − IdleDelay at every step at least IdleTimeout after the last record
-// before it).
+// at once: the highest of (every event time so far − OutOfOrderness) and, with
+// ProcessingTime, (every batch time so far − OutOfOrderness).
 func referenceWatermark(c WatermarkConfig, steps []wmStep, i int) int64 {
 	mark := int64(NoWatermark)
-	last, seen := int64(0), false
 	for _, s := range steps[:i+1] {
-		if seen && c.IdleTimeout > 0 && s.now-last >= c.IdleTimeout {
-			mark = max(mark, s.now-c.OutOfOrderness-c.IdleDelay)
+		if c.ProcessingTime {
+			mark = max(mark, s.now-c.OutOfOrderness)
 		}
 		if s.record {
 			mark = max(mark, s.t-c.OutOfOrderness)
-			last, seen = s.now, true
 		}
 	}
 	return mark
@@ -113,28 +109,29 @@ func TestWatermarkProperties(t *testing.T) {
 	})
 }
 
-func TestWatermarkIdleRule(t *testing.T) {
-	c := WatermarkConfig{Table: "wm", OutOfOrderness: 10, IdleTimeout: 100, IdleDelay: 5}
-	ts := func(v int64) *int64 { return &v }
-	tests := []struct {
-		now  int64
-		t    *int64
-		want int64
-	}{
-		{1000, nil, NoWatermark},   // no record yet: nothing to be idle after
-		{1000, ts(500), 490},       // event time 500 − 10
-		{1099, nil, 490},           // 99 ms idle: not yet
-		{1100, nil, 1100 - 10 - 5}, // 100 ms idle: batch time − 10 − 5
-		{1150, ts(600), 1150 - 15}, // an idle step before the record; an old record does not move it back
-		{1200, nil, 1135},
-		{1250, nil, 1250 - 15},
-	}
+// TestWatermarkIgnoresBatchTime: an event-time watermark moves only with event times; a
+// pause in the input (batch time passing, Advance steps) does not make a backfill of old
+// records late. The idle rule that moved it to batch time − OutOfOrderness − IdleDelay
+// made 5 of 5 week-old records late after an 11 s pause (issue 20, item 3).
+func TestWatermarkIgnoresBatchTime(t *testing.T) {
+	const week = 7 * 24 * 3600 * 1000
+	c := WatermarkConfig{Table: "wm", OutOfOrderness: 5_000}
+	now := int64(1_800_000_000_000)
 	s := watermarkState{Mark: NoWatermark}
-	for i, tt := range tests {
-		s = c.next(s, tt.now, tt.t)
-		if s.Mark != tt.want {
-			t.Errorf("#%d: watermark %d, want %d", i, s.Mark, tt.want)
+	old := now - week
+	for i := range 5 {
+		s = c.next(s, now, &[]int64{old + int64(i)*1000}[0])
+	}
+	want := old + 4000 - 5000
+	for _, pause := range []int64{1_000, 11_000, 3600_000} {
+		s = c.next(s, now+pause, nil)
+		if s.Mark != want {
+			t.Fatalf("after a pause of %d ms: watermark %d, want %d (the last event time − 5 s)", pause, s.Mark, want)
 		}
+	}
+	pt := WatermarkConfig{Table: "wm", OutOfOrderness: 10, ProcessingTime: true}
+	if got := pt.next(watermarkState{Mark: NoWatermark}, 1000, nil).Mark; got != 990 {
+		t.Fatalf("processing time: watermark %d at batch time 1000, want 990", got)
 	}
 }
 
@@ -142,8 +139,7 @@ func TestNewWatermarkValidate(t *testing.T) {
 	for i, c := range []WatermarkConfig{
 		{},
 		{Table: "wm", OutOfOrderness: -1},
-		{Table: "wm", IdleTimeout: MaxSpan + 1},
-		{Table: "wm", IdleDelay: -1},
+		{Table: "wm", OutOfOrderness: MaxSpan + 1},
 	} {
 		if _, err := NewWatermark(c); !errors.Is(err, ErrBadConfig) {
 			t.Errorf("#%d: NewWatermark(%+v) = %v, want ErrBadConfig", i, c, err)
