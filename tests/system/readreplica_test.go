@@ -1,4 +1,4 @@
-package main
+package system
 
 import (
 	"bytes"
@@ -145,7 +145,7 @@ func TestReadReplicaPartition(t *testing.T) {
 			n.Kill()
 		}
 		nt.Close()
-		if attempt == 3 || !errors.Is(err, testutil.ErrPortTaken) {
+		if attempt == 3 || !errors.Is(err, jepsen.ErrPortTaken) {
 			t.Fatal(err)
 		}
 		t.Logf("starting the voters again: %v", err)
