@@ -84,11 +84,11 @@ func BenchmarkFailoverProcs(b *testing.B) {
 			}
 		}
 		// Start the killed node again on its data dir, with a log of its own.
-		p, err := testutil.StartProc(filepath.Join(logDir, fmt.Sprintf("%s-%d.log", victim.id, r+1)), nil, bin, victim.args...)
+		p, err := startProc(filepath.Join(logDir, fmt.Sprintf("%s-%d.log", victim.id, r+1)), bin, victim.args...)
 		if err != nil {
 			b.Fatal(err)
 		}
-		victim.Proc = p // stopped by startProcs's cleanup, which stops the node's current process
+		victim.Process = p // stopped by startProcs's cleanup, which stops the node's current process
 	}
 	stop()
 	load.wait()

@@ -73,10 +73,10 @@ func BenchmarkJoinReplayProcs(b *testing.B) {
 			}()
 
 			a := testutil.FreeAddrs(b, 3)
-			j := &proc{id: "n2", raft: a[0], client: a[1], admin: a[2]}
+			j := &proc{id: "n2", raft: a[0], client: a[1], admin: a[2], CertsDir: certsDirOf(nil)}
 			dir := b.TempDir()
 			start := time.Now()
-			j.Proc, err = testutil.StartProc(filepath.Join(dir, "n2.log"), nil, lockstepBinary(b), "node", "--id", "n2",
+			j.Process, err = startProc(filepath.Join(dir, "n2.log"), lockstepBinary(b), "node", "--id", "n2",
 				"--data", filepath.Join(dir, "n2"), "--raft", j.raft, "--client", j.client, "--admin", j.admin,
 				"--partitions", "4", "--join", leader.client, "--log-level", "warn")
 			if err != nil {

@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/jepsen"
 )
 
 // Real node processes for the cluster benchmarks users compare: `lockstep node` built once
@@ -85,9 +88,55 @@ func TestMain(m *testing.M) {
 
 // proc is one `lockstep node` process.
 type proc struct {
-	*testutil.Proc
+	*jepsen.Process
 	id, raft, client, admin string
 	args                    []string // its command line after the binary, for a supervisor
+	// CertsDir holds the certificates it serves with (the shared test certificates); ""
+	// for a node started with --insecure.
+	CertsDir string
+}
+
+// startProc starts bin args as a jepsen.Process logging to logPath, with the shared test
+// certificates (testutil.CertsDir) in its environment.
+func startProc(logPath, bin string, args ...string) (*jepsen.Process, error) {
+	env, err := procEnv()
+	if err != nil {
+		return nil, err
+	}
+	return jepsen.StartProcess(logPath, env, nil, bin, args...)
+}
+
+// procEnv is the environment of the node processes: this process's, with the shared test
+// certificates as the --certs-dir default.
+func procEnv() ([]string, error) {
+	dir, err := testutil.SharedCertsDir()
+	if err != nil {
+		return nil, err
+	}
+	return append(os.Environ(), testutil.CertsDirEnv+"="+dir), nil
+}
+
+// certsDirOf is the certificates directory of a node started with args: the shared test
+// certificates, or "" with --insecure.
+func certsDirOf(args []string) string {
+	if slices.Contains(args, "--insecure") {
+		return ""
+	}
+	dir, _ := testutil.SharedCertsDir() // procEnv fails the start if it cannot be made
+	return dir
+}
+
+// WaitReady waits until the node's /readyz at admin answers 200 (over TLS with
+// p.CertsDir's client root unless insecure), at most timeout.
+func (p *proc) WaitReady(admin string, timeout time.Duration) error {
+	var tlsCfg *tls.Config
+	if p.CertsDir != "" {
+		var err error
+		if tlsCfg, err = client.LoadTLS(p.CertsDir, "root"); err != nil {
+			return err
+		}
+	}
+	return p.Process.WaitReady(context.Background(), admin, tlsCfg, timeout)
 }
 
 // stopGrace is how long a node may take to exit after SIGTERM before it is killed.
@@ -198,7 +247,7 @@ func startProcsBin(tb testing.TB, bin string, n int, extra ...string) *procClust
 		if err == nil {
 			return c
 		}
-		if attempt == 3 || !errors.Is(err, testutil.ErrPortTaken) {
+		if attempt == 3 || !errors.Is(err, jepsen.ErrPortTaken) {
 			tb.Fatal(err)
 		}
 	}
@@ -219,8 +268,8 @@ func tryStartProcs(tb testing.TB, bin string, n int, extra []string) (*procClust
 			"--raft", p.raft, "--client", p.client, "--admin", p.admin,
 			"--bootstrap", strings.Join(peers, ","), "--log-level", "warn"}, extra...)
 		var err error
-		p.args = args
-		if p.Proc, err = testutil.StartProc(filepath.Join(dir, p.id+".log"), nil, bin, args...); err != nil {
+		p.args, p.CertsDir = args, certsDirOf(args)
+		if p.Process, err = startProc(filepath.Join(dir, p.id+".log"), bin, args...); err != nil {
 			tb.Fatal(err)
 		}
 		tb.Cleanup(func() {

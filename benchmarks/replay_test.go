@@ -69,11 +69,11 @@ func BenchmarkRestartReplayProcs(b *testing.B) {
 	n.Stop(stopGrace)
 
 	start := time.Now()
-	p, err := testutil.StartProc(filepath.Join(b.TempDir(), "n1-restart.log"), nil, bin, n.args...)
+	p, err := startProc(filepath.Join(b.TempDir(), "n1-restart.log"), bin, n.args...)
 	if err != nil {
 		b.Fatal(err)
 	}
-	n.Proc = p // stopped by startProcs's cleanup
+	n.Process = p // stopped by startProcs's cleanup
 	var up, applyStart, caught time.Duration
 	var firstApplied uint64
 	for caught == 0 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/jepsen"
 )
 
 // BenchmarkRollingRestartProcs measures a rolling restart (issue 13, item 8): a 3-node
@@ -24,9 +25,24 @@ func BenchmarkRollingRestartProcs(b *testing.B) {
 	}
 	bin := lockstepBinary(b)
 	c := startProcs(b, 3, "--partitions", "4")
-	sup := testutil.StartSupervisor(b, nil)
+	env, err := procEnv()
+	if err != nil {
+		b.Fatal(err)
+	}
+	sup := jepsen.NewSupervisor(b.TempDir(), env)
+	b.Cleanup(func() {
+		procs, errs := sup.Close()
+		for id, p := range procs {
+			if b.Failed() {
+				b.Logf("log of restarted node %s:\n%s", id, p.Log())
+			}
+		}
+		for _, err := range errs {
+			b.Errorf("supervisor: %v", err)
+		}
+	})
 	for _, n := range c.nodes {
-		if err := sup.Watch(n.id, n.Proc, bin, n.args...); err != nil {
+		if err := sup.Watch(n.id, n.Process, bin, n.args...); err != nil {
 			b.Fatal(err)
 		}
 	}

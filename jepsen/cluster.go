@@ -1,15 +1,12 @@
 package jepsen
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,9 +17,11 @@ import (
 	"github.com/lockstepdb/lockstep/internal/faultenv"
 )
 
-// Cluster control: real `lockstep node` processes on loopback, each with its own data
-// directory, log file and clock file, its links cut by the harness's Network (the proxy
-// or the iptables backend; on the latter each node runs as its own uid, nodeuser.go).
+// Cluster control: real `lockstep node` processes (process.go) on loopback, each with its
+// own data directory, log file and clock file, its links cut by the harness's Network
+// (the proxy or the iptables backend; on the latter each node runs as its own uid,
+// nodeuser.go). The harness's runs use it, and so do the process-level tests of
+// tests/system.
 
 // ErrPortTaken is returned when a node exited because a port chosen for it was taken
 // meanwhile; StartCluster then starts again on new ports.
@@ -52,9 +51,17 @@ type ClusterConfig struct {
 	// Clients is the number of client endpoints of the Network: WorkerClient(w) for w
 	// below it reaches the nodes as endpoint w, which client faults cut.
 	Clients int
-	// Net is the network backend: NetProxy (default), NetIPTables, or NetAuto (iptables
-	// when it works here).
+	// Net is the network backend: NetProxy (default), NetIPTables, NetAuto (iptables
+	// when it works here), or NetDirect (no fault injection at all).
 	Net string
+	// CertsDir, if set, holds the certificates the nodes use (a CA, a node certificate for
+	// 127.0.0.1 and client root's, as `lockstep cert` makes them) instead of ones made for
+	// the cluster: a test shares one set between its clusters and its CLI commands.
+	CertsDir string
+	// Insecure starts the nodes with --insecure: no TLS, no authentication.
+	Insecure bool
+	// LogLevel is the nodes' --log-level. Default "info".
+	LogLevel string
 	// KeepData keeps, at Close, the private folder of the iptables backend's nodes (their
 	// data directories and certificates); the proxy backend's data directories are in
 	// Dir and stay anyway.
@@ -71,6 +78,9 @@ func (c *ClusterConfig) defaults() error {
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = 30 * time.Second
 	}
+	if c.LogLevel == "" {
+		c.LogLevel = "info"
+	}
 	switch {
 	case c.Bin == "":
 		return fmt.Errorf("jepsen: no lockstep binary given")
@@ -78,6 +88,8 @@ func (c *ClusterConfig) defaults() error {
 		return fmt.Errorf("jepsen: no directory given")
 	case c.Nodes < 1 || c.Nodes > 9:
 		return fmt.Errorf("jepsen: %d nodes: want 1 to 9", c.Nodes)
+	case c.Insecure && c.CertsDir != "":
+		return fmt.Errorf("jepsen: certificates given for an insecure cluster")
 	}
 	switch c.Net {
 	case "":
@@ -88,9 +100,9 @@ func (c *ClusterConfig) defaults() error {
 			return err
 		}
 		c.Net = backend
-	case NetProxy, NetIPTables:
+	case NetProxy, NetIPTables, NetDirect:
 	default:
-		return fmt.Errorf("jepsen: unknown network backend %q: want %s, %s or %s", c.Net, NetAuto, NetIPTables, NetProxy)
+		return fmt.Errorf("jepsen: unknown network backend %q: want %s, %s, %s or %s", c.Net, NetAuto, NetIPTables, NetProxy, NetDirect)
 	}
 	return nil
 }
@@ -107,12 +119,20 @@ type Node struct {
 
 	home string // holds the data directory and the clock file; "" for Dir
 
-	cmd    *exec.Cmd
-	exited chan struct{}
+	proc   *Process // the latest process; nil before the first start
+	args   []string // the latest process's flags, after "node"
 	paused bool
 	killed bool // the harness ended the latest process
 	starts int  // processes started, for the log file names
 }
+
+// Process is the node's latest process, nil before it started: a test signals it or
+// reads its pid. A process ended through it rather than through the Cluster counts as
+// exited by itself for Unexpected.
+func (n *Node) Process() *Process { return n.proc }
+
+// Args are the flags the node's latest process was started with, after "node".
+func (n *Node) Args() []string { return n.args }
 
 // DataDir is the node's data directory.
 func (n *Node) DataDir() string { return filepath.Join(n.homeDir(), "data") }
@@ -133,17 +153,7 @@ func (n *Node) homeDir() string {
 func (n *Node) LogPath() string { return filepath.Join(n.Dir, fmt.Sprintf("node.%d.log", n.starts)) }
 
 // Running reports whether the node's process is alive (paused or not).
-func (n *Node) Running() bool {
-	if n.cmd == nil {
-		return false
-	}
-	select {
-	case <-n.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (n *Node) Running() bool { return n.proc != nil && n.proc.Running() }
 
 // Cluster is a running cluster of node processes. Its methods are not safe for
 // concurrent use: one goroutine (the nemesis) controls it.
@@ -178,8 +188,15 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		certsParent = base.private
 	}
 	var err error
-	base.certsDir, base.tls, err = makeCerts(ctx, cfg.Bin, certsParent)
-	if err == nil && base.private != "" {
+	switch {
+	case cfg.Insecure:
+	case cfg.CertsDir != "":
+		base.certsDir = cfg.CertsDir
+		base.tls, err = client.LoadTLS(cfg.CertsDir, "root")
+	default:
+		base.certsDir, base.tls, err = makeCerts(ctx, cfg.Bin, certsParent)
+	}
+	if err == nil && base.private != "" && !cfg.Insecure {
 		err = shareCerts(base.certsDir)
 	}
 	if err != nil {
@@ -237,9 +254,12 @@ func tryStart(ctx context.Context, base *Cluster) (*Cluster, error) {
 		}
 		ports = append(ports, np)
 	}
-	if cfg.Net == NetIPTables {
+	switch cfg.Net {
+	case NetIPTables:
 		c.Net, err = NewIPTablesNet(ports, cfg.Clients)
-	} else {
+	case NetDirect:
+		c.Net = DirectNet{}
+	default:
 		c.Net, err = NewProxyNet(raft, clientAddrs, cfg.Clients)
 	}
 	if err != nil {
@@ -276,65 +296,40 @@ func (c *Cluster) spawn(i int, extra ...string) error {
 		return fmt.Errorf("jepsen: %s is running already", n.ID)
 	}
 	n.starts++
-	logf, err := os.Create(n.LogPath())
+	args := []string{"--id", n.ID, "--data", n.DataDir(), "--raft", n.Raft, "--client", n.Client,
+		"--admin", n.Admin, "--partitions", fmt.Sprint(c.cfg.Partitions), "--log-level", c.cfg.LogLevel}
+	if c.cfg.Insecure {
+		args = append(args, "--insecure")
+	} else {
+		args = append(args, "--certs-dir", c.certsDir)
+	}
+	args = append(append(args, c.cfg.Args...), extra...)
+	env := append(append(os.Environ(), c.cfg.Env...), c.Net.NodeEnv(i)...)
+	if c.cfg.Net != NetDirect {
+		env = append(env, faultenv.ClockFile+"="+n.ClockFile())
+	}
+	var attr *syscall.SysProcAttr
+	if c.private != "" {
+		attr = &syscall.SysProcAttr{Credential: nodeCredential(i)}
+	}
+	p, err := StartProcess(n.LogPath(), env, attr, c.bin, append([]string{"node"}, args...)...)
 	if err != nil {
 		return err
 	}
-	args := append([]string{"node", "--id", n.ID, "--data", n.DataDir(), "--raft", n.Raft, "--client", n.Client,
-		"--admin", n.Admin, "--partitions", fmt.Sprint(c.cfg.Partitions), "--certs-dir", c.certsDir,
-		"--log-level", "info"}, c.cfg.Args...)
-	args = append(args, extra...)
-	cmd := exec.Command(c.bin, args...)
-	cmd.Env = append(append(append(os.Environ(), c.cfg.Env...), c.Net.NodeEnv(i)...), faultenv.ClockFile+"="+n.ClockFile())
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if c.private != "" {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: nodeCredential(i)}
-	}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return err
-	}
-	n.cmd, n.exited, n.paused, n.killed = cmd, make(chan struct{}), false, false
-	exited := n.exited
-	go func() { // owned by the process: ends when it exits
-		cmd.Wait()
-		logf.Close()
-		close(exited)
-	}()
+	n.proc, n.args, n.paused, n.killed = p, args, false, false
 	return nil
 }
 
 // WaitReady waits until node i answers /readyz with 200.
 func (c *Cluster) WaitReady(ctx context.Context, i int) error {
 	n := c.Nodes[i]
-	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: c.tls, DisableKeepAlives: true}}
-	deadline := time.Now().Add(c.cfg.ReadyTimeout)
-	last := "no answer"
-	for time.Now().Before(deadline) {
-		if !n.Running() {
-			log, _ := os.ReadFile(n.LogPath())
-			if bytes.Contains(log, []byte("address already in use")) {
-				return fmt.Errorf("%w: %s", ErrPortTaken, n.ID)
-			}
-			return fmt.Errorf("jepsen: %s %w: %s", n.ID, ErrNodeExited, lastLines(log, 5))
-		}
-		resp, err := hc.Get("https://" + n.Admin + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+	if n.proc == nil {
+		return fmt.Errorf("jepsen: %s was never started", n.ID)
 	}
-	return fmt.Errorf("jepsen: %s not ready after %v: %s", n.ID, c.cfg.ReadyTimeout, last)
+	if err := n.proc.WaitReady(ctx, n.Admin, c.tls, c.cfg.ReadyTimeout); err != nil {
+		return fmt.Errorf("jepsen: %s %w", n.ID, err)
+	}
+	return nil
 }
 
 // Kill kills node i's process with SIGKILL and waits for it.
@@ -344,8 +339,7 @@ func (c *Cluster) Kill(i int) {
 		return
 	}
 	n.killed = true
-	n.cmd.Process.Kill()
-	<-n.exited
+	n.proc.Kill()
 	n.paused = false
 }
 
@@ -365,7 +359,7 @@ func (c *Cluster) Pause(i int) error {
 		return nil
 	}
 	n.paused = true
-	return n.cmd.Process.Signal(syscall.SIGSTOP)
+	return n.proc.Signal(syscall.SIGSTOP)
 }
 
 // Resume continues a paused node with SIGCONT.
@@ -375,7 +369,7 @@ func (c *Cluster) Resume(i int) error {
 		return nil
 	}
 	n.paused = false
-	return n.cmd.Process.Signal(syscall.SIGCONT)
+	return n.proc.Signal(syscall.SIGCONT)
 }
 
 // KillAll kills every node at once (power loss).
@@ -383,7 +377,7 @@ func (c *Cluster) KillAll() {
 	for _, n := range c.Nodes {
 		if n.Running() {
 			n.killed = true
-			n.cmd.Process.Kill()
+			n.proc.Cmd.Process.Kill()
 		}
 	}
 	for i := range c.Nodes {
@@ -479,7 +473,7 @@ func (c *Cluster) dialClient(ctx context.Context, dial func(context.Context, str
 	cfg := client.DefaultConfig()
 	cfg.Dial = dial
 	cfg.Addrs = c.Addrs()
-	cfg.TLS = c.tls
+	cfg.TLS, cfg.Insecure = c.tls, c.cfg.Insecure
 	cfg.RequestTimeout = 2 * time.Second
 	cfg.MaxRetries = 10
 	if tune != nil {
@@ -495,7 +489,7 @@ func (c *Cluster) dialClient(ctx context.Context, dial func(context.Context, str
 func (c *Cluster) Unexpected() []string {
 	var out []string
 	for _, n := range c.Nodes {
-		if n.cmd != nil && !n.Running() && !n.killed {
+		if n.proc != nil && !n.Running() && !n.killed {
 			log, _ := os.ReadFile(n.LogPath())
 			out = append(out, fmt.Sprintf("%s exited: %s", n.ID, lastLines(log, 3)))
 		}

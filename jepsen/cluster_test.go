@@ -187,7 +187,7 @@ func TestClusterIPTables(t *testing.T) {
 		t.Fatalf("network %T, want *IPTablesNet", c.Net)
 	}
 	for i, n := range c.Nodes {
-		if got := procUID(t, n.cmd.Process.Pid); got != nodeUID(i) {
+		if got := procUID(t, n.proc.Pid()); got != nodeUID(i) {
 			t.Errorf("#%d: %s runs as uid %d, want %d", i, n.ID, got, nodeUID(i))
 		}
 	}
@@ -206,7 +206,7 @@ func TestClusterIPTables(t *testing.T) {
 	if err := c.Restart(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	if got := procUID(t, c.Nodes[old].cmd.Process.Pid); got != nodeUID(old) {
+	if got := procUID(t, c.Nodes[old].proc.Pid()); got != nodeUID(old) {
 		t.Errorf("restarted %s runs as uid %d, want %d", c.Nodes[old].ID, got, nodeUID(old))
 	}
 	put(t, cl, "k", "2")

@@ -30,7 +30,7 @@ var (
 	// committed before its term.
 	ErrCatchingUp error = &notReady{"replaying the log"}
 	// ErrNoLeader: the node neither leads nor has heard from a leader within its lease
-	// (twice the Raft heartbeat timeout).
+	// (twice the Raft heartbeat timeout; DefaultLeaderLease).
 	ErrNoLeader error = &notReady{"no leader known"}
 )
 
@@ -129,13 +129,22 @@ func (n *Node) fsmReadiness(st sequencer.Stats, applied uint64) error {
 	return nil
 }
 
+// DefaultLeaderLease is the leader lease of a node with the default Raft heartbeat
+// timeout (sequencer.DefaultHeartbeatTimeout): 1 s. It is the readiness rule's bound for a
+// node cut off from the leader: a follower or read replica whose links to the voters are
+// down reports not ready (ErrNoLeader) at most this long after the last message it
+// received from the leader, however fast or slow the machine, because each Readiness call
+// compares the wall-clock time since that message with the lease.
+const DefaultLeaderLease = 2 * sequencer.DefaultHeartbeatTimeout
+
 // leaderLease is how long after its last contact with the leader a follower still counts
-// the leader as known: twice the Raft heartbeat timeout, the longest a follower of a
-// healthy cluster waits before it starts an election.
+// the leader as known: twice the Raft heartbeat timeout (DefaultLeaderLease with the
+// default), the longest a follower of a healthy cluster waits before it starts an
+// election.
 func (n *Node) leaderLease() time.Duration {
 	hb := n.cfg.Sequencer.HeartbeatTimeout
 	if hb == 0 {
-		hb = sequencer.DefaultHeartbeatTimeout
+		return DefaultLeaderLease
 	}
 	return 2 * hb
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/lockstepdb/lockstep/internal/certs"
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/jepsen"
 	"github.com/lockstepdb/lockstep/node"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/vmihailenco/msgpack/v5"
@@ -480,7 +481,7 @@ func statusOf(cs clusterStatusJSON, id string) nodeRow {
 
 // followProc is a running `stream read --follow` or `stream tail`.
 type followProc struct {
-	node  *testutil.Proc // its stdout is lines, not the log file
+	node  *jepsen.Process // its stdout is lines, not the log file
 	lines chan string
 }
 
@@ -488,7 +489,7 @@ type followProc struct {
 func startFollow(t *testing.T, bin string, args ...string) *followProc {
 	t.Helper()
 	f := &followProc{lines: make(chan string, 64)}
-	p := &testutil.Proc{Cmd: exec.Command(bin, args...), Exited: make(chan struct{})}
+	p := &jepsen.Process{Cmd: exec.Command(bin, args...), Exited: make(chan struct{})}
 	p.Cmd.Env = binaryEnv()
 	out, err := p.Cmd.StdoutPipe()
 	if err != nil {

@@ -11,18 +11,27 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
-	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/jepsen"
 )
 
 // Rolling restarts (`lockstep cluster restart-plan`, issue 13 item 8) with real processes.
 
-// supervise has a testutil.Supervisor restart the nodes' processes when
-// they exit; the test's end stops it and checks the logs of the processes it started.
-func supervise(t *testing.T, bin string, nodes []*procNode) *testutil.Supervisor {
+// supervise has a jepsen.Supervisor restart the nodes' processes when they exit; the
+// test's end stops it and checks the logs of the processes it started.
+func supervise(t *testing.T, bin string, nodes []*procNode) *jepsen.Supervisor {
 	t.Helper()
-	s := testutil.StartSupervisor(t, binaryEnv())
+	s := jepsen.NewSupervisor(t.TempDir(), binaryEnv())
+	t.Cleanup(func() {
+		procs, errs := s.Close()
+		for id, p := range procs {
+			checkLog(t, "restarted "+id, p.Log())
+		}
+		for _, err := range errs {
+			t.Errorf("supervisor: %v", err)
+		}
+	})
 	for _, n := range nodes {
-		if err := s.Watch(n.id, n.Proc, bin, append([]string{"node"}, n.args...)...); err != nil {
+		if err := s.Watch(n.id, n.Process, bin, append([]string{"node"}, n.args...)...); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,16 +9,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/jepsen"
 )
 
-// The harness runs the real binary: built once per test into a temp dir, nodes started
-// as processes on loopback ports, every process killed when the test ends.
+// The harness runs the real binary, built once per build tags for the whole test binary
+// (jepsen.BuildLockstep): clusters are jepsen.Clusters on the direct network (no fault
+// injected), a node with flags of its own is a jepsen.Process; every process is killed
+// when its test ends. It is tests/system's harness: the CLI tests here start nodes to
+// run the commands against.
 
 const (
 	// commandTimeout bounds one run of an admin command.
@@ -29,23 +35,48 @@ const (
 	pollPause = 20 * time.Millisecond
 )
 
-// buildBinary builds the lockstep command into a temp dir and returns its path, with the
-// build tags given (lockstep_nondet: a test procedure that breaks determinism). When the
-// tests run with -race, so does the binary (its packages are compiled for it already).
+var (
+	binMu    sync.Mutex
+	binaries = map[string]string{} // built binaries, by build tags
+	binDir   string                // holds them; removed by TestMain
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// buildBinary returns the lockstep command built with the build tags given
+// (lockstep_nondet: a test procedure that breaks determinism), building it on first use.
+// When the tests run with -race, so does the binary (its packages are compiled for it
+// already).
 func buildBinary(t testing.TB, tags ...string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "lockstep")
-	args := []string{"build", "-o", bin}
-	if len(tags) > 0 {
-		args = append(args, "-tags", strings.Join(tags, ","))
+	key := strings.Join(tags, ",")
+	binMu.Lock()
+	defer binMu.Unlock()
+	if bin, ok := binaries[key]; ok {
+		return bin
 	}
-	if raceBuild {
-		args = append(args, "-race")
+	if binDir == "" {
+		dir, err := os.MkdirTemp("", "lockstep-system-bin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		binDir = dir
 	}
-	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
+	dir := filepath.Join(binDir, fmt.Sprint(len(binaries)))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := jepsen.BuildLockstep(dir, raceBuild, tags...)
 	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		t.Fatal(err)
 	}
+	binaries[key] = bin
 	return bin
 }
 
@@ -53,24 +84,29 @@ func buildBinary(t testing.TB, tags ...string) string {
 // otherwise pause a second at exit, and nodes and commands use the shared test
 // certificates (testutil.CertsDir) unless given --certs-dir or --insecure.
 func binaryEnv() []string {
+	return append(os.Environ(), "GORACE=atexit_sleep_ms=0", testutil.CertsDirEnv+"="+sharedCerts())
+}
+
+// sharedCerts is the shared test certificates' directory.
+func sharedCerts() string {
 	dir, err := testutil.SharedCertsDir()
 	if err != nil {
 		panic(fmt.Sprintf("test certificates: %v", err))
 	}
-	return append(os.Environ(), "GORACE=atexit_sleep_ms=0", testutil.CertsDirEnv+"="+dir)
+	return dir
 }
 
 // testTLS returns client root's TLS configuration of the shared test certificates that
 // binaryEnv gives the processes.
-func testTLS() *tls.Config {
-	dir, err := testutil.SharedCertsDir()
-	if err == nil {
-		var cfg *tls.Config
-		if cfg, err = client.LoadTLS(dir, "root"); err == nil {
-			return cfg
-		}
+func testTLS() *tls.Config { return tlsOf(sharedCerts()) }
+
+// tlsOf returns client root's TLS configuration of the certificates in dir.
+func tlsOf(dir string) *tls.Config {
+	cfg, err := client.LoadTLS(dir, "root")
+	if err != nil {
+		panic(fmt.Sprintf("test certificates: %v", err))
 	}
-	panic(fmt.Sprintf("test certificates: %v", err))
+	return cfg
 }
 
 // result is what one run of the binary did.
@@ -132,12 +168,47 @@ func checkFailure(t *testing.T, r result, want string) {
 	}
 }
 
-// procNode is one `lockstep node` process.
+// procNode is one `lockstep node` process: a node of a procCluster's jepsen.Cluster, or
+// one spawnNode started.
 type procNode struct {
-	*testutil.Proc
+	*jepsen.Process
 	id, raft, client, admin string
 	data                    string   // data directory, for restarts
 	args                    []string // the flags it was started with, after "node"
+	// CertsDir holds the certificates it serves with; "" for an insecure node.
+	CertsDir string
+}
+
+// WaitReady waits until the node's /readyz at admin answers 200, at most timeout; the
+// error wraps jepsen.ErrPortTaken if an address it was given was in use.
+func (n *procNode) WaitReady(admin string, timeout time.Duration) error {
+	var tlsCfg *tls.Config
+	if n.CertsDir != "" {
+		tlsCfg = tlsOf(n.CertsDir)
+	}
+	return n.Process.WaitReady(context.Background(), admin, tlsCfg, timeout)
+}
+
+// certsOf returns the certificates directory a node started with args and env (the
+// process's environment) serves with: its --certs-dir, none ("") with --insecure, else
+// env's LOCKSTEP_CERTS_DIR, else the shared test certificates.
+func certsOf(env, args []string) string {
+	for i, a := range args {
+		switch {
+		case a == "--insecure":
+			return ""
+		case a == "--certs-dir" && i+1 < len(args):
+			return args[i+1]
+		case strings.HasPrefix(a, "--certs-dir="):
+			return strings.TrimPrefix(a, "--certs-dir=")
+		}
+	}
+	for _, kv := range slices.Backward(env) {
+		if dir, ok := strings.CutPrefix(kv, testutil.CertsDirEnv+"="); ok {
+			return dir
+		}
+	}
+	return sharedCerts()
 }
 
 // spawnNode starts `lockstep node` with args, its output going to a log file, and kills
@@ -150,26 +221,32 @@ func spawnNode(t testing.TB, bin, id string, args ...string) *procNode {
 // spawnNodeEnv is spawnNode with env added to binaryEnv (fault-injection variables).
 func spawnNodeEnv(t testing.TB, bin, id string, env []string, args ...string) *procNode {
 	t.Helper()
-	p, err := testutil.StartProc(filepath.Join(t.TempDir(), id+".log"), append(binaryEnv(), env...), bin, append([]string{"node"}, args...)...)
+	env = append(binaryEnv(), env...)
+	p, err := jepsen.StartProcess(filepath.Join(t.TempDir(), id+".log"), env, nil, bin, append([]string{"node"}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &procNode{Proc: p, id: id, args: args}
+	n := &procNode{Process: p, id: id, args: args, CertsDir: certsOf(env, args)}
 	t.Cleanup(func() {
 		n.Kill()
-		log := n.Log()
-		if bytes.Contains(log, []byte("DATA RACE")) {
-			t.Errorf("node %s found a data race", n.id)
-		}
-		if t.Failed() {
-			t.Logf("log of node %s:\n%s", n.id, log)
-		}
+		checkLog(t, n.id, n.Log())
 	})
 	return n
 }
 
-// procCluster is a cluster of node processes.
+// checkLog fails t if a node's log shows a data race, and shows the log if t failed.
+func checkLog(t testing.TB, id string, log []byte) {
+	if bytes.Contains(log, []byte("DATA RACE")) {
+		t.Errorf("node %s found a data race", id)
+	}
+	if t.Failed() {
+		t.Logf("log of node %s:\n%s", id, log)
+	}
+}
+
+// procCluster is a bootstrapped cluster of node processes: a jepsen.Cluster.
 type procCluster struct {
+	*jepsen.Cluster
 	nodes []*procNode
 }
 
@@ -182,53 +259,45 @@ func (c *procCluster) addrs() string {
 	return strings.Join(a, ",")
 }
 
-// startCluster starts a bootstrapped cluster of n node processes and waits until all are
-// ready. If a port turned out to be taken, it starts the whole cluster again on new ports.
+// startCluster starts a bootstrapped cluster of n node processes, n1 to nN with 4
+// partitions, and waits until all are ready. If a port turned out to be taken, it starts
+// the whole cluster again on new ports.
 func startCluster(t *testing.T, bin string, n int) *procCluster {
 	t.Helper()
 	return startClusterWith(t, bin, n)
 }
 
 // startClusterWith is startCluster with extra flags for every node (--insecure, another
-// --certs-dir).
+// --certs-dir, a limit).
 func startClusterWith(t testing.TB, bin string, n int, extra ...string) *procCluster {
 	t.Helper()
-	for attempt := 1; ; attempt++ {
-		c, err := tryStartCluster(t, bin, n, extra...)
-		if err == nil {
-			return c
-		}
-		if attempt == 3 || !errors.Is(err, testutil.ErrPortTaken) {
-			t.Fatal(err)
-		}
-		t.Logf("starting the cluster again: %v", err)
-	}
-}
-
-func tryStartCluster(t testing.TB, bin string, n int, extra ...string) (*procCluster, error) {
-	addrs := testutil.FreeAddrs(t, 3*n)
-	c := &procCluster{}
-	var peers []string
-	for i := range n {
-		nd := &procNode{id: fmt.Sprintf("n%d", i+1), raft: addrs[3*i], client: addrs[3*i+1], admin: addrs[3*i+2]}
-		c.nodes = append(c.nodes, nd)
-		peers = append(peers, nd.id+"="+nd.raft+"="+nd.client)
-	}
-	for i, nd := range c.nodes {
-		data := filepath.Join(t.TempDir(), nd.id)
-		p := spawnNode(t, bin, nd.id, append([]string{"--id", nd.id, "--data", data,
-			"--raft", nd.raft, "--client", nd.client, "--admin", nd.admin, "--partitions", "4",
-			"--bootstrap", strings.Join(peers, ","), "--log-level", "warn"}, extra...)...)
-		p.raft, p.client, p.admin, p.data = nd.raft, nd.client, nd.admin, data
-		c.nodes[i] = p
-	}
-	for _, nd := range c.nodes {
-		if err := nd.WaitReady(nd.admin, readyTimeout); err != nil {
-			for _, other := range c.nodes {
-				other.Kill()
-			}
-			return nil, fmt.Errorf("node %s: %w", nd.id, err)
+	cfg := jepsen.ClusterConfig{Bin: bin, Nodes: n, Dir: t.TempDir(), Partitions: 4, ReadyTimeout: readyTimeout,
+		Env: []string{"GORACE=atexit_sleep_ms=0"}, Net: jepsen.NetDirect, LogLevel: "warn", CertsDir: sharedCerts()}
+	for i := 0; i < len(extra); i++ {
+		switch a := extra[i]; {
+		case a == "--insecure":
+			cfg.Insecure, cfg.CertsDir = true, ""
+		case a == "--certs-dir" && i+1 < len(extra):
+			cfg.CertsDir = extra[i+1]
+			i++
+		default:
+			cfg.Args = append(cfg.Args, a)
 		}
 	}
-	return c, nil
+	jc, err := jepsen.StartCluster(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &procCluster{Cluster: jc}
+	for _, jn := range jc.Nodes {
+		c.nodes = append(c.nodes, &procNode{Process: jn.Process(), id: jn.ID, raft: jn.Raft, client: jn.Client,
+			admin: jn.Admin, data: jn.DataDir(), args: jn.Args(), CertsDir: cfg.CertsDir})
+	}
+	t.Cleanup(func() {
+		jc.Close()
+		for _, n := range c.nodes {
+			checkLog(t, n.id, n.Log())
+		}
+	})
+	return c
 }

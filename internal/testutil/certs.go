@@ -2,13 +2,10 @@ package testutil
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -106,34 +103,3 @@ func HTTPClient(tb testing.TB) *http.Client {
 	tb.Helper()
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: ClientTLS(tb)}, Timeout: 10 * time.Second}
 }
-
-// certsFor decides the certificates of a process started with args and env: the
-// certificates directory it will use ("" if insecure) and the environment to give it.
-func certsFor(env, args []string) (dir string, out []string, err error) {
-	if env == nil {
-		env = os.Environ()
-	}
-	for i, a := range args {
-		switch {
-		case a == "--insecure" || a == "-insecure":
-			return "", env, nil
-		case a == "--certs-dir" || a == "-certs-dir":
-			if i+1 < len(args) {
-				return args[i+1], env, nil
-			}
-		case strings.HasPrefix(a, "--certs-dir="):
-			return strings.TrimPrefix(a, "--certs-dir="), env, nil
-		}
-	}
-	if i := slices.IndexFunc(env, func(kv string) bool { return strings.HasPrefix(kv, CertsDirEnv+"=") }); i >= 0 {
-		return strings.TrimPrefix(env[i], CertsDirEnv+"="), env, nil
-	}
-	dir, err = sharedCerts()
-	if err != nil {
-		return "", nil, fmt.Errorf("test certificates: %w", err)
-	}
-	return dir, append(slices.Clip(env), CertsDirEnv+"="+dir), nil
-}
-
-// errNoCerts: an HTTPS probe needs the certificates of the process.
-var errNoCerts = errors.New("no certificates")

@@ -1,7 +1,6 @@
-package testutil
+package jepsen
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 )
 
 // Supervisor restarts node processes when they exit, with the command line they were
@@ -24,41 +22,23 @@ type Supervisor struct {
 	wg   sync.WaitGroup
 
 	mu      sync.Mutex
-	starts  map[string]int   // processes started per id, after the first
-	current map[string]*Proc // the latest process the supervisor started, per id
+	starts  map[string]int      // processes started per id, after the first
+	current map[string]*Process // the latest process the supervisor started, per id
 	errs    []error
 	closed  bool
 }
 
-// StartSupervisor returns a Supervisor keeping its PID files, restart script and the logs
-// of the processes it starts in a temporary directory of tb; they run with env (nil: this
-// process's). The end of tb closes it and fails tb on a restart that failed or a
-// restarted process that found a data race; when tb has failed, it logs the restarted
-// processes' output.
-func StartSupervisor(tb testing.TB, env []string) *Supervisor {
-	s := &Supervisor{dir: tb.TempDir(), env: env, stop: make(chan struct{}), starts: map[string]int{},
-		current: map[string]*Proc{}}
-	tb.Cleanup(func() {
-		procs, errs := s.Close()
-		for id, p := range procs {
-			log := p.Log()
-			if bytes.Contains(log, []byte("DATA RACE")) {
-				tb.Errorf("restarted node %s found a data race", id)
-			}
-			if tb.Failed() {
-				tb.Logf("log of restarted node %s:\n%s", id, log)
-			}
-		}
-		for _, err := range errs {
-			tb.Errorf("supervisor: %v", err)
-		}
-	})
-	return s
+// NewSupervisor returns a Supervisor keeping its PID files, restart script and the logs
+// of the processes it starts in dir; they run with env (nil: this process's). Its owner
+// calls Close.
+func NewSupervisor(dir string, env []string) *Supervisor {
+	return &Supervisor{dir: dir, env: env, stop: make(chan struct{}), starts: map[string]int{},
+		current: map[string]*Process{}}
 }
 
 // Watch supervises p, the process of node id started as bin args: whenever it exits, the
 // supervisor starts bin args again, until Close.
-func (s *Supervisor) Watch(id string, p *Proc, bin string, args ...string) error {
+func (s *Supervisor) Watch(id string, p *Process, bin string, args ...string) error {
 	if err := s.writePID(id, p); err != nil {
 		return err
 	}
@@ -67,7 +47,7 @@ func (s *Supervisor) Watch(id string, p *Proc, bin string, args ...string) error
 	return nil
 }
 
-func (s *Supervisor) watch(id string, p *Proc, bin string, args []string) {
+func (s *Supervisor) watch(id string, p *Process, bin string, args []string) {
 	defer s.wg.Done()
 	for {
 		select {
@@ -83,7 +63,7 @@ func (s *Supervisor) watch(id string, p *Proc, bin string, args []string) {
 		s.starts[id]++
 		k := s.starts[id]
 		s.mu.Unlock()
-		np, err := StartProc(filepath.Join(s.dir, fmt.Sprintf("%s.%d.log", id, k)), s.env, bin, args...)
+		np, err := StartProcess(filepath.Join(s.dir, fmt.Sprintf("%s.%d.log", id, k)), s.env, nil, bin, args...)
 		if err == nil {
 			err = s.writePID(id, np)
 		}
@@ -103,9 +83,9 @@ func (s *Supervisor) watch(id string, p *Proc, bin string, args []string) {
 }
 
 // writePID writes p's PID to DIR/ID.pid, atomically.
-func (s *Supervisor) writePID(id string, p *Proc) error {
+func (s *Supervisor) writePID(id string, p *Process) error {
 	tmp := filepath.Join(s.dir, id+".pid.tmp")
-	if err := os.WriteFile(tmp, []byte(strconv.Itoa(p.Cmd.Process.Pid)), 0o600); err != nil {
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(p.Pid())), 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, filepath.Join(s.dir, id+".pid"))
@@ -140,7 +120,7 @@ while [ "$(cat "$dir/$1.pid")" = "$pid" ]; do sleep 0.05; done
 
 // Close stops supervising, kills the processes the supervisor started, and returns them
 // (by node id, for their logs) and the errors of restarts that failed.
-func (s *Supervisor) Close() (map[string]*Proc, []error) {
+func (s *Supervisor) Close() (map[string]*Process, []error) {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()

@@ -1,4 +1,4 @@
-package main
+package system
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/lockstepdb/lockstep/client/pgsink"
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/internal/testutil/pgtest"
+	"github.com/lockstepdb/lockstep/jepsen"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
@@ -69,12 +70,12 @@ func newSinkFixture(t *testing.T, nodes int) *sinkFixture {
 }
 
 // startSink starts a `lockstep sink postgres` process, killed when the test ends.
-func (f *sinkFixture) startSink(t *testing.T, extra ...string) *testutil.Proc {
+func (f *sinkFixture) startSink(t *testing.T, extra ...string) *jepsen.Process {
 	t.Helper()
 	f.run++
 	args := append([]string{"sink", "postgres", "--stream", "s", "--table", "events", "--dsn", f.db.DSN,
 		"--addr", f.c.addrs(), "--timeout", "20s"}, extra...)
-	p, err := testutil.StartProc(filepath.Join(t.TempDir(), fmt.Sprintf("sink%d.log", f.run)), binaryEnv(), f.bin, args...)
+	p, err := jepsen.StartProcess(filepath.Join(t.TempDir(), fmt.Sprintf("sink%d.log", f.run)), binaryEnv(), nil, f.bin, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +360,7 @@ func TestSinkZombieFenced(t *testing.T) {
 	}
 	zombie := f.startSink(t)
 	f.waitRows(t, 2000)
-	f.fenceZombie(t, ctx, zombie, func() *testutil.Proc { return f.startSink(t) }, "no longer current")
+	f.fenceZombie(t, ctx, zombie, func() *jepsen.Process { return f.startSink(t) }, "no longer current")
 }
 
 // TestSinkBadInput: a bad DSN, an unreachable server, a missing table, an unknown
@@ -427,10 +428,10 @@ func TestSinkGroupUnderKills(t *testing.T) {
 	appendErr := make(chan error, 1)
 	go func() { appendErr <- f.appendRange(ctx, 0, total, batch, producing/time.Duration(total/batch)) }()
 
-	member := func(id string) *testutil.Proc {
+	member := func(id string) *jepsen.Process {
 		return f.startSink(t, "--group", "sinks", "--member", id, "--group-session-timeout", "2s", "--batch", "500", "--log-format", "json")
 	}
-	sinks := map[string]*testutil.Proc{"m1": member("m1"), "m2": member("m2")}
+	sinks := map[string]*jepsen.Process{"m1": member("m1"), "m2": member("m2")}
 	time.Sleep(producing / 3)
 	sinks["m1"].Kill() // SIGKILL mid-stream: no leave, no shutdown code
 	t.Log("killed sink m1")
@@ -511,7 +512,7 @@ func TestSinkGroupZombieFenced(t *testing.T) {
 	f := newSinkFixture(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	member := func(id string) *testutil.Proc {
+	member := func(id string) *jepsen.Process {
 		return f.startSink(t, "--group", "sinks", "--member", id, "--group-session-timeout", "2s")
 	}
 	zombie, other := member("z"), member("o")
@@ -520,7 +521,7 @@ func TestSinkGroupZombieFenced(t *testing.T) {
 	}
 	f.waitRows(t, 2000)
 	// o takes z's partitions once z's session expires.
-	f.fenceZombie(t, ctx, zombie, func() *testutil.Proc { return other }, "not a consumer group member")
+	f.fenceZombie(t, ctx, zombie, func() *jepsen.Process { return other }, "not a consumer group member")
 }
 
 // waitRows waits up to a minute for the table to hold want rows.
@@ -539,7 +540,7 @@ func (f *sinkFixture) waitRows(t *testing.T, want int) {
 // already running) writes, resumes zombie, appends 4000..4999, and checks that zombie exits
 // 1 with an error containing fenceErr, that the other sink runs on, and that the table
 // holds every record of the stream once.
-func (f *sinkFixture) fenceZombie(t *testing.T, ctx context.Context, zombie *testutil.Proc, takeOver func() *testutil.Proc, fenceErr string) {
+func (f *sinkFixture) fenceZombie(t *testing.T, ctx context.Context, zombie *jepsen.Process, takeOver func() *jepsen.Process, fenceErr string) {
 	t.Helper()
 	if err := zombie.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

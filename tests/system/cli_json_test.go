@@ -1,0 +1,54 @@
+package system
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/lockstepdb/lockstep/client"
+)
+
+// The tests read the command's JSON output as a user's script does: these types hold
+// the fields they check, decoded by the documented names (docs/operations.md).
+
+// clusterStatusJSON is the output of `lockstep cluster status --output json`.
+type clusterStatusJSON struct {
+	Leader string    `json:"leader"`
+	Nodes  []nodeRow `json:"nodes"`
+}
+
+// nodeRow is one node of clusterStatusJSON: its status (hashes as hex), its lag behind
+// the leader and, for a node that did not answer, the error.
+type nodeRow struct {
+	client.Status
+	Hashes []string `json:"hashes"`
+	Lag    uint64   `json:"lag"`
+	Error  string   `json:"error,omitempty"`
+}
+
+// procedureJSON is one row of `lockstep procedures --output json`.
+type procedureJSON struct {
+	Name         string          `json:"name"`
+	Args         string          `json:"args"`
+	ArgsExample  json.RawMessage `json:"args_example"`
+	Result       string          `json:"result"`
+	Partitioning string          `json:"partitioning"`
+	ReadOnly     bool            `json:"read_only"`
+	Doc          string          `json:"doc"`
+}
+
+// Exit codes of `lockstep cluster status` for an unhealthy cluster (docs/operations.md).
+const (
+	exitDivergent   = 3 // a node diverged
+	exitUnreachable = 4 // a node did not answer
+)
+
+// clusterStatus runs `cluster status --output json` and decodes it.
+func clusterStatus(t *testing.T, bin, addrs string) clusterStatusJSON {
+	t.Helper()
+	r := mustRun(t, bin, "cluster", "status", "--output", "json", "--addr", addrs)
+	var cs clusterStatusJSON
+	if err := json.Unmarshal([]byte(r.stdout), &cs); err != nil {
+		t.Fatalf("cluster status json: %v: %v", err, r)
+	}
+	return cs
+}
