@@ -258,8 +258,32 @@ func writeStatusTable(w io.Writer, cs clusterStatusJSON) error {
 }
 
 // hashSummary says whether the replicas' state hashes agree, where that can be judged:
-// only replicas at the same applied index must have equal hashes.
+// only replicas at the same applied index must have equal hashes, and only those that
+// apply the cluster's log: an incompatible node (another procedure set or partition
+// count) applies none of it, so its hashes say nothing about divergence (its row and the
+// health check say why it does not serve).
 func hashSummary(rows []nodeRow) string {
+	var skipped []string
+	compared := rows[:0:0]
+	for _, r := range rows {
+		if r.Incompatible != "" {
+			skipped = append(skipped, r.NodeID)
+		} else {
+			compared = append(compared, r)
+		}
+	}
+	s := compareHashes(compared)
+	if len(skipped) > 0 {
+		s += fmt.Sprintf("; not compared: %s (incompatible with the cluster: applies none of its log)", strings.Join(skipped, ", "))
+	}
+	return s
+}
+
+// compareHashes is hashSummary for the replicas that apply the cluster's log.
+func compareHashes(rows []nodeRow) string {
+	if len(rows) == 0 {
+		return "no replica applies the cluster's log"
+	}
 	for _, r := range rows[1:] {
 		if r.AppliedIndex != rows[0].AppliedIndex {
 			return "replicas are at different applied indexes (writes in flight): hashes compare only at equal indexes"
