@@ -246,7 +246,7 @@ func (c *Client) Remove(ctx context.Context, id string) error {
 		return c.opErr(err)
 	}
 	if !isMember(&st, id) {
-		return fmt.Errorf("client: %s: %w: %q is not among %s's members", what, ErrUnknownMember, id, st.NodeID)
+		return notMember(what, &st)
 	}
 	_, err = c.adminCall(ctx, what, &wire.Request{Op: wire.OpRemove, Key: []byte(id)}, true)
 	return c.opErr(err)
@@ -277,11 +277,21 @@ func (c *Client) TransferLeadership(ctx context.Context, id string) error {
 			return nil
 		}
 		if !isMember(&st, id) {
-			return fmt.Errorf("client: %s: %w: %q is not among %s's members", what, ErrUnknownMember, id, st.NodeID)
+			return notMember(what, &st)
 		}
 	}
 	_, err := c.adminCall(ctx, what, &wire.Request{Op: wire.OpTransferLeader, Key: []byte(id)}, false)
 	return c.opErr(err)
+}
+
+// notMember is the error of the admin call what (which names the id) for an id that is
+// not among the members the leader's status st lists: it names those, the ids to use.
+func notMember(what string, st *Status) error {
+	ids := make([]string, len(st.Nodes))
+	for i, n := range st.Nodes {
+		ids[i] = n.ID
+	}
+	return fmt.Errorf("client: %s: %w: the members, as leader %s lists them, are %s", what, ErrUnknownMember, st.NodeID, strings.Join(ids, ", "))
 }
 
 // isMember reports whether id is among the members st lists.

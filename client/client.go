@@ -47,6 +47,7 @@ type Client struct {
 	term       uint64
 	leaderTerm uint64 // the term in which a probe named the guess; 0 if it came otherwise
 	distrust   map[string]uint64
+	rechecking map[string]bool // the suspects being asked whether they answer again
 	probing    bool
 	probeWait  chan struct{}
 	deposed    chan struct{}

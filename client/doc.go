@@ -95,7 +95,10 @@ election is running), the client tries other nodes and asks again every 50ms, fo
 RequestTimeout. While the silence lasts, the question is repeated. A new leader is so
 found within about SuspectAfter of its election, whatever the callers' deadlines. The
 first answer naming the leader of a newer term also ends every retry pause, so requests
-whose pauses grew during the election go to the new leader at once.
+whose pauses grew during the election go to the new leader at once. A suspect stays one
+until a probe names it leader or it answers again: each probe also asks the suspects,
+without waiting for them, so a node that was frozen and resumed as a follower is asked
+again in the next election.
 
 RequestTimeout itself is not shortened to an election timeout: an attempt that is slow
 but whose node is answering is left to finish, since resending the requests of a busy

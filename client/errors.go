@@ -225,7 +225,7 @@ var (
 	ErrBadConfig = errors.New("client: bad config")
 	// ErrClosed is returned by every method once Close has been called. A request that was
 	// in flight when Close was called may or may not have run.
-	ErrClosed = errors.New("client: closed")
+	ErrClosed = errors.New("the client is closed")
 	// ErrRetriesExhausted is returned when a request failed Config.MaxRetries+1 times with
 	// errors worth retrying; the error's text names the last one. If the request had been
 	// sent, its outcome is unknown, as after any abandoned remote call.
@@ -241,7 +241,7 @@ var (
 	ErrUnreachable = errUnreachable
 	// ErrUnknownMember is returned by Remove and TransferLeadership for a node id that is
 	// not among the cluster's members, as the leader records them. Nothing was changed.
-	ErrUnknownMember = errors.New("client: unknown member")
+	ErrUnknownMember = errors.New("unknown member")
 	// ErrRebuildRefused is returned by RequestRebuild when the leader refused to rebuild
 	// the node now: demoting it would leave fewer healthy voters alive than a quorum
 	// needs. The error's text has the leader's reason. Nothing was changed.

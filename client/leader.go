@@ -33,6 +33,9 @@ import (
 //     Unless L is the guess and was named by a probe in T already (Client.leaderTerm),
 //     every attempt still waiting at a former guess ends (errDeposed) and is retried at
 //     L at once, with the same session and Seq.
+//   - A probe round asks every node but the suspects and waits for their answers. It
+//     also asks each suspect but the guess, in the background, without waiting: a
+//     suspect that answers is trusted again, frozen no more.
 //   - A leader named in a term newer than any named before (Client.namedTerm), and not
 //     a suspect, also ends every retry pause (backoff): the pauses grow while there is
 //     no leader, and would otherwise outlast the election.
@@ -153,10 +156,17 @@ func (c *Client) probe() {
 // took.
 func (c *Client) probeRound(ctx context.Context) (answered, named bool) {
 	c.mu.Lock()
-	var addrs []string
+	var addrs, suspects []string
 	for _, a := range c.candidates {
-		if _, bad := c.distrust[a]; !bad {
+		if _, bad := c.distrust[a]; bad {
+			suspects = append(suspects, a)
+		} else {
 			addrs = append(addrs, a)
+		}
+	}
+	for _, a := range suspects {
+		if a != c.leader { // the guess: the requests at it, and this round, tell
+			c.recheckLocked(a)
 		}
 	}
 	c.mu.Unlock()
@@ -189,6 +199,43 @@ func (c *Client) probeRound(ctx context.Context) (answered, named bool) {
 		}
 	}
 	return answered, named
+}
+
+// recheckLocked asks the suspect addr for its status, in the background, unless that is
+// under way already: if it answers within SuspectAfter it is trusted again (and its
+// answer taken like any other). c.mu is held.
+//
+// Without it a suspect stayed one until a probe named it leader again, and probes do not
+// ask suspects: once the leaders of two or three pauses in a row had been suspected there
+// was nobody left to ask, and requests waited for the frozen node (issue 20 item 13).
+func (c *Client) recheckLocked(addr string) {
+	if c.closed || c.rechecking[addr] {
+		return
+	}
+	c.rechecking[addr] = true
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.SuspectAfter)
+		resp, err := c.at(ctx, addr, &wire.Request{Op: wire.OpStatus})
+		cancel()
+		var st wire.Status
+		if err == nil {
+			err = c.decode(resp.Value, &st)
+		}
+		if err == nil {
+			c.takeStatus(addr, &st)
+		}
+		c.mu.Lock()
+		delete(c.rechecking, addr)
+		if err == nil {
+			if _, bad := c.distrust[addr]; bad {
+				c.log.Debug("a suspect answers again", "addr", addr, "term", st.Term)
+				delete(c.distrust, addr)
+			}
+		}
+		c.mu.Unlock()
+	}()
 }
 
 // takeStatus learns the addresses in st, the status of the node at addr, and moves the

@@ -19,9 +19,10 @@ func Open(cfg Config) (*Client, error) {
 		pool: map[string]*poolEntry{},
 		free: make(chan struct{}, cfg.MaxInflight),
 
-		distrust: map[string]uint64{},
-		deposed:  make(chan struct{}),
-		elected:  make(chan struct{}),
+		distrust:   map[string]uint64{},
+		rechecking: map[string]bool{},
+		deposed:    make(chan struct{}),
+		elected:    make(chan struct{}),
 	}
 	for _, a := range cfg.Addrs {
 		c.learn(a)

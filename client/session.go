@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -112,6 +113,12 @@ func (c *Client) session(ctx context.Context, untilCtx bool) (*session, error) {
 // outcome may leave an unused session behind, which the cluster expires.
 func (c *Client) openSession(ctx context.Context, untilCtx bool) (uint64, error) {
 	resp, err := c.callRetry(ctx, retry{what: "open session", untilCtx: untilCtx}, &wire.Request{Op: wire.OpOpenSession}, true)
+	var answer *wire.Error
+	if errors.As(err, &answer) && err == error(answer) {
+		// A node's definite answer (a permission refusal, say), returned as it came: say
+		// what it answered, as the errors of retries do.
+		err = fmt.Errorf("client: open session: %w", err)
+	}
 	if err != nil {
 		return 0, err
 	}

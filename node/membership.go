@@ -134,10 +134,16 @@ func (n *Node) addNode(ctx context.Context, payload []byte) error {
 		return fmt.Errorf("%w: join needs id, raft and client addresses", wire.ErrBadArguments)
 	}
 	info, _ := n.fsm.Cluster()
-	if j.Partitions != info.Partitions || j.Procedures != info.Procedures {
+	if j.Partitions != info.Partitions {
 		return &wire.Error{Code: wire.CodeBadArguments, Message: fmt.Sprintf(
-			"%v: node %s has %d partitions and procedure set %x; the cluster has %d and %x",
-			ErrJoinRefused, j.ID, j.Partitions, j.Procedures, info.Partitions, info.Procedures)}
+			"%v: node %s has %d partitions, the cluster %d: start it with --partitions %d",
+			ErrJoinRefused, j.ID, j.Partitions, info.Partitions, info.Partitions)}
+	}
+	if j.Procedures != info.Procedures {
+		return &wire.Error{Code: wire.CodeBadArguments, Message: fmt.Sprintf(
+			"%v: node %s's procedure set (procedures, replicated tables, processors, changelogs) is not the cluster's: "+
+				"run the lockstep build the members run (procedure fingerprints: node %016x, cluster %016x)",
+			ErrJoinRefused, j.ID, j.Procedures, info.Procedures)}
 	}
 	rec := n.fsm.Nodes()[j.ID]
 	if rec.Incarnation != "" && j.Incarnation != "" && rec.Incarnation != j.Incarnation {

@@ -95,6 +95,10 @@ func TestJoinRefusedForDifferentProcedures(t *testing.T) {
 		if resp.Code != wire.CodeBadArguments {
 			t.Errorf("#%d: got %v, want CodeBadArguments", i, resp.Err())
 		}
+		// The refusal names what differs and what to do (issue 20 item 10).
+		if want := []string{"procedure set", "--partitions 4"}[i]; !strings.Contains(resp.Message, want) {
+			t.Errorf("#%d: %q does not say %q", i, resp.Message, want)
+		}
 	}
 	if v := c.voters(); len(v) != 3 {
 		t.Fatalf("voters %v, want the original 3", v)

@@ -388,9 +388,12 @@ func (f *FSM) checkCompatLocked() {
 	case info == nil:
 		return
 	case info.Partitions != f.cfg.Partitions:
-		f.incompatible = fmt.Errorf("%w: cluster has %d partitions, node %d", ErrIncompatible, info.Partitions, f.cfg.Partitions)
+		f.incompatible = fmt.Errorf("%w: the cluster has %d partitions, this node %d: start it with --partitions %d",
+			ErrIncompatible, info.Partitions, f.cfg.Partitions, info.Partitions)
 	case info.Procedures != f.reg.Fingerprint():
-		f.incompatible = fmt.Errorf("%w: procedure set differs (cluster %x, node %x)", ErrIncompatible, info.Procedures, f.reg.Fingerprint())
+		f.incompatible = fmt.Errorf("%w: this node's procedure set (its procedures, replicated tables, processors and changelogs) "+
+			"is not the cluster's: run the lockstep build the other nodes run (procedure fingerprints: cluster %016x, this node %016x)",
+			ErrIncompatible, info.Procedures, f.reg.Fingerprint())
 	}
 	if f.incompatible != nil {
 		f.log.Error("refusing to apply the cluster's log", "err", f.incompatible)

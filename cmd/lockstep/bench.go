@@ -249,7 +249,7 @@ func openBenchTarget(ctx context.Context, c *cli.Context, spec benchSpec) (*benc
 		defer cancel()
 		clients, err := loadgen.Dial(dialCtx, cfg, spec.connections)
 		if err != nil {
-			return nil, fmt.Errorf("cannot reach the cluster at %s within %v: %w", strings.Join(cfg.Addrs, ","), c.Duration("timeout"), err)
+			return nil, dialFailed(cfg.Addrs, c.Duration("timeout"), err)
 		}
 		t := &benchTarget{clients: clients, close: func() { loadgen.Close(clients) }}
 		if admin := c.StringSlice("admin"); len(admin) > 0 {

@@ -127,7 +127,7 @@ func runClusterRemove(c *cli.Context) error {
 	}
 	defer done()
 	if err := cl.Remove(ctx, id); err != nil {
-		return fmt.Errorf("remove %s: %w", id, err)
+		return err // it names the removal ("client: remove n4: ...")
 	}
 	fmt.Fprintf(c.App.Writer, "removed %s from the cluster\n", id)
 	return nil
@@ -154,7 +154,7 @@ func runTransferLeader(c *cli.Context) error {
 		return nil
 	}
 	if err := cl.TransferLeadership(ctx, target); err != nil {
-		return fmt.Errorf("transfer leadership: %w", err)
+		return err // it names the transfer ("client: transfer leadership to n2: ...")
 	}
 	next, err := waitNewLeader(ctx, cl, addrs, old)
 	if err != nil {

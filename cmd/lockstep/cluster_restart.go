@@ -126,7 +126,7 @@ func runRestartPlan(c *cli.Context) error {
 	if r.errOut == nil {
 		r.errOut = os.Stderr
 	}
-	cs, failed, err := r.status(c.Context)
+	cs, err := r.status(c.Context)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func runRestartPlan(c *cli.Context) error {
 	if !execute {
 		return nil
 	}
-	if err := checkHealth(cs, failed); err != nil {
+	if err := checkHealth(cs); err != nil {
 		return fmt.Errorf("%w: the cluster is not healthy (%w); \"lockstep cluster status\" says more", errRestartRefused, err)
 	}
 	if voters < minRollingVoters {
@@ -220,7 +220,7 @@ func (r *restarter) printPlan(plan []restartStep) {
 
 // restart performs one step of the plan: leadership away, the restart command, the wait.
 func (r *restarter) restart(ctx context.Context, s restartStep) error {
-	cs, _, err := r.status(ctx)
+	cs, err := r.status(ctx)
 	if err != nil {
 		return err
 	}
@@ -247,12 +247,12 @@ func (r *restarter) moveLeadership(ctx context.Context, id string) error {
 		return fmt.Errorf("transfer leadership away from %s: %w", id, err)
 	}
 	var next string
-	err := r.waitCluster(ctx, "a new leader and a healthy cluster", func(cs clusterStatusJSON, failed int) error {
+	err := r.waitCluster(ctx, "a new leader and a healthy cluster", func(cs clusterStatusJSON) error {
 		if cs.Leader == "" || cs.Leader == id {
 			return fmt.Errorf("leader %q", cs.Leader)
 		}
 		next = cs.Leader
-		return checkHealth(cs, failed)
+		return checkHealth(cs)
 	})
 	if err != nil {
 		return fmt.Errorf("after the leadership transfer from %s: %w", id, err)
@@ -302,7 +302,7 @@ func (r *restarter) runCommand(ctx context.Context, s restartStep) error {
 // (unless it is a read replica or a learner) and ready, and the cluster is healthy.
 func (r *restarter) waitBack(ctx context.Context, s restartStep, began time.Time) error {
 	var target uint64 // the leader's commit index when s came back
-	err := r.waitCluster(ctx, s.id+" back, caught up and the cluster healthy", func(cs clusterStatusJSON, failed int) error {
+	err := r.waitCluster(ctx, s.id+" back, caught up and the cluster healthy", func(cs clusterStatusJSON) error {
 		n, ok := findRow(cs, s.id)
 		if !ok {
 			return fmt.Errorf("%s does not answer", s.id)
@@ -323,7 +323,7 @@ func (r *restarter) waitBack(ctx context.Context, s restartStep, began time.Time
 		if s.role != "read replica" && s.role != "learner" && n.Suffrage != "voter" {
 			return fmt.Errorf("%s is not a voter (%q)", s.id, n.Suffrage)
 		}
-		return checkHealth(cs, failed)
+		return checkHealth(cs)
 	})
 	if err != nil {
 		return err
@@ -335,14 +335,14 @@ func (r *restarter) waitBack(ctx context.Context, s restartStep, began time.Time
 // waitCluster polls the cluster's status until ok returns nil, and returns an error
 // naming what and ok's last answer when r.nodeTimeout passes first (or ctx ends). Each
 // poll runs to its end: a deadline cutting the last one short would hide what was wrong.
-func (r *restarter) waitCluster(ctx context.Context, what string, ok func(clusterStatusJSON, int) error) error {
+func (r *restarter) waitCluster(ctx context.Context, what string, ok func(clusterStatusJSON) error) error {
 	deadline := time.Now().Add(r.nodeTimeout)
 	t := time.NewTicker(restartPollInterval)
 	defer t.Stop()
 	for {
-		cs, failed, err := r.status(ctx)
+		cs, err := r.status(ctx)
 		if err == nil {
-			if err = ok(cs, failed); err == nil {
+			if err = ok(cs); err == nil {
 				return nil
 			}
 		}
@@ -358,7 +358,7 @@ func (r *restarter) waitCluster(ctx context.Context, what string, ok func(cluste
 }
 
 // status asks every node for its status, one round bounded by --timeout.
-func (r *restarter) status(ctx context.Context) (clusterStatusJSON, int, error) {
+func (r *restarter) status(ctx context.Context) (clusterStatusJSON, error) {
 	sctx, cancel := context.WithTimeout(ctx, r.pollTimeout)
 	defer cancel()
 	return gatherStatus(sctx, r.cl)

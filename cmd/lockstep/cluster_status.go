@@ -57,6 +57,8 @@ type clusterStatusJSON struct {
 	Leader string `json:"leader"`
 	// Nodes are the nodes asked, ordered by id; the ones that did not answer come last.
 	Nodes []nodeRow `json:"nodes"`
+
+	status client.ClusterStatus // what the rows were made of: checkHealth judges it
 }
 
 func runClusterStatus(c *cli.Context) error {
@@ -69,7 +71,7 @@ func runClusterStatus(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	cs, failed, err := gatherStatus(ctx, cl)
+	cs, err := gatherStatus(ctx, cl)
 	if err != nil {
 		return err
 	}
@@ -81,7 +83,7 @@ func runClusterStatus(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return checkHealth(cs, failed)
+	return checkHealth(cs)
 }
 
 // Exit codes of `lockstep cluster status` for an unhealthy cluster; 1 stays every
@@ -104,40 +106,24 @@ func (e *healthError) Error() string { return strings.Join(e.problems, "; ") }
 // exitStatus is the process's exit code for e.
 func (e *healthError) exitStatus() int { return e.code }
 
+// exitCodes maps each kind of problem to the exit code it gives.
+var exitCodes = map[client.ProblemKind]int{
+	client.ProblemNoLeader:    exitNoLeader,
+	client.ProblemDivergent:   exitDivergent,
+	client.ProblemUnreachable: exitUnreachable,
+	client.ProblemNotReady:    exitNotReady,
+}
+
 // checkHealth returns nil for a healthy cluster, else a *healthError naming every problem
-// with the code of the worst: no leader, then divergent replicas, then members that did
-// not answer, then members not ready for another reason. "No leader" is judged only from
-// nodes that answered.
-func checkHealth(cs clusterStatusJSON, failed int) error {
+// (client.ClusterStatus.Problems) with the code of the worst: no leader, then divergent
+// replicas, then members that did not answer, then members not ready for another reason.
+func checkHealth(cs clusterStatusJSON) error {
 	e := &healthError{}
-	add := func(code int, format string, args ...any) {
-		if e.code == 0 || code < e.code {
+	for _, p := range cs.status.Problems() {
+		if code := exitCodes[p.Kind]; e.code == 0 || code < e.code {
 			e.code = code
 		}
-		e.problems = append(e.problems, fmt.Sprintf(format, args...))
-	}
-	if cs.Leader == "" && failed < len(cs.Nodes) {
-		add(exitNoLeader, "no leader")
-	}
-	var unreachable, divergent, notReady []string
-	for _, r := range cs.Nodes {
-		switch {
-		case r.Error != "":
-			unreachable = append(unreachable, r.Error)
-		case r.Divergent != "":
-			divergent = append(divergent, r.NodeID+": "+r.Divergent)
-		case !r.Ready:
-			notReady = append(notReady, r.NodeID+": "+r.NotReadyReason)
-		}
-	}
-	if len(divergent) > 0 {
-		add(exitDivergent, "%d divergent: %s", len(divergent), strings.Join(divergent, ", "))
-	}
-	if failed > 0 {
-		add(exitUnreachable, "%d of %d nodes did not answer: %s", failed, len(cs.Nodes), strings.Join(unreachable, "; "))
-	}
-	if len(notReady) > 0 {
-		add(exitNotReady, "%d not ready: %s", len(notReady), strings.Join(notReady, ", "))
+		e.problems = append(e.problems, p.Message)
 	}
 	if e.code == 0 {
 		return nil
@@ -146,41 +132,24 @@ func checkHealth(cs clusterStatusJSON, failed int) error {
 }
 
 // gatherStatus asks the cluster's nodes for their status (client.ClusterStatus: the seeds
-// and every node their statuses name) and returns the rows and how many failed.
-func gatherStatus(ctx context.Context, cl *client.Client) (clusterStatusJSON, int, error) {
+// and every node their statuses name) and returns the rows, with each one's lag.
+func gatherStatus(ctx context.Context, cl *client.Client) (clusterStatusJSON, error) {
 	st, err := cl.ClusterStatus(ctx)
 	if err != nil {
-		return clusterStatusJSON{}, 0, err
+		return clusterStatusJSON{}, err
 	}
+	lag := st.Lag()
 	var rows, failed []nodeRow
 	for _, n := range st.Nodes {
 		if n.Err != nil {
 			failed = append(failed, nodeRow{statusJSON: statusJSON{Status: client.Status{ClientAddr: n.Addr}}, Error: n.Err.Error()})
 			continue
 		}
-		r := nodeRow{statusJSON: newStatusJSON(n.Status)}
+		r := nodeRow{statusJSON: newStatusJSON(n.Status), Lag: lag[n.Status.NodeID]}
 		r.HashChecks = nil // long; /status has them
 		rows = append(rows, r)
 	}
-	cs := clusterStatusJSON{Leader: st.Leader}
-	// The reference is what the leader has applied, not its commit index: Raft's own
-	// entries (a new leader's no-op, configuration changes) never reach the state
-	// machine, so an idle replica's applied index stays below the commit index.
-	var ref uint64
-	for _, r := range rows {
-		if r.NodeID == cs.Leader {
-			ref = r.AppliedIndex
-			break
-		}
-		ref = max(ref, r.AppliedIndex)
-	}
-	for i := range rows {
-		if ref > rows[i].AppliedIndex {
-			rows[i].Lag = ref - rows[i].AppliedIndex
-		}
-	}
-	cs.Nodes = append(rows, failed...)
-	return cs, len(failed), nil
+	return clusterStatusJSON{Leader: st.Leader, Nodes: append(rows, failed...), status: st}, nil
 }
 
 func writeStatusTable(w io.Writer, cs clusterStatusJSON) error {
@@ -258,8 +227,32 @@ func writeStatusTable(w io.Writer, cs clusterStatusJSON) error {
 }
 
 // hashSummary says whether the replicas' state hashes agree, where that can be judged:
-// only replicas at the same applied index must have equal hashes.
+// only replicas at the same applied index must have equal hashes, and only those that
+// apply the cluster's log: an incompatible node (another procedure set or partition
+// count) applies none of it, so its hashes say nothing about divergence (its row and the
+// health check say why it does not serve).
 func hashSummary(rows []nodeRow) string {
+	var skipped []string
+	compared := rows[:0:0]
+	for _, r := range rows {
+		if r.Incompatible != "" {
+			skipped = append(skipped, r.NodeID)
+		} else {
+			compared = append(compared, r)
+		}
+	}
+	s := compareHashes(compared)
+	if len(skipped) > 0 {
+		s += fmt.Sprintf("; not compared: %s (incompatible with the cluster: applies none of its log)", strings.Join(skipped, ", "))
+	}
+	return s
+}
+
+// compareHashes is hashSummary for the replicas that apply the cluster's log.
+func compareHashes(rows []nodeRow) string {
+	if len(rows) == 0 {
+		return "no replica applies the cluster's log"
+	}
 	for _, r := range rows[1:] {
 		if r.AppliedIndex != rows[0].AppliedIndex {
 			return "replicas are at different applied indexes (writes in flight): hashes compare only at equal indexes"

@@ -85,9 +85,27 @@ func dialClient(ctx context.Context, c *cli.Context) (*client.Client, error) {
 	}
 	cl, err := client.Dial(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the cluster at %s within %v: %w", strings.Join(c.StringSlice("addr"), ","), c.Duration("timeout"), err)
+		return nil, dialFailed(cfg.Addrs, c.Duration("timeout"), err)
 	}
 	return cl, nil
+}
+
+// dialFailed is the error of connecting to the cluster at addrs, bounded by timeout, that
+// failed with err. "Cannot reach" only if the cluster could not be reached in that time:
+// a node that answered and refused the client (a permission refusal, another cluster,
+// another protocol, the TLS handshake) says so, for nothing would change with a longer
+// wait.
+func dialFailed(addrs []string, timeout time.Duration, err error) error {
+	at := strings.Join(addrs, ",")
+	switch {
+	case errors.Is(err, client.ErrPermissionDenied):
+		return fmt.Errorf("the cluster at %s refused this client's user: %w", at, err)
+	case errors.Is(err, client.ErrClusterMismatch), errors.Is(err, client.ErrProtocolVersion), errors.Is(err, client.ErrTLS):
+		return fmt.Errorf("a node at %s refused the connection: %w", at, err)
+	case errors.Is(err, client.ErrBadConfig), errors.Is(err, context.Canceled):
+		return err
+	}
+	return fmt.Errorf("cannot reach the cluster at %s within %v: %w", at, timeout, err)
 }
 
 // openClient returns a Go client for the cluster at --addr without contacting it: admin
