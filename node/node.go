@@ -98,9 +98,16 @@ type Config struct {
 	// DisableAutoRebuild keeps a divergent replica fenced instead of rebuilding it
 	// automatically (rebuild.go). Default false: a divergent replica is rebuilt, once.
 	DisableAutoRebuild bool
+	// BuildTarget is the build target this node reports when it joins and compares a
+	// joining node's with when it leads (see BuildTarget, the function). Default "": this
+	// binary's. Set it only to test what a cluster does with a node of another build.
+	BuildTarget string
 }
 
 func (c Config) withDefaults() Config {
+	if c.BuildTarget == "" {
+		c.BuildTarget = BuildTarget()
+	}
 	if c.RaftAddr == "" {
 		c.RaftAddr = "127.0.0.1:0"
 	}

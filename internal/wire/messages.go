@@ -47,7 +47,8 @@ const (
 	// OpPing asks for an empty OK Response, to check the connection.
 	OpPing Op = 6
 	// OpJoin asks the leader to add a node as a voter. Args is the msgpack encoding of a
-	// JoinArgs; the leader refuses a node whose partition count or procedure set differs.
+	// JoinArgs; the leader refuses a node whose partition count, procedure set or build
+	// target differs.
 	OpJoin Op = 7
 	// OpRemove asks the leader to remove the voter whose id is Key.
 	OpRemove Op = 8
@@ -159,6 +160,10 @@ type JoinArgs struct {
 	Incarnation string `msgpack:"inc,omitempty"`
 	// ReadReplica asks to join as a read replica: a non-voter never promoted.
 	ReadReplica bool `msgpack:"rr,omitempty"`
+	// Build is the joining binary's build target (internal/buildinfo.Target: Go version,
+	// GOARCH and its level, such as GOAMD64); it must equal the leader's, because float
+	// results depend on it. Empty from a node that does not send it, which is refused.
+	Build string `msgpack:"build,omitempty"`
 }
 
 // String returns the operation's name, or "Op(n)" for an unknown one.
