@@ -506,7 +506,10 @@ func (n *Node) becomeLeader() error {
 		return err
 	}
 	if _, ok := n.fsm.Cluster(); !ok {
-		info, _ := msgpack.Marshal(&batch.ClusterInfo{ClusterID: n.cfg.ClusterID, Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint()})
+		// The cluster's first entry carries this node's configured values of the replicated
+		// settings: every replica applies with them from here on (clusterconfig.go).
+		info, _ := msgpack.Marshal(&batch.ClusterInfo{ClusterID: n.cfg.ClusterID, Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint(),
+			Settings: replica.InitialSettings(n.cfg.Replica)})
 		if _, err := n.propose(ctx, batch.Item{Kind: batch.KindInitCluster, Args: info}); err != nil {
 			return err
 		}

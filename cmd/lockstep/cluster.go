@@ -18,11 +18,12 @@ const leaderPollInterval = 50 * time.Millisecond
 func clusterCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "cluster",
-		Usage: "inspect the cluster and change its membership",
+		Usage: "inspect the cluster, change its membership and its configuration",
 		Subcommands: []*cli.Command{
 			clusterStatusCommand(),
 			clusterRecoverCommand(),
 			clusterRestartCommand(),
+			clusterConfigCommand(),
 			{
 				Name:      "join",
 				Usage:     "admit a new node (as a learner, promoted to voter once caught up)",

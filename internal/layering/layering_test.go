@@ -39,7 +39,7 @@ var allowed = map[string][]string{
 	// node reads window operators' watermarks (window.ReadOperator) for processor status.
 	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs"},
-	"cmd/lockstep":        {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "internal/crashstore", "benchmarks/loadgen", "internal/chart"},
+	"cmd/lockstep":        {"client", "client/pgsink", "node", "replica", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "internal/crashstore", "benchmarks/loadgen", "internal/chart"},
 	"benchmarks":          {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen":  {"client", "procedures/builtin", "internal/latency"},
 	"jepsen":              {"client", "procedures/builtin", "internal/chart"},
