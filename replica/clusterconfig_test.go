@@ -244,3 +244,30 @@ func TestParseSetting(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterConfigProcessorBudget: the processor budget is the cluster's, not the
+// replica's own, and a change applies to the processor phase of the entry that carries it
+// on every replica: one record per entry at budget 1, the rest once the change raises it.
+func TestClusterConfigProcessorBudget(t *testing.T) {
+	const parts = 4
+	info := mustMarshal(t, &batch.ClusterInfo{ClusterID: "c", Partitions: parts, Procedures: chainRegistry().Fingerprint(),
+		Settings: []batch.Setting{{Name: "processor-budget", Value: 1}, {Name: "processor-budget-per-append", Value: 0}}})
+	logs := entriesToLogs([]batch.Entry{
+		{Items: []batch.Item{{Kind: batch.KindInitCluster, Args: info}}},
+		{Items: []batch.Item{createStreamItem(parts, "in"), createStreamItem(parts, "mid")}},
+		{Items: []batch.Item{appendItem(parts, "in", "k", "g|1"), appendItem(parts, "in", "k", "g|2"), appendItem(parts, "in", "k", "g|3")}},
+		{Items: []batch.Item{{Kind: batch.KindTick}}},
+		{Items: []batch.Item{configItem(t, batch.Setting{Name: "processor-budget", Value: 100})}},
+	})
+	want := []uint64{0, 0, 1, 2, 3} // records a.count has handled after each entry
+	for i, cfg := range []Config{{Partitions: parts, ProcessorBudget: 1000}, {Partitions: parts, ProcessorBudget: 1}} {
+		f := newChainFSM(t, cfg)
+		defer f.Close()
+		for j, l := range logs {
+			f.Apply(l)
+			if got := counters(f, "count")["k"]; got != want[j] {
+				t.Errorf("#%d: after entry %d a.count handled %d records, want %d", i, j+1, got, want[j])
+			}
+		}
+	}
+}
