@@ -271,3 +271,35 @@ func TestClusterConfigProcessorBudget(t *testing.T) {
 		}
 	}
 }
+
+// FuzzConfigCommand feeds arbitrary payloads to a KindClusterConfig item: the FSM never
+// panics, and a payload it refuses changes nothing.
+func FuzzConfigCommand(f *testing.F) {
+	f.Add(mustMarshalF(&batch.ConfigChange{Cmd: "set", Set: []batch.Setting{{Name: "processor-budget", Value: 5}}}))
+	f.Add(mustMarshalF(&batch.ConfigChange{Cmd: "get"}))
+	f.Add([]byte{0x81, 0xa3, 'c', 'm', 'd', 0xa3, 's', 'e', 't'})
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		fsm := newTestFSM(t, Config{})
+		defer fsm.Close()
+		fsm.Apply(commandLog(1, &batch.Entry{Items: []batch.Item{initItem(t, Config{})}}))
+		before := fsm.ClusterConfig()
+		out := fsm.Apply(commandLog(2, &batch.Entry{Items: []batch.Item{{Kind: batch.KindClusterConfig, Args: payload}}}))
+		if err := out.(*batch.Results).Items[0].Err; err != nil {
+			if got := fsm.ClusterConfig(); got != before {
+				t.Fatalf("refused (%v), yet the configuration changed to %+v", err, got)
+			}
+			return
+		}
+		if conf := fsm.ClusterConfig(); conf.check() != nil {
+			t.Fatalf("accepted a configuration out of range: %+v: %v", conf, conf.check())
+		}
+	})
+}
+
+func mustMarshalF(v any) []byte {
+	b, err := msgpack.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
