@@ -41,6 +41,10 @@ type JoinRequest struct {
 	// ReadReplica joins the node as a read replica: a permanent non-voter that serves reads
 	// at consistency Any and stream reads; the leader never promotes it.
 	ReadReplica bool
+	// Build is the node's build target: Go version, GOARCH and its instruction-set level,
+	// as node.BuildTarget returns it. It must equal the leader's, since float results
+	// depend on it (docs/procedures.md, Floats); a join without it is refused.
+	Build string
 }
 
 // NodeStatus is one node's part of a ClusterStatus: its status, or why it did not answer.
@@ -206,7 +210,8 @@ func leaderOf(answered []NodeStatus) string {
 // up from the leader. See the package's admin
 // notes for where it goes and what is retried. An incomplete j is refused with
 // ErrBadArguments before anything is sent; the leader refuses a node whose partition
-// count or procedure set differs from the cluster's with ErrBadArguments too.
+// count, procedure set or build target differs from the cluster's with ErrBadArguments
+// too.
 func (c *Client) AddVoter(ctx context.Context, j JoinRequest) error {
 	what := "add voter " + j.ID
 	if j.ID == "" || j.RaftAddr == "" || j.ClientAddr == "" {
@@ -214,7 +219,7 @@ func (c *Client) AddVoter(ctx context.Context, j JoinRequest) error {
 	}
 	args, err := msgpack.Marshal(&wire.JoinArgs{ID: j.ID, RaftAddr: j.RaftAddr, ClientAddr: j.ClientAddr,
 		Partitions: j.Partitions, Procedures: j.Procedures, Incarnation: j.Incarnation,
-		ReadReplica: j.ReadReplica})
+		ReadReplica: j.ReadReplica, Build: j.Build})
 	if err != nil {
 		return fmt.Errorf("client: %s: %w: %w", what, ErrBadArguments, err)
 	}

@@ -156,7 +156,7 @@ func TestAdmin(t *testing.T) {
 		}
 		defer n4.Close()
 		err = c.AddVoter(ctx, client.JoinRequest{ID: "n4", RaftAddr: n4.RaftAddr(), ClientAddr: n4.ClientAddr(),
-			Partitions: n4.FSM().Partitions(), Procedures: n4.FSM().Fingerprint()})
+			Partitions: n4.FSM().Partitions(), Procedures: n4.FSM().Fingerprint(), Build: node.BuildTarget()})
 		if err != nil {
 			t.Fatal(err)
 		}

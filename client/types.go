@@ -37,6 +37,10 @@ type Status struct {
 	// the VCS revision and time it was built from (as `lockstep --version` prints it);
 	// empty if the node did not report one.
 	Version string `json:"version"`
+	// Build is the node binary's build target: Go version, GOARCH and its instruction-set
+	// level (GOAMD64, ...); a node joins only a cluster whose leader has the same, because
+	// float results depend on it. Empty if the node did not report one.
+	Build string `json:"build,omitempty"`
 	// State is the node's Raft role.
 	State Role `json:"state"`
 	// LeaderID is the id of the leader the node knows, empty if none; LeaderClientAddr
@@ -153,6 +157,7 @@ func statusFromWire(w *wire.Status) Status {
 		ClientAddr:       w.ClientAddr,
 		RaftAddr:         w.RaftAddr,
 		Version:          w.Version,
+		Build:            w.Build,
 		State:            Role(w.State),
 		LeaderID:         w.LeaderID,
 		LeaderClientAddr: w.LeaderClientAddr,

@@ -37,6 +37,8 @@ type stateMachine interface {
 	Visible() uint64
 	// Users returns the users table as applied so far (an immutable view).
 	Users() *replica.Users
+	// ClusterConfig returns the replicated cluster configuration as applied so far.
+	ClusterConfig() replica.ClusterConfig
 }
 
 // streamReader is what stream reads and subscriptions (stream_read.go, subscribe.go)

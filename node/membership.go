@@ -18,8 +18,8 @@ import (
 // membershipTimeout bounds one membership change on the leader.
 const membershipTimeout = 30 * time.Second
 
-// ErrJoinRefused is returned to a node that may not join: its partition count or
-// procedure set differs from the cluster's.
+// ErrJoinRefused is returned to a node that may not join: its partition count,
+// procedure set or build target differs from the cluster's.
 var ErrJoinRefused = errors.New("join refused")
 
 // ErrJoining is why a node started with Config.Join is not ready while the cluster has
@@ -145,6 +145,9 @@ func (n *Node) addNode(ctx context.Context, payload []byte) error {
 				"run the lockstep build the members run (procedure fingerprints: node %016x, cluster %016x)",
 			ErrJoinRefused, j.ID, j.Procedures, info.Procedures)}
 	}
+	if err := n.checkBuild(&j); err != nil {
+		return err
+	}
 	rec := n.fsm.Nodes()[j.ID]
 	if rec.Incarnation != "" && j.Incarnation != "" && rec.Incarnation != j.Incarnation {
 		return &wire.Error{Code: wire.CodeBadArguments, Message: fmt.Sprintf(
@@ -206,6 +209,24 @@ func (n *Node) removeNode(ctx context.Context, id string) error {
 	return err
 }
 
+// checkBuild refuses a joining node built for another target than this leader: float
+// state computed by the two binaries could differ (docs/procedures.md, Floats). The leader
+// stands for the cluster: it runs the log the joiner is to replay.
+func (n *Node) checkBuild(j *wire.JoinArgs) error {
+	switch {
+	case j.Build == "":
+		return &wire.Error{Code: wire.CodeBadArguments, Message: fmt.Sprintf(
+			"%v: node %s does not report its build target; the cluster runs %q: run the same lockstep binary on every node",
+			ErrJoinRefused, j.ID, n.cfg.BuildTarget)}
+	case j.Build != n.cfg.BuildTarget:
+		return &wire.Error{Code: wire.CodeBadArguments, Message: fmt.Sprintf(
+			"%v: build target differs: node %s is built for %q, the cluster (leader %s) for %q; float results "+
+				"depend on it (docs/procedures.md, Floats): build every node with the same Go version, GOARCH and GOAMD64",
+			ErrJoinRefused, j.ID, j.Build, n.cfg.ID, n.cfg.BuildTarget)}
+	}
+	return nil
+}
+
 // joinLoop asks the cluster reachable at seeds to add this node, through the client
 // library's admin API (it finds the leader and follows its hints), until the leader
 // acknowledges the join (the node is a learner and its addresses are applied on the
@@ -225,7 +246,8 @@ func (n *Node) joinLoop(seeds []string) {
 	inc := n.identity.Incarnation
 	n.mu.Unlock()
 	join := client.JoinRequest{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), ClientAddr: n.ClientAddr(),
-		Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint(), Incarnation: inc, ReadReplica: n.cfg.ReadReplica}
+		Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint(), Incarnation: inc, ReadReplica: n.cfg.ReadReplica,
+		Build: n.cfg.BuildTarget}
 	for attempt := 0; ; attempt++ {
 		err := cl.AddVoter(n.ctx, join)
 		switch {

@@ -105,6 +105,69 @@ func TestJoinRefusedForDifferentProcedures(t *testing.T) {
 	}
 }
 
+// TestJoinRefusedForDifferentBuild: a node built for another target than the leader (Go
+// version, GOARCH, GOAMD64) could compute different float state from the same log, so its
+// join is refused with a message naming both targets, and nothing changes (DESIGN.md
+// section 10: what must be identical is checked at join; issue 20, item 6). The joining
+// node's build is injected (Config.BuildTarget): no arm64 build is needed.
+func TestJoinRefusedForDifferentBuild(t *testing.T) {
+	c := startCluster(t, clusterOptions{nodes: 3})
+	leader := c.leader()
+	fp := leader.fsm.Fingerprint()
+	const arm = "go1.26.8 arm64 GOARM64=v8.0"
+	cases := []struct {
+		build string
+		want  []string
+	}{
+		{arm, []string{"build target differs", `"` + arm + `"`, `"` + BuildTarget() + `"`}},
+		{"", []string{"does not report its build target", `"` + BuildTarget() + `"`}},
+	}
+	for i, tt := range cases {
+		args, err := msgpack.Marshal(&wire.JoinArgs{ID: "n9", RaftAddr: "127.0.0.1:1", ClientAddr: "127.0.0.1:2",
+			Partitions: 4, Procedures: fp, Build: tt.build})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := rawCall(t, c.leader().ClientAddr(), &wire.Request{Op: wire.OpJoin, Args: args})
+		if resp.Code != wire.CodeBadArguments {
+			t.Errorf("#%d: got %v, want CodeBadArguments", i, resp.Err())
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(resp.Message, w) {
+				t.Errorf("#%d: refusal %q does not say %s", i, resp.Message, w)
+			}
+		}
+	}
+	// A real node whose build differs asks to join through its join loop: refused, it
+	// stays not ready, saying why.
+	cfg := c.cfgs[0]
+	cfg.ID, cfg.DataDir, cfg.AdminAddr, cfg.BuildTarget = "n9", t.TempDir(), "", arm
+	cfg.RaftAddr, cfg.ClientAddr, cfg.Bootstrap = "127.0.0.1:0", "127.0.0.1:0", nil
+	cfg.Join = []string{c.cfgs[0].ClientAddr, c.cfgs[1].ClientAddr, c.cfgs[2].ClientAddr}
+	n, err := Start(cfg, c.reg(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		err := n.Ready()
+		if err == nil {
+			return errors.New("the node of another build is ready")
+		}
+		if msg := err.Error(); !strings.Contains(msg, "build target differs") || !strings.Contains(msg, arm) ||
+			!strings.Contains(msg, BuildTarget()) {
+			return fmt.Errorf("not ready, but not refused for its build: %v", err)
+		}
+		return nil
+	})
+	if v := c.voters(); len(v) != 3 {
+		t.Fatalf("voters %v, want the original 3", v)
+	}
+	if members, _ := leader.seq.Members(); len(members) != 3 {
+		t.Fatalf("members after the refused join: %+v", members)
+	}
+}
+
 // holdingSeed is a join seed that holds the first join request it gets: the test adds the
 // node to the Raft configuration itself (the first half of a join), then lets the seed
 // forward the request to the leader and pass its answer back.

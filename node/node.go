@@ -98,9 +98,16 @@ type Config struct {
 	// DisableAutoRebuild keeps a divergent replica fenced instead of rebuilding it
 	// automatically (rebuild.go). Default false: a divergent replica is rebuilt, once.
 	DisableAutoRebuild bool
+	// BuildTarget is the build target this node reports when it joins and compares a
+	// joining node's with when it leads (see BuildTarget, the function). Default "": this
+	// binary's. Set it only to test what a cluster does with a node of another build.
+	BuildTarget string
 }
 
 func (c Config) withDefaults() Config {
+	if c.BuildTarget == "" {
+		c.BuildTarget = BuildTarget()
+	}
 	if c.RaftAddr == "" {
 		c.RaftAddr = "127.0.0.1:0"
 	}
@@ -499,7 +506,10 @@ func (n *Node) becomeLeader() error {
 		return err
 	}
 	if _, ok := n.fsm.Cluster(); !ok {
-		info, _ := msgpack.Marshal(&batch.ClusterInfo{ClusterID: n.cfg.ClusterID, Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint()})
+		// The cluster's first entry carries this node's configured values of the replicated
+		// settings: every replica applies with them from here on (clusterconfig.go).
+		info, _ := msgpack.Marshal(&batch.ClusterInfo{ClusterID: n.cfg.ClusterID, Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint(),
+			Settings: replica.InitialSettings(n.cfg.Replica)})
 		if _, err := n.propose(ctx, batch.Item{Kind: batch.KindInitCluster, Args: info}); err != nil {
 			return err
 		}
@@ -562,3 +572,7 @@ func (n *Node) propose(ctx context.Context, it batch.Item) (batch.Result, error)
 		return batch.Result{}, ctx.Err()
 	}
 }
+
+// DefaultReplicaConfig returns the state machine's defaults (Config.Replica): the
+// initial values of the replicated settings a bootstrapping node's flags start from.
+func DefaultReplicaConfig() replica.Config { return replica.DefaultConfig() }

@@ -37,13 +37,13 @@ func TestJoinRefusedUnlessReachable(t *testing.T) {
 		args wire.JoinArgs
 		want string
 	}{
-		{"nothing answers", wire.JoinArgs{ID: "n9", RaftAddr: dead[0], ClientAddr: dead[1], Partitions: 4, Procedures: fp},
+		{"nothing answers", wire.JoinArgs{ID: "n9", RaftAddr: dead[0], ClientAddr: dead[1], Partitions: 4, Procedures: fp, Build: BuildTarget()},
 			"raft address " + dead[0]},
-		{"raft answers, client does not", wire.JoinArgs{ID: "n9", RaftAddr: c.Nodes[1].RaftAddr(), ClientAddr: dead[1], Partitions: 4, Procedures: fp},
+		{"raft answers, client does not", wire.JoinArgs{ID: "n9", RaftAddr: c.Nodes[1].RaftAddr(), ClientAddr: dead[1], Partitions: 4, Procedures: fp, Build: BuildTarget()},
 			"client address " + dead[1]},
-		{"another CA", wire.JoinArgs{ID: "n8", RaftAddr: stranger.RaftAddr(), ClientAddr: stranger.ClientAddr(), Partitions: 4, Procedures: fp},
+		{"another CA", wire.JoinArgs{ID: "n8", RaftAddr: stranger.RaftAddr(), ClientAddr: stranger.ClientAddr(), Partitions: 4, Procedures: fp, Build: BuildTarget()},
 			"certificate"},
-		{"another node answers", wire.JoinArgs{ID: "n9", RaftAddr: c.Nodes[1].RaftAddr(), ClientAddr: c.Nodes[1].ClientAddr(), Partitions: 4, Procedures: fp},
+		{"another node answers", wire.JoinArgs{ID: "n9", RaftAddr: c.Nodes[1].RaftAddr(), ClientAddr: c.Nodes[1].ClientAddr(), Partitions: 4, Procedures: fp, Build: BuildTarget()},
 			`node "n2" answers there`},
 	}
 	for i, tt := range cases {

@@ -67,10 +67,11 @@ func (cc *clientConn) authorize(req *wire.Request) bool {
 	return false
 }
 
-// isAdminOp reports whether req is an admin action: membership, leadership and users.
+// isAdminOp reports whether req is an admin action: membership, leadership, users and
+// the cluster configuration.
 func isAdminOp(req *wire.Request) bool {
 	switch req.Op {
-	case wire.OpJoin, wire.OpRemove, wire.OpTransferLeader, wire.OpUsers, wire.OpRebuild:
+	case wire.OpJoin, wire.OpRemove, wire.OpTransferLeader, wire.OpUsers, wire.OpRebuild, wire.OpClusterConfig:
 		return true
 	}
 	return false

@@ -231,6 +231,8 @@ func (cc *clientConn) handle(req *wire.Request) {
 		cc.admin(req)
 	case wire.OpUsers:
 		cc.users(req)
+	case wire.OpClusterConfig:
+		cc.clusterConfig(req)
 	case wire.OpConfirmLeader:
 		cc.confirmLeader(req)
 	case wire.OpReadIndex:

@@ -13,6 +13,13 @@ import (
 // version, or "(devel)" with the VCS revision and time when the build recorded them.
 func Version() string { return buildinfo.Version() }
 
+// BuildTarget returns this binary's build target: the Go version, GOARCH and its
+// instruction-set level (GOAMD64, GOARM64, ...), for example "go1.26.8 amd64 GOAMD64=v1".
+// Float results can differ between targets (the compiler fuses x*y+z into FMA where the
+// target has it), so a node joins only a cluster whose leader runs the same target
+// (docs/procedures.md, Floats).
+func BuildTarget() string { return buildinfo.Target() }
+
 // statusFrom assembles the node's status as the wire reports it.
 func (n *Node) statusFrom() wire.Status {
 	st := n.seq.Stats()
@@ -25,6 +32,7 @@ func (n *Node) statusFrom() wire.Status {
 		ClientAddr:   n.ClientAddr(),
 		RaftAddr:     n.seq.Addr(),
 		Version:      Version(),
+		Build:        n.cfg.BuildTarget,
 		State:        st.State,
 		Term:         st.Term,
 		LastLogIndex: st.LastLogIndex,

@@ -24,6 +24,8 @@ type Engine struct {
 	settle    []*stream      // streams deliver appended to
 	pending   atomic.Bool    // a processor had records left after the last phase
 	ticking   atomic.Bool    // a processor with an OnTick hook had its input stream then
+
+	maxResult atomic.Int64 // the result limit: cfg.MaxResultBytes, or SetMaxResultBytes's
 }
 
 // lane is what one goroutine needs to run inputs: a handler, a reusable run and an arena
@@ -61,6 +63,7 @@ func NewEngine(cfg Config, newHandler func() Handler) (*Engine, error) {
 	cfg = cfg.withDefaults()
 	cfg.Changelogs = maps.Clone(cfg.Changelogs) // the caller's map may change; ours must not
 	e := &Engine{cfg: cfg, procs: newProcDefs(cfg.Processors), procStats: make([]ProcessStats, cfg.Partitions)}
+	e.maxResult.Store(int64(cfg.MaxResultBytes))
 	e.parts = make([]*Partition, cfg.Partitions)
 	for i := range e.parts {
 		e.parts[i] = newPartition(i, cfg.ReplicatedTables)
@@ -250,7 +253,7 @@ func (l *lane) execute(in *Input) Result {
 	if err == nil {
 		// A result too long to answer fails the input like a procedure error, on every
 		// replica alike: its size comes from the log alone (DESIGN.md invariants 2 and 7).
-		err = checkResult(len(out)-start, l.run.eng.cfg.MaxResultBytes)
+		err = checkResult(len(out)-start, int(l.run.eng.maxResult.Load()))
 	}
 	if err != nil {
 		l.run.rollback()

@@ -20,6 +20,22 @@ const (
 	MaxResultBytesLimit = 4<<20 - 64<<10
 )
 
+// SetMaxResultBytes changes the engine's result limit (Config.MaxResultBytes) to n, 1 to
+// MaxResultBytesLimit, for the inputs of every later Execute and for later queries. The
+// limit decides replicated results, so a replica changes it only at a log position (the
+// replicated cluster configuration), between Executes, from the goroutine that calls
+// them. A value out of range is refused with ErrBadConfig and changes nothing.
+func (e *Engine) SetMaxResultBytes(n int) error {
+	if n < 1 || n > MaxResultBytesLimit {
+		return fmt.Errorf("%w: max result bytes %d not in 1..%d", ErrBadConfig, n, MaxResultBytesLimit)
+	}
+	e.maxResult.Store(int64(n))
+	return nil
+}
+
+// MaxResultBytes returns the engine's result limit in bytes (see SetMaxResultBytes).
+func (e *Engine) MaxResultBytes() int { return int(e.maxResult.Load()) }
+
 func checkKey(key []byte) error {
 	switch {
 	case len(key) == 0:

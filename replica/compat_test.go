@@ -31,7 +31,7 @@ func TestIncompatibleSays(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.initCluster(payload); err != nil {
+		if err := f.initCluster(1, payload); err != nil {
 			t.Fatal(err)
 		}
 		err = f.Incompatible()

@@ -37,19 +37,24 @@ type Config struct {
 	// Sequential runs all partitions on the applying goroutine (see partition.Config).
 	Sequential bool
 	// MaxResultBytes is the longest encoded result an input may return, in bytes (see
-	// partition.Config.MaxResultBytes). Default partition.DefaultMaxResultBytes. Results are
-	// replicated state: every node of a cluster must use the same value.
+	// partition.Config.MaxResultBytes). Default partition.DefaultMaxResultBytes.
+	//
+	// This and the session and processor settings above and below (SessionTTL,
+	// SessionWindow, MaxCachedResultBytes, MaxSessions, ProcessorBudget,
+	// ProcessorBudgetPerAppend) decide replicated results: they are the initial values of
+	// the replicated ClusterConfig, which the node proposes if it creates the cluster. The
+	// FSM applies with the cluster's values as soon as the log sets them (clusterconfig.go).
 	MaxResultBytes int
 	// ProcessorBudget is the most records each processor handles per partition per log
 	// entry; the rest waits for the next entry (a tick, if no input comes). Default
-	// partition.DefaultProcessorBudget. It decides where work falls in the log, so every
-	// node of a cluster must use the same value.
+	// partition.DefaultProcessorBudget. It decides where work falls in the log: replicated
+	// (see MaxResultBytes).
 	ProcessorBudget int
 	// ProcessorBudgetPerAppend adds, to an entry's ProcessorBudget, this many records for
 	// every stream record the entry's inputs appended (partition.ProcessorPhase
 	// BudgetPerAppend), so processors keep up with entries of thousands of records; a
 	// backlog alone never raises the budget. Default 1; negative turns the scaling off.
-	// Like ProcessorBudget, every node of a cluster must use the same value.
+	// Replicated, like ProcessorBudget.
 	ProcessorBudgetPerAppend int
 }
 
@@ -65,6 +70,7 @@ func DefaultConfig() Config {
 		MaxCachedResultBytes:     16 << 20,
 		MaxSessions:              100000,
 		HashHistory:              64,
+		MaxResultBytes:           partition.DefaultMaxResultBytes,
 		ProcessorBudget:          partition.DefaultProcessorBudget,
 		ProcessorBudgetPerAppend: DefaultProcessorBudgetPerAppend,
 	}
@@ -92,6 +98,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ProcessorBudget == 0 {
 		c.ProcessorBudget = d.ProcessorBudget
+	}
+	if c.MaxResultBytes == 0 {
+		c.MaxResultBytes = d.MaxResultBytes
 	}
 	if c.ProcessorBudgetPerAppend == 0 {
 		c.ProcessorBudgetPerAppend = DefaultProcessorBudgetPerAppend

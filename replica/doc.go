@@ -19,8 +19,10 @@
 //     and hand the results back through raft's ApplyFuture to the node that proposed the
 //     entry;
 //  6. at a hash-check item, record the partition hashes and the meta hash of the session
-//     table, cluster and node info, which nodes compare with their peers' to detect a
-//     divergent replica (invariant 6).
+//     table, cluster and node info, users and cluster configuration, which nodes compare
+//     with their peers' to detect a divergent replica (invariant 6);
+//  7. at a cluster configuration item, change the replicated settings (session limits,
+//     result limit, processor budgets: ClusterConfig) from that item on.
 //
 // Raft hands the FSM committed entries in groups of any size, different on every
 // replica; the FSM runs each entry's inputs in one engine call (split at a hash check),
@@ -37,7 +39,8 @@
 //
 // Contract: Raft calls ApplyBatch, Apply, Snapshot and Restore from one goroutine; the
 // other methods are safe for concurrent use. Every node of a cluster runs the same
-// procedure registry, partition count and result limits;
+// procedure registry and partition count (checked at join); the settings that decide
+// results are the log's (ClusterConfig), whatever each node's Config says;
 // the state machine's state lives in memory and is rebuilt on restart by replaying the
 // durable log after the last compaction snapshot (RAFT-NOTES: never persist it apart from
 // the applied index).

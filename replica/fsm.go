@@ -31,7 +31,8 @@ type FSM struct {
 
 	// Replicated state besides the partitions; changed only on the apply goroutine.
 	sess     *sessions
-	lastTime int64 // highest batch time applied; batch time never goes backwards
+	lastTime int64         // highest batch time applied; batch time never goes backwards
+	conf     ClusterConfig // the replicated cluster configuration (clusterconfig.go)
 
 	mu           sync.Mutex // guards the fields below, read by status and the divergence checker
 	cluster      *batch.ClusterInfo
@@ -47,8 +48,9 @@ type FSM struct {
 	visible      atomic.Uint64 // see Visible
 	serving      atomic.Bool   // cluster known, compatible, not divergent: see Serving
 
-	sessStats atomic.Pointer[SessionStats] // at the latest hash check: see SessionStats
-	users     atomic.Pointer[Users]        // the users table: see Users (users.go)
+	sessStats atomic.Pointer[SessionStats]  // at the latest hash check: see SessionStats
+	users     atomic.Pointer[Users]         // the users table: see Users (users.go)
+	confView  atomic.Pointer[ClusterConfig] // a copy of conf: see ClusterConfig
 
 	// Scratch reused between applies.
 	metaBuf  []byte
@@ -117,6 +119,7 @@ func New(cfg Config, reg *procedures.Registry, log *slog.Logger) (*FSM, error) {
 		inFlush: map[[2]uint64]int{},
 	}
 	f.handlers.New = func() any { return reg.NewHandler() }
+	f.useConfig(clusterConfigOf(cfg)) // until the log sets the cluster's
 	return f, nil
 }
 
@@ -203,7 +206,7 @@ func (f *FSM) applyEntry(index uint64, e *batch.Entry, res *batch.Results) {
 			f.flush()
 			f.recordHashes(index)
 		case batch.KindInitCluster:
-			res.Items[j].Err = f.initCluster(it.Args)
+			res.Items[j].Err = f.initCluster(index, it.Args)
 			f.mu.Lock()
 			incompatible = f.incompatible
 			f.mu.Unlock()
@@ -215,6 +218,9 @@ func (f *FSM) applyEntry(index uint64, e *batch.Entry, res *batch.Results) {
 			f.mu.Unlock()
 		case batch.KindUsers:
 			v, err := f.userCommand(it.Args)
+			res.Items[j] = batch.Result{Value: v, Err: err}
+		case batch.KindClusterConfig:
+			v, err := f.configCommand(index, it.Args)
 			res.Items[j] = batch.Result{Value: v, Err: err}
 		case batch.KindTick:
 			// Nothing but the entry's processor phase, below.
@@ -256,13 +262,13 @@ func (f *FSM) invoke(index uint64, now int64, it *batch.Item, res *batch.Results
 			f.dupes = append(f.dupes, dupe{res: res, j: j, orig: orig})
 			return
 		}
-		if it.Seq-ss.AckThrough > f.cfg.SessionWindow {
+		if it.Seq-ss.AckThrough > f.conf.SessionWindow {
 			res.Items[j].Err = fmt.Errorf("%w: seq %d, acknowledged %d", ErrSessionWindow, it.Seq, ss.AckThrough)
 			return
 		}
-		if ss.cachedBytes >= f.cfg.MaxCachedResultBytes {
+		if ss.cachedBytes >= f.conf.MaxCachedResultBytes {
 			res.Items[j].Err = fmt.Errorf("%w: session %d holds %d bytes of results above seq %d (limit %d)",
-				ErrSessionCacheFull, it.Session, ss.cachedBytes, ss.AckThrough, f.cfg.MaxCachedResultBytes)
+				ErrSessionCacheFull, it.Session, ss.cachedBytes, ss.AckThrough, f.conf.MaxCachedResultBytes)
 			return
 		}
 		f.inFlush[[2]uint64{it.Session, it.Seq}] = len(f.inputs)
@@ -354,19 +360,22 @@ func (f *FSM) Applied() uint64 {
 	return f.applied
 }
 
-func (f *FSM) initCluster(payload []byte) error {
+func (f *FSM) initCluster(index uint64, payload []byte) error {
 	var info batch.ClusterInfo
 	if err := msgpack.Unmarshal(payload, &info); err != nil {
 		return fmt.Errorf("cluster info: %w", err)
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.cluster != nil {
+		f.mu.Unlock()
 		return nil // the first one wins; later ones (from a re-elected leader) are no-ops
 	}
 	f.cluster = &info
 	f.checkCompatLocked()
 	f.updateServingLocked()
+	f.mu.Unlock()
+	f.flush() // inputs before it (none, from a Lockstep leader) run with the old settings
+	f.initConfig(index, &info)
 	return nil
 }
 

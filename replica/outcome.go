@@ -115,7 +115,8 @@ func CodeOf(err error) Code {
 		return CodeTooLarge
 	case errors.Is(err, partition.ErrEmptyKey), errors.Is(err, partition.ErrKeyTooLarge),
 		errors.Is(err, partition.ErrBadName), errors.Is(err, procedures.ErrBadArguments),
-		errors.Is(err, partition.ErrBadRetention), errors.Is(err, ErrBadUser):
+		errors.Is(err, partition.ErrBadRetention), errors.Is(err, ErrBadUser),
+		errors.Is(err, ErrBadClusterConfig):
 		return CodeBadArguments
 	case errors.Is(err, partition.ErrUnknownStream):
 		return CodeUnknownStream

@@ -7,8 +7,8 @@ import (
 // The processor phase of a log entry. Every command entry ends with one, whatever the
 // entry holds and however Raft groups entries into ApplyBatch calls: the entry's inputs
 // run (flush), then partition.Engine.RunProcessors runs the processors over at most
-// Config.ProcessorBudget records per processor and partition, plus
-// Config.ProcessorBudgetPerAppend for each record the entry's inputs appended, and
+// ClusterConfig.ProcessorBudget records per processor and partition, plus
+// ClusterConfig.ProcessorBudgetPerAppend for each record the entry's inputs appended, and
 // delivers the records emitted to other partitions. So processors see the same records at the same log
 // positions on every replica (DESIGN.md section 5), and outboxes are empty between
 // entries, where snapshots are taken.
@@ -16,8 +16,8 @@ import (
 // endEntry runs the inputs queued so far and then the entry's processor phase.
 func (f *FSM) endEntry(index uint64, now int64) {
 	f.flush()
-	st := f.eng.RunProcessors(partition.ProcessorPhase{Time: now, Seq: index, Budget: f.cfg.ProcessorBudget,
-		BudgetPerAppend: max(0, f.cfg.ProcessorBudgetPerAppend)})
+	st := f.eng.RunProcessors(partition.ProcessorPhase{Time: now, Seq: index, Budget: f.conf.ProcessorBudget,
+		BudgetPerAppend: f.conf.ProcessorBudgetPerAppend})
 	f.stats.Processed += st.Processed
 	f.stats.DeadLetters += st.DeadLetters
 	f.tickLog.failed(f.log, index, st.TickErrors, st.TickError)

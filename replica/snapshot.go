@@ -32,6 +32,9 @@ type snapshotMeta struct {
 	// written before it existed.
 	State HashRecord `msgpack:"state"`
 	Users []User     `msgpack:"users,omitempty"`
+	// Config is the replicated cluster configuration; nil in snapshots of a cluster that
+	// never recorded one, or written before it existed.
+	Config *ClusterConfig `msgpack:"config,omitempty"`
 }
 
 type fsmSnapshot struct {
@@ -57,6 +60,10 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	m.State = HashRecord{Index: m.Applied, Hashes: f.eng.Hashes(), Meta: f.metaHash()}
 	if us := f.users.Load(); us != nil {
 		m.Users = us.List()[1:] // without RootUser, who is built in
+	}
+	if f.conf.Version != 0 {
+		conf := f.conf
+		m.Config = &conf
 	}
 	meta, err := msgpack.Marshal(&m) // a deep copy: sessions change after this returns
 	if err != nil {
@@ -118,6 +125,14 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.lastTime = m.LastTime
 	f.batchTime.Store(m.LastTime)
 	f.users.Store(usersFromList(m.Users))
+	if m.Config != nil {
+		if err := m.Config.check(); err != nil {
+			return fmt.Errorf("%w: %w", partition.ErrBadSnapshot, err)
+		}
+		f.useConfig(*m.Config)
+	} else {
+		f.useConfig(clusterConfigOf(f.cfg))
+	}
 	f.mu.Lock()
 	f.cluster = m.Cluster
 	f.nodes = map[string]batch.NodeInfo{}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/node"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/urfave/cli/v2"
 )
@@ -17,11 +18,12 @@ const leaderPollInterval = 50 * time.Millisecond
 func clusterCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "cluster",
-		Usage: "inspect the cluster and change its membership",
+		Usage: "inspect the cluster, change its membership and its configuration",
 		Subcommands: []*cli.Command{
 			clusterStatusCommand(),
 			clusterRecoverCommand(),
 			clusterRestartCommand(),
+			clusterConfigCommand(),
 			{
 				Name:      "join",
 				Usage:     "admit a new node (as a learner, promoted to voter once caught up)",
@@ -102,13 +104,17 @@ func runClusterJoin(c *cli.Context) error {
 		}
 		parts = st.Partitions
 	}
-	// The node's incarnation, so the leader can refuse it if it replaced a member's data.
-	var inc string
+	// The node's incarnation, so the leader can refuse it if it replaced a member's data,
+	// and its build target (this binary's if it does not answer), which must be the leader's.
+	inc, build := "", node.BuildTarget()
 	if st, err := cl.Status(ctx, c.String("client")); err == nil && st.NodeID == id {
 		inc = st.Incarnation
+		if st.Build != "" {
+			build = st.Build
+		}
 	}
 	err = cl.AddVoter(ctx, client.JoinRequest{ID: id, RaftAddr: c.String("raft"), ClientAddr: c.String("client"),
-		Partitions: parts, Procedures: procedures.Builtins().Fingerprint(), Incarnation: inc})
+		Partitions: parts, Procedures: procedures.Builtins().Fingerprint(), Incarnation: inc, Build: build})
 	if err != nil {
 		return fmt.Errorf("join %s: %w", id, err)
 	}

@@ -23,6 +23,7 @@ const (
 // NodeConfig.Validate checks them.
 func nodeFlags() []cli.Flag {
 	lim := node.DefaultLimits()
+	rd := node.DefaultReplicaConfig()
 	return []cli.Flag{
 		&cli.StringFlag{Name: "config", Usage: "read flag values from this YAML (.yaml, .yml) or TOML (.toml) file; flags given on the command line win"},
 		&cli.StringFlag{Name: "id", Usage: "node id, unique in the cluster (required)"},
@@ -37,7 +38,14 @@ func nodeFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "auto-rebuild", Usage: "rebuild this node automatically, once, if its state diverges from the others' (false: it stays fenced until replaced)", Value: true},
 		&cli.IntFlag{Name: "partitions", Usage: "partition count, fixed when the cluster is created", Value: node.DefaultPartitions},
 		&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "Raft snapshot after this many log entries (0 = never)", Value: 8192},
-		&cli.DurationFlag{Name: "session-ttl", Usage: "how long, in batch time, a client session lives without requests (at least 1s; give every node the same)", Value: 2 * time.Minute},
+		// The replicated settings (docs/operations.md, Cluster configuration): initial values only.
+		&cli.DurationFlag{Name: "session-ttl", Usage: "how long, in batch time, a client session lives without requests (at least 1s)" + replicatedSetting, Value: rd.SessionTTL},
+		&cli.Uint64Flag{Name: "session-window", Usage: "most unacknowledged results one session may have cached" + replicatedSetting, Value: rd.SessionWindow},
+		&cli.IntFlag{Name: "max-cached-result-bytes", Usage: "bytes of unacknowledged results one session may have cached before new requests are refused" + replicatedSetting, Value: rd.MaxCachedResultBytes},
+		&cli.IntFlag{Name: "max-sessions", Usage: "most open client sessions" + replicatedSetting, Value: rd.MaxSessions},
+		&cli.IntFlag{Name: "max-result-bytes", Usage: "longest encoded result an input may return" + replicatedSetting, Value: rd.MaxResultBytes},
+		&cli.IntFlag{Name: "processor-budget", Usage: "most records each processor handles per partition per log entry" + replicatedSetting, Value: rd.ProcessorBudget},
+		&cli.IntFlag{Name: "processor-budget-per-append", Usage: "records added to an entry's processor budget per stream record it appended (0: none)" + replicatedSetting, Value: rd.ProcessorBudgetPerAppend},
 		&cli.StringFlag{Name: "log-store", Usage: "Raft log store: wal (raft-wal, wal/) or bolt (raft-boltdb, raft.db); empty: the store the data dir holds, else " + node.DefaultLogStore + " (docs/operations.md)"},
 		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt, node.crt and node.key (see lockstep cert): mutual TLS on every port; reloaded on SIGHUP",
 			EnvVars: []string{certsDirEnv}},
@@ -114,6 +122,15 @@ func nodeConfigFromFlags(c *cli.Context) (node.Config, *faultenv.CrashLog, error
 	cfg.Sequencer.SnapshotBytes = c.Int64("snapshot-bytes")
 	cfg.Sequencer.TrailingLogs = c.Uint64("trailing-logs")
 	cfg.Replica.SessionTTL = c.Duration("session-ttl")
+	cfg.Replica.SessionWindow = c.Uint64("session-window")
+	cfg.Replica.MaxCachedResultBytes = c.Int("max-cached-result-bytes")
+	cfg.Replica.MaxSessions = c.Int("max-sessions")
+	cfg.Replica.MaxResultBytes = c.Int("max-result-bytes")
+	cfg.Replica.ProcessorBudget = c.Int("processor-budget")
+	cfg.Replica.ProcessorBudgetPerAppend = c.Int("processor-budget-per-append")
+	if cfg.Replica.ProcessorBudgetPerAppend == 0 {
+		cfg.Replica.ProcessorBudgetPerAppend = -1 // the flag's 0 is "none"; replica.Config's 0 is its default
+	}
 	cfg.Sequencer.LogStoreKind = c.String("log-store")
 	crash, err := applyFaultEnv(&cfg, os.Getenv)
 	if err != nil {
@@ -138,6 +155,10 @@ func clientFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "insecure", Usage: "connect in plaintext, to nodes started with --insecure (instead of --certs-dir)"},
 	}
 }
+
+// replicatedSetting ends the usage of the flags that give a new cluster's replicated
+// settings.
+const replicatedSetting = "; replicated: the value of the node that creates the cluster, then changed only by \"lockstep cluster config set\""
 
 // certsDirEnv names the environment variable that is the default of every --certs-dir.
 const certsDirEnv = "LOCKSTEP_CERTS_DIR"

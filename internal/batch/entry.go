@@ -66,6 +66,9 @@ const (
 	// KindUsers changes (or lists) the cluster's users table; Args holds an encoded
 	// UserChange.
 	KindUsers Kind = 9
+	// KindClusterConfig reads or changes the cluster's replicated configuration (the
+	// settings every replica must apply alike); Args holds an encoded ConfigChange.
+	KindClusterConfig Kind = 10
 )
 
 func (k Kind) String() string {
@@ -88,6 +91,8 @@ func (k Kind) String() string {
 		return "tick"
 	case KindUsers:
 		return "users"
+	case KindClusterConfig:
+		return "cluster-config"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }

@@ -28,6 +28,28 @@ type ClusterInfo struct {
 	Partitions int `msgpack:"p"`
 	// Procedures is the procedure registry's fingerprint.
 	Procedures uint64 `msgpack:"procs"`
+	// Settings are the initial values of the replicated cluster configuration (the
+	// bootstrapping leader's configured values), by name; a setting not named takes its
+	// compiled-in default. Nil in the first entry of a cluster created before the
+	// configuration was replicated: its replicas keep each node's configured values.
+	Settings []Setting `msgpack:"settings,omitempty"`
+}
+
+// Setting is one named value of the replicated cluster configuration (replica.ClusterConfig
+// lists the names); durations are in nanoseconds.
+type Setting struct {
+	Name  string `msgpack:"n"`
+	Value int64  `msgpack:"v"`
+}
+
+// ConfigChange is the payload of KindClusterConfig: a read or a change of the replicated
+// cluster configuration. The replicas check every value; a change with any bad one is
+// refused whole, alike on every replica.
+type ConfigChange struct {
+	// Cmd is "get" (change nothing) or "set".
+	Cmd string `msgpack:"cmd"`
+	// Set are the settings a "set" changes, each name at most once.
+	Set []Setting `msgpack:"set,omitempty"`
 }
 
 // NodeInfo is the payload of KindNodeInfo: where to reach a node.

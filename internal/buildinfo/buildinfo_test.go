@@ -1,7 +1,9 @@
 package buildinfo
 
 import (
+	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -48,5 +50,30 @@ func TestVersion(t *testing.T) {
 	}
 	if Version() != Version() {
 		t.Fatal("Version is not stable")
+	}
+}
+
+func TestTargetOf(t *testing.T) {
+	settings := []debug.BuildSetting{
+		{Key: "GOARCH", Value: "amd64"}, {Key: "GOOS", Value: "linux"}, {Key: "GOAMD64", Value: "v3"},
+		{Key: "GOARM64", Value: "v8.0"},
+	}
+	tests := []struct {
+		goarch   string
+		settings []debug.BuildSetting
+		want     string
+	}{
+		{"amd64", settings, "go1.26.8 amd64 GOAMD64=v3"},
+		{"arm64", settings, "go1.26.8 arm64 GOARM64=v8.0"},
+		{"riscv64", settings, "go1.26.8 riscv64"},
+		{"amd64", nil, "go1.26.8 amd64"},
+	}
+	for i, tt := range tests {
+		if got := targetOf("go1.26.8", tt.goarch, tt.settings); got != tt.want {
+			t.Errorf("#%d: got %q, want %q", i, got, tt.want)
+		}
+	}
+	if got := Target(); !strings.HasPrefix(got, runtime.Version()+" "+runtime.GOARCH) {
+		t.Errorf("Target() = %q, want it to start with %s %s", got, runtime.Version(), runtime.GOARCH)
 	}
 }

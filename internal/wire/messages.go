@@ -47,7 +47,8 @@ const (
 	// OpPing asks for an empty OK Response, to check the connection.
 	OpPing Op = 6
 	// OpJoin asks the leader to add a node as a voter. Args is the msgpack encoding of a
-	// JoinArgs; the leader refuses a node whose partition count or procedure set differs.
+	// JoinArgs; the leader refuses a node whose partition count, procedure set or build
+	// target differs.
 	OpJoin Op = 7
 	// OpRemove asks the leader to remove the voter whose id is Key.
 	OpRemove Op = 8
@@ -101,7 +102,48 @@ const (
 	// Response carries the snapshot's index (the rebuild point) in NextOffset; an OK
 	// Response without NextOffset is a refusal (the quorum), with the reason in Value.
 	OpRebuild Op = 18
+	// OpClusterConfig reads or changes the cluster's replicated configuration
+	// (docs/operations.md, Cluster configuration): Args is the msgpack encoding of a
+	// ClusterConfigArgs. It needs the admin role and goes through the log, on the leader,
+	// so every replica changes at the same log index. A bad setting name or value is
+	// BadArguments and changes nothing. The Response carries the configuration after the
+	// command, a msgpack ClusterConfigInfo, in Value.
+	OpClusterConfig Op = 19
 )
+
+// Cluster configuration commands (ClusterConfigArgs.Cmd).
+const (
+	// ConfigGet changes nothing: the Response has the configuration.
+	ConfigGet = "get"
+	// ConfigSet changes the settings Set, all or none.
+	ConfigSet = "set"
+)
+
+// ClusterConfigArgs is the argument of OpClusterConfig.
+type ClusterConfigArgs struct {
+	// Cmd is ConfigGet or ConfigSet.
+	Cmd string `msgpack:"cmd"`
+	// Set are the settings a ConfigSet changes, each name at most once.
+	Set []ConfigSetting `msgpack:"set,omitempty"`
+}
+
+// ConfigSetting is one setting of the cluster configuration: its name and its value as
+// text (a Go duration such as "2m0s", or a decimal integer).
+type ConfigSetting struct {
+	Name  string `msgpack:"name"`
+	Value string `msgpack:"value"`
+}
+
+// ClusterConfigInfo is the cluster configuration, as OpClusterConfig answers it.
+type ClusterConfigInfo struct {
+	// Version counts the configuration's changes: 1 for the values the cluster was
+	// created with; 0 for a cluster created before the configuration was replicated.
+	Version uint64 `msgpack:"v"`
+	// Index is the log index at which the configuration took its current values.
+	Index uint64 `msgpack:"i"`
+	// Settings are every setting, by name.
+	Settings []ConfigSetting `msgpack:"settings"`
+}
 
 // User commands (UserArgs.Cmd).
 const (
@@ -159,6 +201,10 @@ type JoinArgs struct {
 	Incarnation string `msgpack:"inc,omitempty"`
 	// ReadReplica asks to join as a read replica: a non-voter never promoted.
 	ReadReplica bool `msgpack:"rr,omitempty"`
+	// Build is the joining binary's build target (internal/buildinfo.Target: Go version,
+	// GOARCH and its level, such as GOAMD64); it must equal the leader's, because float
+	// results depend on it. Empty from a node that does not send it, which is refused.
+	Build string `msgpack:"build,omitempty"`
 }
 
 // String returns the operation's name, or "Op(n)" for an unknown one.
@@ -200,6 +246,8 @@ func (o Op) String() string {
 		return "ReadIndex"
 	case OpRebuild:
 		return "Rebuild"
+	case OpClusterConfig:
+		return "ClusterConfig"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }

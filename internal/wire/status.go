@@ -9,7 +9,10 @@ type Status struct {
 	RaftAddr   string `msgpack:"raft" json:"raft"`
 	// Version is the node binary's version (internal/buildinfo.Version); empty from a
 	// node that does not report it.
-	Version          string `msgpack:"version" json:"version"`
+	Version string `msgpack:"version" json:"version"`
+	// Build is the node binary's build target (internal/buildinfo.Target); empty from a
+	// node that does not report it.
+	Build            string `msgpack:"build,omitempty" json:"build,omitempty"`
 	State            string `msgpack:"state" json:"state"` // Leader, Follower, Candidate, Shutdown
 	LeaderID         string `msgpack:"leader" json:"leader"`
 	LeaderClientAddr string `msgpack:"leader_client" json:"leader_client"`
