@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -26,10 +27,19 @@ type Limits struct {
 	// address. Default 256.
 	MaxConnsPerAddr int
 	// MaxHandshakes is the most handshakes (TLS and protocol) one listener runs at once;
-	// a connection arriving past it is closed. Default 64.
+	// a connection whose first byte arrives past it is closed. A connection takes its
+	// place only when its first byte arrives: a silent one holds none. Default 64.
 	MaxHandshakes int
-	// HandshakeTimeout bounds a connection's TLS and protocol handshakes together.
-	// Default 10s.
+	// MaxHandshakesPerAddr is the most of a listener's handshakes one remote IP address
+	// runs at once, so that one address cannot take every place. On the Raft port the
+	// hosts of the cluster's members are exempt, and a quarter of MaxHandshakes is kept
+	// for them. Default 32.
+	MaxHandshakesPerAddr int
+	// FirstByteTimeout closes a connection that sends nothing for this long after it is
+	// accepted (a TLS client sends its ClientHello at once). Default 2s.
+	FirstByteTimeout time.Duration
+	// HandshakeTimeout bounds a connection's TLS and protocol handshakes together, from
+	// its accept. Default 10s.
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes a client connection that sent nothing for this long while it has
 	// no request in flight and no subscription. Default 5m.
@@ -54,8 +64,10 @@ func DefaultLimits() Limits {
 	return Limits{
 		MaxConns:            1024,
 		MaxConnsPerAddr:     256,
-		MaxHandshakes:       64,
-		HandshakeTimeout:    10 * time.Second,
+		MaxHandshakes:        64,
+		MaxHandshakesPerAddr: 32,
+		FirstByteTimeout:     2 * time.Second,
+		HandshakeTimeout:     10 * time.Second,
 		IdleTimeout:         5 * time.Minute,
 		MaxFrameBytes:       wire.DefaultMaxFrameBytes,
 		InflightBytes:       64 << 20,
@@ -71,6 +83,8 @@ func (l Limits) withDefaults() Limits {
 	l.MaxConns = cmp.Or(l.MaxConns, d.MaxConns)
 	l.MaxConnsPerAddr = cmp.Or(l.MaxConnsPerAddr, d.MaxConnsPerAddr)
 	l.MaxHandshakes = cmp.Or(l.MaxHandshakes, d.MaxHandshakes)
+	l.MaxHandshakesPerAddr = cmp.Or(l.MaxHandshakesPerAddr, d.MaxHandshakesPerAddr)
+	l.FirstByteTimeout = cmp.Or(l.FirstByteTimeout, d.FirstByteTimeout)
 	l.HandshakeTimeout = cmp.Or(l.HandshakeTimeout, d.HandshakeTimeout)
 	l.IdleTimeout = cmp.Or(l.IdleTimeout, d.IdleTimeout)
 	l.MaxFrameBytes = cmp.Or(l.MaxFrameBytes, d.MaxFrameBytes)
@@ -85,9 +99,9 @@ func (l Limits) withDefaults() Limits {
 // validate reports the first invalid limit (after defaults).
 func (l Limits) validate() error {
 	switch {
-	case l.MaxConns < 1 || l.MaxConnsPerAddr < 1 || l.MaxHandshakes < 1:
+	case l.MaxConns < 1 || l.MaxConnsPerAddr < 1 || l.MaxHandshakes < 1 || l.MaxHandshakesPerAddr < 1:
 		return fmt.Errorf("%w: connection limits must be positive", ErrNodeConfig)
-	case l.HandshakeTimeout < 0 || l.IdleTimeout < 0 || l.AdminReadTimeout < 0 || l.AdminWriteTimeout < 0 || l.AdminIdleTimeout < 0:
+	case l.HandshakeTimeout < 0 || l.FirstByteTimeout < 0 || l.IdleTimeout < 0 || l.AdminReadTimeout < 0 || l.AdminWriteTimeout < 0 || l.AdminIdleTimeout < 0:
 		return fmt.Errorf("%w: timeouts must be positive", ErrNodeConfig)
 	case l.MaxFrameBytes < 1 || l.MaxFrameBytes > wire.DefaultMaxFrameBytes:
 		return fmt.Errorf("%w: max frame bytes %d out of [1, %d]", ErrNodeConfig, l.MaxFrameBytes, wire.DefaultMaxFrameBytes)
@@ -103,6 +117,8 @@ const (
 	limitConns      = "max_conns"
 	limitConnsAddr  = "max_conns_per_addr"
 	limitHandshakes = "max_handshakes"
+	limitHsAddr     = "max_handshakes_per_addr"
+	limitFirstByte  = "first_byte_timeout"
 	limitHandshake  = "handshake_timeout"
 	limitIdle       = "idle_timeout"
 	limitBudget     = "inflight_bytes"
@@ -129,24 +145,37 @@ func newLimitMetrics(reg *prometheus.Registry) *limitMetrics {
 	return m
 }
 
-// limitListener enforces MaxConns, MaxConnsPerAddr and MaxHandshakes on one listener.
-// Accept returns only connections within the caps; the others are closed at once and
-// counted. A returned connection frees its place when closed.
+// limitListener enforces MaxConns, MaxConnsPerAddr, MaxHandshakes and
+// MaxHandshakesPerAddr on one listener. Accept returns only connections within the
+// connection caps; the others are closed at once and counted. A returned connection frees
+// its place when closed. Its handshake takes a place (startHandshake) once its first byte
+// arrived (awaitFirstByte).
 type limitListener struct {
 	net.Listener
 	name string
 	lim  Limits
 	m    *limitMetrics
-	hs   chan struct{} // one slot per handshake in progress
+	// peer, if set, reports whether a remote host is a member's (the Raft port): exempt
+	// from the per-address caps, and the only one to use the last quarter of the
+	// handshake places.
+	peer atomic.Pointer[func(host string) bool]
 
-	mu     sync.Mutex
-	total  int
-	byAddr map[string]int
+	mu       sync.Mutex
+	total    int
+	byAddr   map[string]int
+	hsTotal  int            // handshakes in progress
+	hsByAddr map[string]int // handshakes in progress, by remote host
 }
 
 func newLimitListener(ln net.Listener, name string, lim Limits, m *limitMetrics) *limitListener {
 	return &limitListener{Listener: ln, name: name, lim: lim, m: m,
-		hs: make(chan struct{}, lim.MaxHandshakes), byAddr: make(map[string]int)}
+		byAddr: make(map[string]int), hsByAddr: make(map[string]int)}
+}
+
+// isPeer reports whether host is exempt from the per-address caps.
+func (l *limitListener) isPeer(host string) bool {
+	f := l.peer.Load()
+	return f != nil && (*f)(host)
 }
 
 // refused counts one connection refused or closed for reason.
@@ -162,12 +191,13 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		host := remoteHost(nc)
+		peer := l.isPeer(host)
 		l.mu.Lock()
 		reason := ""
 		switch {
 		case l.total >= l.lim.MaxConns:
 			reason = limitConns
-		case l.byAddr[host] >= l.lim.MaxConnsPerAddr:
+		case l.byAddr[host] >= l.lim.MaxConnsPerAddr && !peer:
 			reason = limitConnsAddr
 		default:
 			l.total++
@@ -184,19 +214,85 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// startHandshake takes a handshake slot; false (counted) if MaxHandshakes are running.
-// The caller calls endHandshake after a true.
-func (l *limitListener) startHandshake() bool {
-	select {
-	case l.hs <- struct{}{}:
-		return true
+// startHandshake takes a handshake place for a connection from host; false (counted) if
+// MaxHandshakes are running, or MaxHandshakesPerAddr from host. On a listener that knows
+// its peers, other hosts may take only three quarters of the places. The caller calls
+// endHandshake(host) after a true.
+func (l *limitListener) startHandshake(host string) bool {
+	peer := l.isPeer(host)
+	total := l.lim.MaxHandshakes
+	if !peer && l.peer.Load() != nil {
+		total -= l.lim.MaxHandshakes / 4
+	}
+	l.mu.Lock()
+	reason := ""
+	switch {
+	case l.hsTotal >= total:
+		reason = limitHandshakes
+	case l.hsByAddr[host] >= l.lim.MaxHandshakesPerAddr && !peer:
+		reason = limitHsAddr
 	default:
-		l.refused(limitHandshakes)
+		l.hsTotal++
+		l.hsByAddr[host]++
+	}
+	l.mu.Unlock()
+	if reason != "" {
+		l.refused(reason)
 		return false
 	}
+	return true
 }
 
-func (l *limitListener) endHandshake() { <-l.hs }
+func (l *limitListener) endHandshake(host string) {
+	l.mu.Lock()
+	l.hsTotal--
+	if l.hsByAddr[host]--; l.hsByAddr[host] == 0 {
+		delete(l.hsByAddr, host)
+	}
+	l.mu.Unlock()
+}
+
+// awaitFirstByte waits for nc's first byte, at most timeout and within ctx (which ends
+// the wait when cancelled), and returns nc with that byte to be read again first. Until
+// then the connection holds no handshake place: a peer that connects and stays silent
+// costs a goroutine and a descriptor (within MaxConns) for timeout, and starves nobody.
+// When ctx's deadline comes first and passes, the error is context.DeadlineExceeded.
+func awaitFirstByte(ctx context.Context, nc net.Conn, timeout time.Duration) (*prefixConn, error) {
+	deadline := time.Now().Add(timeout)
+	d, ok := ctx.Deadline()
+	byCtx := ok && d.Before(deadline)
+	if byCtx {
+		deadline = d
+	}
+	nc.SetReadDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { nc.SetReadDeadline(time.Unix(1, 0)) }) // Close interrupts
+	var first [1]byte
+	_, err := io.ReadFull(nc, first[:])
+	if !stop() {
+		return nil, ctx.Err()
+	}
+	var ne net.Error
+	if err != nil && byCtx && errors.As(err, &ne) && ne.Timeout() {
+		return nil, context.DeadlineExceeded
+	}
+	if err != nil {
+		return nil, err
+	}
+	nc.SetReadDeadline(time.Time{})
+	return &prefixConn{Conn: nc, first: first[:]}, nil
+}
+
+// firstByteFailed counts a connection that sent nothing within FirstByteTimeout, or
+// within HandshakeTimeout if that ended first.
+func (l *limitListener) firstByteFailed(err error) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		l.refused(limitHandshake)
+	case errors.As(err, &ne) && ne.Timeout():
+		l.refused(limitFirstByte)
+	}
+}
 
 func (l *limitListener) release(host string) {
 	l.mu.Lock()
@@ -263,16 +359,24 @@ func (c *idleConn) Read(p []byte) (int, error) {
 }
 
 // handshake runs a client connection's TLS and protocol handshakes within one
-// HandshakeTimeout and a MaxHandshakes slot of ln; false (nc closed) if either fails.
+// HandshakeTimeout, and from its first byte on (FirstByteTimeout) within a handshake
+// place of ln; false (nc closed) if any of it fails.
 func (n *Node) handshake(ln *limitListener, nc net.Conn) (net.Conn, Identity, bool) {
-	if !ln.startHandshake() {
+	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Limits.HandshakeTimeout)
+	defer cancel()
+	pc, err := awaitFirstByte(ctx, nc, n.cfg.Limits.FirstByteTimeout)
+	if err != nil {
+		ln.firstByteFailed(err)
 		nc.Close()
 		return nil, Identity{}, false
 	}
-	defer ln.endHandshake()
-	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Limits.HandshakeTimeout)
-	defer cancel()
-	sc, who, err := n.acceptTLS(ctx, nc)
+	host := remoteHost(nc)
+	if !ln.startHandshake(host) {
+		nc.Close()
+		return nil, Identity{}, false
+	}
+	defer ln.endHandshake(host)
+	sc, who, err := n.acceptTLS(ctx, pc)
 	if err != nil {
 		n.handshakeFailed(ln, err)
 		nc.Close()

@@ -215,6 +215,7 @@ type Node struct {
 	replayed      atomic.Bool           // applied has reached replayTo
 	joining       atomic.Bool           // a join of this process is under way or acknowledged (not refused)
 	rebuild       rebuilder             // this node's automatic rebuild after a divergence (rebuild.go)
+	refusals      refusalLogs           // refusals logged at a bounded rate (refusals.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -238,6 +239,7 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		conns: map[*wire.Conn]*clientConn{}, abstainCh: make(chan struct{}, 1),
 		reads: readIndexer{queue: newWaitQueue[readWaiter]()}, freshness: freshness{queue: newWaitQueue[func(error)]()}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.refusals = newRefusalLogs(n.log)
 	// fail undoes what Start has opened so far.
 	var layer *tlsStreamLayer
 	fail := func(err error) (*Node, error) {
@@ -315,6 +317,9 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		return fail(err)
 	}
 	seq := n.seq
+	if layer != nil {
+		layer.SetPeers(n.isMemberHost)
+	}
 	n.replayTo = seq.Stats().LastLogIndex
 	n.proposer, n.state = seq, fsm
 	if cfg.AdminAddr != "" {
@@ -430,6 +435,7 @@ func (n *Node) Close() error {
 	n.wg.Wait()
 	n.peers.Close()
 	n.fsm.Close()
+	n.refusals.stop()
 	return err
 }
 

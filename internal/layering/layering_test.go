@@ -29,6 +29,7 @@ var allowed = map[string][]string{
 	"internal/buildinfo":  {},
 	"internal/canon":      {},
 	"internal/crashstore": {},
+	"internal/ratelog":    {},
 	"sequencer":           {"internal/batch"},
 	"replica":             {"partition", "procedures", "procedures/builtin", "internal/batch"},
 	"internal/certs":      {},
@@ -38,7 +39,7 @@ var allowed = map[string][]string{
 	"internal/testutil/pgtest": {},
 	// node reads window operators' watermarks (window.ReadOperator) for processor status.
 	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
-		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs"},
+		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/ratelog"},
 	"cmd/lockstep":        {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "internal/crashstore", "benchmarks/loadgen", "internal/chart"},
 	"benchmarks":          {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen":  {"client", "procedures/builtin", "internal/latency"},
