@@ -62,19 +62,19 @@ type Limits struct {
 // DefaultLimits returns the default Limits.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxConns:            1024,
-		MaxConnsPerAddr:     256,
+		MaxConns:             1024,
+		MaxConnsPerAddr:      256,
 		MaxHandshakes:        64,
 		MaxHandshakesPerAddr: 32,
 		FirstByteTimeout:     2 * time.Second,
 		HandshakeTimeout:     10 * time.Second,
-		IdleTimeout:         5 * time.Minute,
-		MaxFrameBytes:       wire.DefaultMaxFrameBytes,
-		InflightBytes:       64 << 20,
-		AdminReadTimeout:    10 * time.Second,
-		AdminWriteTimeout:   30 * time.Second,
-		AdminIdleTimeout:    time.Minute,
-		AdminMaxHeaderBytes: 16 << 10,
+		IdleTimeout:          5 * time.Minute,
+		MaxFrameBytes:        wire.DefaultMaxFrameBytes,
+		InflightBytes:        64 << 20,
+		AdminReadTimeout:     10 * time.Second,
+		AdminWriteTimeout:    30 * time.Second,
+		AdminIdleTimeout:     time.Minute,
+		AdminMaxHeaderBytes:  16 << 10,
 	}
 }
 

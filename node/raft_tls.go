@@ -29,8 +29,8 @@ type tlsStreamLayer struct {
 	timeout   time.Duration // bounds a handshake
 	firstByte time.Duration // bounds the wait for a connection's first byte
 	st        *certs.Store
-	log       *ratelog.Limiter // "raft connection refused", at a bounded rate
-	dial    func(addr string, timeout time.Duration) (net.Conn, error) // the TCP dial; nil: net.DialTimeout
+	log       *ratelog.Limiter                                           // "raft connection refused", at a bounded rate
+	dial      func(addr string, timeout time.Duration) (net.Conn, error) // the TCP dial; nil: net.DialTimeout
 
 	accepted chan net.Conn
 	ctx      context.Context // ends at Close
