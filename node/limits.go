@@ -127,8 +127,9 @@ const (
 // limitMetrics count connections refused or closed by a limit, by listener and reason,
 // and the connections each listener holds.
 type limitMetrics struct {
-	limited *prometheus.CounterVec
-	open    *prometheus.GaugeVec
+	limited  *prometheus.CounterVec
+	open     *prometheus.GaugeVec
+	reclaims prometheus.Counter // memory given back after the read budget drained (reclaim.go)
 }
 
 func newLimitMetrics(reg *prometheus.Registry) *limitMetrics {
@@ -141,7 +142,11 @@ func newLimitMetrics(reg *prometheus.Registry) *limitMetrics {
 			Name: "lockstep_conns_open", Help: "Connections a listener holds open.",
 		}, []string{"listener"}),
 	}
-	reg.MustRegister(m.limited, m.open)
+	m.reclaims = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lockstep_memory_reclaims_total",
+		Help: "Times the node collected and returned memory to the OS after the budget of request bytes being received drained.",
+	})
+	reg.MustRegister(m.limited, m.open, m.reclaims)
 	return m
 }
 

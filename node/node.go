@@ -216,6 +216,7 @@ type Node struct {
 	joining       atomic.Bool           // a join of this process is under way or acknowledged (not refused)
 	rebuild       rebuilder             // this node's automatic rebuild after a divergence (rebuild.go)
 	refusals      refusalLogs           // refusals logged at a bounded rate (refusals.go)
+	reclaim       reclaimer             // memory given back once request frames are garbage (reclaim.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -282,6 +283,8 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	n.ln = newLimitListener(n.ln, "client", cfg.Limits, n.metrics.limits)
 	n.readBudget, _ = wire.NewReadBudget(cfg.Limits.InflightBytes) // positive: validated
 	n.readBudget.OnRefused = func() { n.metrics.limits.limited.WithLabelValues("client", limitBudget).Inc() }
+	n.reclaim = newReclaimer()
+	n.readBudget.OnDrained = n.reclaim.drained
 	// The client seeds nothing: the hash-compare loop names each peer's address.
 	if n.peers, err = client.Open(n.peerClientConfig(client.Config{Addrs: []string{n.ln.Addr().String()}, ClusterID: cfg.ClusterID,
 		Logger: n.log})); err != nil {
@@ -366,6 +369,8 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	go n.hashCompareLoop()
 	go n.abstainLoop()
 	go n.processorTickLoop()
+	n.wg.Add(1)
+	go n.reclaimLoop()
 	return n, nil
 }
 

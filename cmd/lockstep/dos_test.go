@@ -272,8 +272,11 @@ func TestRefusedRequestsLogRateLimited(t *testing.T) {
 }
 
 // TestHalfFramesMemoryReturned (issue 20 item 14, memory): 200 connections each announce
-// a maximum frame (4 MiB) and send half of it, then close. Once they are gone the node's
-// Go heap comes back to near where it was, and its RSS does not stay at the attack's peak.
+// a maximum frame (4 MiB) and send half of it, then close. Within seconds the node's
+// RSS comes back to near where it was. Nothing else touches the node meanwhile
+// (a scrape of its metrics allocates, and could trigger the collection the node must do
+// itself). Before the fix it stayed at the attack's peak (about 150 MiB more) for
+// minutes: nothing allocated enough for Go's collector to run.
 func TestHalfFramesMemoryReturned(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves 400 MiB through TLS")
@@ -284,15 +287,7 @@ func TestHalfFramesMemoryReturned(t *testing.T) {
 	nd := c.nodes[0]
 	cl := limitsClient(t, c.addrs())
 	adds(t, cl, 200*time.Millisecond)
-	heap := func() int64 {
-		f := strings.Fields(nodeMetric(t, nd, "go_memstats_heap_inuse_bytes "))
-		if len(f) != 2 {
-			t.Fatal("no go_memstats_heap_inuse_bytes")
-		}
-		v, _ := strconv.ParseFloat(f[1], 64)
-		return int64(v)
-	}
-	baseHeap, baseRSS := heap(), rssBytes(t, nd.Cmd.Process.Pid)
+	base := rssBytes(t, nd.Cmd.Process.Pid)
 
 	half := make([]byte, wire.DefaultMaxFrameBytes/2)
 	var wg sync.WaitGroup
@@ -321,28 +316,29 @@ func TestHalfFramesMemoryReturned(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	peakHeap, peakRSS := heap(), rssBytes(t, nd.Cmd.Process.Pid)
+	peak := rssBytes(t, nd.Cmd.Process.Pid)
 	for _, nc := range held {
 		nc.Close()
 	}
-	testutil.WaitFor(t, 10*time.Second, func() error {
-		if l := nodeMetric(t, nd, `lockstep_conns_open{listener="client"}`); !strings.HasSuffix(l, " 1") {
-			return fmt.Errorf("connections still open: %q", l)
+	closed := time.Now()
+	bound := base + 40<<20
+	if raceBuild {
+		bound = base + 80<<20 // the race detector's shadow memory
+	}
+	var after int64
+	// The node reclaims as the last half frame is dropped; the runtime left alone may
+	// too, by chance, but seldom within seconds (it kept the peak for 30s and more in 2 of
+	// 3 runs of the old code, and its luckiest took 4.9s).
+	testutil.WaitFor(t, 4*time.Second, func() error {
+		if after = rssBytes(t, nd.Cmd.Process.Pid); after > bound {
+			return fmt.Errorf("RSS %d MiB %v after the connections closed, want at most %d MiB (%d MiB before the attack)",
+				after>>20, time.Since(closed).Round(time.Second), bound>>20, base>>20)
 		}
 		return nil
 	})
-	// The heap must come back within a bound; the process's RSS with it (the runtime
-	// returns freed pages to the OS).
-	const slack = 24 << 20
-	var afterHeap, afterRSS int64
-	testutil.WaitFor(t, 20*time.Second, func() error {
-		afterHeap, afterRSS = heap(), rssBytes(t, nd.Cmd.Process.Pid)
-		if afterHeap > baseHeap+slack || afterRSS > baseRSS+2*slack {
-			return fmt.Errorf("heap %d MiB, RSS %d MiB after the connections closed (base %d, %d MiB)",
-				afterHeap>>20, afterRSS>>20, baseHeap>>20, baseRSS>>20)
-		}
-		return nil
-	})
-	t.Logf("heap/RSS MiB: %d/%d before, %d/%d with %d half frames, %d/%d after they closed",
-		baseHeap>>20, baseRSS>>20, peakHeap>>20, peakRSS>>20, conns, afterHeap>>20, afterRSS>>20)
+	t.Logf("RSS %d MiB before, %d MiB with %d half frames, %d MiB %v after they closed",
+		base>>20, peak>>20, conns, after>>20, time.Since(closed).Round(100*time.Millisecond))
+	if n := adds(t, cl, 200*time.Millisecond); n == 0 {
+		t.Error("no call served after the attack")
+	}
 }
