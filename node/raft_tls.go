@@ -172,3 +172,19 @@ func (l *tlsStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration)
 	}
 	return &rawClose{Conn: tc, raw: tc.NetConn()}, nil // see rawClose: a stalled peer must not block Close
 }
+
+// isMemberHost reports whether host is the host of a member's Raft address in the
+// latest configuration this node knows: the Raft port keeps handshake places for them
+// and exempts them from its per-address caps (Limits).
+func (n *Node) isMemberHost(host string) bool {
+	members, err := n.seq.Members()
+	if err != nil {
+		return false
+	}
+	for _, m := range members {
+		if h, _, err := net.SplitHostPort(m.Addr); err == nil && h == host {
+			return true
+		}
+	}
+	return false
+}

@@ -2,7 +2,6 @@ package node
 
 import (
 	"log/slog"
-	"net"
 
 	"github.com/lockstepdb/lockstep/internal/ratelog"
 )
@@ -29,18 +28,3 @@ func (r refusalLogs) stop() {
 	r.client.Stop()
 }
 
-// isMemberHost reports whether host is the host of a member's Raft address in the
-// latest configuration this node knows: the Raft port keeps handshake places for them
-// and exempts them from its per-address caps (Limits).
-func (n *Node) isMemberHost(host string) bool {
-	members, err := n.seq.Members()
-	if err != nil {
-		return false
-	}
-	for _, m := range members {
-		if h, _, err := net.SplitHostPort(m.Addr); err == nil && h == host {
-			return true
-		}
-	}
-	return false
-}
