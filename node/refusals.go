@@ -27,4 +27,3 @@ func (r refusalLogs) stop() {
 	r.denied.Stop()
 	r.client.Stop()
 }
-
