@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -101,4 +102,58 @@ func TestHandshakesPerAddr(t *testing.T) {
 	if ln.startHandshake("10.0.0.9") {
 		t.Fatal("past MaxHandshakes for a member")
 	}
+}
+
+// TestSilentConnectionEvicted: with MaxConnsPerAddr connections from one address that
+// have sent nothing, a new connection from it is let in and the oldest silent one closed
+// (silent_evicted), so silent connections past the cap keep nobody out. A connection
+// that has spoken is never closed for room.
+func TestSilentConnectionEvicted(t *testing.T) {
+	n, err := Start(Config{ID: "lone", DataDir: t.TempDir(), CertsDir: testCertsDir, Logger: testLogger(t),
+		Limits: Limits{MaxConnsPerAddr: 4, FirstByteTimeout: time.Minute}}, procedures.Builtins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	dial := func() net.Conn {
+		nc, err := net.Dial("tcp", n.ClientAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nc.Close() })
+		return nc
+	}
+	spoken := testDialTLS(t, dial()) // has spoken: not evictable
+	defer spoken.Close()
+	var silent []net.Conn
+	for range 3 {
+		silent = append(silent, dial())
+	}
+	ln := n.ln.(*limitListener)
+	testutil.WaitFor(t, 5*time.Second, func() error { // the node has accepted all four
+		ln.mu.Lock()
+		defer ln.mu.Unlock()
+		if ln.total != 4 || ln.silent.Len() != 3 {
+			return fmt.Errorf("%d connections, %d silent; want 4, 3", ln.total, ln.silent.Len())
+		}
+		return nil
+	})
+	testDialTLS(t, dial()) // past the cap: let in, the oldest silent one closed
+	silent[0].SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadAll(silent[0]); err != nil {
+		t.Fatalf("the oldest silent connection was not closed: %v", err)
+	}
+	if got := value(t, n.metrics.limits.limited.WithLabelValues("client", limitSilentEvicted)); got != 1 {
+		t.Errorf("silent_evicted count %v, want 1", got)
+	}
+	// The connection that spoke is still served.
+	spoken.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, err := spoken.Read(make([]byte, 1)); !isTimeoutErr(err) {
+		t.Errorf("the connection that spoke: %v, want it open", err)
+	}
+}
+
+func isTimeoutErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

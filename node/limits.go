@@ -2,10 +2,10 @@ package node
 
 import (
 	"cmp"
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -119,9 +119,12 @@ const (
 	limitHandshakes = "max_handshakes"
 	limitHsAddr     = "max_handshakes_per_addr"
 	limitFirstByte  = "first_byte_timeout"
-	limitHandshake  = "handshake_timeout"
-	limitIdle       = "idle_timeout"
-	limitBudget     = "inflight_bytes"
+	// limitSilentEvicted: a connection that had sent nothing, closed to make room for a
+	// new one when a connection cap was reached.
+	limitSilentEvicted = "silent_evicted"
+	limitHandshake     = "handshake_timeout"
+	limitIdle          = "idle_timeout"
+	limitBudget        = "inflight_bytes"
 )
 
 // limitMetrics count connections refused or closed by a limit, by listener and reason,
@@ -164,12 +167,16 @@ type limitListener struct {
 	// from the per-address caps, and the only one to use the last quarter of the
 	// handshake places.
 	peer atomic.Pointer[func(host string) bool]
+	// evict: a connection that has sent nothing yet may be closed to make room for a
+	// new one (silent.go). Set for the client and Raft ports, before Accept runs.
+	evict bool
 
 	mu       sync.Mutex
 	total    int
 	byAddr   map[string]int
 	hsTotal  int            // handshakes in progress
 	hsByAddr map[string]int // handshakes in progress, by remote host
+	silent   list.List      // of *limitedConn that have sent nothing yet, oldest first (with evict)
 }
 
 func newLimitListener(ln net.Listener, name string, lim Limits, m *limitMetrics) *limitListener {
@@ -199,23 +206,41 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		peer := l.isPeer(host)
 		l.mu.Lock()
 		reason := ""
+		var victim *limitedConn // a silent connection closed to make room
 		switch {
 		case l.total >= l.lim.MaxConns:
-			reason = limitConns
+			if victim = l.oldestSilent(""); victim == nil {
+				reason = limitConns
+			}
 		case l.byAddr[host] >= l.lim.MaxConnsPerAddr && !peer:
-			reason = limitConnsAddr
-		default:
+			if victim = l.oldestSilent(host); victim == nil {
+				reason = limitConnsAddr
+			}
+		}
+		var c *limitedConn
+		if reason == "" {
+			if victim != nil {
+				l.releaseLocked(victim)
+			}
 			l.total++
 			l.byAddr[host]++
+			c = &limitedConn{Conn: nc, l: l, host: host}
+			if l.evict {
+				c.elem = l.silent.PushBack(c)
+			}
 		}
 		l.mu.Unlock()
+		if victim != nil {
+			l.refused(limitSilentEvicted)
+			victim.Conn.Close()
+		}
 		if reason != "" {
 			l.refused(reason)
 			nc.Close()
 			continue
 		}
 		l.m.open.WithLabelValues(l.name).Inc()
-		return &limitedConn{Conn: nc, l: l, host: host}, nil
+		return c, nil
 	}
 }
 
@@ -257,55 +282,20 @@ func (l *limitListener) endHandshake(host string) {
 	l.mu.Unlock()
 }
 
-// awaitFirstByte waits for nc's first byte, at most timeout and within ctx (which ends
-// the wait when cancelled), and returns nc with that byte to be read again first. Until
-// then the connection holds no handshake place: a peer that connects and stays silent
-// costs a goroutine and a descriptor (within MaxConns) for timeout, and starves nobody.
-// When ctx's deadline comes first and passes, the error is context.DeadlineExceeded.
-func awaitFirstByte(ctx context.Context, nc net.Conn, timeout time.Duration) (*prefixConn, error) {
-	deadline := time.Now().Add(timeout)
-	d, ok := ctx.Deadline()
-	byCtx := ok && d.Before(deadline)
-	if byCtx {
-		deadline = d
+// releaseLocked frees c's place, once; l.mu is held.
+func (l *limitListener) releaseLocked(c *limitedConn) {
+	if c.released {
+		return
 	}
-	nc.SetReadDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { nc.SetReadDeadline(time.Unix(1, 0)) }) // Close interrupts
-	var first [1]byte
-	_, err := io.ReadFull(nc, first[:])
-	if !stop() {
-		return nil, ctx.Err()
-	}
-	var ne net.Error
-	if err != nil && byCtx && errors.As(err, &ne) && ne.Timeout() {
-		return nil, context.DeadlineExceeded
-	}
-	if err != nil {
-		return nil, err
-	}
-	nc.SetReadDeadline(time.Time{})
-	return &prefixConn{Conn: nc, first: first[:]}, nil
-}
-
-// firstByteFailed counts a connection that sent nothing within FirstByteTimeout, or
-// within HandshakeTimeout if that ended first.
-func (l *limitListener) firstByteFailed(err error) {
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		l.refused(limitHandshake)
-	case errors.As(err, &ne) && ne.Timeout():
-		l.refused(limitFirstByte)
-	}
-}
-
-func (l *limitListener) release(host string) {
-	l.mu.Lock()
+	c.released = true
 	l.total--
-	if l.byAddr[host]--; l.byAddr[host] == 0 {
-		delete(l.byAddr, host)
+	if l.byAddr[c.host]--; l.byAddr[c.host] == 0 {
+		delete(l.byAddr, c.host)
 	}
-	l.mu.Unlock()
+	if c.elem != nil {
+		l.silent.Remove(c.elem)
+		c.elem = nil
+	}
 	l.m.open.WithLabelValues(l.name).Dec()
 }
 
@@ -322,12 +312,16 @@ type limitedConn struct {
 	net.Conn
 	l    *limitListener
 	host string
-	once sync.Once
+	// Guarded by l.mu:
+	released bool          // its place is free
+	elem     *list.Element // in l.silent while it has sent nothing; nil after
 }
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() { c.l.release(c.host) })
+	c.l.mu.Lock()
+	c.l.releaseLocked(c)
+	c.l.mu.Unlock()
 	return err
 }
 
@@ -369,9 +363,8 @@ func (c *idleConn) Read(p []byte) (int, error) {
 func (n *Node) handshake(ln *limitListener, nc net.Conn) (net.Conn, Identity, bool) {
 	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Limits.HandshakeTimeout)
 	defer cancel()
-	pc, err := awaitFirstByte(ctx, nc, n.cfg.Limits.FirstByteTimeout)
+	pc, err := ln.awaitFirstByte(ctx, nc, n.cfg.Limits.FirstByteTimeout)
 	if err != nil {
-		ln.firstByteFailed(err)
 		nc.Close()
 		return nil, Identity{}, false
 	}

@@ -280,7 +280,9 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	if n.ln, err = net.Listen("tcp", cfg.ClientAddr); err != nil {
 		return fail(fmt.Errorf("client listener: %w", err))
 	}
-	n.ln = newLimitListener(n.ln, "client", cfg.Limits, n.metrics.limits)
+	cln := newLimitListener(n.ln, "client", cfg.Limits, n.metrics.limits)
+	cln.evict = true // silent.go
+	n.ln = cln
 	n.readBudget, _ = wire.NewReadBudget(cfg.Limits.InflightBytes) // positive: validated
 	n.readBudget.OnRefused = func() { n.metrics.limits.limited.WithLabelValues("client", limitBudget).Inc() }
 	n.reclaim = newReclaimer()

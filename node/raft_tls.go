@@ -54,6 +54,7 @@ func newTLSStreamLayer(addr string, st *certs.Store, log *slog.Logger, dial func
 		return nil, err
 	}
 	ln := newLimitListener(raw, "raft", lim, m)
+	ln.evict = true // silent.go
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &tlsStreamLayer{ln: ln, timeout: lim.HandshakeTimeout, firstByte: lim.FirstByteTimeout, st: st,
 		log: ratelog.New(log, slog.LevelWarn, "raft connection refused", ratelog.Config{}), dial: dial,
@@ -82,9 +83,8 @@ func (l *tlsStreamLayer) handshake(nc net.Conn, cfg *tls.Config) {
 	defer l.wg.Done()
 	ctx, cancel := context.WithTimeout(l.ctx, l.timeout) // ends too when the layer closes
 	defer cancel()
-	pc, err := awaitFirstByte(ctx, nc, l.firstByte)
+	pc, err := l.ln.awaitFirstByte(ctx, nc, l.firstByte)
 	if err != nil {
-		l.ln.firstByteFailed(err)
 		nc.Close()
 		return
 	}

@@ -102,40 +102,47 @@ func waitFlood(t *testing.T, open func() int64, want int64) {
 }
 
 // TestSilentConnectionsDoNotStarveClients (issue 20 item 14a): while an outsider holds
-// more silent TCP connections to the client port than there are handshake slots, opening
-// another as soon as one is closed, fresh clients connect and call, promptly, again and
-// again. Before the fix the silent connections held every slot for the whole handshake
-// timeout (10s) and each fresh connection was closed at once.
+// more silent TCP connections to the client port than there are handshake places (80),
+// or than the node takes from one address (300, past --max-conns-per-addr), opening
+// another as soon as one is closed, fresh clients from the same address connect and
+// call, promptly, again and again. Before the fix the silent connections held every
+// place for the whole handshake timeout (10s) and each fresh connection was closed at
+// once.
 func TestSilentConnectionsDoNotStarveClients(t *testing.T) {
 	bin := buildBinary(t)
 	c := startCluster(t, bin, 1)
 	nd := c.nodes[0]
-	open, _ := silentFlood(t, nd.client, floodConns)
-	waitFlood(t, open, 64)
-	var fails []string
-	var slowest time.Duration
-	for i := range 10 {
-		start := time.Now()
-		nc, err := dialProtocol(nd.client)
-		took := time.Since(start)
-		slowest = max(slowest, took)
-		if err != nil {
-			fails = append(fails, err.Error())
-			continue
-		}
-		nc.Close()
-		if i%3 == 0 { // and a whole client: dial, session, call
-			cl := limitsClient(t, c.addrs())
-			adds(t, cl, 50*time.Millisecond)
-			cl.Close()
-		}
-	}
-	t.Logf("10 fresh connections under a flood of %d silent ones: %d refused, slowest %v", floodConns, len(fails), slowest)
-	if len(fails) > 0 {
-		t.Fatalf("%d of 10 fresh connections refused under the flood (first: %s)", len(fails), fails[0])
-	}
-	if slowest > 5*time.Second {
-		t.Errorf("a fresh connection took %v under the flood", slowest)
+	for _, flood := range []int{floodConns, 300} {
+		t.Run(strconv.Itoa(flood), func(t *testing.T) {
+			open, stop := silentFlood(t, nd.client, flood)
+			defer stop()
+			waitFlood(t, open, 64)
+			var fails []string
+			var slowest time.Duration
+			for i := range 10 {
+				start := time.Now()
+				nc, err := dialProtocol(nd.client)
+				took := time.Since(start)
+				slowest = max(slowest, took)
+				if err != nil {
+					fails = append(fails, err.Error())
+					continue
+				}
+				nc.Close()
+				if i%3 == 0 { // and a whole client: dial, session, call
+					cl := limitsClient(t, c.addrs())
+					adds(t, cl, 50*time.Millisecond)
+					cl.Close()
+				}
+			}
+			t.Logf("10 fresh connections under a flood of %d silent ones (%d open): %d refused, slowest %v", flood, open(), len(fails), slowest)
+			if len(fails) > 0 {
+				t.Fatalf("%d of 10 fresh connections refused under the flood (first: %s)", len(fails), fails[0])
+			}
+			if slowest > 5*time.Second {
+				t.Errorf("a fresh connection took %v under the flood", slowest)
+			}
+		})
 	}
 }
 
