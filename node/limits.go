@@ -2,6 +2,7 @@ package node
 
 import (
 	"cmp"
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -26,10 +27,19 @@ type Limits struct {
 	// address. Default 256.
 	MaxConnsPerAddr int
 	// MaxHandshakes is the most handshakes (TLS and protocol) one listener runs at once;
-	// a connection arriving past it is closed. Default 64.
+	// a connection whose first byte arrives past it is closed. A connection takes its
+	// place only when its first byte arrives: a silent one holds none. Default 64.
 	MaxHandshakes int
-	// HandshakeTimeout bounds a connection's TLS and protocol handshakes together.
-	// Default 10s.
+	// MaxHandshakesPerAddr is the most of a listener's handshakes one remote IP address
+	// runs at once, so that one address cannot take every place. On the Raft port the
+	// hosts of the cluster's members are exempt, and a quarter of MaxHandshakes is kept
+	// for them. Default 32.
+	MaxHandshakesPerAddr int
+	// FirstByteTimeout closes a connection that sends nothing for this long after it is
+	// accepted (a TLS client sends its ClientHello at once). Default 2s.
+	FirstByteTimeout time.Duration
+	// HandshakeTimeout bounds a connection's TLS and protocol handshakes together, from
+	// its accept. Default 10s.
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes a client connection that sent nothing for this long while it has
 	// no request in flight and no subscription. Default 5m.
@@ -52,17 +62,19 @@ type Limits struct {
 // DefaultLimits returns the default Limits.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxConns:            1024,
-		MaxConnsPerAddr:     256,
-		MaxHandshakes:       64,
-		HandshakeTimeout:    10 * time.Second,
-		IdleTimeout:         5 * time.Minute,
-		MaxFrameBytes:       wire.DefaultMaxFrameBytes,
-		InflightBytes:       64 << 20,
-		AdminReadTimeout:    10 * time.Second,
-		AdminWriteTimeout:   30 * time.Second,
-		AdminIdleTimeout:    time.Minute,
-		AdminMaxHeaderBytes: 16 << 10,
+		MaxConns:             1024,
+		MaxConnsPerAddr:      256,
+		MaxHandshakes:        64,
+		MaxHandshakesPerAddr: 32,
+		FirstByteTimeout:     2 * time.Second,
+		HandshakeTimeout:     10 * time.Second,
+		IdleTimeout:          5 * time.Minute,
+		MaxFrameBytes:        wire.DefaultMaxFrameBytes,
+		InflightBytes:        64 << 20,
+		AdminReadTimeout:     10 * time.Second,
+		AdminWriteTimeout:    30 * time.Second,
+		AdminIdleTimeout:     time.Minute,
+		AdminMaxHeaderBytes:  16 << 10,
 	}
 }
 
@@ -71,6 +83,8 @@ func (l Limits) withDefaults() Limits {
 	l.MaxConns = cmp.Or(l.MaxConns, d.MaxConns)
 	l.MaxConnsPerAddr = cmp.Or(l.MaxConnsPerAddr, d.MaxConnsPerAddr)
 	l.MaxHandshakes = cmp.Or(l.MaxHandshakes, d.MaxHandshakes)
+	l.MaxHandshakesPerAddr = cmp.Or(l.MaxHandshakesPerAddr, d.MaxHandshakesPerAddr)
+	l.FirstByteTimeout = cmp.Or(l.FirstByteTimeout, d.FirstByteTimeout)
 	l.HandshakeTimeout = cmp.Or(l.HandshakeTimeout, d.HandshakeTimeout)
 	l.IdleTimeout = cmp.Or(l.IdleTimeout, d.IdleTimeout)
 	l.MaxFrameBytes = cmp.Or(l.MaxFrameBytes, d.MaxFrameBytes)
@@ -85,9 +99,9 @@ func (l Limits) withDefaults() Limits {
 // validate reports the first invalid limit (after defaults).
 func (l Limits) validate() error {
 	switch {
-	case l.MaxConns < 1 || l.MaxConnsPerAddr < 1 || l.MaxHandshakes < 1:
+	case l.MaxConns < 1 || l.MaxConnsPerAddr < 1 || l.MaxHandshakes < 1 || l.MaxHandshakesPerAddr < 1:
 		return fmt.Errorf("%w: connection limits must be positive", ErrNodeConfig)
-	case l.HandshakeTimeout < 0 || l.IdleTimeout < 0 || l.AdminReadTimeout < 0 || l.AdminWriteTimeout < 0 || l.AdminIdleTimeout < 0:
+	case l.HandshakeTimeout < 0 || l.FirstByteTimeout < 0 || l.IdleTimeout < 0 || l.AdminReadTimeout < 0 || l.AdminWriteTimeout < 0 || l.AdminIdleTimeout < 0:
 		return fmt.Errorf("%w: timeouts must be positive", ErrNodeConfig)
 	case l.MaxFrameBytes < 1 || l.MaxFrameBytes > wire.DefaultMaxFrameBytes:
 		return fmt.Errorf("%w: max frame bytes %d out of [1, %d]", ErrNodeConfig, l.MaxFrameBytes, wire.DefaultMaxFrameBytes)
@@ -103,16 +117,22 @@ const (
 	limitConns      = "max_conns"
 	limitConnsAddr  = "max_conns_per_addr"
 	limitHandshakes = "max_handshakes"
-	limitHandshake  = "handshake_timeout"
-	limitIdle       = "idle_timeout"
-	limitBudget     = "inflight_bytes"
+	limitHsAddr     = "max_handshakes_per_addr"
+	limitFirstByte  = "first_byte_timeout"
+	// limitSilentEvicted: a connection that had sent nothing, closed to make room for a
+	// new one when a connection cap was reached.
+	limitSilentEvicted = "silent_evicted"
+	limitHandshake     = "handshake_timeout"
+	limitIdle          = "idle_timeout"
+	limitBudget        = "inflight_bytes"
 )
 
 // limitMetrics count connections refused or closed by a limit, by listener and reason,
 // and the connections each listener holds.
 type limitMetrics struct {
-	limited *prometheus.CounterVec
-	open    *prometheus.GaugeVec
+	limited  *prometheus.CounterVec
+	open     *prometheus.GaugeVec
+	reclaims prometheus.Counter // memory given back after the read budget drained (reclaim.go)
 }
 
 func newLimitMetrics(reg *prometheus.Registry) *limitMetrics {
@@ -125,28 +145,49 @@ func newLimitMetrics(reg *prometheus.Registry) *limitMetrics {
 			Name: "lockstep_conns_open", Help: "Connections a listener holds open.",
 		}, []string{"listener"}),
 	}
-	reg.MustRegister(m.limited, m.open)
+	m.reclaims = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lockstep_memory_reclaims_total",
+		Help: "Times the node collected and returned memory to the OS after the budget of request bytes being received drained.",
+	})
+	reg.MustRegister(m.limited, m.open, m.reclaims)
 	return m
 }
 
-// limitListener enforces MaxConns, MaxConnsPerAddr and MaxHandshakes on one listener.
-// Accept returns only connections within the caps; the others are closed at once and
-// counted. A returned connection frees its place when closed.
+// limitListener enforces MaxConns, MaxConnsPerAddr, MaxHandshakes and
+// MaxHandshakesPerAddr on one listener. Accept returns only connections within the
+// connection caps; the others are closed at once and counted. A returned connection frees
+// its place when closed. Its handshake takes a place (startHandshake) once its first byte
+// arrived (awaitFirstByte).
 type limitListener struct {
 	net.Listener
 	name string
 	lim  Limits
 	m    *limitMetrics
-	hs   chan struct{} // one slot per handshake in progress
+	// peer, if set, reports whether a remote host is a member's (the Raft port): exempt
+	// from the per-address caps, and the only one to use the last quarter of the
+	// handshake places.
+	peer atomic.Pointer[func(host string) bool]
+	// evict: a connection that has sent nothing yet may be closed to make room for a
+	// new one (silent.go). Set for the client and Raft ports, before Accept runs.
+	evict bool
 
-	mu     sync.Mutex
-	total  int
-	byAddr map[string]int
+	mu       sync.Mutex
+	total    int
+	byAddr   map[string]int
+	hsTotal  int            // handshakes in progress
+	hsByAddr map[string]int // handshakes in progress, by remote host
+	silent   list.List      // of *limitedConn that have sent nothing yet, oldest first (with evict)
 }
 
 func newLimitListener(ln net.Listener, name string, lim Limits, m *limitMetrics) *limitListener {
 	return &limitListener{Listener: ln, name: name, lim: lim, m: m,
-		hs: make(chan struct{}, lim.MaxHandshakes), byAddr: make(map[string]int)}
+		byAddr: make(map[string]int), hsByAddr: make(map[string]int)}
+}
+
+// isPeer reports whether host is exempt from the per-address caps.
+func (l *limitListener) isPeer(host string) bool {
+	f := l.peer.Load()
+	return f != nil && (*f)(host)
 }
 
 // refused counts one connection refused or closed for reason.
@@ -162,49 +203,99 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		host := remoteHost(nc)
+		peer := l.isPeer(host)
 		l.mu.Lock()
 		reason := ""
+		var victim *limitedConn // a silent connection closed to make room
 		switch {
 		case l.total >= l.lim.MaxConns:
-			reason = limitConns
-		case l.byAddr[host] >= l.lim.MaxConnsPerAddr:
-			reason = limitConnsAddr
-		default:
+			if victim = l.oldestSilent(""); victim == nil {
+				reason = limitConns
+			}
+		case l.byAddr[host] >= l.lim.MaxConnsPerAddr && !peer:
+			if victim = l.oldestSilent(host); victim == nil {
+				reason = limitConnsAddr
+			}
+		}
+		var c *limitedConn
+		if reason == "" {
+			if victim != nil {
+				l.releaseLocked(victim)
+			}
 			l.total++
 			l.byAddr[host]++
+			c = &limitedConn{Conn: nc, l: l, host: host}
+			if l.evict {
+				c.elem = l.silent.PushBack(c)
+			}
 		}
 		l.mu.Unlock()
+		if victim != nil {
+			l.refused(limitSilentEvicted)
+			victim.Conn.Close()
+		}
 		if reason != "" {
 			l.refused(reason)
 			nc.Close()
 			continue
 		}
 		l.m.open.WithLabelValues(l.name).Inc()
-		return &limitedConn{Conn: nc, l: l, host: host}, nil
+		return c, nil
 	}
 }
 
-// startHandshake takes a handshake slot; false (counted) if MaxHandshakes are running.
-// The caller calls endHandshake after a true.
-func (l *limitListener) startHandshake() bool {
-	select {
-	case l.hs <- struct{}{}:
-		return true
-	default:
-		l.refused(limitHandshakes)
-		return false
+// startHandshake takes a handshake place for a connection from host; false (counted) if
+// MaxHandshakes are running, or MaxHandshakesPerAddr from host. On a listener that knows
+// its peers, other hosts may take only three quarters of the places. The caller calls
+// endHandshake(host) after a true.
+func (l *limitListener) startHandshake(host string) bool {
+	peer := l.isPeer(host)
+	total := l.lim.MaxHandshakes
+	if !peer && l.peer.Load() != nil {
+		total -= l.lim.MaxHandshakes / 4
 	}
-}
-
-func (l *limitListener) endHandshake() { <-l.hs }
-
-func (l *limitListener) release(host string) {
 	l.mu.Lock()
-	l.total--
-	if l.byAddr[host]--; l.byAddr[host] == 0 {
-		delete(l.byAddr, host)
+	reason := ""
+	switch {
+	case l.hsTotal >= total:
+		reason = limitHandshakes
+	case l.hsByAddr[host] >= l.lim.MaxHandshakesPerAddr && !peer:
+		reason = limitHsAddr
+	default:
+		l.hsTotal++
+		l.hsByAddr[host]++
 	}
 	l.mu.Unlock()
+	if reason != "" {
+		l.refused(reason)
+		return false
+	}
+	return true
+}
+
+func (l *limitListener) endHandshake(host string) {
+	l.mu.Lock()
+	l.hsTotal--
+	if l.hsByAddr[host]--; l.hsByAddr[host] == 0 {
+		delete(l.hsByAddr, host)
+	}
+	l.mu.Unlock()
+}
+
+// releaseLocked frees c's place, once; l.mu is held.
+func (l *limitListener) releaseLocked(c *limitedConn) {
+	if c.released {
+		return
+	}
+	c.released = true
+	l.total--
+	if l.byAddr[c.host]--; l.byAddr[c.host] == 0 {
+		delete(l.byAddr, c.host)
+	}
+	if c.elem != nil {
+		l.silent.Remove(c.elem)
+		c.elem = nil
+	}
 	l.m.open.WithLabelValues(l.name).Dec()
 }
 
@@ -221,12 +312,16 @@ type limitedConn struct {
 	net.Conn
 	l    *limitListener
 	host string
-	once sync.Once
+	// Guarded by l.mu:
+	released bool          // its place is free
+	elem     *list.Element // in l.silent while it has sent nothing; nil after
 }
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() { c.l.release(c.host) })
+	c.l.mu.Lock()
+	c.l.releaseLocked(c)
+	c.l.mu.Unlock()
 	return err
 }
 
@@ -263,16 +358,23 @@ func (c *idleConn) Read(p []byte) (int, error) {
 }
 
 // handshake runs a client connection's TLS and protocol handshakes within one
-// HandshakeTimeout and a MaxHandshakes slot of ln; false (nc closed) if either fails.
+// HandshakeTimeout, and from its first byte on (FirstByteTimeout) within a handshake
+// place of ln; false (nc closed) if any of it fails.
 func (n *Node) handshake(ln *limitListener, nc net.Conn) (net.Conn, Identity, bool) {
-	if !ln.startHandshake() {
+	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Limits.HandshakeTimeout)
+	defer cancel()
+	pc, err := ln.awaitFirstByte(ctx, nc, n.cfg.Limits.FirstByteTimeout)
+	if err != nil {
 		nc.Close()
 		return nil, Identity{}, false
 	}
-	defer ln.endHandshake()
-	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.Limits.HandshakeTimeout)
-	defer cancel()
-	sc, who, err := n.acceptTLS(ctx, nc)
+	host := remoteHost(nc)
+	if !ln.startHandshake(host) {
+		nc.Close()
+		return nil, Identity{}, false
+	}
+	defer ln.endHandshake(host)
+	sc, who, err := n.acceptTLS(ctx, pc)
 	if err != nil {
 		n.handshakeFailed(ln, err)
 		nc.Close()

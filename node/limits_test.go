@@ -86,14 +86,15 @@ func TestLimitListenerHandshakes(t *testing.T) {
 	lim.MaxHandshakes = 2
 	ln := newLimitListener(raw, "raft", lim, m)
 	defer ln.Close()
-	if !ln.startHandshake() || !ln.startHandshake() {
+	const h = "127.0.0.1"
+	if !ln.startHandshake(h) || !ln.startHandshake(h) {
 		t.Fatal("handshake refused under the cap")
 	}
-	if ln.startHandshake() {
+	if ln.startHandshake(h) {
 		t.Fatal("third handshake allowed with MaxHandshakes 2")
 	}
-	ln.endHandshake()
-	if !ln.startHandshake() {
+	ln.endHandshake(h)
+	if !ln.startHandshake(h) {
 		t.Fatal("handshake refused after one ended")
 	}
 	if got := value(t, m.limited.WithLabelValues("raft", limitHandshakes)); got != 1 {
@@ -231,7 +232,8 @@ func TestLimitsWithDefaults(t *testing.T) {
 		t.Errorf("zero limits: got %+v, want %+v", got, want)
 	}
 	given := Limits{MaxConns: 1, MaxConnsPerAddr: 2, MaxHandshakes: 3, HandshakeTimeout: 4, IdleTimeout: 5, MaxFrameBytes: 6,
-		InflightBytes: 7, AdminReadTimeout: 8, AdminWriteTimeout: 9, AdminIdleTimeout: 10, AdminMaxHeaderBytes: 11}
+		InflightBytes: 7, AdminReadTimeout: 8, AdminWriteTimeout: 9, AdminIdleTimeout: 10, AdminMaxHeaderBytes: 11,
+		MaxHandshakesPerAddr: 12, FirstByteTimeout: 13}
 	if got := given.withDefaults(); got != given {
 		t.Errorf("given limits: got %+v, want %+v", got, given)
 	}

@@ -222,6 +222,8 @@ type Node struct {
 	replayed      atomic.Bool           // applied has reached replayTo
 	joining       atomic.Bool           // a join of this process is under way or acknowledged (not refused)
 	rebuild       rebuilder             // this node's automatic rebuild after a divergence (rebuild.go)
+	refusals      refusalLogs           // refusals logged at a bounded rate (refusals.go)
+	reclaim       reclaimer             // memory given back once request frames are garbage (reclaim.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -245,6 +247,7 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		conns: map[*wire.Conn]*clientConn{}, abstainCh: make(chan struct{}, 1),
 		reads: readIndexer{queue: newWaitQueue[readWaiter]()}, freshness: freshness{queue: newWaitQueue[func(error)]()}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.refusals = newRefusalLogs(n.log)
 	// fail undoes what Start has opened so far.
 	var layer *tlsStreamLayer
 	fail := func(err error) (*Node, error) {
@@ -284,9 +287,13 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	if n.ln, err = net.Listen("tcp", cfg.ClientAddr); err != nil {
 		return fail(fmt.Errorf("client listener: %w", err))
 	}
-	n.ln = newLimitListener(n.ln, "client", cfg.Limits, n.metrics.limits)
+	cln := newLimitListener(n.ln, "client", cfg.Limits, n.metrics.limits)
+	cln.evict = true // silent.go
+	n.ln = cln
 	n.readBudget, _ = wire.NewReadBudget(cfg.Limits.InflightBytes) // positive: validated
 	n.readBudget.OnRefused = func() { n.metrics.limits.limited.WithLabelValues("client", limitBudget).Inc() }
+	n.reclaim = newReclaimer()
+	n.readBudget.OnDrained = n.reclaim.drained
 	// The client seeds nothing: the hash-compare loop names each peer's address.
 	if n.peers, err = client.Open(n.peerClientConfig(client.Config{Addrs: []string{n.ln.Addr().String()}, ClusterID: cfg.ClusterID,
 		Logger: n.log})); err != nil {
@@ -322,6 +329,9 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		return fail(err)
 	}
 	seq := n.seq
+	if layer != nil {
+		layer.SetPeers(n.isMemberHost)
+	}
 	n.replayTo = seq.Stats().LastLogIndex
 	n.proposer, n.state = seq, fsm
 	if cfg.AdminAddr != "" {
@@ -368,6 +378,8 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	go n.hashCompareLoop()
 	go n.abstainLoop()
 	go n.processorTickLoop()
+	n.wg.Add(1)
+	go n.reclaimLoop()
 	return n, nil
 }
 
@@ -437,6 +449,7 @@ func (n *Node) Close() error {
 	n.wg.Wait()
 	n.peers.Close()
 	n.fsm.Close()
+	n.refusals.stop()
 	return err
 }
 

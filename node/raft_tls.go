@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/lockstepdb/lockstep/internal/certs"
+	"github.com/lockstepdb/lockstep/internal/ratelog"
 )
 
 // tlsStreamLayer is the Raft transport's stream layer of a secure node: mutual TLS 1.3
@@ -19,13 +20,17 @@ import (
 // hashicorp/raft (Accept) only after its handshake verified the peer's node certificate,
 // so a message from anything else — plaintext, a client certificate, another CA — is
 // never decoded by Raft. Handshakes run in their own goroutines, each bounded by
-// Limits.HandshakeTimeout and capped by Limits.MaxHandshakes, so a slow peer does not hold up the others.
+// Limits.HandshakeTimeout and, from the connection's first byte on (Limits.FirstByteTimeout),
+// holding a handshake place (Limits.MaxHandshakes, MaxHandshakesPerAddr; members' hosts
+// have places kept for them: SetPeers), so a slow or silent peer does not hold up the
+// others.
 type tlsStreamLayer struct {
-	ln      *limitListener
-	timeout time.Duration // bounds a handshake
-	st      *certs.Store
-	log     *slog.Logger
-	dial    func(addr string, timeout time.Duration) (net.Conn, error) // the TCP dial; nil: net.DialTimeout
+	ln        *limitListener
+	timeout   time.Duration // bounds a handshake
+	firstByte time.Duration // bounds the wait for a connection's first byte
+	st        *certs.Store
+	log       *ratelog.Limiter                                           // "raft connection refused", at a bounded rate
+	dial      func(addr string, timeout time.Duration) (net.Conn, error) // the TCP dial; nil: net.DialTimeout
 
 	accepted chan net.Conn
 	ctx      context.Context // ends at Close
@@ -49,9 +54,11 @@ func newTLSStreamLayer(addr string, st *certs.Store, log *slog.Logger, dial func
 		return nil, err
 	}
 	ln := newLimitListener(raw, "raft", lim, m)
+	ln.evict = true // silent.go
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &tlsStreamLayer{ln: ln, timeout: lim.HandshakeTimeout, st: st, log: log, dial: dial, accepted: make(chan net.Conn),
-		ctx: ctx, cancel: cancel}
+	l := &tlsStreamLayer{ln: ln, timeout: lim.HandshakeTimeout, firstByte: lim.FirstByteTimeout, st: st,
+		log: ratelog.New(log, slog.LevelWarn, "raft connection refused", ratelog.Config{}), dial: dial,
+		accepted: make(chan net.Conn), ctx: ctx, cancel: cancel}
 	l.wg.Add(1)
 	go l.acceptLoop()
 	return l, nil
@@ -65,34 +72,42 @@ func (l *tlsStreamLayer) acceptLoop() {
 		if err != nil {
 			return
 		}
-		if !l.ln.startHandshake() {
-			nc.Close()
-			continue
-		}
 		l.wg.Add(1)
-		go l.handshake(tls.Server(nc, cfg))
+		go l.handshake(nc, cfg)
 	}
 }
 
-// handshake verifies a peer and hands its connection to Raft, or closes it.
-func (l *tlsStreamLayer) handshake(tc *tls.Conn) {
+// handshake waits for the connection's first byte, then verifies the peer within a
+// handshake place and hands its connection to Raft; or closes it.
+func (l *tlsStreamLayer) handshake(nc net.Conn, cfg *tls.Config) {
 	defer l.wg.Done()
-	defer l.ln.endHandshake()
 	ctx, cancel := context.WithTimeout(l.ctx, l.timeout) // ends too when the layer closes
-	err := tc.HandshakeContext(ctx)
-	cancel()
+	defer cancel()
+	pc, err := l.ln.awaitFirstByte(ctx, nc, l.firstByte)
+	if err != nil {
+		nc.Close()
+		return
+	}
+	host := remoteHost(nc)
+	if !l.ln.startHandshake(host) {
+		nc.Close()
+		return
+	}
+	tc := tls.Server(pc, cfg)
+	err = tc.HandshakeContext(ctx)
+	l.ln.endHandshake(host)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			l.ln.refused(limitHandshake)
 		}
 		if l.ctx.Err() == nil {
-			l.log.Warn("raft connection refused", "remote", tc.RemoteAddr().String(), "err", err)
+			l.log.Log("remote", nc.RemoteAddr().String(), "err", err)
 		}
-		tc.Close()
+		nc.Close()
 		return
 	}
 	select {
-	case l.accepted <- &rawClose{Conn: tc, raw: tc.NetConn()}:
+	case l.accepted <- &rawClose{Conn: tc, raw: nc}:
 	case <-l.ctx.Done():
 		tc.Close()
 	}
@@ -115,8 +130,19 @@ func (l *tlsStreamLayer) Close() error {
 		l.cancel()
 		err = l.ln.Close()
 		l.wg.Wait()
+		l.log.Stop()
 	})
 	return err
+}
+
+// SetPeers makes isPeer decide which remote hosts are the members' (exempt from the
+// per-address caps, with handshake places kept for them); nil: none is.
+func (l *tlsStreamLayer) SetPeers(isPeer func(host string) bool) {
+	if isPeer == nil {
+		l.ln.peer.Store(nil)
+		return
+	}
+	l.ln.peer.Store(&isPeer)
 }
 
 // Addr is the listener's address.
@@ -145,4 +171,20 @@ func (l *tlsStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration)
 		return nil, err
 	}
 	return &rawClose{Conn: tc, raw: tc.NetConn()}, nil // see rawClose: a stalled peer must not block Close
+}
+
+// isMemberHost reports whether host is the host of a member's Raft address in the
+// latest configuration this node knows: the Raft port keeps handshake places for them
+// and exempts them from its per-address caps (Limits).
+func (n *Node) isMemberHost(host string) bool {
+	members, err := n.seq.Members()
+	if err != nil {
+		return false
+	}
+	for _, m := range members {
+		if h, _, err := net.SplitHostPort(m.Addr); err == nil && h == host {
+			return true
+		}
+	}
+	return false
 }

@@ -58,7 +58,7 @@ func (cc *clientConn) authorize(req *wire.Request) bool {
 		return true
 	}
 	cc.n.metrics.authz.WithLabelValues("denied", req.Op.String()).Inc()
-	cc.n.log.Warn("permission denied", "identity", cc.who.Name, "kind", cc.who.Kind.String(), "op", req.Op.String(), "procedure", req.Procedure, "reason", err.Error())
+	cc.n.refusals.denied.Log("identity", cc.who.Name, "kind", cc.who.Kind.String(), "op", req.Op.String(), "procedure", req.Procedure, "reason", err.Error())
 	if req.Op == wire.OpCredit {
 		<-cc.sem // one-way: no answer frees the slot
 		return false

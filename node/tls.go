@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
 	"time"
 
@@ -80,37 +79,26 @@ func (n *Node) peerClientConfig(cfg client.Config) client.Config {
 
 // acceptTLS runs the TLS handshake of a client-port connection within ctx, which has a
 // deadline, and returns the connection to speak the protocol on and the peer's identity.
-// On a secure node a peer without a certificate of the CA fails here, before any frame is
-// read.
-func (n *Node) acceptTLS(ctx context.Context, nc net.Conn) (net.Conn, Identity, error) {
+// pc's first byte has arrived (awaitFirstByte). On a secure node a peer without a
+// certificate of the CA fails here, before any frame is read.
+func (n *Node) acceptTLS(ctx context.Context, pc *prefixConn) (net.Conn, Identity, error) {
 	if n.certs == nil {
-		return nc, Identity{}, nil
+		return pc, Identity{}, nil
 	}
 	// A TLS connection starts with a handshake record (type 22). Anything else is most
 	// likely a plaintext Lockstep client (--insecure): it gets a definite refusal in its
 	// own protocol, so that it stops at once and says why, and nothing else.
-	deadline, _ := ctx.Deadline()
-	nc.SetReadDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { nc.SetReadDeadline(time.Unix(1, 0)) }) // Close interrupts
-	var first [1]byte
-	_, err := io.ReadFull(nc, first[:])
-	if !stop() {
-		return nil, Identity{}, ctx.Err()
-	}
-	if err != nil {
-		return nil, Identity{}, err
-	}
-	if first[0] != recordTypeHandshake {
+	nc := pc.Conn
+	if pc.first[0] != recordTypeHandshake {
 		resp := wire.ErrorResponse(0, &wire.Error{Code: wire.CodeProtocolVersion, Message: errPlaintext})
 		nc.SetWriteDeadline(time.Now().Add(time.Second))
 		nc.Write(wire.AppendFrame(nil, wire.AppendResponse(nil, &resp)))
 		return nil, Identity{}, fmt.Errorf("plaintext connection refused")
 	}
-	nc.SetReadDeadline(time.Time{})
-	tc := tls.Server(&prefixConn{Conn: nc, first: first[:]}, n.clientTLS)
+	tc := tls.Server(pc, n.clientTLS)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		if n.ctx.Err() == nil {
-			n.log.Warn("client connection refused", "remote", nc.RemoteAddr().String(), "err", err)
+			n.refusals.client.Log("remote", nc.RemoteAddr().String(), "err", err)
 		}
 		return nil, Identity{}, err
 	}

@@ -55,6 +55,8 @@ func nodeFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-conns", Usage: "most connections each listener (client, Raft, admin) holds", Value: lim.MaxConns},
 		&cli.IntFlag{Name: "max-conns-per-addr", Usage: "most connections each listener holds from one remote IP", Value: lim.MaxConnsPerAddr},
 		&cli.IntFlag{Name: "max-handshakes", Usage: "most TLS+protocol handshakes in progress per listener", Value: lim.MaxHandshakes},
+		&cli.IntFlag{Name: "max-handshakes-per-addr", Usage: "most handshakes in progress per listener from one remote IP (Raft: members' hosts exempt)", Value: lim.MaxHandshakesPerAddr},
+		&cli.DurationFlag{Name: "first-byte-timeout", Usage: "time a new connection has to send its first byte (before it takes a handshake place)", Value: lim.FirstByteTimeout},
 		&cli.DurationFlag{Name: "handshake-timeout", Usage: "time allowed for a connection's TLS and protocol handshakes", Value: lim.HandshakeTimeout},
 		&cli.DurationFlag{Name: "idle-timeout", Usage: "close a client connection silent this long with no request in flight and no subscription", Value: lim.IdleTimeout},
 		&cli.IntFlag{Name: "max-frame-bytes", Usage: "largest request frame a client may send", Value: lim.MaxFrameBytes},
@@ -112,6 +114,7 @@ func nodeConfigFromFlags(c *cli.Context) (node.Config, *faultenv.CrashLog, error
 	}
 	cfg.Limits = node.Limits{
 		MaxConns: c.Int("max-conns"), MaxConnsPerAddr: c.Int("max-conns-per-addr"), MaxHandshakes: c.Int("max-handshakes"),
+		MaxHandshakesPerAddr: c.Int("max-handshakes-per-addr"), FirstByteTimeout: c.Duration("first-byte-timeout"),
 		HandshakeTimeout: c.Duration("handshake-timeout"), IdleTimeout: c.Duration("idle-timeout"),
 		MaxFrameBytes: c.Int("max-frame-bytes"), InflightBytes: c.Int64("inflight-bytes"),
 		AdminReadTimeout: c.Duration("admin-read-timeout"), AdminWriteTimeout: c.Duration("admin-write-timeout"),

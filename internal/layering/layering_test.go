@@ -33,6 +33,7 @@ var allowed = map[string][]string{
 	"internal/crashstore": {"internal/planted"},
 	"internal/faultenv":   {"internal/crashstore"},
 	"internal/planted":    {},
+	"internal/ratelog":    {},
 	"sequencer":           {"internal/batch", "internal/planted"},
 	"replica":             {"partition", "procedures", "procedures/builtin", "internal/batch", "internal/planted"},
 	"internal/certs":      {},
@@ -42,7 +43,7 @@ var allowed = map[string][]string{
 	"internal/testutil/pgtest": {},
 	// node reads window operators' watermarks (window.ReadOperator) for processor status.
 	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
-		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/planted"},
+		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/planted", "internal/ratelog"},
 	"cmd/lockstep":       {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "internal/faultenv", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},

@@ -12,7 +12,7 @@ import (
 var ErrReadBudget error = &frameError{"wire: read budget of in-flight frame bytes spent", ErrOverloaded}
 
 // ReadBudget bounds the memory held by frame bodies being received over many connections:
-// a body grows past its first chunk (readChunkBytes) only by taking bytes from the budget,
+// a body's chunks after its first (readChunkBytes) are allocated only by taking their bytes from the budget,
 // and gives them back once the frame is read or fails. A peer that announces a large
 // frame and never finishes it so pins at most its first chunk plus what the budget let it
 // take, and peers together pin at most the budget. Safe for concurrent use.
@@ -21,6 +21,12 @@ type ReadBudget struct {
 	used  atomic.Int64
 	// OnRefused, if set, is called each time a frame is refused for want of budget.
 	OnRefused func()
+	// OnDrained, if set, is called when nothing is taken any more after at least a
+	// quarter of the budget was, on the goroutine that gave the last bytes back: the
+	// memory of the frames that were being received (a burst of large requests, or
+	// half-sent frames whose connections closed) has just become garbage.
+	OnDrained func()
+	high      atomic.Bool // a quarter of the limit was taken since the last drain
 }
 
 // NewReadBudget returns a budget of limit bytes (limit > 0).
@@ -51,6 +57,9 @@ func (b *ReadBudget) take(n int) bool {
 			return false
 		}
 		if b.used.CompareAndSwap(u, u+int64(n)) {
+			if u+int64(n) >= b.limit/4 && !b.high.Load() {
+				b.high.Store(true)
+			}
 			return true
 		}
 	}
@@ -58,7 +67,7 @@ func (b *ReadBudget) take(n int) bool {
 
 // give returns n bytes taken before.
 func (b *ReadBudget) give(n int) {
-	if b != nil && n != 0 {
-		b.used.Add(-int64(n))
+	if b != nil && n != 0 && b.used.Add(-int64(n)) == 0 && b.high.Load() && b.high.Swap(false) && b.OnDrained != nil {
+		b.OnDrained()
 	}
 }

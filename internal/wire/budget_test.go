@@ -24,7 +24,7 @@ func TestReadBudget(t *testing.T) {
 		buf.Write(make([]byte, send))
 		return &buf
 	}
-	// 2 chunks fit (the first is free, the second buffer of 2 chunks is taken).
+	// 2 chunks fit (the first is free, the second is taken).
 	fr := NewFrameReader(frame(2*readChunkBytes, 2*readChunkBytes), 0)
 	fr.SetBudget(b)
 	if _, err := fr.ReadFrame(); err != nil {
@@ -33,7 +33,7 @@ func TestReadBudget(t *testing.T) {
 	if b.Used() != 0 {
 		t.Fatalf("budget used %d after a complete frame", b.Used())
 	}
-	// 8 chunks need a buffer of 4 chunks then 8: refused at the 8.
+	// 8 chunks need 7 from the budget of 3: refused at the fifth.
 	fr = NewFrameReader(frame(8*readChunkBytes, 8*readChunkBytes), 0)
 	fr.SetBudget(b)
 	_, err = fr.ReadFrame()
@@ -54,5 +54,38 @@ func TestReadBudget(t *testing.T) {
 	}
 	if _, err := NewReadBudget(0); err == nil {
 		t.Fatal("a zero budget accepted")
+	}
+}
+
+// TestReadBudgetDrained: OnDrained is called once the budget is empty again after a
+// quarter or more of it was taken, and not after smaller use.
+func TestReadBudgetDrained(t *testing.T) {
+	b, err := NewReadBudget(8 * readChunkBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drained := 0
+	b.OnDrained = func() { drained++ }
+	read := func(chunks int) {
+		var buf bytes.Buffer
+		binary.Write(&buf, binary.BigEndian, uint32(chunks*readChunkBytes))
+		buf.Write(make([]byte, chunks*readChunkBytes))
+		fr := NewFrameReader(&buf, 0)
+		fr.SetBudget(b)
+		if _, err := fr.ReadFrame(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read(2) // one chunk taken: an eighth
+	if drained != 0 {
+		t.Fatalf("drained %d times after an eighth of the budget", drained)
+	}
+	read(3) // two taken: a quarter
+	if drained != 1 {
+		t.Fatalf("drained %d times after a quarter of the budget, want 1", drained)
+	}
+	read(1) // the first chunk is free: nothing taken, nothing drained
+	if drained != 1 {
+		t.Fatalf("drained %d times, want 1", drained)
 	}
 }

@@ -15,9 +15,9 @@ const DefaultMaxFrameBytes = 4 << 20
 // FrameHeaderBytes is the size of a frame's length prefix.
 const FrameHeaderBytes = 4
 
-// readChunkBytes is how much of a frame body is allocated before its bytes arrive: a
-// larger body grows as it is received, so a peer that claims a large frame and sends
-// nothing pins little memory.
+// readChunkBytes is the size of the chunks a frame body is read in: a chunk is allocated
+// only when the bytes before it have arrived, so a peer that claims a large frame and
+// sends part of it pins what it sent, rounded up to a chunk, and nothing more.
 const readChunkBytes = 64 << 10
 
 // frameError is the type of the framing sentinels; each wraps the catalogue sentinel
@@ -88,34 +88,52 @@ func (fr *FrameReader) ReadFrame() ([]byte, error) {
 	return readBody(fr.r, int(size), fr.budget)
 }
 
-// readBody reads an n-byte frame body, growing the buffer as the bytes arrive. The first
-// chunk is free; every larger buffer is taken from budget before it is allocated, and all
-// of it is given back when readBody returns.
+// readBody reads an n-byte frame body. A body of up to one chunk is read into its
+// buffer at once. A larger one is read chunk by chunk as its bytes arrive, each chunk
+// after the first taken from budget before it is allocated, and assembled into one
+// buffer once complete; everything taken is given back when readBody returns. So a body
+// that never completes never costs more than it sent (rounded up to a chunk), and never
+// a buffer of its claimed size.
 func readBody(r io.Reader, n int, budget *ReadBudget) ([]byte, error) {
-	buf := make([]byte, min(n, readChunkBytes))
+	if n <= readChunkBytes {
+		buf := make([]byte, n)
+		if got, err := io.ReadFull(r, buf); err != nil {
+			return nil, truncatedBody(got, n, err)
+		}
+		return buf, nil
+	}
+	chunks := make([][]byte, 0, (n+readChunkBytes-1)/readChunkBytes)
 	got, taken := 0, 0
 	defer func() { budget.give(taken) }()
-	for {
-		m, err := io.ReadFull(r, buf[got:])
+	for got < n {
+		size := min(n-got, readChunkBytes)
+		if len(chunks) > 0 {
+			if !budget.take(size) {
+				return nil, fmt.Errorf("%w: a frame of %d bytes after %d received (budget %d bytes)", ErrReadBudget, n, got, budget.Limit())
+			}
+			taken += size
+		}
+		c := make([]byte, size)
+		m, err := io.ReadFull(r, c)
 		got += m
 		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, fmt.Errorf("wire: truncated frame body (%d of %d bytes): %w", got, n, err)
+			return nil, truncatedBody(got, n, err)
 		}
-		if got == n {
-			return buf, nil
-		}
-		size := min(n, 2*len(buf))
-		if !budget.take(size) {
-			return nil, fmt.Errorf("%w: a frame of %d bytes after %d received (budget %d bytes)", ErrReadBudget, n, got, budget.Limit())
-		}
-		next := make([]byte, size)
-		copy(next, buf)
-		budget.give(taken) // the old buffer is garbage now
-		buf, taken = next, size
+		chunks = append(chunks, c)
 	}
+	body := make([]byte, 0, n)
+	for _, c := range chunks {
+		body = append(body, c...)
+	}
+	return body, nil
+}
+
+// truncatedBody is the error of a body that ended after got of its n bytes.
+func truncatedBody(got, n int, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("wire: truncated frame body (%d of %d bytes): %w", got, n, err)
 }
 
 // checkFrameLen reports whether a body of n bytes may be sent under limit.

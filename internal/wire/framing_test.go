@@ -104,6 +104,10 @@ func TestOversizedFrameDoesNotAllocate(t *testing.T) {
 	}{
 		{"4 GiB claim", header(1<<32 - 1), DefaultMaxFrameBytes, 16 << 10},
 		{"4 MiB claim, 10 bytes sent", append(header(DefaultMaxFrameBytes), make([]byte, 10)...), DefaultMaxFrameBytes, 2 * readChunkBytes},
+		// Half sent (issue 20 item 14): what was sent, not a buffer of the claimed size nor
+		// the doubling buffers that led to it.
+		{"4 MiB claim, 2 MiB sent", append(header(DefaultMaxFrameBytes), make([]byte, DefaultMaxFrameBytes/2)...), DefaultMaxFrameBytes,
+			DefaultMaxFrameBytes/2 + 2*readChunkBytes},
 	}
 	for i, tt := range tests {
 		var err error
