@@ -1,6 +1,9 @@
 package partition
 
-import "fmt"
+import (
+	"bytes"
+	"fmt"
+)
 
 // Stream operations of a Tx. A stream exists in a partition from the input that creates
 // it there (CreateStream) to the one that deletes it; the procedure layer's stream.create
@@ -46,7 +49,33 @@ func (tx *Tx) DeleteStream(name string) error {
 	delete(tx.part.streams, name)
 	tx.run.undo = append(tx.run.undo, undoEntry{part: tx.part, stream: s, deleted: true})
 	tx.resetProcessorPositions(name)
+	tx.dropWatermarks(name)
 	return nil
+}
+
+// dropWatermarks removes, undoably, the exchange watermark rows of the stream name on this
+// partition (what each upstream published and the combined value): a stream created again
+// under the name is a new log whose records are judged from no watermark, not against
+// the old stream's high one.
+func (tx *Tx) dropWatermarks(name string) {
+	t := tx.part.tables[SysWatermarks]
+	if t == nil {
+		return
+	}
+	keys := [][]byte{combinedKey(name)}
+	prefix := publishedKey(name, "")
+	t.scan(ScanOptions{Start: prefix}, func(k, _ []byte) bool {
+		if !bytes.HasPrefix(k, prefix) {
+			return false
+		}
+		keys = append(keys, bytes.Clone(k))
+		return true
+	})
+	for _, k := range keys {
+		if stored, old, existed := t.delete(k); existed {
+			tx.run.undo = append(tx.run.undo, undoEntry{part: tx.part, table: t, key: stored, old: old, existed: true})
+		}
+	}
 }
 
 // resetProcessorPositions sets the position of every processor whose input is the stream

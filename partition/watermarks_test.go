@@ -175,3 +175,68 @@ func BenchmarkProcessorCountPublishing(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
+
+// TestDeleteStreamDropsWatermarks: deleting a stream drops its exchange watermark rows on
+// every partition with it, so a stream created again under the name starts from no
+// watermark (its records are not judged against the old stream's); a delete that rolls
+// back keeps them (DESIGN.md invariant 2).
+func TestDeleteStreamDropsWatermarks(t *testing.T) {
+	const parts = 2
+	recreate := procs{
+		"create": procStreamProcs["create"], "append": procStreamProcs["append"],
+		// recreate deletes "out" on every partition and creates it again; Args "fail"
+		// fails the input after that.
+		"recreate": func(tx *Tx, in *Input, out []byte) ([]byte, error) {
+			for _, p := range tx.Scope() {
+				v, _ := tx.On(p)
+				if err := v.DeleteStream("out"); err != nil {
+					return out, err
+				}
+				if err := v.CreateStream("out", StreamConfig{}); err != nil {
+					return out, err
+				}
+			}
+			if string(in.Args) == "fail" {
+				return out, errors.New("asked to fail")
+			}
+			return out, nil
+		},
+	}
+	e := newEngine(t, Config{Partitions: parts, Processors: []Processor{publisher()}}, recreate)
+	mustExecute(t, e, createInput(parts, "in,out"))
+	for p := range parts {
+		in := appendInput(parts, keyOn(p, parts, 0), "400")
+		mustExecute(t, e, in)
+	}
+	e.RunProcessors(ProcessorPhase{Time: testTime, Seq: 1})
+	if got := exchangeMark(t, e); got != 400 {
+		t.Fatalf("before the delete: exchange watermark %d, want 400", got)
+	}
+	if err := runErr(e, Input{Procedure: "recreate", Scope: AllPartitions(parts), Args: []byte("fail"), Time: testTime}); err == nil {
+		t.Fatal("the failing recreate did not fail")
+	}
+	e.RunProcessors(ProcessorPhase{Time: testTime + 1e9, Seq: 2})
+	if got := exchangeMark(t, e); got != 400 {
+		t.Fatalf("after a rolled-back delete: exchange watermark %d, want 400", got)
+	}
+	mustExecute(t, e, Input{Procedure: "recreate", Scope: AllPartitions(parts), Time: testTime + 2e9})
+	for _, p := range e.parts {
+		n := 0
+		if tb := p.tables[SysWatermarks]; tb != nil {
+			tb.scan(ScanOptions{}, func(k, _ []byte) bool {
+				if bytes.HasSuffix(k, []byte("out")) || bytes.Contains(k, []byte("out\x00")) {
+					n++
+				}
+				return true
+			})
+		}
+		if n != 0 {
+			t.Fatalf("partition %d keeps %d watermark rows of the deleted stream", p.id, n)
+		}
+	}
+	e.RunProcessors(ProcessorPhase{Time: testTime + 3e9, Seq: 3})
+	if got := exchangeMark(t, e); got != NoWatermark {
+		t.Fatalf("after the stream was created again: exchange watermark %d, want NoWatermark", got)
+	}
+	checkHashes(t, e)
+}
