@@ -1,8 +1,9 @@
 // Package node is one running Lockstep node: the assembly of the Raft sequencer
 // (package sequencer), the replicated state machine (package replica) and the servers
 // that face the world. A Go program runs a node as a library with its own procedures next
-// to the built-ins (examples/customproc); `lockstep node` is the same assembly behind
-// flags.
+// to the built-ins; package node/runner puts it behind `lockstep node`'s flags, config
+// file, signals and automatic rebuild, for the lockstep binary and for a node binary of
+// one's own (examples/customproc).
 //
 // A node, once started:
 //

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/node"
+	"github.com/lockstepdb/lockstep/node/runner"
 	"github.com/urfave/cli/v2"
 )
 
@@ -23,7 +24,9 @@ func parseNode(t *testing.T, args ...string) (node.Config, error) {
 	for _, c := range app.Commands {
 		if c.Name == "node" {
 			c.Action = func(c *cli.Context) error {
-				cfg, _, cfgErr = nodeConfigFromFlags(c)
+				var rc runner.Config
+				rc, cfgErr = runner.ConfigFromFlags(c)
+				cfg = rc.Node
 				return nil
 			}
 		}
@@ -145,8 +148,8 @@ func TestConfigFileErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("#%d: got %v, want an error with %q", i, err, tc.want)
 		}
-		if strings.Contains(tc.want, "key ") && !errors.Is(err, errConfig) {
-			t.Errorf("#%d: got %v, want an errConfig", i, err)
+		if strings.Contains(tc.want, "key ") && !errors.Is(err, runner.ErrConfig) {
+			t.Errorf("#%d: got %v, want a runner.ErrConfig", i, err)
 		}
 	}
 	if _, err := parseNode(t, "--config", filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
@@ -204,7 +207,7 @@ func TestConfigKeysDocumented(t *testing.T) {
 		documented = append(documented, strings.Trim(strings.Split(line, "|")[1], " `"))
 	}
 	var keys []string
-	for _, f := range nodeFlags() {
+	for _, f := range runner.Flags() {
 		if name := f.Names()[0]; name != "config" {
 			keys = append(keys, name)
 		}

@@ -4,6 +4,15 @@
 // Every node of a cluster must register the same procedures; a node whose procedure set
 // differs is refused when it joins, and refuses to apply a cluster's log if started on it.
 //
+// As "customproc node ..." it is a node binary of its own: one node, run exactly as
+// "lockstep node" runs one (the same flags and --config file, SIGHUP reloads the
+// certificates, a divergent replica is rebuilt automatically), with the custom procedures
+// (package node/runner; docs/procedures.md, "Embedding: your own node binary"):
+//
+//	customproc node --certs-dir certs --id n1 --data /tmp/c1 --bootstrap n1=127.0.0.1:7001=127.0.0.1:8001
+//
+// Otherwise it runs a demo: three nodes in this process, a few calls of its procedure.
+//
 //	go run ./examples/customproc
 //
 // With -serve it keeps its three nodes running until SIGINT or SIGTERM, after printing
@@ -31,12 +40,14 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/node"
+	"github.com/lockstepdb/lockstep/node/runner"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/lockstepdb/lockstep/procedures/window"
@@ -109,6 +120,22 @@ func registry() *procedures.Registry {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "node" {
+		// One node of a cluster, with every feature of `lockstep node`.
+		runner.Main(func(nodeID string) *procedures.Registry { return registry() })
+		return
+	}
+	demo()
+}
+
+// demo runs three nodes in this process and calls words.count on them (or with -serve
+// keeps them running for the lockstep CLI).
+func demo() {
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: %[1]s [flags]: three nodes in this process, a demo\n"+
+			"   or: %[1]s node [flags]: one node of a cluster, as lockstep node runs one (%[1]s node --help)\n", filepath.Base(os.Args[0]))
+		flag.PrintDefaults()
+	}
 	serve := flag.Bool("serve", false, "keep the nodes running until SIGINT or SIGTERM and print their client addresses")
 	dir := flag.String("dir", "", "the nodes' data directories go here (default: a temp dir, removed at exit)")
 	certsDir := flag.String("certs-dir", os.Getenv("LOCKSTEP_CERTS_DIR"),

@@ -13,6 +13,6 @@
 //  3. Open that crash model in a data directory (OpenCrashLog): raft-wal on a file system
 //     that keeps only durable images, or a journal standing in for bolt.
 //
-// The caller (cmd/lockstep) puts the hooks into the node's configuration and closes the
-// crash log after the node has stopped.
+// The caller (node/runner, so every node binary) puts the hooks into the node's
+// configuration and closes the crash log after the node has stopped.
 package faultenv

@@ -44,7 +44,9 @@ var allowed = map[string][]string{
 	// node reads window operators' watermarks (window.ReadOperator) for processor status.
 	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/planted", "internal/ratelog"},
-	"cmd/lockstep":       {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "internal/faultenv", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo"},
+	// node/runner is `lockstep node` for any binary: flags, config file, signals, rebuild.
+	"node/runner":        {"node", "procedures", "internal/faultenv"},
+	"cmd/lockstep":       {"client", "client/pgsink", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},
 	// benchmarks/report reads the node's metric names (node.Metric...), nothing else of it.
@@ -52,7 +54,7 @@ var allowed = map[string][]string{
 	"jepsen":              {"client", "procedures/builtin", "internal/chart", "internal/faultenv"},
 	"internal/chart":      {},
 	"internal/demo":       {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "benchmarks/loadgen"}, // `lockstep demo`
-	"examples/customproc": {"client", "node", "partition", "procedures", "procedures/builtin", "procedures/window"},
+	"examples/customproc": {"client", "node", "node/runner", "partition", "procedures", "procedures/builtin", "procedures/window"},
 	// tests/system is test files only (see withTests): process-level tests drive the binary
 	// through jepsen.Cluster and the client, and read what a test truly needs besides (a
 	// node's sentinels and constants, the shared test certificates, the sink's database).

@@ -105,14 +105,7 @@ func startCustomProc(t *testing.T) string {
 // startCustomProcNodes is startCustomProc returning every node's client address.
 func startCustomProcNodes(t *testing.T) []string {
 	t.Helper()
-	exe := filepath.Join(t.TempDir(), "customproc")
-	args := []string{"build", "-o", exe}
-	if raceBuild {
-		args = append(args, "-race")
-	}
-	if out, err := exec.Command("go", append(args, "../../examples/customproc")...).CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	exe := buildCustomProc(t)
 	cmd := exec.Command(exe, "-serve", "-dir", t.TempDir())
 	cmd.Env = binaryEnv()
 	stdout, err := cmd.StdoutPipe()
@@ -162,4 +155,22 @@ func startCustomProcNodes(t *testing.T) []string {
 		t.Fatalf("customproc printed no addresses: %s", stderr.String())
 	}
 	return nil
+}
+
+// buildCustomProc builds examples/customproc with the build tags given, with -race when the
+// tests run with it, and returns the binary's path (in a temp dir of the test).
+func buildCustomProc(t *testing.T, tags ...string) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "customproc")
+	args := []string{"build", "-o", exe}
+	if raceBuild {
+		args = append(args, "-race")
+	}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	if out, err := exec.Command("go", append(args, "../../examples/customproc")...).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return exe
 }

@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 // rebuildBindWait is how long a rebuilt node waits for its ports to be free again.
 const rebuildBindWait = 10 * time.Second
 
-// rebuildNode does what runNode owes a node that announced its automatic rebuild
+// rebuildNode does what Run owes a node that announced its automatic rebuild
 // (node.Node.RebuildRequested; docs/operations.md, "Automatic rebuild of a divergent
 // replica"): it closes the node, prepares its data directory (its Raft state discarded, a
 // new incarnation) and starts it again on the same addresses, to join the cluster and
@@ -41,12 +41,4 @@ func rebuildNode(n *node.Node, cfg *node.Config, reg *procedures.Registry) (*nod
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// nodeRegistry is the procedure set of node id: the built-ins, and in a build with the
-// lockstep_nondet tag (tests only) a procedure that breaks determinism on purpose.
-func nodeRegistry(id string) *procedures.Registry {
-	r := procedures.Builtins()
-	procedures.RegisterTestProcedures(r, id)
-	return r
 }

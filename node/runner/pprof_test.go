@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"errors"
@@ -15,9 +15,9 @@ func TestStartPprofLoopbackOnly(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for i, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "192.0.2.1:0", "example.com:0", "127.0.0.1"} {
 		p, err := startPprof(addr, log)
-		if !errors.Is(err, errPprofAddr) {
+		if !errors.Is(err, ErrPprofAddr) {
 			p.close()
-			t.Errorf("#%d %q: got %v, want errPprofAddr", i, addr, err)
+			t.Errorf("#%d %q: got %v, want ErrPprofAddr", i, addr, err)
 		}
 	}
 	if p, err := startPprof("", log); p != nil || err != nil {

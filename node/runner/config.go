@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"errors"
@@ -15,8 +15,8 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// errConfig is wrapped by every error about a config file.
-var errConfig = errors.New("config file")
+// ErrConfig is wrapped by every error about a config file (--config).
+var ErrConfig = errors.New("config file")
 
 // The config file is read by this hand-written code rather than urfave/cli's altsrc
 // (v2.27.7), which silently ignores keys that are not altsrc-wrapped flags (a typo, or
@@ -34,7 +34,7 @@ var errConfig = errors.New("config file")
 // A null value is the empty string for a scalar flag and the empty list for a list flag.
 // Every key must name one of flags, so a typo, "help" or "config" is an error; flags
 // should be the command's declared flags, not c.Command.Flags (which holds cli's help
-// flag). Every error wraps errConfig and names the file, the key and the problem.
+// flag). Every error wraps ErrConfig and names the file, the key and the problem.
 // docs/operations.md lists the keys.
 func applyConfigFile(c *cli.Context, flags []cli.Flag, path string) error {
 	raw, err := readConfigFile(path)
@@ -59,7 +59,7 @@ func applyConfigFile(c *cli.Context, flags []cli.Flag, path string) error {
 	for _, k := range keys {
 		f, ok := known[k]
 		if !ok {
-			return fmt.Errorf("%w %s: unknown key %q: not a node setting; the keys are %s", errConfig, path, k, strings.Join(names, ", "))
+			return fmt.Errorf("%w %s: unknown key %q: not a node setting; the keys are %s", ErrConfig, path, k, strings.Join(names, ", "))
 		}
 		if c.IsSet(k) {
 			continue // the command line wins
@@ -67,11 +67,11 @@ func applyConfigFile(c *cli.Context, flags []cli.Flag, path string) error {
 		_, list := f.(*cli.StringSliceFlag)
 		vals, err := configValues(raw[k], list)
 		if err != nil {
-			return fmt.Errorf("%w %s: key %q: %w", errConfig, path, k, err)
+			return fmt.Errorf("%w %s: key %q: %w", ErrConfig, path, k, err)
 		}
 		for _, v := range vals {
 			if err := c.Set(k, v); err != nil {
-				return fmt.Errorf("%w %s: key %q: invalid value %q%s: %w", errConfig, path, k, v, wantOf(f), err)
+				return fmt.Errorf("%w %s: key %q: invalid value %q%s: %w", ErrConfig, path, k, v, wantOf(f), err)
 			}
 		}
 	}
@@ -82,7 +82,7 @@ func applyConfigFile(c *cli.Context, flags []cli.Flag, path string) error {
 func readConfigFile(path string) (map[string]any, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	raw := map[string]any{}
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
@@ -91,10 +91,10 @@ func readConfigFile(path string) (map[string]any, error) {
 	case ".toml":
 		err = toml.Unmarshal(data, &raw)
 	default:
-		return nil, fmt.Errorf("%w %s: unknown extension %q; use .yaml, .yml or .toml", errConfig, path, ext)
+		return nil, fmt.Errorf("%w %s: unknown extension %q; use .yaml, .yml or .toml", ErrConfig, path, ext)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w %s: %w", errConfig, path, err)
+		return nil, fmt.Errorf("%w %s: %w", ErrConfig, path, err)
 	}
 	return raw, nil
 }

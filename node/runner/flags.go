@@ -1,27 +1,34 @@
-package main
+package runner
 
 import (
 	"fmt"
 	"os"
-	"time"
 
-	"github.com/lockstepdb/lockstep/internal/faultenv"
 	"github.com/lockstepdb/lockstep/node"
 	"github.com/urfave/cli/v2"
 )
 
-// Defaults of the admin commands' connection flags.
+// Defaults of a node's --client and --admin flags, which are also the addresses the
+// lockstep CLI's admin commands call by default.
 const (
-	defaultClientAddr = "127.0.0.1:8001"
-	defaultAdminAddr  = "127.0.0.1:9001"
-	defaultTimeout    = 5 * time.Second
+	DefaultClientAddr = "127.0.0.1:8001"
+	DefaultAdminAddr  = "127.0.0.1:9001"
 )
 
-// nodeFlags are the flags of `lockstep node`. Every flag but --config is also a key of the
-// config file (config.go), under the same name, and no other key is; a StringSliceFlag
-// takes a list there. --id and --data are required, from the command line or the file;
-// NodeConfig.Validate checks them.
-func nodeFlags() []cli.Flag {
+// CertsDirEnv names the environment variable that is the default of --certs-dir (the
+// node's, and every lockstep CLI command's).
+const CertsDirEnv = "LOCKSTEP_CERTS_DIR"
+
+// replicatedSetting ends the usage of the flags that give a new cluster's replicated
+// settings.
+const replicatedSetting = "; replicated: the value of the node that creates the cluster, then changed only by \"lockstep cluster config set\""
+
+// Flags are the flags of `lockstep node` (and of the node command of Command and Main).
+// Every flag but --config is also a key of the config file (config.go), under the same
+// name, and no other key is; a StringSliceFlag takes a list there. --id and --data are
+// required, from the command line or the file; node.Config.Validate checks them. Each
+// call returns new flags: give every cli.Command its own.
+func Flags() []cli.Flag {
 	lim := node.DefaultLimits()
 	rd := node.DefaultReplicaConfig()
 	return []cli.Flag{
@@ -29,8 +36,8 @@ func nodeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "id", Usage: "node id, unique in the cluster (required)"},
 		&cli.StringFlag{Name: "data", Usage: "data directory: Raft log, snapshots (required)"},
 		&cli.StringFlag{Name: "raft", Usage: "Raft transport address", Value: "127.0.0.1:7001"},
-		&cli.StringFlag{Name: "client", Usage: "client address", Value: defaultClientAddr},
-		&cli.StringFlag{Name: "admin", Usage: "HTTP admin address (/metrics, /status, /healthz, /readyz); empty disables", Value: defaultAdminAddr},
+		&cli.StringFlag{Name: "client", Usage: "client address", Value: DefaultClientAddr},
+		&cli.StringFlag{Name: "admin", Usage: "HTTP admin address (/metrics, /status, /healthz, /readyz); empty disables", Value: DefaultAdminAddr},
 		&cli.StringFlag{Name: "cluster-id", Usage: "cluster name clients and nodes must present", Value: "lockstep"},
 		&cli.StringSliceFlag{Name: "bootstrap", Usage: "initial voters as ID=RAFTADDR=CLIENTADDR,... (new cluster only)"},
 		&cli.StringSliceFlag{Name: "join", Usage: "client addresses ADDR,... of a running cluster to join (empty data dir only)"},
@@ -48,7 +55,7 @@ func nodeFlags() []cli.Flag {
 		&cli.IntFlag{Name: "processor-budget-per-append", Usage: "records added to an entry's processor budget per stream record it appended (0: none)" + replicatedSetting, Value: rd.ProcessorBudgetPerAppend},
 		&cli.StringFlag{Name: "log-store", Usage: "Raft log store: wal (raft-wal, wal/) or bolt (raft-boltdb, raft.db); empty: the store the data dir holds, else " + node.DefaultLogStore + " (docs/operations.md)"},
 		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt, node.crt and node.key (see lockstep cert): mutual TLS on every port; reloaded on SIGHUP",
-			EnvVars: []string{certsDirEnv}},
+			EnvVars: []string{CertsDirEnv}},
 		&cli.BoolFlag{Name: "insecure", Usage: "run without TLS or authentication, for development only (instead of --certs-dir)"},
 		&cli.Int64Flag{Name: "snapshot-bytes", Usage: "also snapshot when the entries applied since the last snapshot pass this many bytes (-1: by entry count only)", Value: 64 << 20},
 		&cli.Uint64Flag{Name: "trailing-logs", Usage: "log entries a snapshot leaves in the log for lagging followers (fewer when they pass --snapshot-bytes)", Value: 10240},
@@ -71,29 +78,40 @@ func nodeFlags() []cli.Flag {
 	}
 }
 
-// nodeConfigFromFlags builds the node's config from its flags, after filling the flags
-// not given on the command line from --config. The crash log is the test-only crash
-// model the environment asked for (faultenv.go), nil without one; close it after the node.
-func nodeConfigFromFlags(c *cli.Context) (node.Config, *faultenv.CrashLog, error) {
+// Config is what Run runs: a node's configuration and the runner's own settings.
+type Config struct {
+	// Node is the node's configuration (node.Start). Its Logger (default slog.Default())
+	// also receives the runner's logs.
+	Node node.Config
+	// Pprof is a loopback address to serve Go's /debug/pprof/ on, with no TLS and no
+	// authentication; empty: off.
+	Pprof string
+}
+
+// ConfigFromFlags builds the node's config from the flags of Flags, after filling the
+// flags not given on the command line from --config, and validates it. c is the context
+// of a command whose flags are Flags(). A config file's error wraps ErrConfig; an invalid
+// node setting is node.Config.Validate's error.
+func ConfigFromFlags(c *cli.Context) (Config, error) {
 	if path := c.String("config"); path != "" {
 		// The declared flags, not c.Command.Flags: cli adds --help there.
-		if err := applyConfigFile(c, nodeFlags(), path); err != nil {
-			return node.Config{}, nil, err
+		if err := applyConfigFile(c, Flags(), path); err != nil {
+			return Config{}, err
 		}
 	}
-	log, err := newLogger(c.String("log-format"), c.String("log-level"))
+	log, err := NewLogger(c.String("log-format"), c.String("log-level"))
 	if err != nil {
-		return node.Config{}, nil, err
+		return Config{}, err
 	}
 	peers, err := parsePeers(c.StringSlice("bootstrap"))
 	if err != nil {
-		return node.Config{}, nil, err
+		return Config{}, err
 	}
 	if len(peers) > 0 && len(c.StringSlice("join")) > 0 {
-		return node.Config{}, nil, fmt.Errorf("--bootstrap creates a new cluster and --join enters an existing one: give one of them")
+		return Config{}, fmt.Errorf("--bootstrap creates a new cluster and --join enters an existing one: give one of them")
 	}
 	certsDir := c.String("certs-dir")
-	if c.Bool("insecure") && certsDir == os.Getenv(certsDirEnv) {
+	if c.Bool("insecure") && certsDir == os.Getenv(CertsDirEnv) {
 		certsDir = "" // --insecure wins over the environment's default
 	}
 	cfg := node.Config{
@@ -135,43 +153,8 @@ func nodeConfigFromFlags(c *cli.Context) (node.Config, *faultenv.CrashLog, error
 		cfg.Replica.ProcessorBudgetPerAppend = -1 // the flag's 0 is "none"; replica.Config's 0 is its default
 	}
 	cfg.Sequencer.LogStoreKind = c.String("log-store")
-	crash, err := applyFaultEnv(&cfg, os.Getenv)
-	if err != nil {
-		return node.Config{}, nil, err
-	}
 	if err := cfg.Validate(); err != nil {
-		crash.Close()
-		return node.Config{}, nil, err
+		return Config{}, err
 	}
-	return cfg, crash, nil
-}
-
-// clientFlags are the connection flags of every admin command.
-func clientFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "addr", Aliases: []string{"a"}, Usage: "client address of a node; repeat or separate with commas for several",
-			Value: cli.NewStringSlice(defaultClientAddr)},
-		&cli.DurationFlag{Name: "timeout", Usage: "give up after this long", Value: defaultTimeout},
-		&cli.StringFlag{Name: "cluster-id", Usage: "refuse nodes of another cluster (empty: any)"},
-		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt and client.USER.crt/.key (see lockstep cert)", EnvVars: []string{certsDirEnv}},
-		&cli.StringFlag{Name: "user", Usage: "the client certificate to present: client.USER.crt in --certs-dir", Value: "root", EnvVars: []string{"LOCKSTEP_USER"}},
-		&cli.BoolFlag{Name: "insecure", Usage: "connect in plaintext, to nodes started with --insecure (instead of --certs-dir)"},
-	}
-}
-
-// replicatedSetting ends the usage of the flags that give a new cluster's replicated
-// settings.
-const replicatedSetting = "; replicated: the value of the node that creates the cluster, then changed only by \"lockstep cluster config set\""
-
-// certsDirEnv names the environment variable that is the default of every --certs-dir.
-const certsDirEnv = "LOCKSTEP_CERTS_DIR"
-
-// outputFlag is the --output flag of commands that print data.
-func outputFlag(def string) cli.Flag {
-	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "table or json", Value: def}
-}
-
-// withClientFlags returns flags followed by the connection flags.
-func withClientFlags(flags ...cli.Flag) []cli.Flag {
-	return append(flags, clientFlags()...)
+	return Config{Node: cfg, Pprof: c.String("pprof")}, nil
 }

@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"errors"
@@ -7,13 +7,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"os"
-	runpprof "runtime/pprof"
 	"time"
 )
 
-// errPprofAddr is the error of a --pprof address that is not a loopback address.
-var errPprofAddr = errors.New("--pprof: want a loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT)")
+// ErrPprofAddr is the error of a --pprof address (Config.Pprof) that is not a loopback address.
+var ErrPprofAddr = errors.New("--pprof: want a loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT)")
 
 // pprofServer serves net/http/pprof on a loopback address for profiling a running
 // process. It has no TLS and no authentication, so it refuses any address another host
@@ -32,10 +30,10 @@ func startPprof(addr string, log *slog.Logger) (*pprofServer, error) {
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %w", errPprofAddr, addr, err)
+		return nil, fmt.Errorf("%w: %q: %w", ErrPprofAddr, addr, err)
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("%w: got %q", errPprofAddr, addr)
+		return nil, fmt.Errorf("%w: got %q", ErrPprofAddr, addr)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -43,7 +41,7 @@ func startPprof(addr string, log *slog.Logger) (*pprofServer, error) {
 	}
 	if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
 		ln.Close()
-		return nil, fmt.Errorf("%w: %q listens on %v", errPprofAddr, addr, ln.Addr())
+		return nil, fmt.Errorf("%w: %q listens on %v", ErrPprofAddr, addr, ln.Addr())
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -69,24 +67,4 @@ func (p *pprofServer) close() {
 	}
 	p.srv.Close()
 	<-p.done
-}
-
-// startCPUProfile writes a CPU profile to path until the returned stop is called; an
-// empty path profiles nothing.
-func startCPUProfile(path string) (stop func() error, err error) {
-	if path == "" {
-		return func() error { return nil }, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
-	}
-	if err := runpprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
-	}
-	return func() error {
-		runpprof.StopCPUProfile()
-		return f.Close()
-	}, nil
 }
