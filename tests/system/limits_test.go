@@ -181,7 +181,7 @@ type heldConn struct {
 func openIdle(t testing.TB, addr string, total int, onOpen func(heldConn)) (held []heldConn, refused int) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 32)
+	sem := make(chan struct{}, openIdleParallel)
 	for range total {
 		wg.Add(1)
 		sem <- struct{}{}
@@ -211,6 +211,12 @@ func openIdle(t testing.TB, addr string, total int, onOpen func(heldConn)) (held
 	})
 	return held, refused
 }
+
+// openIdleParallel is how many connections openIdle dials at once. All come from one
+// address, so the tests that use it give the node twice as many handshake places per
+// address (--max-handshakes-per-addr): a dial's place is freed only once the node has
+// finished its side of the handshake, a moment after the dialer moves on.
+const openIdleParallel = 32
 
 // fdsFor raises the soft limit on open files for n connections (this process holds its
 // end of each) and returns how many connections it allows.
@@ -272,7 +278,8 @@ func holdIdle(tb testing.TB, total int, before func(*client.Client)) (held, refu
 	total = fdsFor(tb, total)
 	maxConns := total * 3 / 4
 	bin := buildBinary(tb)
-	c := startClusterWith(tb, bin, 1, "--max-conns", strconv.Itoa(maxConns), "--max-conns-per-addr", strconv.Itoa(total+10))
+	c := startClusterWith(tb, bin, 1, "--max-conns", strconv.Itoa(maxConns), "--max-conns-per-addr", strconv.Itoa(total+10),
+		"--max-handshakes-per-addr", strconv.Itoa(2*openIdleParallel))
 	cl = limitsClient(tb, c.addrs())
 	adds(tb, cl, 200*time.Millisecond)
 	if before != nil {
@@ -297,7 +304,7 @@ func TestIdleConnectionsClosed(t *testing.T) {
 	const idle = 3 * time.Second
 	bin := buildBinary(t)
 	c := startClusterWith(t, bin, 1, "--max-conns", strconv.Itoa(total+10), "--max-conns-per-addr", strconv.Itoa(total+10),
-		"--idle-timeout", idle.String())
+		"--max-handshakes-per-addr", strconv.Itoa(2*openIdleParallel), "--idle-timeout", idle.String())
 	nd := c.nodes[0]
 	cl := limitsClient(t, c.addrs())
 	stop := make(chan struct{})
