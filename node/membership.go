@@ -227,7 +227,7 @@ func (n *Node) joinLoop(seeds []string) {
 	join := client.JoinRequest{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), ClientAddr: n.ClientAddr(),
 		Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint(), Incarnation: inc, ReadReplica: n.cfg.ReadReplica}
 	for attempt := 0; ; attempt++ {
-		err := cl.AddVoter(n.ctx, join)
+		err := cl.Cluster().AddMember(n.ctx, join)
 		switch {
 		case err == nil:
 			if n.cfg.ReadReplica {
