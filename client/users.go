@@ -30,7 +30,7 @@ func (r UserRole) Validate() error {
 	case RoleAdmin, RoleWriter, RoleReader:
 		return nil
 	}
-	return fmt.Errorf("client: %w: role %q, want %s, %s or %s", ErrBadArguments, string(r), RoleAdmin, RoleWriter, RoleReader)
+	return fmt.Errorf("client: %w: unknown role %q (want %s, %s or %s)", ErrBadArguments, string(r), RoleAdmin, RoleWriter, RoleReader)
 }
 
 // ParseUserRole returns the role named s ("admin", "writer" or "reader"), or an error
