@@ -63,7 +63,7 @@ func appendBatchOp(inflight int, spread bool) Op {
 			next[w]++
 		}
 		for i := range recs {
-			recs[i] = client.StreamRecord{Key: pool[rng.IntN(len(pool))], Value: value}
+			recs[i] = client.StreamRecord{Key: []byte(pool[rng.IntN(len(pool))]), Value: value}
 		}
 		_, err := c.AppendBatch(ctx, appendStream, recs)
 		return err
@@ -92,7 +92,7 @@ func benchAppendBatchProcs(b *testing.B, spread bool) {
 	pc := startProcs(b, 3)
 	addrs := pc.clientAddrs()
 	cl := pc.dial(b)
-	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: appendStream}); err != nil {
+	if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: appendStream}); err != nil {
 		b.Fatal(err)
 	}
 	op := appendBatchOp(inflight, spread)
@@ -117,7 +117,7 @@ func benchAppendBatchProcs(b *testing.B, spread bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	desc, err := cl.DescribeStream(ctx, appendStream)
+	desc, err := cl.Streams().Describe(ctx, appendStream)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func benchAppendBatchProcs(b *testing.B, spread bool) {
 // `lockstep node` serves no pprof. Its inputs/s are AppendBatch calls (×100 for records).
 func BenchmarkAppendBatchLocal(b *testing.B) {
 	create := func(ctx context.Context, c *client.Client) error {
-		return c.CreateStream(ctx, builtin.StreamDefinition{Name: appendStream})
+		return c.Streams().Create(ctx, builtin.StreamDefinition{Name: appendStream})
 	}
 	b.Run("Spread", func(b *testing.B) { benchCluster(b, 3, 8, 512, appendBatchOp(512, true), create) })
 	b.Run("OnePartition", func(b *testing.B) { benchCluster(b, 3, 8, 512, appendBatchOp(512, false), create) })

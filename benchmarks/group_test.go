@@ -128,7 +128,7 @@ func benchGroupRebalance(b *testing.B, leave, idle bool) {
 	pc := startProcs(b, 3)
 	addrs := pc.clientAddrs()
 	admin := pc.dial(b)
-	if err := admin.CreateStream(ctx, builtin.StreamDefinition{Name: rebalanceStream, Retention: builtin.StreamRetention{MaxRecords: 100_000}}); err != nil {
+	if err := admin.Streams().Create(ctx, builtin.StreamDefinition{Name: rebalanceStream, Retention: builtin.StreamRetention{MaxRecords: 100_000}}); err != nil {
 		b.Fatal(err)
 	}
 	// The producer: 40 records every 20 ms, about 2,000 records/s over all partitions.
@@ -137,7 +137,7 @@ func benchGroupRebalance(b *testing.B, leave, idle bool) {
 		for i := 0; ctx.Err() == nil && !idle; i++ {
 			recs := make([]client.StreamRecord, 40)
 			for j := range recs {
-				recs[j] = client.StreamRecord{Key: fmt.Sprintf("k%d-%d", i, j), Value: []byte("v")}
+				recs[j] = client.StreamRecord{Key: []byte(fmt.Sprintf("k%d-%d", i, j)), Value: []byte("v")}
 			}
 			if _, err := admin.AppendBatch(ctx, rebalanceStream, recs); err != nil && ctx.Err() == nil {
 				prodDone <- err

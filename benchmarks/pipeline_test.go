@@ -134,7 +134,7 @@ func clickOp(acks *pipeAcks, pace *pacer, calls *latency.Recorder) Op {
 			if err != nil {
 				return err
 			}
-			recs[i] = client.StreamRecord{Key: users[u], Value: v, EventTime: time.UnixMilli(t)}
+			recs[i] = client.StreamRecord{Key: []byte(users[u]), Value: v, EventTime: time.UnixMilli(t)}
 			k.maxPer[pagePart[p]] = max(k.maxPer[pagePart[p]], t)
 		}
 		sent := time.Now()
@@ -224,7 +224,7 @@ type pipeProgress struct {
 }
 
 func pipelineProgress(ctx context.Context, c *client.Client) (pipeProgress, error) {
-	st, err := c.Processors(ctx, "")
+	st, err := c.Procedures().Processors(ctx, "")
 	if err != nil {
 		return pipeProgress{}, err
 	}
@@ -281,7 +281,7 @@ func BenchmarkPipelineProcs(b *testing.B) {
 		{Name: s.ByPage, Retention: builtin.StreamRetention{MaxRecords: pipeRetention}},
 		{Name: s.Clicks, Retention: builtin.StreamRetention{MaxRecords: pipeRetention}},
 	} {
-		if err := cl.CreateStream(ctx, d); err != nil {
+		if err := cl.Streams().Create(ctx, d); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -379,7 +379,7 @@ func BenchmarkPipelineProcs(b *testing.B) {
 	if pollErr != nil {
 		b.Fatal(pollErr)
 	}
-	late, err := cl.DescribeStream(ctx, s.Late)
+	late, err := cl.Streams().Describe(ctx, s.Late)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func BenchmarkLinearizableReadProcs(b *testing.B) {
 	pc := startProcs(b, 3)
 	cl := pc.dial(b)
 	for i := range readKeys {
-		if _, err := cl.KVPut(ctx, "k"+strconv.Itoa(i), make([]byte, 100)); err != nil {
+		if _, err := cl.KVPut(ctx, []byte("k"+strconv.Itoa(i)), make([]byte, 100)); err != nil {
 			b.Fatal(err)
 		}
 	}

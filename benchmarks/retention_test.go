@@ -68,7 +68,7 @@ func BenchmarkRetentionSoak(b *testing.B) {
 	}
 	defer cl.Close()
 	for _, s := range retentionStreams {
-		if err := cl.CreateStream(ctx, s); err != nil {
+		if err := cl.Streams().Create(ctx, s); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -86,7 +86,7 @@ func BenchmarkRetentionSoak(b *testing.B) {
 		stream := retentionStreams[calls[w]%len(retentionStreams)].Name
 		calls[w]++
 		for i := range bufs[w] {
-			bufs[w][i] = client.StreamRecord{Key: pool[rng.IntN(len(pool))], Value: value}
+			bufs[w][i] = client.StreamRecord{Key: []byte(pool[rng.IntN(len(pool))]), Value: value}
 		}
 		_, err := c.AppendBatch(ctx, stream, bufs[w])
 		return err

@@ -52,7 +52,7 @@ func BenchmarkSinkPostgres(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "bench.sink"}); err != nil {
+	if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: "bench.sink"}); err != nil {
 		b.Fatal(err)
 	}
 	fillStream(b, cl, "bench.sink", total)
@@ -118,7 +118,7 @@ func fillStream(b *testing.B, cl *client.Client, stream string, total int) {
 			for i := w * batch; i < total; i += workers * batch {
 				recs := make([]client.StreamRecord, 0, batch)
 				for j := i; j < min(i+batch, total); j++ {
-					recs = append(recs, client.StreamRecord{Key: fmt.Sprintf("key-%012d", j), Value: value})
+					recs = append(recs, client.StreamRecord{Key: []byte(fmt.Sprintf("key-%012d", j)), Value: value})
 				}
 				if _, err := cl.AppendBatch(ctx, stream, recs); err != nil {
 					errs <- err

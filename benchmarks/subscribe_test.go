@@ -88,10 +88,10 @@ func benchSubscribeLatency(b *testing.B, producers int, pace time.Duration) {
 	pc := startProcs(b, 3)
 	addrs := pc.clientAddrs()
 	cl := pc.dial(b)
-	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: stream, Retention: builtin.StreamRetention{MaxRecords: 100_000}}); err != nil {
+	if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: stream, Retention: builtin.StreamRetention{MaxRecords: 100_000}}); err != nil {
 		b.Fatal(err)
 	}
-	desc, err := cl.DescribeStream(ctx, stream)
+	desc, err := cl.Streams().Describe(ctx, stream)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func benchSubscribeLatency(b *testing.B, producers int, pace time.Duration) {
 				for i := 0; time.Now().Before(deadline); i++ {
 					key := fmt.Sprintf("p%d-%d", w, i%64)
 					start := time.Now()
-					off, err := cl.Append(ctx, stream, key, value)
+					off, err := cl.Append(ctx, stream, []byte(key), value)
 					now := time.Now()
 					if err != nil {
 						if appendErrs.Add(1) == 1 {

@@ -15,7 +15,7 @@ import (
 type Member struct {
 	NodeAddr
 	// Role is RoleLeader for the leader that answered and RoleFollower for every other
-	// member: a voter in the leader's view, whether or not it is up (ClusterStatus tells).
+	// member: a voter in the leader's view, whether or not it is up (Cluster.Status tells).
 	Role Role `json:"role"`
 }
 
@@ -62,7 +62,7 @@ type NodeStatus struct {
 	Err error
 }
 
-// ClusterStatus is the cluster as its nodes describe it: see Client.ClusterStatus.
+// ClusterStatus is the cluster as its nodes describe it: see Cluster.Status.
 type ClusterStatus struct {
 	// Leader is the leader's id: the node that says it leads in the highest term, else the
 	// leader most of the answering nodes name; empty if none is known.
@@ -83,6 +83,15 @@ func (cs *ClusterStatus) Failed() []NodeStatus {
 	return out
 }
 
+// Cluster is the cluster-administration part of a Client, as etcd's clientv3 has
+// Cluster: the membership, leadership and the status of every node. Get it from
+// Client.Cluster; it shares the Client's connections and Config and is as safe for
+// concurrent use. None of its calls uses the client session.
+type Cluster struct{ c *Client }
+
+// Cluster returns the Client's cluster-administration calls.
+func (c *Client) Cluster() Cluster { return Cluster{c} }
+
 // Members returns the cluster's members as the leader's log records them, ordered by id.
 // The leader answers (any node may point the way): its list is current, where a
 // follower may not yet have applied a recent join or removal. One exception: right after
@@ -90,8 +99,9 @@ func (cs *ClusterStatus) Failed() []NodeStatus {
 // miss a change its predecessor committed last, and its status does not tell that moment
 // apart. Asking is retried, following leader hints, until a leader answers, ctx ends or
 // Config.MaxRetries runs out; a cluster without a leader therefore has no answer
-// (ClusterStatus has one).
-func (c *Client) Members(ctx context.Context) ([]Member, error) {
+// (Cluster.Status has one).
+func (cl Cluster) Members(ctx context.Context) ([]Member, error) {
+	c := cl.c
 	if err := c.acquireFree(ctx); err != nil {
 		return nil, c.opErr(fmt.Errorf("client: members: %w", err))
 	}
@@ -110,13 +120,14 @@ func (c *Client) Members(ctx context.Context) ([]Member, error) {
 	return out, nil
 }
 
-// ClusterStatus asks every node the seeds (Config.Addrs) lead to for its status: the
+// Status asks every node the seeds (Config.Addrs) lead to for its status: the
 // seeds, then, in rounds, the leader each answer names and every member the leader's
 // answer lists, each address once, in parallel within a round. Each node is asked once,
-// as Status does: a node that does not answer is reported in Nodes with the error, not
-// retried and not an error of ClusterStatus. It needs no leader, so it describes a
+// as Client.Status does: a node that does not answer is reported in Nodes with the error, not
+// retried and not an error of Status. It needs no leader, so it describes a
 // cluster that has lost its quorum too. The error is non-nil only if the client closed.
-func (c *Client) ClusterStatus(ctx context.Context) (ClusterStatus, error) {
+func (cl Cluster) Status(ctx context.Context) (ClusterStatus, error) {
+	c := cl.c
 	seen := map[string]bool{}
 	byID := map[string]bool{}
 	var answered, failed []NodeStatus
@@ -203,7 +214,7 @@ func leaderOf(answered []NodeStatus) string {
 	return leader
 }
 
-// AddVoter asks the leader to add the node j describes and to record its addresses in
+// AddMember asks the leader to add the node j describes and to record its addresses in
 // the log, where every node finds them. The node enters as a learner (a Raft non-voter)
 // and the leader promotes it to voter once it has caught up (Status.Learners shows how
 // far it is). It returns once the leader has committed both; the new node then catches
@@ -212,8 +223,9 @@ func leaderOf(answered []NodeStatus) string {
 // ErrBadArguments before anything is sent; the leader refuses a node whose partition
 // count, procedure set or build target differs from the cluster's with ErrBadArguments
 // too.
-func (c *Client) AddVoter(ctx context.Context, j JoinRequest) error {
-	what := "add voter " + j.ID
+func (cl Cluster) AddMember(ctx context.Context, j JoinRequest) error {
+	c := cl.c
+	what := "add member " + j.ID
 	if j.ID == "" || j.RaftAddr == "" || j.ClientAddr == "" {
 		return fmt.Errorf("client: %s: %w: a join request needs an id, a raft and a client address", what, ErrBadArguments)
 	}
@@ -231,16 +243,17 @@ func (c *Client) AddVoter(ctx context.Context, j JoinRequest) error {
 	return c.opErr(err)
 }
 
-// Remove asks the leader to remove the member id from the Raft configuration and from
+// RemoveMember asks the leader to remove the member id from the Raft configuration and from
 // the members recorded in the log. The removed node stops taking part; its process keeps
 // running until its owner stops it. Removing the leader makes it step down once the
 // change commits. The client first checks, with the leader's list (see Members), that id
 // is a member: an unknown id gets ErrUnknownMember and changes nothing. What is retried: see
 // Administration in the package documentation.
-func (c *Client) Remove(ctx context.Context, id string) error {
-	what := "remove " + id
+func (cl Cluster) RemoveMember(ctx context.Context, id string) error {
+	c := cl.c
+	what := "remove member " + id
 	if id == "" {
-		return fmt.Errorf("client: remove: %w: empty node id", ErrBadArguments)
+		return fmt.Errorf("client: remove member: %w: empty node id", ErrBadArguments)
 	}
 	if err := c.acquireFree(ctx); err != nil {
 		return c.opErr(fmt.Errorf("client: %s: %w", what, err))
@@ -259,12 +272,13 @@ func (c *Client) Remove(ctx context.Context, id string) error {
 
 // TransferLeadership asks the leader to hand leadership to the member id, or, with an
 // empty id, to the most up-to-date voter, and returns once the leader has stepped down;
-// the new leader is elected soon after (Members, Status or ClusterStatus show it), and
+// the new leader is elected soon after (Members, Status or Client.Status show it), and
 // the client follows it on its next request. If id leads already it returns nil at once.
 // The client first checks, with the leader's list (see Members), that id is a member: an
 // unknown id gets ErrUnknownMember and changes nothing. What is retried: see
 // Administration in the package documentation.
-func (c *Client) TransferLeadership(ctx context.Context, id string) error {
+func (cl Cluster) TransferLeadership(ctx context.Context, id string) error {
+	c := cl.c
 	what := "transfer leadership"
 	if id != "" {
 		what += " to " + id
@@ -379,43 +393,3 @@ func (c *Client) adminCall(ctx context.Context, what string, req *wire.Request, 
 		}
 	}
 }
-
-// RequestRebuild asks the leader to rebuild the divergent voter id: the leader checks that
-// id reports itself divergent and that the voters alive without it make a quorum, demotes
-// it to non-voter and compacts its log to a snapshot, whose index it returns (the rebuild
-// point). The node then discards its state and installs that snapshot (see
-// docs/operations.md, "Automatic rebuild of a divergent replica"). A divergent node calls
-// it for itself; an operator has no need to. A refusal because of the quorum returns
-// a *RebuildRefusedError, which matches ErrRebuildRefused and holds the leader's reason;
-// asking again later is safe (a node demoted already is not demoted again).
-func (c *Client) RequestRebuild(ctx context.Context, id string) (uint64, error) {
-	what := "rebuild " + id
-	if err := c.acquireFree(ctx); err != nil {
-		return 0, c.opErr(fmt.Errorf("client: %s: %w", what, err))
-	}
-	defer c.releaseFree()
-	resp, err := c.adminCall(ctx, what, &wire.Request{Op: wire.OpRebuild, Key: []byte(id)}, true)
-	switch {
-	case err != nil:
-		return 0, c.opErr(err)
-	case resp.NextOffset == 0:
-		// A refusal is an answer, not an error of the call: the reason is in Value.
-		return 0, &RebuildRefusedError{ID: id, Reason: string(resp.Value)}
-	}
-	return resp.NextOffset, nil
-}
-
-// RebuildRefusedError is RequestRebuild's refusal. It matches ErrRebuildRefused.
-type RebuildRefusedError struct {
-	// ID is the node whose rebuild was refused.
-	ID string
-	// Reason is the leader's explanation: the quorum the demotion would break.
-	Reason string
-}
-
-func (e *RebuildRefusedError) Error() string {
-	return fmt.Sprintf("client: rebuild %s: %v: %s", e.ID, ErrRebuildRefused, e.Reason)
-}
-
-// Unwrap returns ErrRebuildRefused.
-func (e *RebuildRefusedError) Unwrap() error { return ErrRebuildRefused }

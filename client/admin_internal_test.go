@@ -58,22 +58,22 @@ func TestAdminCallRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := c.Remove(ctx, "a"); err != nil {
+	if err := c.Cluster().RemoveMember(ctx, "a"); err != nil {
 		t.Fatalf("Remove: %v", err)
 	}
 	if got := len(b.requests(wire.OpRemove)); got != 2 {
 		t.Errorf("Remove reached the leader %d times, want 2 (NotReady, then OK)", got)
 	}
-	ms, err := c.Members(ctx)
+	ms, err := c.Cluster().Members(ctx)
 	if err != nil || len(ms) != 2 || ms[0].Role != RoleFollower || ms[1].Role != RoleLeader || ms[1].ClientAddr != "b:c" {
 		t.Errorf("Members: %+v, %v", ms, err)
 	}
 
 	// A node id the leader does not list is refused without sending anything.
-	if err := c.Remove(ctx, "z"); !errors.Is(err, ErrUnknownMember) {
+	if err := c.Cluster().RemoveMember(ctx, "z"); !errors.Is(err, ErrUnknownMember) {
 		t.Errorf("Remove(z): %v, want ErrUnknownMember", err)
 	}
-	if err := c.TransferLeadership(ctx, "z"); !errors.Is(err, ErrUnknownMember) {
+	if err := c.Cluster().TransferLeadership(ctx, "z"); !errors.Is(err, ErrUnknownMember) {
 		t.Errorf("TransferLeadership(z): %v, want ErrUnknownMember", err)
 	}
 	if got := len(b.requests(wire.OpRemove)) + len(b.requests(wire.OpTransferLeader)); got != 2 {
@@ -102,13 +102,13 @@ func TestAdminCallRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cd.Close()
-	if err := cd.TransferLeadership(ctx, "x"); !errors.Is(err, ErrUnknownOutcome) || !errors.Is(err, ErrConnLost) {
+	if err := cd.Cluster().TransferLeadership(ctx, "x"); !errors.Is(err, ErrUnknownOutcome) || !errors.Is(err, ErrConnLost) {
 		t.Errorf("TransferLeadership over a dropped connection: %v, want ErrUnknownOutcome and ErrConnLost", err)
 	}
 	if got := len(d.requests(wire.OpTransferLeader)); got != 1 {
 		t.Errorf("transfer sent %d times, want 1", got)
 	}
-	if err := cd.AddVoter(ctx, JoinRequest{ID: "y", RaftAddr: "y:r", ClientAddr: "y:c"}); err != nil {
+	if err := cd.Cluster().AddMember(ctx, JoinRequest{ID: "y", RaftAddr: "y:r", ClientAddr: "y:c"}); err != nil {
 		t.Errorf("AddVoter answered UnknownOutcome, then OK: %v, want nil", err)
 	}
 	if got := len(d.requests(wire.OpJoin)); got != 2 {
@@ -141,10 +141,10 @@ func TestRequestRebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if from, err := c.RequestRebuild(ctx, "y"); err != nil || from != 42 {
+	if from, err := NewPeer(c).RequestRebuild(ctx, "y"); err != nil || from != 42 {
 		t.Errorf("granted rebuild: got %d, %v, want 42, nil", from, err)
 	}
-	from, err := c.RequestRebuild(ctx, "x")
+	from, err := NewPeer(c).RequestRebuild(ctx, "x")
 	var refused *RebuildRefusedError
 	if !errors.Is(err, ErrRebuildRefused) || !errors.As(err, &refused) || from != 0 {
 		t.Fatalf("refused rebuild: got %d, %v, want 0 and a *RebuildRefusedError", from, err)

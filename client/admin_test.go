@@ -45,7 +45,7 @@ func TestAdmin(t *testing.T) {
 	// member ids are want and one of them leads. Right after an election the new
 	// leader's list may lag for a moment (see Members), so callers wait for it.
 	members := func(want ...string) (string, error) {
-		ms, err := c.Members(ctx)
+		ms, err := c.Cluster().Members(ctx)
 		if err != nil {
 			return "", err
 		}
@@ -89,7 +89,7 @@ func TestAdmin(t *testing.T) {
 		if want := lc.Nodes[i].ID(); lead != want {
 			t.Logf("Members named leader %s, the cluster now %s (an election in between?)", lead, want)
 		}
-		ms, err := c.Members(ctx)
+		ms, err := c.Cluster().Members(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,16 +101,16 @@ func TestAdmin(t *testing.T) {
 	})
 
 	t.Run("BadInput", func(t *testing.T) {
-		if err := c.Remove(ctx, "n9"); !errors.Is(err, client.ErrUnknownMember) {
+		if err := c.Cluster().RemoveMember(ctx, "n9"); !errors.Is(err, client.ErrUnknownMember) {
 			t.Errorf("Remove(n9): %v, want ErrUnknownMember", err)
 		}
-		if err := c.Remove(ctx, ""); !errors.Is(err, client.ErrBadArguments) {
+		if err := c.Cluster().RemoveMember(ctx, ""); !errors.Is(err, client.ErrBadArguments) {
 			t.Errorf("Remove(\"\"): %v, want ErrBadArguments", err)
 		}
-		if err := c.TransferLeadership(ctx, "n9"); !errors.Is(err, client.ErrUnknownMember) {
+		if err := c.Cluster().TransferLeadership(ctx, "n9"); !errors.Is(err, client.ErrUnknownMember) {
 			t.Errorf("TransferLeadership(n9): %v, want ErrUnknownMember", err)
 		}
-		if err := c.AddVoter(ctx, client.JoinRequest{ID: "n9"}); !errors.Is(err, client.ErrBadArguments) {
+		if err := c.Cluster().AddMember(ctx, client.JoinRequest{ID: "n9"}); !errors.Is(err, client.ErrBadArguments) {
 			t.Errorf("AddVoter without addresses: %v, want ErrBadArguments", err)
 		}
 		// The leader refuses a node of another partition count.
@@ -118,7 +118,7 @@ func TestAdmin(t *testing.T) {
 		bad := client.JoinRequest{ID: "n9", RaftAddr: "127.0.0.1:1", ClientAddr: "127.0.0.1:2",
 			Partitions: n.FSM().Partitions() + 1, Procedures: n.FSM().Fingerprint()}
 		var we *client.Error
-		if err := c.AddVoter(ctx, bad); !errors.Is(err, client.ErrBadArguments) || !errors.As(err, &we) {
+		if err := c.Cluster().AddMember(ctx, bad); !errors.Is(err, client.ErrBadArguments) || !errors.As(err, &we) {
 			t.Errorf("AddVoter with another partition count: %v, want the leader's ErrBadArguments", err)
 		}
 		// Nothing changed.
@@ -130,14 +130,14 @@ func TestAdmin(t *testing.T) {
 
 	t.Run("TransferLeadership", func(t *testing.T) {
 		before := leader(t, three...)
-		if err := c.TransferLeadership(ctx, before); err != nil {
+		if err := c.Cluster().TransferLeadership(ctx, before); err != nil {
 			t.Fatalf("transfer to the leader itself: %v", err)
 		}
 		target := "n1"
 		if before == target {
 			target = "n2"
 		}
-		if err := c.TransferLeadership(ctx, target); err != nil {
+		if err := c.Cluster().TransferLeadership(ctx, target); err != nil {
 			t.Fatal(err)
 		}
 		testutil.WaitFor(t, 20*time.Second, func() error {
@@ -155,7 +155,7 @@ func TestAdmin(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer n4.Close()
-		err = c.AddVoter(ctx, client.JoinRequest{ID: "n4", RaftAddr: n4.RaftAddr(), ClientAddr: n4.ClientAddr(),
+		err = c.Cluster().AddMember(ctx, client.JoinRequest{ID: "n4", RaftAddr: n4.RaftAddr(), ClientAddr: n4.ClientAddr(),
 			Partitions: n4.FSM().Partitions(), Procedures: n4.FSM().Fingerprint(), Build: node.BuildTarget()})
 		if err != nil {
 			t.Fatal(err)
@@ -166,13 +166,13 @@ func TestAdmin(t *testing.T) {
 			if err != nil || !st.Ready || st.LeaderID == "" {
 				return fmt.Errorf("n4: %+v, %v", st, err)
 			}
-			cs, err := c.ClusterStatus(ctx)
+			cs, err := c.Cluster().Status(ctx)
 			if err != nil || len(cs.Nodes) != 4 || len(cs.Failed()) != 0 {
 				return fmt.Errorf("cluster status with n4: %+v, %v", cs, err)
 			}
 			return nil
 		})
-		if err := c.Remove(ctx, "n4"); err != nil {
+		if err := c.Cluster().RemoveMember(ctx, "n4"); err != nil {
 			t.Fatal(err)
 		}
 		leader(t, three...)
@@ -180,7 +180,7 @@ func TestAdmin(t *testing.T) {
 
 	t.Run("ClusterStatus", func(t *testing.T) {
 		testutil.WaitFor(t, 20*time.Second, func() error {
-			cs, err := c.ClusterStatus(ctx)
+			cs, err := c.Cluster().Status(ctx)
 			if err != nil {
 				return err
 			}
@@ -215,7 +215,7 @@ func TestAdmin(t *testing.T) {
 		}
 		defer c1.Close()
 		testutil.WaitFor(t, 20*time.Second, func() error {
-			cs, err := c1.ClusterStatus(ctx)
+			cs, err := c1.Cluster().Status(ctx)
 			if err != nil {
 				return err
 			}
@@ -244,7 +244,7 @@ func TestAdmin(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c2.Close()
-		cs, err := c2.ClusterStatus(ctx)
+		cs, err := c2.Cluster().Status(ctx)
 		if err != nil || len(cs.Nodes) != 3 || len(cs.Failed()) != 2 || cs.Nodes[0].ID != lc.Nodes[alive].ID() {
 			t.Fatalf("cluster status without a quorum: %+v, %v", cs, err)
 		}
@@ -255,7 +255,7 @@ func TestAdmin(t *testing.T) {
 		}
 		short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
-		if _, err := c2.Members(short); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := c2.Cluster().Members(short); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Members without a leader: %v, want the context's deadline", err)
 		}
 	})
@@ -281,7 +281,7 @@ func TestOpenContactsNobody(t *testing.T) {
 	if _, err := c.Status(ctx, dead); !errors.Is(err, client.ErrUnreachable) {
 		t.Errorf("Status: %v, want ErrUnreachable", err)
 	}
-	cs, err := c.ClusterStatus(ctx)
+	cs, err := c.Cluster().Status(ctx)
 	if err != nil || len(cs.Nodes) != 1 || cs.Nodes[0].Addr != dead || !errors.Is(cs.Nodes[0].Err, client.ErrUnreachable) {
 		t.Fatalf("ClusterStatus: %+v, %v", cs, err)
 	}
@@ -289,7 +289,7 @@ func TestOpenContactsNobody(t *testing.T) {
 		t.Errorf("Open without addresses: %v, want ErrBadConfig", err)
 	}
 	c.Close()
-	if _, err := c.ClusterStatus(ctx); !errors.Is(err, client.ErrClosed) {
+	if _, err := c.Cluster().Status(ctx); !errors.Is(err, client.ErrClosed) {
 		t.Errorf("ClusterStatus after Close: %v, want ErrClosed", err)
 	}
 }

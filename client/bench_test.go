@@ -57,7 +57,7 @@ func BenchmarkKVGet(b *testing.B) {
 	b.SetParallelism(32)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, _, err := c.KVGet(context.Background(), "key"); err != nil {
+			if _, _, err := c.KVGet(context.Background(), []byte("key")); err != nil {
 				b.Error(err)
 				return
 			}

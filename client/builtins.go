@@ -9,33 +9,33 @@ import (
 
 // Typed helpers for the built-in procedures (kv.*, counter.*, bank.*, voter.*; the
 // stream.* helpers are in streams.go). Their names and argument and result types are those of package
-// builtin, the one definition the servers use too. Keys are strings here (see the
-// package documentation for the rule). KVGet is a linearizable read off the log; the other
+// builtin, the one definition the servers use too. Keys are []byte, names string (see
+// the package documentation for the rule). KVGet is a linearizable read off the log; the other
 // reads go through the log (ReadLinearizable); use QueryAs or QueryMultiAs with ReadAny
 // for local reads, QueryBoundedAs for bounded staleness.
 
 // KVPut stores value under key (nil stores an empty value) and reports whether the key
 // was new.
-func (c *Client) KVPut(ctx context.Context, key string, value []byte) (created bool, err error) {
-	return InvokeAs[bool](ctx, c, builtin.KVPut, []byte(key), builtin.KVPutArgs{Value: value})
+func (c *Client) KVPut(ctx context.Context, key, value []byte) (created bool, err error) {
+	return InvokeAs[bool](ctx, c, builtin.KVPut, key, builtin.KVPutArgs{Value: value})
 }
 
 // KVGet returns the value stored under key and whether there is one: a linearizable read
 // that the leader answers off the log (Query with ReadLinearizable).
-func (c *Client) KVGet(ctx context.Context, key string) (value []byte, found bool, err error) {
-	res, err := QueryAs[builtin.KVGetResult](ctx, c, builtin.KVGet, []byte(key), builtin.NoArgs{}, ReadLinearizable)
+func (c *Client) KVGet(ctx context.Context, key []byte) (value []byte, found bool, err error) {
+	res, err := QueryAs[builtin.KVGetResult](ctx, c, builtin.KVGet, key, builtin.NoArgs{}, ReadLinearizable)
 	return res.Value, res.Found, err
 }
 
 // KVDelete removes key and reports whether it held a value.
-func (c *Client) KVDelete(ctx context.Context, key string) (existed bool, err error) {
-	return InvokeAs[bool](ctx, c, builtin.KVDelete, []byte(key), builtin.NoArgs{})
+func (c *Client) KVDelete(ctx context.Context, key []byte) (existed bool, err error) {
+	return InvokeAs[bool](ctx, c, builtin.KVDelete, key, builtin.NoArgs{})
 }
 
 // KVCas stores args.New under key if the key holds args.Old (or holds nothing, with
 // args.OldAbsent), and returns what happened and the key's value afterwards.
-func (c *Client) KVCas(ctx context.Context, key string, args builtin.KVCasArgs) (builtin.KVCasResult, error) {
-	return InvokeAs[builtin.KVCasResult](ctx, c, builtin.KVCas, []byte(key), args)
+func (c *Client) KVCas(ctx context.Context, key []byte, args builtin.KVCasArgs) (builtin.KVCasResult, error) {
+	return InvokeAs[builtin.KVCasResult](ctx, c, builtin.KVCas, key, args)
 }
 
 // CounterAdd adds delta (which may be negative) to the counter name and returns its new

@@ -57,19 +57,19 @@ func ParseSetting(text string) (Setting, error) {
 	return Setting{Name: name, Value: value}, nil
 }
 
-// ClusterConfig reads the cluster configuration. It reads through the log (linearizable)
-// and needs the admin role.
-func (c *Client) ClusterConfig(ctx context.Context) (ClusterConfig, error) {
-	return c.configCall(ctx, "cluster config get", wire.ClusterConfigArgs{Cmd: wire.ConfigGet})
+// Config reads the cluster configuration. It reads through the log (linearizable) and
+// needs the admin role.
+func (cl Cluster) Config(ctx context.Context) (ClusterConfig, error) {
+	return cl.c.configCall(ctx, "cluster config get", wire.ClusterConfigArgs{Cmd: wire.ConfigGet})
 }
 
-// SetClusterConfig changes the settings given, all or none, through the log: once it
+// SetConfig changes the settings given, all or none, through the log: once it
 // returns, every replica applies the new values from the change's log index on (Index of
 // the result). It needs the admin role. An unknown setting, a value that does not parse
 // or is out of range, a setting given twice or none at all get ErrBadArguments and change
 // nothing. It is not retried where its outcome is in doubt: the caller reads the
 // configuration.
-func (c *Client) SetClusterConfig(ctx context.Context, settings ...Setting) (ClusterConfig, error) {
+func (cl Cluster) SetConfig(ctx context.Context, settings ...Setting) (ClusterConfig, error) {
 	if len(settings) == 0 {
 		return ClusterConfig{}, fmt.Errorf("client: cluster config set: %w: no setting", ErrBadArguments)
 	}
@@ -77,7 +77,7 @@ func (c *Client) SetClusterConfig(ctx context.Context, settings ...Setting) (Clu
 	for _, s := range settings {
 		a.Set = append(a.Set, wire.ConfigSetting{Name: s.Name, Value: s.Value})
 	}
-	return c.configCall(ctx, "cluster config set", a)
+	return cl.c.configCall(ctx, "cluster config set", a)
 }
 
 // configCall sends one cluster configuration command to the leader and decodes the

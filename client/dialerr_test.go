@@ -94,7 +94,7 @@ func TestRefusedPromptly(t *testing.T) {
 			defer c.Close()
 			check("Status", func(ctx context.Context) error { _, err := c.Status(ctx, ""); return err })
 			check("ClusterStatus", func(ctx context.Context) error {
-				cs, err := c.ClusterStatus(ctx)
+				cs, err := c.Cluster().Status(ctx)
 				if err != nil {
 					t.Fatalf("ClusterStatus: %v", err)
 				}
@@ -109,10 +109,10 @@ func TestRefusedPromptly(t *testing.T) {
 				return err
 			})
 			check("ReadStream", func(ctx context.Context) error { _, _, err := c.ReadStream(ctx, "s", 0, 0, 1); return err })
-			check("Members", func(ctx context.Context) error { _, err := c.Members(ctx); return err })
-			check("TransferLeadership", func(ctx context.Context) error { return c.TransferLeadership(ctx, "") })
+			check("Members", func(ctx context.Context) error { _, err := c.Cluster().Members(ctx); return err })
+			check("TransferLeadership", func(ctx context.Context) error { return c.Cluster().TransferLeadership(ctx, "") })
 			check("AddVoter", func(ctx context.Context) error {
-				return c.AddVoter(ctx, client.JoinRequest{ID: "x", RaftAddr: "127.0.0.1:1", ClientAddr: "127.0.0.1:2"})
+				return c.Cluster().AddMember(ctx, client.JoinRequest{ID: "x", RaftAddr: "127.0.0.1:1", ClientAddr: "127.0.0.1:2"})
 			})
 		})
 	}

@@ -150,42 +150,72 @@ Three layers reach a procedure, from the most to the least convenient:
   - the untyped methods Invoke, InvokeMulti, Query and QueryMulti: arguments as any
     msgpack-encodable value (nil for none), the result decoded into a pointer.
 
-The rule for partition keys: the typed helpers of the built-ins take keys (and counter,
-account and stream names) as string, since Go strings hold any bytes and literals need no
-conversion; the generic and untyped calls, which carry keys to the wire as they are, take
-[]byte (a multi-partition call a [][]byte, nil for every partition). Values and records
-are []byte everywhere.
+The rule for keys and names: a key — the bytes that choose a partition, and that a KV
+entry or a stream record is stored under — is []byte everywhere: the keys of Invoke,
+Query and their typed forms (a multi-partition call takes a [][]byte, nil for every
+partition), of KVPut, KVGet, KVDelete and KVCas, of Append, StreamRecord and Record,
+and GroupKey. A name — of a stream, counter, account, consumer group or group member,
+user, cluster member, procedure — is a string; the built-ins that hash a name to its
+partition (CounterAdd, BankOpen, ...) do the conversion. Values and records are []byte
+everywhere.
 
 # Administration
 
-A Client also carries the admin API, the counterpart of etcd's Cluster and Maintenance
-interfaces: Status (one node), ClusterStatus (every node the seeds lead to, reachable or
-not), Processors (one node's stream processors per partition: position, lag, dead
-letters, watermarks), Members (the membership as the leader records it), AddVoter,
-Remove and TransferLeadership. None of it uses the client session. Open returns a Client without
-contacting any node, so that Status and ClusterStatus work against a cluster that has no
-leader; Dial would wait for one.
+Client's own methods are the data path: invocations and queries, the built-ins' helpers,
+appends, stream reads and subscriptions, consumer group membership (JoinGroup), and the
+state of the client itself and of one node (Status, Leader, SessionID). The admin API is
+grouped, as etcd's clientv3 groups Cluster and Maintenance, in small handles that share
+the Client's connections, Config and limits:
+
+  - Client.Cluster: Members (the membership as the leader records it), Status (every
+    node the seeds lead to, reachable or not: a ClusterStatus), AddMember, RemoveMember
+    and TransferLeadership;
+  - Client.Users: Add (with a UserRole: RoleAdmin, RoleWriter or RoleReader; any other
+    is refused with ErrBadArguments before anything is sent), Remove, Grant, Revoke and
+    List;
+  - Client.Streams: Create, Delete, List and Describe;
+  - Client.Groups: Offsets, Describe and List of consumer groups;
+  - Client.Procedures: Catalog (the procedures the cluster runs, with their schemas) and
+    Processors (one node's stream processors per partition: position, lag, dead letters,
+    watermarks).
+
+The calls nodes make to each other (the ReadIndex protocol's ConfirmLeader and
+ReadIndex, a divergent node's RequestRebuild) are on none of them: they are on Peer
+(NewPeer), which only package node uses.
+
+One naming rule for taking things away: Remove takes a participant out of the cluster's
+sets and destroys no data (Cluster.RemoveMember, Users.Remove; Users.Revoke takes back
+grants); Delete destroys stored data (Streams.Delete, a stream and its records;
+KVDelete, a key's value).
+
+Cluster, Users and Procedures calls use no client session; Streams and Groups calls
+are exactly-once invocations of built-in procedures, like Invoke. Open returns a Client
+without contacting any node, so that Status and Cluster().Status work against a cluster
+that has no leader; Dial would wait for one.
 
 	c, err := client.Open(client.Config{Addrs: seeds, TLS: tlsCfg})
 	if err != nil { ... }
 	defer c.Close()
-	cs, err := c.ClusterStatus(ctx) // every node's Status, or its Err (ErrUnreachable, ...)
-	err = c.TransferLeadership(ctx, "n2")
+	cs, err := c.Cluster().Status(ctx) // every node's Status, or its Err (ErrUnreachable, ...)
+	err = c.Cluster().TransferLeadership(ctx, "n2")
+	err = c.Users().Add(ctx, "alice", client.RoleWriter)
 
-Status, Processors and ClusterStatus ask each node once: an unreachable node is reported, not hidden
-behind retries. Members, AddVoter, Remove and TransferLeadership go to the leader: the
-client follows NotLeader hints, and retries only attempts that provably did not run (a
-NotLeader, NotReady, Divergent, ShuttingDown or Overloaded answer, or a node it could not
-connect to), pausing as for invocations, until ctx ends or Config.MaxRetries runs out.
-Membership changes carry no session, so nothing deduplicates a second copy. AddVoter and
-Remove need none: run twice, they have the effect of once, so an attempt whose outcome is
-in doubt (the connection broke after sending, no answer within RequestTimeout, an
-UnknownOutcome or Timeout answer: the leader may have lost its leadership with the change
-in flight, and the next one may or may not commit it) is sent again until a definite
-answer. TransferLeadership, which would move leadership twice, ends on such an attempt
-with an error matching ErrUnknownOutcome or ErrTimeout; ask Status or Members to learn
-what happened. Remove and TransferLeadership check first, with the leader, that the node is a
-member, and refuse an unknown id with ErrUnknownMember, changing nothing.
+Status, Procedures().Processors and Cluster().Status ask each node once: an unreachable
+node is reported, not hidden behind retries. Members, AddMember, RemoveMember,
+TransferLeadership and the Users calls go to the leader: the client follows NotLeader
+hints, and retries only attempts that provably did not run (a NotLeader, NotReady,
+Divergent, ShuttingDown or Overloaded answer, or a node it could not connect to),
+pausing as for invocations, until ctx ends or Config.MaxRetries runs out. Membership
+changes carry no session, so nothing deduplicates a second copy. AddMember and
+RemoveMember need none: run twice, they have the effect of once, so an attempt whose
+outcome is in doubt (the connection broke after sending, no answer within
+RequestTimeout, an UnknownOutcome or Timeout answer: the leader may have lost its
+leadership with the change in flight, and the next one may or may not commit it) is
+sent again until a definite answer. TransferLeadership, which would move leadership
+twice, ends on such an attempt with an error matching ErrUnknownOutcome or ErrTimeout;
+ask Status or Members to learn what happened. RemoveMember and TransferLeadership check
+first, with the leader, that the node is a member, and refuse an unknown id with
+ErrUnknownMember, changing nothing.
 
 # Exactly once
 

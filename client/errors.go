@@ -122,7 +122,7 @@ func (e codeError) Error() string { return (&wire.Error{Code: wire.Code(e)}).Err
 // The errors the client retries (those that say "retries" below) reach the caller of a
 // retrying method (Invoke, Query, ReadStream, ...) only as the last error named in the
 // text of ErrRetriesExhausted or of a context error, never as the returned error's
-// identity. Status makes one attempt and returns them as they are (ClusterStatus, in
+// identity. Status makes one attempt and returns them as they are (Cluster().Status, in
 // each node's NodeStatus.Err).
 var (
 	// ErrNotLeader: the node was not the leader. The client follows the leader hint and
@@ -182,7 +182,7 @@ var (
 	// ErrUnknownStream: the stream does not exist (never created, or deleted). Definite:
 	// an append that gets it appended nothing.
 	ErrUnknownStream error = codeError(CodeUnknownStream)
-	// ErrStreamExists: CreateStream named a stream that exists. Definite: nothing changed.
+	// ErrStreamExists: Streams.Create named a stream that exists. Definite: nothing changed.
 	ErrStreamExists error = codeError(CodeStreamExists)
 	// ErrOffsetTrimmed: ReadStream asked for an offset below the first one the stream's
 	// retention kept; the error is an *OffsetTrimmedError naming that first offset.
@@ -235,14 +235,15 @@ var (
 	ErrConnLost = errors.New("connection lost")
 	// ErrUnreachable is the cause reported when the client could not connect to a node:
 	// the dial or the protocol handshake failed, so no request reached it. Status and
-	// ClusterStatus return it (for ClusterStatus, in the node's NodeStatus.Err); the
+	// Cluster().Status return it (in the node's NodeStatus.Err); the
 	// retrying methods try another node. A handshake the node refused for another cluster
 	// or protocol matches ErrClusterMismatch or ErrProtocolVersion as well.
 	ErrUnreachable = errUnreachable
-	// ErrUnknownMember is returned by Remove and TransferLeadership for a node id that is
-	// not among the cluster's members, as the leader records them. Nothing was changed.
+	// ErrUnknownMember is returned by Cluster.RemoveMember and Cluster.TransferLeadership
+	// for a node id that is not among the cluster's members, as the leader records them.
+	// Nothing was changed.
 	ErrUnknownMember = errors.New("unknown member")
-	// ErrRebuildRefused is returned by RequestRebuild when the leader refused to rebuild
+	// ErrRebuildRefused is returned by Peer.RequestRebuild when the leader refused to rebuild
 	// the node now: demoting it would leave fewer healthy voters alive than a quorum
 	// needs. The error's text has the leader's reason. Nothing was changed.
 	ErrRebuildRefused = errors.New("rebuild refused")

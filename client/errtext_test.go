@@ -51,8 +51,8 @@ func TestUnknownMemberText(t *testing.T) {
 	}
 	defer c.Close()
 	for i, call := range []func() error{
-		func() error { return c.Remove(context.Background(), "n9") },
-		func() error { return c.TransferLeadership(context.Background(), "n9") },
+		func() error { return c.Cluster().RemoveMember(context.Background(), "n9") },
+		func() error { return c.Cluster().TransferLeadership(context.Background(), "n9") },
 	} {
 		err := call()
 		if !errors.Is(err, ErrUnknownMember) {

@@ -255,7 +255,7 @@ func (m *GroupMember) Commit(ctx context.Context, partition int, offset uint64) 
 // CommittedOffsets returns the group's committed offsets by stream partition; a
 // partition never committed is absent (start it from the stream's first offset).
 func (m *GroupMember) CommittedOffsets(ctx context.Context) (map[int]uint64, error) {
-	return m.c.GroupOffsets(ctx, m.group)
+	return m.c.Groups().Offsets(ctx, m.group)
 }
 
 // Leave stops the heartbeats and removes the member from the group, which starts a new
@@ -275,10 +275,19 @@ func (m *GroupMember) Close() {
 	m.fail(ErrClosed)
 }
 
-// GroupOffsets returns group's committed offsets by stream partition. It fails with
+// Groups is the consumer-group administration part of a Client: reading groups'
+// offsets and descriptions and listing them. Members join with Client.JoinGroup, which
+// is the data path. Get it from Client.Groups; it shares the Client's session and
+// connections.
+type Groups struct{ c *Client }
+
+// Groups returns the Client's consumer-group administration calls.
+func (c *Client) Groups() Groups { return Groups{c} }
+
+// Offsets returns group's committed offsets by stream partition. It fails with
 // ErrUnknownGroup for a group no member ever joined.
-func (c *Client) GroupOffsets(ctx context.Context, group string) (map[int]uint64, error) {
-	offs, err := InvokeAs[[]builtin.GroupOffset](ctx, c, builtin.GroupOffsets, GroupKey(group), builtin.NoArgs{})
+func (g Groups) Offsets(ctx context.Context, group string) (map[int]uint64, error) {
+	offs, err := InvokeAs[[]builtin.GroupOffset](ctx, g.c, builtin.GroupOffsets, GroupKey(group), builtin.NoArgs{})
 	if err != nil {
 		return nil, err
 	}
@@ -289,13 +298,13 @@ func (c *Client) GroupOffsets(ctx context.Context, group string) (map[int]uint64
 	return out, nil
 }
 
-// DescribeGroup returns group's stream, generation, members with their assignments and
-// last heartbeats, and committed offsets. It fails with ErrUnknownGroup.
-func (c *Client) DescribeGroup(ctx context.Context, group string) (builtin.GroupDescription, error) {
-	return InvokeAs[builtin.GroupDescription](ctx, c, builtin.GroupDescribe, GroupKey(group), builtin.NoArgs{})
+// Describe returns group's stream, generation, members with their assignments and last
+// heartbeats, and committed offsets. It fails with ErrUnknownGroup.
+func (g Groups) Describe(ctx context.Context, group string) (builtin.GroupDescription, error) {
+	return InvokeAs[builtin.GroupDescription](ctx, g.c, builtin.GroupDescribe, GroupKey(group), builtin.NoArgs{})
 }
 
-// ListGroups returns every consumer group, by name.
-func (c *Client) ListGroups(ctx context.Context) ([]builtin.GroupSummary, error) {
-	return InvokeMultiAs[[]builtin.GroupSummary](ctx, c, builtin.GroupList, nil, builtin.NoArgs{})
+// List returns every consumer group, by name.
+func (g Groups) List(ctx context.Context) ([]builtin.GroupSummary, error) {
+	return InvokeMultiAs[[]builtin.GroupSummary](ctx, g.c, builtin.GroupList, nil, builtin.NoArgs{})
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Health: what a ClusterStatus says is wrong with the cluster (Problems) and how far
+// Health: what a ClusterStatus (Cluster().Status) says is wrong with the cluster (Problems) and how far
 // each replica is behind the leader (Lag). `lockstep cluster status` prints both and maps
 // the worst problem to its exit code; a rolling restart waits until there is none.
 

@@ -5,7 +5,7 @@ import "context"
 // Open returns a Client for the cluster of cfg.Addrs without contacting any node: it
 // checks cfg and sets up the connection pool. Connections are dialed, the leader found
 // and the session opened by the first request that needs them, so Open suits admin use
-// against a cluster that may have no leader (Status, ClusterStatus), where Dial would
+// against a cluster that may have no leader (Status, Cluster().Status), where Dial would
 // wait for one. Dial is Open followed by opening the session. It returns an error
 // wrapping ErrBadConfig for an invalid cfg. Close the Client when done.
 func Open(cfg Config) (*Client, error) {

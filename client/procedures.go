@@ -26,10 +26,20 @@ type Procedure struct {
 	Result schema.Type `json:"result"`
 }
 
-// ProceduresCatalog returns the procedures the cluster runs, ordered by name. Every node
+// Procedures is the procedure part of a Client's admin API: the catalogue of the
+// procedures the cluster runs and the state of its stream processors. Get it from
+// Client.Procedures; it shares the Client's connections. None of its calls uses the
+// client session.
+type Procedures struct{ c *Client }
+
+// Procedures returns the Client's procedure and processor calls.
+func (c *Client) Procedures() Procedures { return Procedures{c} }
+
+// Catalog returns the procedures the cluster runs, ordered by name. Every node
 // of a cluster runs the same set, so any node answers, from its registry and without the
 // log; the request is retried on another node as reads at ReadAny are.
-func (c *Client) ProceduresCatalog(ctx context.Context) ([]Procedure, error) {
+func (p Procedures) Catalog(ctx context.Context) ([]Procedure, error) {
+	c := p.c
 	const what = "procedures catalog"
 	if err := c.acquireFree(ctx); err != nil {
 		return nil, c.opErr(fmt.Errorf("client: %s: %w", what, err))

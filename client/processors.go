@@ -63,7 +63,8 @@ func (w WindowStatus) WatermarkTime() (time.Time, bool) {
 // ready or not, from the state it has applied; an empty addr asks the node the client
 // currently sends leader requests to. Like Status it makes one attempt, bounded by ctx and
 // RequestTimeout.
-func (c *Client) Processors(ctx context.Context, addr string) ([]ProcessorStatus, error) {
+func (p Procedures) Processors(ctx context.Context, addr string) ([]ProcessorStatus, error) {
+	c := p.c
 	if addr == "" {
 		addr = c.leaderAddr()
 	}

@@ -36,34 +36,3 @@ func QueryBoundedAs[R, A any](ctx context.Context, c *Client, proc string, key [
 	err := c.QueryBounded(ctx, proc, key, sendable(args), &res, maxLag)
 	return res, err
 }
-
-// ConfirmLeader is a call of nodes, for the ReadIndex protocol: it asks the node at addr
-// whether it still follows the leader leaderID in Raft term term. It returns nil for yes,
-// an error wrapping ErrNotLeader for no, or the error that kept the node from answering.
-// One attempt, bounded by ctx and Config.RequestTimeout: a leader counts answers, it does
-// not wait for retries.
-func (c *Client) ConfirmLeader(ctx context.Context, addr string, term uint64, leaderID string) error {
-	if err := c.acquireFree(ctx); err != nil {
-		return c.opErr(fmt.Errorf("client: confirm leader at %s: %w", addr, err))
-	}
-	defer c.releaseFree()
-	if _, err := c.at(ctx, addr, &wire.Request{Op: wire.OpConfirmLeader, Term: term, LeaderID: leaderID}); err != nil {
-		return c.opErr(fmt.Errorf("client: confirm leader at %s: %w", addr, err))
-	}
-	return nil
-}
-
-// ReadIndex is a call of nodes: it asks the leader at addr for a read index, a log index
-// such that a replica that has applied it holds every write acknowledged before the call.
-// One attempt, bounded by ctx and Config.RequestTimeout.
-func (c *Client) ReadIndex(ctx context.Context, addr string) (uint64, error) {
-	if err := c.acquireFree(ctx); err != nil {
-		return 0, c.opErr(fmt.Errorf("client: read index at %s: %w", addr, err))
-	}
-	defer c.releaseFree()
-	resp, err := c.at(ctx, addr, &wire.Request{Op: wire.OpReadIndex})
-	if err != nil {
-		return 0, c.opErr(fmt.Errorf("client: read index at %s: %w", addr, err))
-	}
-	return resp.Index, nil
-}

@@ -102,26 +102,26 @@ func TestStreamHelpersRequests(t *testing.T) {
 	c := dial(t, testConfig(t, n.addr))
 	ctx := context.Background()
 	at := time.UnixMilli(42)
-	if off, err := c.Append(ctx, "s", "k", []byte("v"), WithEventTime(at)); err != nil || off != 7 {
+	if off, err := c.Append(ctx, "s", []byte("k"), []byte("v"), WithEventTime(at)); err != nil || off != 7 {
 		t.Fatalf("Append: %d, %v", off, err)
 	}
-	offs, err := c.AppendBatch(ctx, "s", []StreamRecord{{Key: "a", Value: []byte("1")}, {Key: "b", Value: []byte("2"), EventTime: at}})
+	offs, err := c.AppendBatch(ctx, "s", []StreamRecord{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b"), Value: []byte("2"), EventTime: at}})
 	if err != nil || len(offs) != 2 {
 		t.Fatalf("AppendBatch: %v, %v", offs, err)
 	}
-	if _, err := c.AppendBatch(ctx, "s", []StreamRecord{{Key: "", Value: []byte("1")}}); !errors.Is(err, ErrBadArguments) {
+	if _, err := c.AppendBatch(ctx, "s", []StreamRecord{{Key: []byte(""), Value: []byte("1")}}); !errors.Is(err, ErrBadArguments) {
 		t.Errorf("AppendBatch with an empty key: got %v, want ErrBadArguments", err)
 	}
-	if err := c.CreateStream(ctx, builtin.StreamDefinition{Name: "s", Compact: true}); err != nil {
+	if err := c.Streams().Create(ctx, builtin.StreamDefinition{Name: "s", Compact: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.DeleteStream(ctx, "s"); err != nil {
+	if err := c.Streams().Delete(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := c.ListStreams(ctx); err != nil || len(l) != 1 {
+	if l, err := c.Streams().List(ctx); err != nil || len(l) != 1 {
 		t.Fatalf("ListStreams: %v, %v", l, err)
 	}
-	if _, err := c.DescribeStream(ctx, "s"); !errors.Is(err, ErrUnknownStream) {
+	if _, err := c.Streams().Describe(ctx, "s"); !errors.Is(err, ErrUnknownStream) {
 		t.Errorf("DescribeStream: got %v, want ErrUnknownStream", err)
 	}
 	got := map[string]wire.Request{}

@@ -9,14 +9,15 @@ import (
 )
 
 // Streams: typed helpers for the stream.* built-ins. A stream is created with a
-// retention policy before anything is appended to it (appending to a stream that does
-// not exist fails with ErrUnknownStream); every invocation here is exactly-once like any
-// other. Read records with ReadStream, one partition at a time.
+// retention policy (Client.Streams().Create) before anything is appended to it
+// (appending to a stream that does not exist fails with ErrUnknownStream); every
+// invocation here is exactly-once like any other. Read records with ReadStream, one
+// partition at a time, or Subscribe.
 
 // StreamRecord is one record of AppendBatch.
 type StreamRecord struct {
 	// Key chooses the record's partition (hash(key) mod P); it must not be empty.
-	Key string
+	Key []byte
 	// Value is the record's payload.
 	Value []byte
 	// EventTime is the record's event time, kept with millisecond precision; the zero
@@ -43,12 +44,12 @@ func eventMs(t time.Time) int64 {
 // Append appends a record with key and value to stream in the partition key hashes to,
 // and returns its offset there, the same on every replica. A stream that does not exist
 // fails with ErrUnknownStream.
-func (c *Client) Append(ctx context.Context, stream, key string, value []byte, opts ...AppendOption) (offset uint64, err error) {
+func (c *Client) Append(ctx context.Context, stream string, key, value []byte, opts ...AppendOption) (offset uint64, err error) {
 	args := builtin.StreamAppendArgs{Stream: stream, Record: value}
 	for _, o := range opts {
 		o(&args)
 	}
-	return InvokeAs[uint64](ctx, c, builtin.StreamAppend, []byte(key), args)
+	return InvokeAs[uint64](ctx, c, builtin.StreamAppend, key, args)
 }
 
 // AppendBatch appends records to stream in one exactly-once invocation: all of them or,
@@ -63,46 +64,47 @@ func (c *Client) AppendBatch(ctx context.Context, stream string, records []Strea
 	args := builtin.StreamAppendBatchArgs{Stream: stream, Records: make([]builtin.StreamRecord, len(records))}
 	keys := make([][]byte, len(records))
 	for i, r := range records {
-		if r.Key == "" {
+		if len(r.Key) == 0 {
 			return nil, fmt.Errorf("client: %s: %w: record %d has an empty key", builtin.StreamAppendBatch, ErrBadArguments, i)
 		}
-		keys[i] = []byte(r.Key)
+		keys[i] = r.Key
 		args.Records[i] = builtin.StreamRecord{Key: keys[i], Value: r.Value, EventTime: eventMs(r.EventTime)}
 	}
 	return InvokeMultiAs[[]uint64](ctx, c, builtin.StreamAppendBatch, keys, args)
 }
 
-// StreamAppend appends record to stream in the partition key hashes to and returns its
-// offset.
-//
-// Deprecated: use Append, which puts the stream first like the other stream helpers.
-func (c *Client) StreamAppend(ctx context.Context, key, stream string, record []byte) (offset uint64, err error) {
-	return c.Append(ctx, stream, key, record)
-}
+// Streams is the stream-administration part of a Client: creating, deleting, listing
+// and describing streams, each an exactly-once multi-partition invocation of a stream.*
+// built-in at one log position. Get it from Client.Streams; it shares the Client's
+// session and connections.
+type Streams struct{ c *Client }
 
-// CreateStream creates a stream on every partition, at one log position, with the given
+// Streams returns the Client's stream-administration calls.
+func (c *Client) Streams() Streams { return Streams{c} }
+
+// Create creates a stream on every partition, at one log position, with the given
 // retention and key compaction (def.Name names it). A stream of that name fails with
 // ErrStreamExists; a negative bound with ErrBadArguments.
-func (c *Client) CreateStream(ctx context.Context, def builtin.StreamDefinition) error {
-	_, err := InvokeMultiAs[builtin.StreamDefinition](ctx, c, builtin.StreamCreate, nil, def)
+func (s Streams) Create(ctx context.Context, def builtin.StreamDefinition) error {
+	_, err := InvokeMultiAs[builtin.StreamDefinition](ctx, s.c, builtin.StreamCreate, nil, def)
 	return err
 }
 
-// DeleteStream deletes a stream and its records on every partition. A stream that does
-// not exist fails with ErrUnknownStream.
-func (c *Client) DeleteStream(ctx context.Context, name string) error {
-	_, err := InvokeMultiAs[builtin.NoArgs](ctx, c, builtin.StreamDelete, nil, builtin.StreamNameArgs{Name: name})
+// Delete deletes a stream and its records on every partition. A stream that does not
+// exist fails with ErrUnknownStream.
+func (s Streams) Delete(ctx context.Context, name string) error {
+	_, err := InvokeMultiAs[builtin.NoArgs](ctx, s.c, builtin.StreamDelete, nil, builtin.StreamNameArgs{Name: name})
 	return err
 }
 
-// ListStreams returns every stream's definition, by name.
-func (c *Client) ListStreams(ctx context.Context) ([]builtin.StreamDefinition, error) {
-	return InvokeMultiAs[[]builtin.StreamDefinition](ctx, c, builtin.StreamList, nil, builtin.NoArgs{})
+// List returns every stream's definition, by name.
+func (s Streams) List(ctx context.Context) ([]builtin.StreamDefinition, error) {
+	return InvokeMultiAs[[]builtin.StreamDefinition](ctx, s.c, builtin.StreamList, nil, builtin.NoArgs{})
 }
 
-// DescribeStream returns a stream's definition and, per partition, its first and next
-// offsets and its live records and bytes, read at one log position. A stream that does
-// not exist fails with ErrUnknownStream.
-func (c *Client) DescribeStream(ctx context.Context, name string) (builtin.StreamDescription, error) {
-	return InvokeMultiAs[builtin.StreamDescription](ctx, c, builtin.StreamDescribe, nil, builtin.StreamNameArgs{Name: name})
+// Describe returns a stream's definition and, per partition, its first and next offsets
+// and its live records and bytes, read at one log position. A stream that does not exist
+// fails with ErrUnknownStream.
+func (s Streams) Describe(ctx context.Context, name string) (builtin.StreamDescription, error) {
+	return InvokeMultiAs[builtin.StreamDescription](ctx, s.c, builtin.StreamDescribe, nil, builtin.StreamNameArgs{Name: name})
 }

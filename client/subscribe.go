@@ -170,7 +170,7 @@ func (c *Client) Subscribe(ctx context.Context, stream string, partition int, fr
 // partition of the stream fails with ErrBadScope. An end of one partition (e.g. an
 // *OffsetTrimmedError) ends the whole subscription.
 func (c *Client) SubscribeAll(ctx context.Context, stream string, from map[int]uint64, opts ...SubscribeOption) (*Subscription, error) {
-	desc, err := c.DescribeStream(ctx, stream)
+	desc, err := c.Streams().Describe(ctx, stream)
 	if err != nil {
 		return nil, err
 	}

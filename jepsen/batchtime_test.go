@@ -49,14 +49,14 @@ func TestFastClockLeaderReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: stream}); err != nil {
+	if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: stream}); err != nil {
 		t.Fatal(err)
 	}
 	// appendTime appends a record and returns its batch time (its event time, none given).
 	appendTime := func() (time.Time, error) {
 		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		off, err := cl.Append(actx, stream, "k", []byte("v"))
+		off, err := cl.Append(actx, stream, []byte("k"), []byte("v"))
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -135,7 +135,7 @@ func TestFastClockLeaderReplaced(t *testing.T) {
 		t.Errorf("batch time only %v ahead of the clocks after the fast leader; it must not jump back", ahead)
 	}
 	// The idle client finds its session expired and opens a new one.
-	if _, err := idle.Append(ctx, stream, "k", []byte("idle")); err != nil {
+	if _, err := idle.Append(ctx, stream, []byte("k"), []byte("idle")); err != nil {
 		t.Fatal(err)
 	}
 	if s := idle.SessionID(); s == idleSession {

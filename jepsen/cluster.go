@@ -419,7 +419,7 @@ func (c *Cluster) Replace(ctx context.Context, i int) error {
 	n := c.Nodes[i]
 	c.Kill(i)
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	err = cl.Remove(rctx, n.ID)
+	err = cl.Cluster().RemoveMember(rctx, n.ID)
 	cancel()
 	if err != nil && !errors.Is(err, client.ErrUnknownMember) {
 		return fmt.Errorf("jepsen: remove %s: %w", n.ID, err)
@@ -511,7 +511,7 @@ func (c *Cluster) Index(id string) int {
 func (c *Cluster) Leader(ctx context.Context, cl *client.Client) int {
 	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	cs, err := cl.ClusterStatus(sctx)
+	cs, err := cl.Cluster().Status(sctx)
 	if err != nil {
 		return -1
 	}

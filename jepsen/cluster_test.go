@@ -48,7 +48,7 @@ func put(t *testing.T, cl *client.Client, key, val string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := cl.KVPut(ctx, key, []byte(val)); err != nil {
+	if _, err := cl.KVPut(ctx, []byte(key), []byte(val)); err != nil {
 		t.Fatalf("put %s: %v", key, err)
 	}
 }

@@ -370,7 +370,7 @@ func (nm *nemesis) start(ctx context.Context, st Step) {
 			to = st.Perm[1%n]
 		}
 		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err = nm.cl.TransferLeadership(tctx, c.Nodes[to].ID)
+		err = nm.cl.Cluster().TransferLeadership(tctx, c.Nodes[to].ID)
 		cancel()
 		ev.Nodes = nm.ids(to)
 	}

@@ -45,7 +45,7 @@ func (r *Register) Invoke(ctx context.Context, w *Worker) {
 	switch w.Rand.IntN(3) {
 	case 0:
 		w.Do(Op{F: "read", Key: key}, func() ([]int64, error) {
-			v, found, err := w.Client.KVGet(ctx, key)
+			v, found, err := w.Client.KVGet(ctx, []byte(key))
 			if err != nil || !found {
 				return []int64{-1}, err
 			}
@@ -55,13 +55,13 @@ func (r *Register) Invoke(ctx context.Context, w *Worker) {
 	case 1:
 		v := int64(w.Rand.IntN(5))
 		w.Do(Op{F: "write", Key: key, Args: []int64{v}}, func() ([]int64, error) {
-			_, err := w.Client.KVPut(ctx, key, []byte(strconv.FormatInt(v, 10)))
+			_, err := w.Client.KVPut(ctx, []byte(key), []byte(strconv.FormatInt(v, 10)))
 			return nil, err
 		})
 	default:
 		old, nw := int64(w.Rand.IntN(5)), int64(w.Rand.IntN(5))
 		w.Do(Op{F: "cas", Key: key, Args: []int64{old, nw}}, func() ([]int64, error) {
-			res, err := w.Client.KVCas(ctx, key, builtin.KVCasArgs{Old: []byte(strconv.FormatInt(old, 10)), New: []byte(strconv.FormatInt(nw, 10))})
+			res, err := w.Client.KVCas(ctx, []byte(key), builtin.KVCasArgs{Old: []byte(strconv.FormatInt(old, 10)), New: []byte(strconv.FormatInt(nw, 10))})
 			if err != nil {
 				return nil, err
 			}

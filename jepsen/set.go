@@ -27,7 +27,7 @@ func (s *Set) Name() string { return "set" }
 
 // Setup implements Workload: creates the stream.
 func (s *Set) Setup(ctx context.Context, cl *client.Client) error {
-	return cl.CreateStream(ctx, builtin.StreamDefinition{Name: setStream})
+	return cl.Streams().Create(ctx, builtin.StreamDefinition{Name: setStream})
 }
 
 // element is worker p's i-th element.
@@ -37,7 +37,7 @@ func element(p int, i int64) string { return fmt.Sprintf("e%d-%d", p, i) }
 func (s *Set) Invoke(ctx context.Context, w *Worker) {
 	e := element(w.Process, w.Seq)
 	w.Do(Op{F: "append", Key: e}, func() ([]int64, error) {
-		off, err := w.Client.Append(ctx, setStream, e, []byte(e))
+		off, err := w.Client.Append(ctx, setStream, []byte(e), []byte(e))
 		return []int64{int64(off)}, err
 	})
 }
@@ -56,7 +56,7 @@ func (s *Set) Check(ctx context.Context, cl *client.Client, hist []Op, _ string)
 			acked[op.Key] = true
 		}
 	}
-	desc, err := cl.DescribeStream(ctx, setStream)
+	desc, err := cl.Streams().Describe(ctx, setStream)
 	if err != nil {
 		return []Verdict{{Checker: "set", Detail: fmt.Sprintf("describe %s: %v", setStream, err)}}
 	}

@@ -192,7 +192,7 @@ func TestClientThatDoesNotReadLosesOnlyItsConnection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	good := c.dial(ctx)
-	if _, err := good.KVPut(ctx, "big", make([]byte, 64<<10)); err != nil {
+	if _, err := good.KVPut(ctx, []byte("big"), make([]byte, 64<<10)); err != nil {
 		t.Fatal(err)
 	}
 	// Each kv.get answer carries 64 KiB: 32 MiB of answers overflow the socket buffers
@@ -238,7 +238,7 @@ func TestRawRequestsRefused(t *testing.T) {
 	c := startCluster(t, clusterOptions{nodes: 1, partitions: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := c.dial(ctx).CreateStream(ctx, builtin.StreamDefinition{Name: "s"}); err != nil {
+	if err := c.dial(ctx).Streams().Create(ctx, builtin.StreamDefinition{Name: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	n := c.Nodes[0]

@@ -25,22 +25,22 @@ func TestClusterRunsBuiltins(t *testing.T) {
 				t.Fatalf("%s: %v", what, err)
 			}
 		}
-		created, err := cl.KVPut(ctx, "k", []byte("v1"))
+		created, err := cl.KVPut(ctx, []byte("k"), []byte("v1"))
 		must("kv.put", err)
 		if !created {
 			t.Fatalf("kv.put: got created=false, want true")
 		}
-		v, found, err := cl.KVGet(ctx, "k")
+		v, found, err := cl.KVGet(ctx, []byte("k"))
 		must("kv.get", err)
 		if !found || string(v) != "v1" {
 			t.Fatalf("kv.get: got %q %t, want v1 true", v, found)
 		}
-		cas, err := cl.KVCas(ctx, "k", builtin.KVCasArgs{Old: []byte("v1"), New: []byte("v2")})
+		cas, err := cl.KVCas(ctx, []byte("k"), builtin.KVCasArgs{Old: []byte("v1"), New: []byte("v2")})
 		must("kv.cas", err)
 		if !cas.Swapped {
 			t.Fatalf("kv.cas: got %+v, want swapped", cas)
 		}
-		_, err = cl.KVDelete(ctx, "k")
+		_, err = cl.KVDelete(ctx, []byte("k"))
 		must("kv.delete", err)
 		for i := 1; i <= 10; i++ {
 			n, err := cl.CounterAdd(ctx, "hits", 3)
@@ -81,8 +81,8 @@ func TestClusterRunsBuiltins(t *testing.T) {
 		if len(results) == 0 || results[0].Contestant != 2 || results[0].Votes != 2 {
 			t.Fatalf("voter.results: got %+v", results)
 		}
-		must("stream.create", cl.CreateStream(ctx, builtin.StreamDefinition{Name: "events"}))
-		off, err := cl.Append(ctx, "events", "orders", []byte("r0"))
+		must("stream.create", cl.Streams().Create(ctx, builtin.StreamDefinition{Name: "events"}))
+		off, err := cl.Append(ctx, "events", []byte("orders"), []byte("r0"))
 		must("stream.append", err)
 		if err := cl.InvokeMulti(ctx, "no.such", nil, nil, nil); !errors.Is(err, client.ErrUnknownProcedure) {
 			t.Fatalf("unknown procedure: got %v", err)

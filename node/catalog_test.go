@@ -48,7 +48,7 @@ func TestProceduresCatalog(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	got, err := cl.ProceduresCatalog(ctx)
+	got, err := cl.Procedures().Catalog(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

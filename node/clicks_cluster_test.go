@@ -147,7 +147,7 @@ func TestClusterClickPipeline(t *testing.T) {
 	setup := c.dial(ctx)
 	s := fastClicks.Streams()
 	// Only the input: the processors' declared outputs are created for them.
-	if err := setup.CreateStream(ctx, builtin.StreamDefinition{Name: s.Clicks}); err != nil {
+	if err := setup.Streams().Create(ctx, builtin.StreamDefinition{Name: s.Clicks}); err != nil {
 		t.Fatal(err)
 	}
 	const workers = 4
@@ -171,12 +171,12 @@ func TestClusterClickPipeline(t *testing.T) {
 						jitter = 1000 + rng.Int64N(2000)
 					}
 					v, _ := msgpack.Marshal(&builtin.Click{Page: pages[rng.IntN(len(pages))], Time: time.Now().UnixMilli() - jitter})
-					recs[i] = client.StreamRecord{Key: fmt.Sprintf("u%d-%d", w, n), Value: v}
+					recs[i] = client.StreamRecord{Key: []byte(fmt.Sprintf("u%d-%d", w, n)), Value: v}
 					n++
 				}
 				mu.Lock()
 				for _, r := range recs {
-					tried[r.Key] = true
+					tried[string(r.Key)] = true
 				}
 				mu.Unlock()
 				actx, acancel := context.WithTimeout(ctx, 20*time.Second)
@@ -187,7 +187,7 @@ func TestClusterClickPipeline(t *testing.T) {
 				}
 				mu.Lock()
 				for _, r := range recs {
-					acked[r.Key] = true
+					acked[string(r.Key)] = true
 				}
 				mu.Unlock()
 				batches.Add(1)
@@ -231,7 +231,7 @@ func TestClusterClickPipeline(t *testing.T) {
 	// partitions go idle and the watermark passes every other window.
 	closing, _ := msgpack.Marshal(&builtin.Click{Page: closePage, Time: time.Now().Add(time.Hour).UnixMilli()})
 	tried["close"] = true
-	if _, err := setup.AppendBatch(ctx, s.Clicks, []client.StreamRecord{{Key: "close", Value: closing}}); err != nil {
+	if _, err := setup.AppendBatch(ctx, s.Clicks, []client.StreamRecord{{Key: []byte("close"), Value: closing}}); err != nil {
 		t.Fatal(err)
 	}
 	acked["close"] = true

@@ -30,7 +30,7 @@ func TestClusterConfigReplicated(t *testing.T) {
 	cl := c.dial(ctx)
 
 	// Every node runs the values of the node that created the cluster.
-	first, err := cl.ClusterConfig(ctx)
+	first, err := cl.Cluster().Config(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestClusterConfigReplicated(t *testing.T) {
 	}
 
 	// A change goes through the log; every node applies it at its index.
-	got, err := cl.SetClusterConfig(ctx, client.Setting{Name: "max-result-bytes", Value: "64"},
+	got, err := cl.Cluster().SetConfig(ctx, client.Setting{Name: "max-result-bytes", Value: "64"},
 		client.Setting{Name: "processor-budget", Value: "5"})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestClusterConfigReplicated(t *testing.T) {
 		}
 	}
 	// A 100-byte value makes a result over the limit on every node, whatever its own.
-	if _, err := cl.KVPut(ctx, "big", make([]byte, 100)); err != nil {
+	if _, err := cl.KVPut(ctx, []byte("big"), make([]byte, 100)); err != nil {
 		t.Fatal(err)
 	}
 	for i, n := range c.Nodes {
@@ -96,16 +96,16 @@ func TestClusterConfigReplicated(t *testing.T) {
 		{{Name: "processor-budget", Value: "7"}, {Name: "processor-budget", Value: "8"}},
 	}
 	for i, set := range bad {
-		if _, err := cl.SetClusterConfig(ctx, set...); !errors.Is(err, client.ErrBadArguments) {
+		if _, err := cl.Cluster().SetConfig(ctx, set...); !errors.Is(err, client.ErrBadArguments) {
 			t.Errorf("#%d: set %v: %v, want ErrBadArguments", i, set, err)
 		}
 	}
-	if now, err := cl.ClusterConfig(ctx); err != nil || now.Version != 2 || now.Index != got.Index {
+	if now, err := cl.Cluster().Config(ctx); err != nil || now.Version != 2 || now.Index != got.Index {
 		t.Fatalf("after refused changes: %+v, %v; want version 2 at index %d", now, err, got.Index)
 	}
 
 	// Only an admin may change it.
-	if err := cl.AddUser(ctx, "other", client.RoleWriter); err != nil {
+	if err := cl.Users().Add(ctx, "other", client.RoleWriter); err != nil {
 		t.Fatal(err)
 	}
 	tls, err := client.LoadTLS(testCertsDir, "other")
@@ -117,7 +117,7 @@ func TestClusterConfigReplicated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer wcl.Close()
-	if _, err := wcl.SetClusterConfig(ctx, client.Setting{Name: "processor-budget", Value: "9"}); !errors.Is(err, client.ErrPermissionDenied) {
+	if _, err := wcl.Cluster().SetConfig(ctx, client.Setting{Name: "processor-budget", Value: "9"}); !errors.Is(err, client.ErrPermissionDenied) {
 		t.Errorf("a writer's set: %v, want ErrPermissionDenied", err)
 	}
 	c.waitConverged()

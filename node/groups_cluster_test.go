@@ -94,12 +94,12 @@ func stopConsumers(t *testing.T, rs ...runningConsumer) {
 // stream has now, and returns the stream's description.
 func waitGroupDrained(t *testing.T, ctx context.Context, admin *client.Client, group, stream string, timeout time.Duration) builtin.StreamDescription {
 	t.Helper()
-	desc, err := admin.DescribeStream(ctx, stream)
+	desc, err := admin.Streams().Describe(ctx, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, timeout, func() error {
-		offs, err := admin.GroupOffsets(ctx, group)
+		offs, err := admin.Groups().Offsets(ctx, group)
 		if err != nil {
 			return err
 		}
@@ -142,13 +142,13 @@ func TestClusterConsumerGroup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	admin := c.dial(ctx)
-	if err := admin.CreateStream(ctx, builtin.StreamDefinition{Name: stream}); err != nil {
+	if err := admin.Streams().Create(ctx, builtin.StreamDefinition{Name: stream}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := admin.JoinGroup(ctx, group, "nope", "x"); !errors.Is(err, client.ErrUnknownStream) {
 		t.Fatalf("join on a missing stream: got %v, want ErrUnknownStream", err)
 	}
-	if _, err := admin.DescribeGroup(ctx, "nogroup"); !errors.Is(err, client.ErrUnknownGroup) {
+	if _, err := admin.Groups().Describe(ctx, "nogroup"); !errors.Is(err, client.ErrUnknownGroup) {
 		t.Fatalf("describe a missing group: got %v, want ErrUnknownGroup", err)
 	}
 
@@ -167,7 +167,7 @@ func TestClusterConsumerGroup(t *testing.T) {
 			}
 			recs := make([]client.StreamRecord, 10)
 			for j := range recs {
-				recs[j] = client.StreamRecord{Key: fmt.Sprintf("k%d-%d", i, j), Value: []byte("v")}
+				recs[j] = client.StreamRecord{Key: []byte(fmt.Sprintf("k%d-%d", i, j)), Value: []byte("v")}
 			}
 			if _, err := cl.AppendBatch(ctx, stream, recs); err != nil {
 				producerDone <- err
@@ -230,7 +230,7 @@ func TestClusterConsumerGroup(t *testing.T) {
 	zGen, zParts := z.m.Current()
 	z.m.Close()
 	testutil.WaitFor(t, 10*time.Second, func() error {
-		desc, err := admin.DescribeGroup(ctx, group)
+		desc, err := admin.Groups().Describe(ctx, group)
 		if err != nil {
 			return err
 		}
@@ -245,7 +245,7 @@ func TestClusterConsumerGroup(t *testing.T) {
 		t.Errorf("the zombie's consumer ended with %v, want ErrClosed (its member was closed)", err)
 	}
 	// The zombie's commit of its old assignment is refused and changes nothing.
-	before, err := admin.GroupOffsets(ctx, group)
+	before, err := admin.Groups().Offsets(ctx, group)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestClusterConsumerGroup(t *testing.T) {
 		a.m.CommitArgs(1, 0, 1<<40)); !errors.Is(err, client.ErrStaleGeneration) {
 		t.Errorf("commit with generation 1: got %v, want ErrStaleGeneration", err)
 	}
-	if desc, err := admin.DescribeGroup(ctx, group); err == nil {
+	if desc, err := admin.Groups().Describe(ctx, group); err == nil {
 		for _, m := range desc.Members {
 			if m.Member == "a" && len(m.Partitions) < parts {
 				other := (m.Partitions[0] + 1) % parts
@@ -276,7 +276,7 @@ func TestClusterConsumerGroup(t *testing.T) {
 			}
 		}
 	}
-	after, err := admin.GroupOffsets(ctx, group)
+	after, err := admin.Groups().Offsets(ctx, group)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +339,7 @@ func TestClusterGroupMemberExpires(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cl := c.dial(ctx)
-	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "s"}); err != nil {
+	if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := cl.JoinGroup(ctx, "g", "s", "slow", client.WithSessionTimeout(200*time.Millisecond), client.WithHeartbeatInterval(time.Second))
@@ -356,7 +356,7 @@ func TestClusterGroupMemberExpires(t *testing.T) {
 	if err := m.Err(); !errors.Is(err, client.ErrNotGroupMember) {
 		t.Fatalf("Err: got %v, want ErrNotGroupMember", err)
 	}
-	d, err := cl.DescribeGroup(ctx, "g")
+	d, err := cl.Groups().Describe(ctx, "g")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,14 +389,14 @@ func TestClusterGroupConsumePushed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	admin := c.dial(ctx)
-	if err := admin.CreateStream(ctx, builtin.StreamDefinition{Name: stream}); err != nil {
+	if err := admin.Streams().Create(ctx, builtin.StreamDefinition{Name: stream}); err != nil {
 		t.Fatal(err)
 	}
 	appendN := func(from, n int) {
 		t.Helper()
 		recs := make([]client.StreamRecord, n)
 		for i := range recs {
-			recs[i] = client.StreamRecord{Key: fmt.Sprintf("k%d", from+i), Value: []byte("v")}
+			recs[i] = client.StreamRecord{Key: fmt.Appendf(nil, "k%d", from+i), Value: []byte("v")}
 		}
 		if _, err := admin.AppendBatch(ctx, stream, recs); err != nil {
 			t.Fatal(err)
@@ -513,12 +513,12 @@ func TestClusterGroupConsumeTrimmed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cl := c.dial(ctx)
-	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "r", Retention: builtin.StreamRetention{MaxRecords: 5}}); err != nil {
+	if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: "r", Retention: builtin.StreamRetention{MaxRecords: 5}}); err != nil {
 		t.Fatal(err)
 	}
 	p := partition.PartitionOf([]byte("same-key"), 2)
 	for i := range 20 {
-		if _, err := cl.Append(ctx, "r", "same-key", []byte{byte(i)}); err != nil {
+		if _, err := cl.Append(ctx, "r", []byte("same-key"), []byte{byte(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -113,7 +113,7 @@ func TestJoinRefusedForOtherIncarnation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	err = cl.AddVoter(ctx, client.JoinRequest{ID: victim.ID(), RaftAddr: victim.RaftAddr(), ClientAddr: victim.ClientAddr(),
+	err = cl.Cluster().AddMember(ctx, client.JoinRequest{ID: victim.ID(), RaftAddr: victim.RaftAddr(), ClientAddr: victim.ClientAddr(),
 		Partitions: 4, Procedures: procedures.Builtins().Fingerprint(), Incarnation: "0123456789abcdef", Build: BuildTarget()})
 	if !errors.Is(err, client.ErrBadArguments) || !strings.Contains(err.Error(), "wiped or replaced") {
 		t.Fatalf("join under %s with another incarnation: got %v", victim.ID(), err)
@@ -204,7 +204,7 @@ func TestJoinRefusedWithoutLiveQuorum(t *testing.T) {
 	defer cl.Close()
 	jctx, jcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer jcancel()
-	err = cl.AddVoter(jctx, client.JoinRequest{ID: "n9", RaftAddr: "127.0.0.1:1", ClientAddr: "127.0.0.1:2",
+	err = cl.Cluster().AddMember(jctx, client.JoinRequest{ID: "n9", RaftAddr: "127.0.0.1:1", ClientAddr: "127.0.0.1:2",
 		Partitions: 4, Procedures: procedures.Builtins().Fingerprint(), Build: BuildTarget()})
 	if err == nil || !strings.Contains(err.Error(), "join or promotion refused: 1 of 3 voters answer") {
 		t.Fatalf("join without a live quorum: got %v", err)

@@ -249,7 +249,7 @@ func (n *Node) joinLoop(seeds []string) {
 		Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint(), Incarnation: inc, ReadReplica: n.cfg.ReadReplica,
 		Build: n.cfg.BuildTarget}
 	for attempt := 0; ; attempt++ {
-		err := cl.AddVoter(n.ctx, join)
+		err := cl.Cluster().AddMember(n.ctx, join)
 		switch {
 		case err == nil:
 			if n.cfg.ReadReplica {

@@ -68,7 +68,7 @@ func TestJoinAndRemove(t *testing.T) {
 		}
 		// Through the client, which follows the leader: under load leadership can move
 		// between the choice of the victim and the call.
-		if err := cl.Remove(context.Background(), victim); err != nil {
+		if err := cl.Cluster().RemoveMember(context.Background(), victim); err != nil {
 			t.Fatalf("remove %s: %v", victim, err)
 		}
 		if v := c.voters(); len(v) != 3 || slices.Contains(v, victim) {
@@ -369,7 +369,7 @@ func TestPromotionDecidedBeforeARemoval(t *testing.T) {
 	}
 	stale := views[j]
 	stale.Voter = false // as the view of a learner about to be promoted
-	if err := cl.Remove(context.Background(), id); err != nil {
+	if err := cl.Cluster().RemoveMember(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
 	if lead != c.leader() {

@@ -209,6 +209,7 @@ type Node struct {
 	allPartitions []int         // the scope of a multi-partition input without keys
 	metrics       *Metrics
 	peers         *client.Client        // this node's calls to its peers (hash checks), on kept connections
+	peer          client.Peer           // the node-to-node calls (ReadIndex) over peers
 	admin         *adminServer          // nil without Config.AdminAddr
 	certs         *certs.Store          // the node's certificates; nil on an insecure node
 	clientTLS     *tls.Config           // the client port's TLS configuration; nil if insecure
@@ -299,6 +300,7 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		Logger: n.log})); err != nil {
 		return fail(err)
 	}
+	n.peer = client.NewPeer(n.peers)
 	if n.identity, err = openIdentity(cfg); err != nil {
 		return fail(err)
 	}

@@ -75,13 +75,13 @@ func TestClusterProcessorFailover(t *testing.T) {
 	defer cancel()
 	setup := c.dial(ctx)
 	for _, s := range []string{"clicks", "all"} {
-		if err := setup.CreateStream(ctx, builtin.StreamDefinition{Name: s}); err != nil {
+		if err := setup.Streams().Create(ctx, builtin.StreamDefinition{Name: s}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	const workers = 8
 	l := c.loadThroughLeaderKill(ctx, workers, 100, func(ctx context.Context, cl *client.Client, key string) error {
-		_, err := cl.Append(ctx, "clicks", key, []byte("x"))
+		_, err := cl.Append(ctx, "clicks", []byte(key), []byte("x"))
 		return err
 	})
 	// A burst in one entry, far beyond the budget: only ticks from the new leader drain
@@ -89,7 +89,7 @@ func TestClusterProcessorFailover(t *testing.T) {
 	const burst = 300
 	recs := make([]client.StreamRecord, burst)
 	for i := range recs {
-		recs[i] = client.StreamRecord{Key: fmt.Sprintf("burst-%d", i%10), Value: []byte("b")}
+		recs[i] = client.StreamRecord{Key: fmt.Appendf(nil, "burst-%d", i%10), Value: []byte("b")}
 	}
 	if _, err := setup.AppendBatch(ctx, "clicks", recs); err != nil {
 		t.Fatal(err)

@@ -59,7 +59,7 @@ func TestProcessorsOp(t *testing.T) {
 		{Processor: "sums", Input: "events", Partition: 1, Waiting: true, Windows: noWM},
 	}
 	for _, cfg := range c.cfgs {
-		got, err := cl.Processors(ctx, cfg.ClientAddr)
+		got, err := cl.Procedures().Processors(ctx, cfg.ClientAddr)
 		if err != nil {
 			t.Fatalf("%s: %v", cfg.ID, err)
 		}
@@ -67,7 +67,7 @@ func TestProcessorsOp(t *testing.T) {
 			t.Fatalf("%s before the stream exists:\n got %+v\nwant %+v", cfg.ID, got, waiting)
 		}
 	}
-	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "events"}); err != nil {
+	if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: "events"}); err != nil {
 		t.Fatal(err)
 	}
 	// One key, so one partition: two records in [0s, 10s), a failing one, one at 25s that
@@ -75,11 +75,11 @@ func TestProcessorsOp(t *testing.T) {
 	// 0.5s, late for it.
 	ms := time.UnixMilli
 	offs, err := cl.AppendBatch(ctx, "events", []client.StreamRecord{
-		{Key: "k", Value: []byte("a"), EventTime: ms(1000)},
-		{Key: "k", Value: []byte("b"), EventTime: ms(2000)},
-		{Key: "k", Value: []byte("bad"), EventTime: ms(3000)},
-		{Key: "k", Value: []byte("c"), EventTime: ms(25_000)},
-		{Key: "k", Value: []byte("d"), EventTime: ms(500)},
+		{Key: []byte("k"), Value: []byte("a"), EventTime: ms(1000)},
+		{Key: []byte("k"), Value: []byte("b"), EventTime: ms(2000)},
+		{Key: []byte("k"), Value: []byte("bad"), EventTime: ms(3000)},
+		{Key: []byte("k"), Value: []byte("c"), EventTime: ms(25_000)},
+		{Key: []byte("k"), Value: []byte("d"), EventTime: ms(500)},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestProcessorsOp(t *testing.T) {
 		Windows: []client.WindowStatus{{Operator: "sums.w", Watermark: 25_000, HasWatermark: true, Late: 1}}}
 	for _, cfg := range c.cfgs {
 		testutil.WaitFor(t, 30*time.Second, func() error {
-			all, err := cl.Processors(ctx, cfg.ClientAddr)
+			all, err := cl.Procedures().Processors(ctx, cfg.ClientAddr)
 			got := only("sums", all)
 			if err != nil {
 				return err

@@ -40,16 +40,16 @@ func TestProcessorTickErrorsReported(t *testing.T) {
 	defer cancel()
 	cl := c.dial(ctx)
 	for _, s := range []string{"beats", "events"} {
-		if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: s}); err != nil {
+		if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: s}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := cl.DeleteStream(ctx, "beats"); err != nil {
+	if err := cl.Streams().Delete(ctx, "beats"); err != nil {
 		t.Fatal(err)
 	}
 	for _, cfg := range c.cfgs {
 		testutil.WaitFor(t, 30*time.Second, func() error {
-			all, err := cl.Processors(ctx, cfg.ClientAddr)
+			all, err := cl.Procedures().Processors(ctx, cfg.ClientAddr)
 			if err != nil {
 				return err
 			}

@@ -202,7 +202,7 @@ func (n *Node) confirmLeadership(ctx context.Context, term uint64) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			answers <- n.peers.ConfirmLeader(ctx, addr, term, n.cfg.ID)
+			answers <- n.peer.ConfirmLeader(ctx, addr, term, n.cfg.ID)
 		}()
 	}
 	// The answers still out are cancelled and awaited: the round owns its calls.
@@ -402,7 +402,7 @@ func (n *Node) refreshFreshness() error {
 			return fmt.Errorf("%w: no known leader to confirm freshness with", wire.ErrNotReady)
 		}
 		var err error
-		if index, err = n.peers.ReadIndex(ctx, addr); err != nil {
+		if index, err = n.peer.ReadIndex(ctx, addr); err != nil {
 			if errors.Is(err, context.Canceled) && n.ctx.Err() != nil {
 				return sequencer.ErrShutdown
 			}

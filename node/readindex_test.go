@@ -127,14 +127,14 @@ func deposedLeaderReads(t *testing.T, checkRound bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	all := c.dial(ctx)
-	if _, err := all.KVPut(ctx, "k", []byte("v1")); err != nil {
+	if _, err := all.KVPut(ctx, []byte("k"), []byte("v1")); err != nil {
 		return fmt.Errorf("put v1: %w", err)
 	}
 	old := c.waitLeader()
 	oi := c.index(old)
 	oldTerm := old.readyTerm.Load()
 	atOld := c.dialOne(ctx, oi, 1)
-	if v, _, err := atOld.KVGet(ctx, "k"); err != nil || string(v) != "v1" {
+	if v, _, err := atOld.KVGet(ctx, []byte("k")); err != nil || string(v) != "v1" {
 		return fmt.Errorf("read at the leader before the cut: got %q, %v, want v1", v, err)
 	}
 	rc.isolate(c, oi)
@@ -150,7 +150,7 @@ func deposedLeaderReads(t *testing.T, checkRound bool) error {
 		return err
 	}
 	defer cl.Close()
-	if _, err := cl.KVPut(ctx, "k", []byte("v2")); err != nil {
+	if _, err := cl.KVPut(ctx, []byte("k"), []byte("v2")); err != nil {
 		return fmt.Errorf("put v2 through the majority: %w", err)
 	}
 	if old.fsm.Applied() >= c.Nodes[(oi+1)%3].fsm.Applied() {
@@ -159,7 +159,7 @@ func deposedLeaderReads(t *testing.T, checkRound bool) error {
 	t.Logf("v2 written by the majority; old leader %s was in term %d", old.cfg.ID, oldTerm)
 	// Reads at the old leader, from now on: v2 (a redirect to the new leader) or an error.
 	for i := range 5 {
-		v, _, err := atOld.KVGet(ctx, "k")
+		v, _, err := atOld.KVGet(ctx, []byte("k"))
 		if err == nil && string(v) != "v2" {
 			return fmt.Errorf("read #%d at the cut-off old leader %s answered %q after v2 was acknowledged: a stale read", i, old.cfg.ID, v)
 		}
@@ -189,7 +189,7 @@ func TestReadIndexRounds(t *testing.T) {
 	const readers = 64
 	for round := range 3 {
 		want := fmt.Sprintf("v%d", round)
-		if _, err := cl.KVPut(ctx, "k", []byte(want)); err != nil {
+		if _, err := cl.KVPut(ctx, []byte("k"), []byte(want)); err != nil {
 			t.Fatal(err)
 		}
 		before := leader.reads.rounds.Load()
@@ -199,7 +199,7 @@ func TestReadIndexRounds(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if v, _, err := cl.KVGet(ctx, "k"); err != nil || string(v) != want {
+				if v, _, err := cl.KVGet(ctx, []byte("k")); err != nil || string(v) != want {
 					errs <- fmt.Errorf("got %q, %v, want %q", v, err, want)
 				}
 			}()
@@ -241,15 +241,15 @@ func TestConfirmLeader(t *testing.T) {
 		{term, "", client.ErrBadArguments},
 	}
 	for i, tt := range tests {
-		err := cl.ConfirmLeader(ctx, addr, tt.term, tt.leader)
+		err := client.NewPeer(cl).ConfirmLeader(ctx, addr, tt.term, tt.leader)
 		if (tt.want == nil) != (err == nil) || (tt.want != nil && !errors.Is(err, tt.want)) {
 			t.Errorf("#%d: term %d leader %q: got %v, want %v", i, tt.term, tt.leader, err, tt.want)
 		}
 	}
-	if _, err := cl.ReadIndex(ctx, addr); !errors.Is(err, client.ErrNotLeader) {
+	if _, err := client.NewPeer(cl).ReadIndex(ctx, addr); !errors.Is(err, client.ErrNotLeader) {
 		t.Errorf("ReadIndex at a follower: got %v, want ErrNotLeader", err)
 	}
-	if idx, err := cl.ReadIndex(ctx, leader.ClientAddr()); err != nil || idx == 0 {
+	if idx, err := client.NewPeer(cl).ReadIndex(ctx, leader.ClientAddr()); err != nil || idx == 0 {
 		t.Errorf("ReadIndex at the leader: got %d, %v, want an index", idx, err)
 	}
 }
@@ -292,7 +292,7 @@ func TestReadBounded(t *testing.T) {
 
 	for i := range 3 {
 		want := fmt.Sprintf("v%d", i)
-		if _, err := all.KVPut(ctx, "k", []byte(want)); err != nil {
+		if _, err := all.KVPut(ctx, []byte("k"), []byte(want)); err != nil {
 			t.Fatal(err)
 		}
 		// The first read needs a proof newer than the write; the next ones may use it.
@@ -308,7 +308,7 @@ func TestReadBounded(t *testing.T) {
 	}
 
 	rc.isolate(c, fi)
-	if _, err := all.KVPut(ctx, "k", []byte("late")); err != nil {
+	if _, err := all.KVPut(ctx, []byte("k"), []byte("late")); err != nil {
 		t.Fatal(err)
 	}
 	acked := time.Now()

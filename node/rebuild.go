@@ -7,7 +7,7 @@ package node
 // directory, --join), but online and without leaving the configuration:
 //
 //  1. the divergent node, once it no longer leads, asks the leader to rebuild it
-//     (client.RequestRebuild, wire.OpRebuild);
+//     (client.Peer.RequestRebuild, wire.OpRebuild);
 //  2. the leader checks that the node reports itself divergent and that the voters alive
 //     and healthy without it make a quorum of the configuration without it (else it
 //     refuses, and the node stays fenced and asks again: ErrRebuildRefused); it clears
@@ -239,7 +239,7 @@ func (n *Node) tryRebuild() (done bool) {
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(n.ctx, membershipTimeout)
-	from, err := cl.RequestRebuild(ctx, n.cfg.ID)
+	from, err := client.NewPeer(cl).RequestRebuild(ctx, n.cfg.ID)
 	cancel()
 	var refused *client.RebuildRefusedError
 	switch {

@@ -21,7 +21,7 @@ func putKV(t *testing.T, cl *client.Client, key, value string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := cl.KVPut(ctx, key, []byte(value)); err != nil {
+	if _, err := cl.KVPut(ctx, []byte(key), []byte(value)); err != nil {
 		t.Fatalf("kv.put %s: %v", key, err)
 	}
 }

@@ -204,11 +204,11 @@ func TestStreamReadFitsAFrame(t *testing.T) {
 	cl := c.dial(ctx)
 	const records, size = 6, 900 << 10 // 5.3 MiB in all, over the 4 MiB frame
 	key := []byte("orders")
-	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "events"}); err != nil {
+	if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: "events"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range records {
-		if _, err := cl.Append(ctx, "events", string(key), bytes.Repeat([]byte{byte('a' + i)}, size)); err != nil {
+		if _, err := cl.Append(ctx, "events", key, bytes.Repeat([]byte{byte('a' + i)}, size)); err != nil {
 			t.Fatalf("append %d: %v", i, err)
 		}
 	}

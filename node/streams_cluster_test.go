@@ -21,13 +21,13 @@ func TestClusterStreamRetention(t *testing.T) {
 	defer cancel()
 	cl1, cl2 := c.dial(ctx), c.dial(ctx)
 	def := builtin.StreamDefinition{Name: "clicks", Retention: builtin.StreamRetention{MaxRecords: 5}}
-	if err := cl1.CreateStream(ctx, def); err != nil {
+	if err := cl1.Streams().Create(ctx, def); err != nil {
 		t.Fatal(err)
 	}
-	if err := cl2.CreateStream(ctx, def); !errors.Is(err, client.ErrStreamExists) {
+	if err := cl2.Streams().Create(ctx, def); !errors.Is(err, client.ErrStreamExists) {
 		t.Fatalf("second create: got %v, want ErrStreamExists", err)
 	}
-	if _, err := cl2.Append(ctx, "nope", "k", []byte("v")); !errors.Is(err, client.ErrUnknownStream) {
+	if _, err := cl2.Append(ctx, "nope", []byte("k"), []byte("v")); !errors.Is(err, client.ErrUnknownStream) {
 		t.Fatalf("append to a missing stream: got %v, want ErrUnknownStream", err)
 	}
 	const perClient = 20
@@ -39,14 +39,14 @@ func TestClusterStreamRetention(t *testing.T) {
 			defer wg.Done()
 			for j := range perClient {
 				if j%5 == 4 {
-					recs := []client.StreamRecord{{Key: fmt.Sprintf("u%d", j), Value: []byte("b")}, {Key: fmt.Sprintf("v%d", j), Value: []byte("b")}}
+					recs := []client.StreamRecord{{Key: []byte(fmt.Sprintf("u%d", j)), Value: []byte("b")}, {Key: []byte(fmt.Sprintf("v%d", j)), Value: []byte("b")}}
 					if _, err := cl.AppendBatch(ctx, "clicks", recs); err != nil {
 						errs <- err
 						return
 					}
 					continue
 				}
-				if _, err := cl.Append(ctx, "clicks", fmt.Sprintf("c%d-%d", i, j), []byte("x")); err != nil {
+				if _, err := cl.Append(ctx, "clicks", []byte(fmt.Sprintf("c%d-%d", i, j)), []byte("x")); err != nil {
 					errs <- err
 					return
 				}
@@ -59,7 +59,7 @@ func TestClusterStreamRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitConverged()
-	desc, err := cl1.DescribeStream(ctx, "clicks")
+	desc, err := cl1.Streams().Describe(ctx, "clicks")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,13 +93,13 @@ func TestClusterStreamRetention(t *testing.T) {
 	if want := uint64(2 * (perClient + perClient/5)); total != want {
 		t.Errorf("offsets assigned: %d, want %d", total, want)
 	}
-	if err := cl1.DeleteStream(ctx, "clicks"); err != nil {
+	if err := cl1.Streams().Delete(ctx, "clicks"); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := cl1.ReadStream(ctx, "clicks", 0, 0, 0); !errors.Is(err, client.ErrUnknownStream) {
 		t.Errorf("read after delete: %v, want ErrUnknownStream", err)
 	}
-	if l, err := cl1.ListStreams(ctx); err != nil || len(l) != 0 {
+	if l, err := cl1.Streams().List(ctx); err != nil || len(l) != 0 {
 		t.Errorf("list after delete: %v, %v", l, err)
 	}
 	c.waitConverged()

@@ -48,7 +48,7 @@ func TestSubscriptionFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cl := c.dial(ctx)
-	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "events"}); err != nil {
+	if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: "events"}); err != nil {
 		t.Fatal(err)
 	}
 	sub, err := cl.SubscribeAll(ctx, "events", map[int]uint64{}, client.WithCredit(64, 1<<20))
@@ -78,7 +78,7 @@ func TestSubscriptionFailover(t *testing.T) {
 			default:
 			}
 			key, val := fmt.Sprintf("k%d", i%97), fmt.Sprintf("v%d", i)
-			off, err := wcl.Append(ctx, "events", key, []byte(val))
+			off, err := wcl.Append(ctx, "events", []byte(key), []byte(val))
 			if err != nil {
 				writerDone <- fmt.Errorf("append %d: %w", i, err)
 				return
@@ -159,7 +159,7 @@ func TestSubscriptionSlowSubscriberBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cl := c.dialOne(ctx, 0, -1)
-	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "s"}); err != nil {
+	if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	const window, windowBytes = 50, 4 << 10
@@ -181,7 +181,7 @@ func TestSubscriptionSlowSubscriberBounded(t *testing.T) {
 		batch := make([]client.StreamRecord, 100)
 		for i := 0; i < total; i += len(batch) {
 			for j := range batch {
-				batch[j] = client.StreamRecord{Key: "k", Value: value}
+				batch[j] = client.StreamRecord{Key: []byte("k"), Value: value}
 			}
 			if _, err := cl.AppendBatch(ctx, "s", batch); err != nil {
 				t.Errorf("append: %v", err)
@@ -253,11 +253,11 @@ func TestSubscribeBadInput(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cl := c.dialOne(ctx, 0, 2)
-	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "r", Retention: builtin.StreamRetention{MaxRecords: 5}}); err != nil {
+	if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: "r", Retention: builtin.StreamRetention{MaxRecords: 5}}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 20 {
-		if _, err := cl.Append(ctx, "r", "same-key", []byte{byte(i)}); err != nil {
+		if _, err := cl.Append(ctx, "r", []byte("same-key"), []byte{byte(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -315,7 +315,7 @@ func TestSubscribeBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatalf("subscribe at the end: %v", err)
 	}
-	if _, err := cl.Append(ctx, "r", "same-key", []byte("new")); err != nil {
+	if _, err := cl.Append(ctx, "r", []byte("same-key"), []byte("new")); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := tail.Next(ctx)
@@ -338,7 +338,7 @@ func TestSubscribeBadInput(t *testing.T) {
 	all.Close()
 
 	// Nothing changed but the one append.
-	desc, err := cl.DescribeStream(ctx, "r")
+	desc, err := cl.Streams().Describe(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +355,7 @@ func TestSubscriptionsPerConnBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cl := c.dialOne(ctx, 0, 0)
-	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "s"}); err != nil {
+	if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 {
@@ -387,7 +387,7 @@ func TestSubscriptionLeavesDivergentReplica(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cl := c.dial(ctx)
-	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "d"}); err != nil {
+	if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: "d"}); err != nil {
 		t.Fatal(err)
 	}
 	sub, err := cl.SubscribeAll(ctx, "d", nil)
@@ -400,7 +400,7 @@ func TestSubscriptionLeavesDivergentReplica(t *testing.T) {
 	appendAndReceive := func(n int) {
 		t.Helper()
 		for i := range n {
-			if _, err := cl.Append(ctx, "d", fmt.Sprintf("k%d", i), []byte("v")); err != nil {
+			if _, err := cl.Append(ctx, "d", []byte(fmt.Sprintf("k%d", i)), []byte("v")); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -144,7 +144,7 @@ func kvWorkload(cfg WorkloadConfig, keys *KeyChooser) Workload {
 			_, err := client.QueryAs[builtin.KVGetResult](ctx, c, builtin.KVGet, []byte(key), builtin.NoArgs{}, cfg.Consistency)
 			return err
 		}
-		_, err := c.KVPut(ctx, key, value)
+		_, err := c.KVPut(ctx, []byte(key), value)
 		return err
 	}}
 }
@@ -223,14 +223,14 @@ func transferWorkload(cfg WorkloadConfig, keys *KeyChooser) Workload {
 func appendWorkload(cfg WorkloadConfig, keys *KeyChooser) Workload {
 	value := make([]byte, cfg.ValueSize)
 	setup := func(ctx context.Context, c *client.Client) error {
-		err := c.CreateStream(ctx, builtin.StreamDefinition{Name: cfg.Stream, Retention: builtin.StreamRetention{MaxRecords: 100000}})
+		err := c.Streams().Create(ctx, builtin.StreamDefinition{Name: cfg.Stream, Retention: builtin.StreamRetention{MaxRecords: 100000}})
 		if errors.Is(err, client.ErrStreamExists) {
 			return nil
 		}
 		return err
 	}
 	return Workload{Setup: setup, Op: func(ctx context.Context, c *client.Client, _ int, rng *rand.Rand) error {
-		_, err := c.Append(ctx, cfg.Stream, Key("k", keys.Next(rng)), value)
+		_, err := c.Append(ctx, cfg.Stream, []byte(Key("k", keys.Next(rng))), value)
 		return err
 	}}
 }

@@ -98,11 +98,11 @@ func lockstepOps(ctx context.Context, spec loadSpec) (*ops, error) {
 			return err
 		},
 		put: func(ctx context.Context, w int, key string) error {
-			_, err := clients[w%len(clients)].KVPut(ctx, key, value)
+			_, err := clients[w%len(clients)].KVPut(ctx, []byte(key), value)
 			return err
 		},
 		read: func(ctx context.Context, w int, key string) error {
-			_, _, err := clients[w%len(clients)].KVGet(ctx, key)
+			_, _, err := clients[w%len(clients)].KVGet(ctx, []byte(key))
 			return err
 		},
 		close: func() { loadgen.Close(clients) },

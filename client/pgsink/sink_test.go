@@ -38,7 +38,7 @@ func cluster(t *testing.T) *client.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close() })
-	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "s"}); err != nil {
+	if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	return cl
@@ -52,7 +52,7 @@ func appendN(t *testing.T, cl *client.Client, from, n int) {
 	for i := from; i < from+n; i += 500 {
 		var batch []client.StreamRecord
 		for j := i; j < min(i+500, from+n); j++ {
-			batch = append(batch, client.StreamRecord{Key: fmt.Sprintf("k%d", j), Value: []byte(fmt.Sprintf("v%d", j))})
+			batch = append(batch, client.StreamRecord{Key: []byte(fmt.Sprintf("k%d", j)), Value: []byte(fmt.Sprintf("v%d", j))})
 		}
 		if _, err := cl.AppendBatch(ctx, "s", batch); err != nil {
 			t.Fatal(err)
@@ -205,7 +205,7 @@ func TestOpenBadInput(t *testing.T) {
 	// Group g consumes stream s: a sink of another stream cannot join it.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "other"}); err != nil {
+	if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: "other"}); err != nil {
 		t.Fatal(err)
 	}
 	gm, err := cl.JoinGroup(ctx, "g", "s", "first")
@@ -256,7 +256,7 @@ func TestOpenBadInput(t *testing.T) {
 	if rows, _ := counts(t, db, "events"); rows != 0 {
 		t.Fatalf("%d rows written", rows)
 	}
-	if d, err := cl.DescribeGroup(ctx, "g"); err != nil || len(d.Members) != 1 || d.Generation != 1 {
+	if d, err := cl.Groups().Describe(ctx, "g"); err != nil || len(d.Members) != 1 || d.Generation != 1 {
 		t.Fatalf("group g after the refused join: %+v, %v; want generation 1 with its one member", d, err)
 	}
 }
@@ -396,12 +396,12 @@ func TestSinkOnTrimmed(t *testing.T) {
 	createTarget(t, db, "events")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "r", Retention: builtin.StreamRetention{MaxRecords: 10}}); err != nil {
+	if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: "r", Retention: builtin.StreamRetention{MaxRecords: 10}}); err != nil {
 		t.Fatal(err)
 	}
 	add := func(from, n int) {
 		for i := from; i < from+n; i++ {
-			if _, err := cl.Append(ctx, "r", "same-key", []byte(fmt.Sprintf("v%d", i))); err != nil {
+			if _, err := cl.Append(ctx, "r", []byte("same-key"), []byte(fmt.Sprintf("v%d", i))); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -37,7 +37,7 @@ type Origin interface {
 
 // checkStream is SubscribeOrigin.CheckStream.
 func checkStream(ctx context.Context, cl *client.Client, stream string) (int, error) {
-	desc, err := cl.DescribeStream(ctx, stream)
+	desc, err := cl.Streams().Describe(ctx, stream)
 	if err != nil {
 		return 0, streamErr(stream, err)
 	}

@@ -113,7 +113,7 @@ func runClusterJoin(c *cli.Context) error {
 			build = st.Build
 		}
 	}
-	err = cl.AddVoter(ctx, client.JoinRequest{ID: id, RaftAddr: c.String("raft"), ClientAddr: c.String("client"),
+	err = cl.Cluster().AddMember(ctx, client.JoinRequest{ID: id, RaftAddr: c.String("raft"), ClientAddr: c.String("client"),
 		Partitions: parts, Procedures: procedures.Builtins().Fingerprint(), Incarnation: inc, Build: build})
 	if err != nil {
 		return fmt.Errorf("join %s: %w", id, err)
@@ -132,7 +132,7 @@ func runClusterRemove(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	if err := cl.Remove(ctx, id); err != nil {
+	if err := cl.Cluster().RemoveMember(ctx, id); err != nil {
 		return err // it names the removal ("client: remove n4: ...")
 	}
 	fmt.Fprintf(c.App.Writer, "removed %s from the cluster\n", id)
@@ -159,7 +159,7 @@ func runTransferLeader(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "%s leads already\n", target)
 		return nil
 	}
-	if err := cl.TransferLeadership(ctx, target); err != nil {
+	if err := cl.Cluster().TransferLeadership(ctx, target); err != nil {
 		return err // it names the transfer ("client: transfer leadership to n2: ...")
 	}
 	next, err := waitNewLeader(ctx, cl, addrs, old)

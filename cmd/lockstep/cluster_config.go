@@ -66,7 +66,7 @@ func runClusterConfigGet(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	conf, err := cl.ClusterConfig(ctx)
+	conf, err := cl.Cluster().Config(ctx)
 	if err != nil {
 		return fmt.Errorf("cluster config get: %w", err)
 	}
@@ -94,7 +94,7 @@ func runClusterConfigSet(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	conf, err := cl.SetClusterConfig(ctx, set...)
+	conf, err := cl.Cluster().SetConfig(ctx, set...)
 	if err != nil {
 		return fmt.Errorf("cluster config set: %w", err)
 	}

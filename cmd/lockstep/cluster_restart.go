@@ -243,7 +243,7 @@ func (r *restarter) moveLeadership(ctx context.Context, id string) error {
 	tctx, cancel := context.WithTimeout(ctx, r.nodeTimeout)
 	defer cancel()
 	fmt.Fprintf(r.out, "%s: transferring leadership\n", id)
-	if err := r.cl.TransferLeadership(tctx, ""); err != nil {
+	if err := r.cl.Cluster().TransferLeadership(tctx, ""); err != nil {
 		return fmt.Errorf("transfer leadership away from %s: %w", id, err)
 	}
 	var next string

@@ -134,7 +134,7 @@ func checkHealth(cs clusterStatusJSON) error {
 // gatherStatus asks the cluster's nodes for their status (client.ClusterStatus: the seeds
 // and every node their statuses name) and returns the rows, with each one's lag.
 func gatherStatus(ctx context.Context, cl *client.Client) (clusterStatusJSON, error) {
-	st, err := cl.ClusterStatus(ctx)
+	st, err := cl.Cluster().Status(ctx)
 	if err != nil {
 		return clusterStatusJSON{}, err
 	}

@@ -32,7 +32,7 @@ func groupListCommand() *cli.Command {
 		Usage: "list the consumer groups: stream, generation, member count",
 		Flags: withClientFlags(outputFlag(outputTable)),
 		Action: func(c *cli.Context) error {
-			return withSession(c, func(cl *client.Client) (any, error) { return cl.ListGroups(c.Context) })
+			return withSession(c, func(cl *client.Client) (any, error) { return cl.Groups().List(c.Context) })
 		},
 	}
 }
@@ -59,7 +59,7 @@ Examples:
 				return fmt.Errorf("group describe needs exactly one GROUP")
 			}
 			group := c.Args().First()
-			return withSession(c, func(cl *client.Client) (any, error) { return cl.DescribeGroup(c.Context, group) })
+			return withSession(c, func(cl *client.Client) (any, error) { return cl.Groups().Describe(c.Context, group) })
 		},
 	}
 }

@@ -128,7 +128,7 @@ func (inv *invocation) call(ctx context.Context, cl *client.Client, result any) 
 // clusterProcedure looks name up in the catalogue of the cluster cl talks to.
 func clusterProcedure(ctx context.Context, c *cli.Context, cl *client.Client, name string) (client.Procedure, error) {
 	addrs := strings.Join(c.StringSlice("addr"), ",")
-	list, err := cl.ProceduresCatalog(ctx)
+	list, err := cl.Procedures().Catalog(ctx)
 	if err != nil {
 		return client.Procedure{}, fmt.Errorf("%q is not a built-in, and the procedures of the cluster at %s: %w", name, addrs, err)
 	}

@@ -105,7 +105,7 @@ func clusterCatalog(c *cli.Context) ([]client.Procedure, error) {
 		return nil, err
 	}
 	defer done()
-	list, err := cl.ProceduresCatalog(ctx)
+	list, err := cl.Procedures().Catalog(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("procedures of the cluster at %s: %w", strings.Join(c.StringSlice("addr"), ","), err)
 	}

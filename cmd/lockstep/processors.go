@@ -57,7 +57,7 @@ func runProcessors(c *cli.Context) error {
 	}
 	defer done()
 	node := c.String("node")
-	sts, err := cl.Processors(ctx, node)
+	sts, err := cl.Procedures().Processors(ctx, node)
 	if err != nil {
 		if node != "" {
 			return fmt.Errorf("--node %s: %w", node, err)

@@ -75,7 +75,7 @@ func TestCLIProcessors(t *testing.T) {
 		t.Helper()
 		recs := make([]client.StreamRecord, len(times))
 		for i, ms := range times {
-			recs[i] = client.StreamRecord{Key: "doc-1", Value: []byte("line"), EventTime: time.UnixMilli(base + ms)}
+			recs[i] = client.StreamRecord{Key: []byte("doc-1"), Value: []byte("line"), EventTime: time.UnixMilli(base + ms)}
 		}
 		if _, err := cl.AppendBatch(ctx, "lines", recs); err != nil {
 			t.Fatal(err)

@@ -82,7 +82,7 @@ func TestRoles(t *testing.T) {
 			t.Errorf("%s: got %v, want success", what, err)
 		}
 	}
-	members, err := as(t, "root").Members(ctx)
+	members, err := as(t, "root").Cluster().Members(ctx)
 	if err != nil || len(members) != 3 {
 		t.Fatalf("members: %v, %v", members, err)
 	}
@@ -91,9 +91,9 @@ func TestRoles(t *testing.T) {
 	t.Run("Reader", func(t *testing.T) {
 		cl := as(t, "rita")
 		denied(t, "reader counter.add", cl.Invoke(ctx, "counter.add", []byte("k"), builtin.CounterAddArgs{Delta: 1}, nil))
-		denied(t, "reader remove", cl.Remove(ctx, other))
-		denied(t, "reader transfer-leader", cl.TransferLeadership(ctx, ""))
-		denied(t, "reader user add", cl.AddUser(ctx, "x", "admin"))
+		denied(t, "reader remove", cl.Cluster().RemoveMember(ctx, other))
+		denied(t, "reader transfer-leader", cl.Cluster().TransferLeadership(ctx, ""))
+		denied(t, "reader user add", cl.Users().Add(ctx, "x", "admin"))
 		var v int64
 		allowed(t, "reader counter.get", cl.Invoke(ctx, "counter.get", []byte("k"), builtin.NoArgs{}, &v))
 	})
@@ -101,9 +101,9 @@ func TestRoles(t *testing.T) {
 		cl := as(t, "wendy")
 		allowed(t, "writer counter.add", cl.Invoke(ctx, "counter.add", []byte("k"), builtin.CounterAddArgs{Delta: 1}, nil))
 		allowed(t, "writer kv.put", cl.Invoke(ctx, "kv.put", []byte("k"), builtin.KVPutArgs{Value: []byte("v")}, nil))
-		denied(t, "writer remove", cl.Remove(ctx, other))
-		denied(t, "writer transfer-leader", cl.TransferLeadership(ctx, ""))
-		denied(t, "writer grant", cl.Grant(ctx, "wendy", "kv.put"))
+		denied(t, "writer remove", cl.Cluster().RemoveMember(ctx, other))
+		denied(t, "writer transfer-leader", cl.Cluster().TransferLeadership(ctx, ""))
+		denied(t, "writer grant", cl.Users().Grant(ctx, "wendy", "kv.put"))
 	})
 	t.Run("LimitedWriter", func(t *testing.T) {
 		cl := as(t, "lim")
@@ -135,16 +135,16 @@ func TestRoles(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cl.Close()
-		denied(t, "node remove", cl.Remove(ctx, other))
-		denied(t, "node transfer-leader", cl.TransferLeadership(ctx, ""))
-		denied(t, "node user add", cl.AddUser(ctx, "x", "admin"))
+		denied(t, "node remove", cl.Cluster().RemoveMember(ctx, other))
+		denied(t, "node transfer-leader", cl.Cluster().TransferLeadership(ctx, ""))
+		denied(t, "node user add", cl.Users().Add(ctx, "x", "admin"))
 		if _, err := cl.Status(ctx, c.nodes[0].client); err != nil {
 			t.Errorf("node status, a peer call: %v", err)
 		}
 	})
 	t.Run("BadInput", func(t *testing.T) {
 		cl := as(t, "root")
-		before, err := cl.Users(ctx)
+		before, err := cl.Users().List(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,20 +153,20 @@ func TestRoles(t *testing.T) {
 			err  error
 			want error
 		}{
-			{"remove unknown", cl.RemoveUser(ctx, "ghost"), client.ErrUnknownUser},
-			{"grant unknown user", cl.Grant(ctx, "ghost", "kv.put"), client.ErrUnknownUser},
-			{"unknown role", cl.AddUser(ctx, "x", "superuser"), client.ErrBadArguments},
-			{"unknown procedure", cl.Grant(ctx, "wendy", "kv.put", "no.such"), client.ErrUnknownProcedure},
-			{"grant to reader", cl.Grant(ctx, "rita", "kv.put"), client.ErrBadArguments},
-			{"add existing", cl.AddUser(ctx, "wendy", "reader"), client.ErrBadArguments},
-			{"change root", cl.RemoveUser(ctx, "root"), client.ErrBadArguments},
+			{"remove unknown", cl.Users().Remove(ctx, "ghost"), client.ErrUnknownUser},
+			{"grant unknown user", cl.Users().Grant(ctx, "ghost", "kv.put"), client.ErrUnknownUser},
+			{"unknown role", cl.Users().Add(ctx, "x", "superuser"), client.ErrBadArguments},
+			{"unknown procedure", cl.Users().Grant(ctx, "wendy", "kv.put", "no.such"), client.ErrUnknownProcedure},
+			{"grant to reader", cl.Users().Grant(ctx, "rita", "kv.put"), client.ErrBadArguments},
+			{"add existing", cl.Users().Add(ctx, "wendy", "reader"), client.ErrBadArguments},
+			{"change root", cl.Users().Remove(ctx, "root"), client.ErrBadArguments},
 		}
 		for i, tc := range cases {
 			if !errors.Is(tc.err, tc.want) {
 				t.Errorf("#%d %s: got %v, want %v", i, tc.what, tc.err, tc.want)
 			}
 		}
-		after, err := cl.Users(ctx)
+		after, err := cl.Users().List(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -82,7 +82,7 @@ Examples:
 			}
 			def := builtin.StreamDefinition{Name: name, Compact: c.Bool("compact"), Retention: builtin.StreamRetention{
 				MaxRecords: c.Int64("max-records"), MaxBytes: c.Int64("max-bytes"), MaxAgeMs: age.Milliseconds()}}
-			return withSession(c, func(cl *client.Client) (any, error) { return def, cl.CreateStream(c.Context, def) })
+			return withSession(c, func(cl *client.Client) (any, error) { return def, cl.Streams().Create(c.Context, def) })
 		},
 	}
 }
@@ -94,7 +94,7 @@ func streamListCommand() *cli.Command {
 		Usage: "list the streams and their definitions",
 		Flags: withClientFlags(outputFlag(outputTable)),
 		Action: func(c *cli.Context) error {
-			return withSession(c, func(cl *client.Client) (any, error) { return cl.ListStreams(c.Context) })
+			return withSession(c, func(cl *client.Client) (any, error) { return cl.Streams().List(c.Context) })
 		},
 	}
 }
@@ -111,7 +111,7 @@ func streamDescribeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return withSession(c, func(cl *client.Client) (any, error) { return cl.DescribeStream(c.Context, name) })
+			return withSession(c, func(cl *client.Client) (any, error) { return cl.Streams().Describe(c.Context, name) })
 		},
 	}
 }
@@ -129,7 +129,7 @@ func streamDeleteCommand() *cli.Command {
 				return err
 			}
 			return withSession(c, func(cl *client.Client) (any, error) {
-				return builtin.StreamNameArgs{Name: name}, cl.DeleteStream(c.Context, name)
+				return builtin.StreamNameArgs{Name: name}, cl.Streams().Delete(c.Context, name)
 			})
 		},
 	}

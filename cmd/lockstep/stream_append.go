@@ -165,7 +165,7 @@ func argRecord(c *cli.Context, vt *schema.Type) (client.StreamRecord, error) {
 	if err != nil {
 		return client.StreamRecord{}, err
 	}
-	return client.StreamRecord{Key: key, Value: v, EventTime: et}, nil
+	return client.StreamRecord{Key: []byte(key), Value: v, EventTime: et}, nil
 }
 
 // parseEventTime reads a JSON event time: an RFC 3339 string or a number of Unix
@@ -221,11 +221,11 @@ func lineRecord(line []byte, vt *schema.Type) (client.StreamRecord, error) {
 	if err := dec.Decode(&l); err != nil {
 		return client.StreamRecord{}, fmt.Errorf("not a record object: %w", err)
 	}
-	rec := client.StreamRecord{Key: string(l.Key)}
+	rec := client.StreamRecord{Key: l.Key}
 	if l.KeyText != nil {
-		rec.Key = *l.KeyText
+		rec.Key = []byte(*l.KeyText)
 	}
-	if rec.Key == "" {
+	if len(rec.Key) == 0 {
 		return rec, errors.New("no key (key_text or key)")
 	}
 	et, err := parseEventTime(string(l.EventTime))

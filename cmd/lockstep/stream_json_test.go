@@ -249,15 +249,15 @@ func TestAppendLines(t *testing.T) {
 	}
 	a, _ := msgpack.Marshal(&builtin.Click{Page: "/a"})
 	want := []client.StreamRecord{
-		{Key: "a", Value: a, EventTime: time.UnixMilli(1_700_000_000_000)},
-		{Key: "b", Value: []byte("hi"), EventTime: time.UnixMilli(1_700_000_000_000).UTC()},
-		{Key: "c", Value: []byte{1, 2}},
+		{Key: []byte("a"), Value: a, EventTime: time.UnixMilli(1_700_000_000_000)},
+		{Key: []byte("b"), Value: []byte("hi"), EventTime: time.UnixMilli(1_700_000_000_000).UTC()},
+		{Key: []byte("c"), Value: []byte{1, 2}},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d records, want %d", len(got), len(want))
 	}
 	for i := range want {
-		if got[i].Key != want[i].Key || !bytes.Equal(got[i].Value, want[i].Value) || !got[i].EventTime.Equal(want[i].EventTime) {
+		if !bytes.Equal(got[i].Key, want[i].Key) || !bytes.Equal(got[i].Value, want[i].Value) || !got[i].EventTime.Equal(want[i].EventTime) {
 			t.Errorf("#%d: got %+v, want %+v", i, got[i], want[i])
 		}
 	}

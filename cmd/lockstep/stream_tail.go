@@ -62,7 +62,7 @@ func runStreamTail(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	desc, err := cl.DescribeStream(ctx, stream)
+	desc, err := cl.Streams().Describe(ctx, stream)
 	if err != nil {
 		return fmt.Errorf("stream tail %s: %w", stream, err)
 	}

@@ -100,15 +100,19 @@ func runUserAdd(c *cli.Context) error {
 		return errors.New("user add needs exactly one NAME")
 	}
 	name := c.Args().First()
+	role, err := client.ParseUserRole(c.String("role"))
+	if err != nil {
+		return fmt.Errorf("user add %s: %w", name, err)
+	}
 	ctx, cl, done, err := adminCommand(c)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if err := cl.AddUser(ctx, name, c.String("role")); err != nil {
+	if err := cl.Users().Add(ctx, name, role); err != nil {
 		return fmt.Errorf("user add %s: %w", name, err)
 	}
-	fmt.Fprintf(c.App.Writer, "added user %s with role %s\n", name, c.String("role"))
+	fmt.Fprintf(c.App.Writer, "added user %s with role %s\n", name, role)
 	return nil
 }
 
@@ -122,7 +126,7 @@ func runUserRemove(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	if err := cl.RemoveUser(ctx, name); err != nil {
+	if err := cl.Users().Remove(ctx, name); err != nil {
 		return fmt.Errorf("user remove %s: %w", name, err)
 	}
 	fmt.Fprintf(c.App.Writer, "removed user %s\n", name)
@@ -139,7 +143,7 @@ func runUserList(c *cli.Context) error {
 		return err
 	}
 	defer done()
-	users, err := cl.Users(ctx)
+	users, err := cl.Users().List(ctx)
 	if err != nil {
 		return fmt.Errorf("user list: %w", err)
 	}
@@ -179,9 +183,9 @@ func runGrant(c *cli.Context, grant bool) error {
 	}
 	defer done()
 	if grant {
-		err = cl.Grant(ctx, name, procs...)
+		err = cl.Users().Grant(ctx, name, procs...)
 	} else {
-		err = cl.Revoke(ctx, name, procs...)
+		err = cl.Users().Revoke(ctx, name, procs...)
 	}
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", verb, name, err)

@@ -119,7 +119,7 @@ func appendClosingClick(ctx context.Context, cl *client.Client, pipe procedures.
 	if err != nil {
 		return err
 	}
-	if _, err := cl.AppendBatch(ctx, pipe.Streams().Clicks, []client.StreamRecord{{Key: closingPage, Value: v}}); err != nil {
+	if _, err := cl.AppendBatch(ctx, pipe.Streams().Clicks, []client.StreamRecord{{Key: []byte(closingPage), Value: v}}); err != nil {
 		return fmt.Errorf("demo: closing click: %w", err)
 	}
 	return nil
@@ -141,7 +141,7 @@ func lastWindowEnd(tally *clickTally, window time.Duration) int64 {
 // streamRecords counts the records of every partition of stream (none is trimmed or
 // compacted in the demo).
 func streamRecords(ctx context.Context, cl *client.Client, stream string) (int64, error) {
-	d, err := cl.DescribeStream(ctx, stream)
+	d, err := cl.Streams().Describe(ctx, stream)
 	if err != nil {
 		return 0, fmt.Errorf("describe %s: %w", stream, err)
 	}
@@ -175,7 +175,7 @@ func waitView(ctx context.Context, view *resultView, n int64) error {
 // lateClicks reads the late stream and counts its clicks per window: all of them, and
 // those the producers sent as stragglers.
 func lateClicks(ctx context.Context, cl *client.Client, stream string, window time.Duration, tally *clickTally) (late, stragglers map[clickWindowKey]int64, err error) {
-	d, err := cl.DescribeStream(ctx, stream)
+	d, err := cl.Streams().Describe(ctx, stream)
 	if err != nil {
 		return nil, nil, fmt.Errorf("describe %s: %w", stream, err)
 	}

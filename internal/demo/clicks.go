@@ -147,7 +147,7 @@ func produceClicks(ctx context.Context, cl *client.Client, stream string, seed u
 				panic(err) // a fixed struct always encodes
 			}
 			clicks[i] = c
-			recs[i] = client.StreamRecord{Key: c.User, Value: v, EventTime: time.UnixMilli(c.Time)}
+			recs[i] = client.StreamRecord{Key: []byte(c.User), Value: v, EventTime: time.UnixMilli(c.Time)}
 		}
 		// The batch outlives the run's end: stopping mid-call would leave its outcome
 		// unknown; a minute bounds it if the cluster cannot answer at all.

@@ -33,7 +33,7 @@ func RunPipeline(ctx context.Context, cfg PipelineConfig, out io.Writer) error {
 	}
 	defer c.close()
 	// The input alone: the pipeline's processors create their output streams.
-	if err := c.cl.CreateStream(ctx, builtin.StreamDefinition{Name: streams.Clicks}); err != nil {
+	if err := c.cl.Streams().Create(ctx, builtin.StreamDefinition{Name: streams.Clicks}); err != nil {
 		return fmt.Errorf("create stream %s: %w", streams.Clicks, err)
 	}
 	fmt.Fprintf(out, "click pipeline: %s → %s → 1-minute windows per page → %s (late clicks → %s)\n",

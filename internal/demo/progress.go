@@ -78,7 +78,7 @@ func clockOf(ms int64) string { return time.UnixMilli(ms).UTC().Format("15:04:05
 func statusNow(ctx context.Context, cl *client.Client, pipe procedures.ClickPipelineConfig, target int64) (pipelineStatus, error) {
 	sctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	st, err := cl.Processors(sctx, "")
+	st, err := cl.Procedures().Processors(sctx, "")
 	if err != nil {
 		return pipelineStatus{}, err
 	}

@@ -157,7 +157,7 @@ func TestReadReplicaPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: rrStream}); err != nil {
+	if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: rrStream}); err != nil {
 		t.Fatal(err)
 	}
 	replica := start(3, "r1", "--join", strings.Join(seeds, ","), "--read-replica")
@@ -173,7 +173,7 @@ func TestReadReplicaPartition(t *testing.T) {
 
 	// The leader's history is read from the leader alone: it has applied at least what any
 	// replica has.
-	cs, err := cl.ClusterStatus(ctx)
+	cs, err := cl.Cluster().Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestReadReplicaPartition(t *testing.T) {
 	}
 	wg.Go(func() {
 		for i := 0; !stop.Load(); i++ {
-			_, err := cl.Append(ctx, rrStream, fmt.Sprintf("k%d", i%16), []byte(fmt.Sprintf("w%d", i)))
+			_, err := cl.Append(ctx, rrStream, fmt.Appendf(nil, "k%d", i%16), []byte(fmt.Sprintf("w%d", i)))
 			if err == nil {
 				_, err = cl.CounterAdd(ctx, "appends", 1)
 			}

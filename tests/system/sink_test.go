@@ -63,7 +63,7 @@ func newSinkFixture(t *testing.T, nodes int) *sinkFixture {
 	}
 	t.Cleanup(func() { cl.Close() })
 	f.cl = cl
-	if err := cl.CreateStream(ctx, builtin.StreamDefinition{Name: "s"}); err != nil {
+	if err := cl.Streams().Create(ctx, builtin.StreamDefinition{Name: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -100,7 +100,7 @@ func (f *sinkFixture) appendRange(ctx context.Context, from, to, batch int, paus
 	for i := from; i < to; i += batch {
 		var recs []client.StreamRecord
 		for j := i; j < min(i+batch, to); j++ {
-			recs = append(recs, client.StreamRecord{Key: fmt.Sprintf("k%d", j), Value: []byte(fmt.Sprintf("v%d", j))})
+			recs = append(recs, client.StreamRecord{Key: []byte(fmt.Sprintf("k%d", j)), Value: []byte(fmt.Sprintf("v%d", j))})
 		}
 		for {
 			actx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -135,7 +135,7 @@ func (f *sinkFixture) streamContents(t *testing.T) map[rowID]rowData {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	desc, err := f.cl.DescribeStream(ctx, "s")
+	desc, err := f.cl.Streams().Describe(ctx, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +375,7 @@ func TestSinkBadInput(t *testing.T) {
 	}
 	closed := testutil.FreeAddrs(t, 1)[0]
 	// Group g consumes stream s: a sink of stream other cannot join it.
-	if err := f.cl.CreateStream(ctx, builtin.StreamDefinition{Name: "other"}); err != nil {
+	if err := f.cl.Streams().Create(ctx, builtin.StreamDefinition{Name: "other"}); err != nil {
 		t.Fatal(err)
 	}
 	gm, err := f.cl.JoinGroup(ctx, "g", "s", "first")
