@@ -43,6 +43,9 @@ type rewriter struct {
 func (w *rewriter) file(f *syntax.File) { f.Stmts = w.stmts(f.Stmts) }
 
 func (w *rewriter) stmts(list []syntax.Stmt) []syntax.Stmt {
+	if list == nil {
+		return nil // IfStmt.Span tells an absent else by a nil list
+	}
 	out := make([]syntax.Stmt, 0, len(list))
 	for _, s := range list {
 		out = append(out, w.stmt(s)...)
