@@ -3,6 +3,7 @@ package modules
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"go.starlark.net/starlark"
 )
@@ -92,27 +93,66 @@ type budget struct {
 	opts   *Options
 	thread *starlark.Thread
 	err    *LimitError // the first limit exceeded
+	buf    *[]byte     // the run's scratch buffer for encoded values
 }
+
+// scratch returns the run's empty scratch buffer for an encoded value the Tx copies.
+func (b *budget) scratch() []byte { return (*b.buf)[:0] }
+
+// keep keeps out, grown from scratch, for the next use.
+func (b *budget) keep(out []byte) { *b.buf = out }
 
 const budgetKey = "lockstep.budget"
 
 func budgetOf(t *starlark.Thread) *budget { return t.Local(budgetKey).(*budget) }
 
-// newThread returns a thread for one run with its budget.
-func newThread(opts *Options, name string) (*starlark.Thread, *budget) {
-	t := &starlark.Thread{Name: name}
-	b := &budget{opts: opts, thread: t}
-	t.SetLocal(budgetKey, b)
-	t.SetMaxExecutionSteps(opts.MaxSteps)
-	t.OnMaxSteps = func(t *starlark.Thread) {
-		b.exceeded(limitSteps, "more than %d steps", opts.MaxSteps)
+// runState is the reusable state of one run: its thread, budget and the values handed
+// to the code. Pooled, so that a call allocates little of its own.
+type runState struct {
+	thread  starlark.Thread
+	budget  budget
+	tx      txValue
+	rec     recordValue
+	scratch []byte // encoder output, copied by the Tx
+}
+
+var runStates = sync.Pool{New: func() any {
+	s := &runState{}
+	s.budget.thread = &s.thread
+	s.budget.buf = &s.scratch
+	s.thread.SetLocal(budgetKey, &s.budget)
+	s.thread.OnMaxSteps = func(t *starlark.Thread) {
+		b := budgetOf(t)
+		b.exceeded(limitSteps, "more than %d steps", b.opts.MaxSteps)
 		t.Cancel("step budget exceeded")
 	}
-	t.Print = func(*starlark.Thread, string) {}
-	t.Load = func(*starlark.Thread, string) (starlark.StringDict, error) {
+	s.thread.Print = func(*starlark.Thread, string) {}
+	s.thread.Load = func(*starlark.Thread, string) (starlark.StringDict, error) {
 		return nil, errors.New("load is not available in a module")
 	}
-	return t, b
+	return s
+}}
+
+// newRun returns a run state for one call under opts; release it with done.
+func newRun(opts *Options, name string) *runState {
+	s := runStates.Get().(*runState)
+	s.thread.Name = name
+	s.thread.Steps = 0
+	s.thread.Uncancel()
+	s.thread.SetMaxExecutionSteps(opts.MaxSteps)
+	s.budget.opts, s.budget.err = opts, nil
+	return s
+}
+
+// done returns s to the pool, dropping references to the call's values.
+func (s *runState) done() {
+	s.tx.tx = nil
+	s.rec = recordValue{}
+	s.budget.opts = nil
+	if cap(s.scratch) > 64<<10 {
+		s.scratch = nil
+	}
+	runStates.Put(s)
 }
 
 // exceeded records (the first) limit exceeded and returns it.

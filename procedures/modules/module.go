@@ -118,10 +118,11 @@ func Compile(name string, source []byte, opts Options) (*Module, error) {
 		return nil, compileError(err)
 	}
 	m := &Module{name: name, opts: opts}
-	thread, b := newThread(&m.opts, name)
-	globals, err := prog.Init(thread, pre)
+	s := newRun(&m.opts, name)
+	defer s.done()
+	globals, err := prog.Init(&s.thread, pre)
 	if err != nil {
-		return nil, fmt.Errorf("%w: top-level code: %w", ErrCompile, m.runError(b, "<toplevel>", err))
+		return nil, fmt.Errorf("%w: top-level code: %w", ErrCompile, m.runError(&s.budget, "<toplevel>", err))
 	}
 	globals.Freeze()
 	if err := m.declare(globals); err != nil {
@@ -170,20 +171,6 @@ func (m *Module) runError(b *budget, fn string, err error) error {
 	return fmt.Errorf("%w: %s%s", ErrRaised, where, msg)
 }
 
-// run calls fn(tx, arg) in a fresh thread under the module's budgets.
-func (m *Module) run(name string, fn *starlark.Function, tx *partition.Tx, arg func(*budget) (starlark.Value, error)) (starlark.Value, *budget, error) {
-	thread, b := newThread(&m.opts, name)
-	a, err := arg(b)
-	if err != nil {
-		return nil, b, err
-	}
-	v, err := starlark.Call(thread, fn, starlark.Tuple{&txValue{tx: tx}, a}, nil)
-	if err != nil {
-		return nil, b, m.runError(b, fn.Name(), err)
-	}
-	return v, b, nil
-}
-
 // Call runs the declared procedure name with msgpack arguments args (empty: None) and
 // returns its msgpack result.
 func (m *Module) Call(tx *partition.Tx, name string, args []byte) ([]byte, error) {
@@ -191,22 +178,25 @@ func (m *Module) Call(tx *partition.Tx, name string, args []byte) ([]byte, error
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", procedures.ErrUnknownProcedure, name)
 	}
-	v, b, err := m.run(name, m.procs[i].fn, tx, func(b *budget) (starlark.Value, error) {
-		if len(args) == 0 {
-			return starlark.None, nil
-		}
-		v, err := decodeValue(b, args)
+	fn := m.procs[i].fn
+	s := newRun(&m.opts, name)
+	defer s.done()
+	var a starlark.Value = starlark.None
+	if len(args) > 0 {
+		v, err := decodeValue(&s.budget, args)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", procedures.ErrBadArguments, err)
 		}
-		return v, nil
-	})
-	if err != nil {
-		return nil, err
+		a = v
 	}
-	enc := encoder{b: b}
+	s.tx.tx = tx
+	v, err := starlark.Call(&s.thread, fn, starlark.Tuple{&s.tx, a}, nil)
+	if err != nil {
+		return nil, m.runError(&s.budget, fn.Name(), err)
+	}
+	enc := encoder{b: &s.budget}
 	if err := enc.encode(v, 0); err != nil {
-		return nil, fmt.Errorf("%s: in %s: result: %w", m.name, m.procs[i].fn.Name(), err)
+		return nil, fmt.Errorf("%s: in %s: result: %w", m.name, fn.Name(), err)
 	}
 	return enc.out, nil
 }
@@ -217,10 +207,15 @@ func (m *Module) Process(tx *partition.Tx, name string, rec partition.Record) er
 	if !ok {
 		return fmt.Errorf("%w: processor %q", ErrDeclaration, name)
 	}
-	_, _, err := m.run(name, m.processors[i].fn, tx, func(b *budget) (starlark.Value, error) {
-		return &recordValue{rec: rec, b: b}, nil
-	})
-	return err
+	fn := m.processors[i].fn
+	s := newRun(&m.opts, name)
+	defer s.done()
+	s.tx.tx = tx
+	s.rec = recordValue{rec: rec, b: &s.budget}
+	if _, err := starlark.Call(&s.thread, fn, starlark.Tuple{&s.tx, &s.rec}, nil); err != nil {
+		return m.runError(&s.budget, fn.Name(), err)
+	}
+	return nil
 }
 
 // Register registers the module's procedures (raw msgpack arguments and results,

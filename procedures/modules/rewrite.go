@@ -2,7 +2,9 @@ package modules
 
 import (
 	"fmt"
+	"sync"
 
+	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 )
 
@@ -15,14 +17,28 @@ import (
 //
 //	x op y            → $binop(op, x, y)       (arithmetic, bitwise, in, not in)
 //	x op= y           → x = $binop(op|aug, x, y), with temporaries for x[i] and x.f
-//	x.name(args)      → $call(x, "name", args)
-//	x.name            → $attr(x, "name")
+//	x.name(args)      → $call(x, "name", args)  (name a method of str, bytes, list, dict, set)
+//	x.name            → $attr(x, "name")        (likewise)
 //	x[lo:hi:step]     → $sized(x)[lo:hi:step]
 //	f(*a, **kw)       → f(*$sized(a), **$sized(kw))
 //
 // The hidden names start with "$", which no identifier in source can, so a module cannot
 // call, shadow or redefine them. Comparisons, indexing and hashing are left alone: they
 // allocate nothing, and cost at most one pass over a value bounded by MaxValueBytes.
+
+// builtinMethods are the names of the methods of Starlark's built-in types: the only
+// names through which a built-in method can be reached (besides getattr, which is
+// charged), so the only attributes the rewrite routes through $call and $attr. The tx's
+// methods and the record's fields keep the interpreter's direct path.
+var builtinMethods = sync.OnceValue(func() map[string]bool {
+	names := map[string]bool{}
+	for _, v := range []starlark.HasAttrs{starlark.String(""), starlark.Bytes(""), starlark.NewList(nil), starlark.NewDict(0), starlark.NewSet(0)} {
+		for _, n := range v.AttrNames() {
+			names[n] = true
+		}
+	}
+	return names
+})
 
 // Hidden built-in names.
 const (
@@ -200,12 +216,16 @@ func (w *rewriter) expr(e syntax.Expr) syntax.Expr {
 		return e // and, or, comparisons
 	case *syntax.CallExpr:
 		w.args(e.Args)
-		if dot, ok := e.Fn.(*syntax.DotExpr); ok {
+		if dot, ok := e.Fn.(*syntax.DotExpr); ok && builtinMethods()[dot.Name.Name] {
 			args := append([]syntax.Expr{w.expr(dot.X), strLit(dot.NamePos, dot.Name.Name)}, e.Args...)
 			return &syntax.CallExpr{Fn: &syntax.Ident{NamePos: dot.NamePos, Name: nameCall}, Lparen: e.Lparen, Args: args, Rparen: e.Rparen}
 		}
 		e.Fn = w.expr(e.Fn)
 	case *syntax.DotExpr:
+		if !builtinMethods()[e.Name.Name] {
+			e.X = w.expr(e.X) // a field or a method of the tx: nothing to charge
+			return e
+		}
 		return hiddenCall(nameAttr, e.NamePos, w.expr(e.X), strLit(e.NamePos, e.Name.Name))
 	case *syntax.SliceExpr:
 		e.X = hiddenCall(nameSized, e.Lbrack, w.expr(e.X))

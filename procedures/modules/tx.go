@@ -3,6 +3,7 @@ package modules
 import (
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"github.com/lockstepdb/lockstep/partition"
 	"go.starlark.net/starlark"
@@ -15,10 +16,20 @@ import (
 
 // txValue is the Starlark value of a partition.Tx.
 type txValue struct {
-	tx *partition.Tx
+	tx      *partition.Tx
+	methods []*starlark.Builtin // by txMethods index, made on first use; reused by the pool
 }
 
 var txMethods = []string{"append", "delete", "emit", "get", "key", "now", "on", "partition", "partition_of", "partitions", "put", "rand", "scan"}
+
+// txFnNames are "tx."+name for each method, for messages.
+var txFnNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range txMethods {
+		m[n] = "tx." + n
+	}
+	return m
+}()
 
 func (v *txValue) String() string        { return "<tx>" }
 func (v *txValue) Type() string          { return "tx" }
@@ -31,21 +42,29 @@ func (v *txValue) AttrNames() []string   { return slices.Clone(txMethods) }
 func (v *txValue) Attr(name string) (starlark.Value, error) { return v.method(name) }
 
 func (v *txValue) method(name string) (starlark.Value, error) {
-	if !slices.Contains(txMethods, name) {
+	i, ok := slices.BinarySearch(txMethods, name)
+	if !ok {
 		return nil, fmt.Errorf("tx has no .%s method", name)
 	}
-	return starlark.NewBuiltin("tx."+name, func(t *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-		return v.call(t, name, args, kwargs)
-	}), nil
+	if v.methods == nil {
+		v.methods = make([]*starlark.Builtin, len(txMethods))
+		for j, n := range txMethods {
+			v.methods[j] = starlark.NewBuiltin(txFnNames[n], func(t *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+				return v.call(t, n, args, kwargs)
+			})
+		}
+	}
+	return v.methods[i], nil
 }
 
 // keyBytes returns a key given as str or bytes.
 func keyBytes(fn string, v starlark.Value) ([]byte, error) {
+	// The Tx copies every key it keeps, so the key's bytes are lent, not copied.
 	switch k := v.(type) {
 	case starlark.String:
-		return []byte(k), nil
+		return unsafe.Slice(unsafe.StringData(string(k)), len(k)), nil
 	case starlark.Bytes:
-		return []byte(k), nil
+		return unsafe.Slice(unsafe.StringData(string(k)), len(k)), nil
 	}
 	return nil, fmt.Errorf("%s: key is a %s, want str or bytes", fn, v.Type())
 }
@@ -56,13 +75,18 @@ func (v *txValue) call(t *starlark.Thread, name string, args starlark.Tuple, kwa
 	if err := b.charge(1); err != nil {
 		return nil, err
 	}
-	fn := "tx." + name
+	fn := txFnNames[name]
 	tx := v.tx
 	switch name {
 	case "get":
 		var table string
 		var key, def starlark.Value = nil, starlark.None
-		if err := starlark.UnpackArgs(fn, args, kwargs, "table", &table, "key", &key, "default?", &def); err != nil {
+		if t, ok := positional(args, kwargs, 2, 3); ok {
+			table, key = t, args[1]
+			if len(args) == 3 {
+				def = args[2]
+			}
+		} else if err := starlark.UnpackArgs(fn, args, kwargs, "table", &table, "key", &key, "default?", &def); err != nil {
 			return nil, err
 		}
 		k, err := keyBytes(fn, key)
@@ -81,17 +105,20 @@ func (v *txValue) call(t *starlark.Thread, name string, args starlark.Tuple, kwa
 	case "put":
 		var table string
 		var key, val starlark.Value
-		if err := starlark.UnpackArgs(fn, args, kwargs, "table", &table, "key", &key, "value", &val); err != nil {
+		if t, ok := positional(args, kwargs, 3, 3); ok {
+			table, key, val = t, args[1], args[2]
+		} else if err := starlark.UnpackArgs(fn, args, kwargs, "table", &table, "key", &key, "value", &val); err != nil {
 			return nil, err
 		}
 		k, err := keyBytes(fn, key)
 		if err != nil {
 			return nil, err
 		}
-		enc := encoder{b: b}
+		enc := encoder{b: b, out: b.scratch()}
 		if err := enc.encode(val, 0); err != nil {
 			return nil, fmt.Errorf("%s: %w", fn, err)
 		}
+		b.keep(enc.out)
 		return starlark.None, tx.Put(table, k, enc.out)
 	case "delete":
 		var table string
@@ -117,10 +144,11 @@ func (v *txValue) call(t *starlark.Thread, name string, args starlark.Tuple, kwa
 		if err != nil {
 			return nil, err
 		}
-		enc := encoder{b: b}
+		enc := encoder{b: b, out: b.scratch()}
 		if err := enc.encode(val, 0); err != nil {
 			return nil, fmt.Errorf("%s: %w", fn, err)
 		}
+		b.keep(enc.out)
 		if name == "emit" {
 			return starlark.None, tx.Emit(stream, k, enc.out, timeMs)
 		}
@@ -181,6 +209,17 @@ func (v *txValue) call(t *starlark.Thread, name string, args starlark.Tuple, kwa
 		return &txValue{tx: other}, nil
 	}
 	return nil, fmt.Errorf("tx has no .%s method", name)
+}
+
+// positional returns the first argument as a string when the call has between lo and
+// hi positional arguments, no keywords, and a string first: the common shape, parsed
+// without UnpackArgs's allocations.
+func positional(args starlark.Tuple, kwargs []starlark.Tuple, lo, hi int) (string, bool) {
+	if len(kwargs) > 0 || len(args) < lo || len(args) > hi {
+		return "", false
+	}
+	s, ok := args[0].(starlark.String)
+	return string(s), ok
 }
 
 // scan is tx.scan(table, start=None, end=None, limit=None, reverse=False): a list of
@@ -268,7 +307,7 @@ func (r *recordValue) Attr(name string) (starlark.Value, error) {
 		return starlark.MakeInt64(r.rec.EventTime), nil
 	case "value":
 		if r.decoded == nil {
-			v, err := decodeValue(r.b, r.rec.Value)
+			v, err := decodeWith(r.b, r.rec.Value, true)
 			if err != nil {
 				return nil, fmt.Errorf("record %d: %w", r.rec.Offset, err)
 			}

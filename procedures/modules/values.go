@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/big"
 	"slices"
+	"unsafe"
 
 	"go.starlark.net/starlark"
 )
@@ -200,17 +201,26 @@ func appendLen(out []byte, n int, fixed, c16, c32 byte) []byte {
 // decoder decodes msgpack into Starlark values under a budget. It never allocates more
 // than the bytes it has read justify: every length is checked against what remains.
 type decoder struct {
-	b   *budget
-	in  []byte
-	pos int
+	b    *budget
+	in   []byte
+	pos  int
+	lend bool // strings share in's memory: in is immutable and outlives the values
 }
 
 // decodeValue decodes exactly one msgpack value from data.
 func decodeValue(b *budget, data []byte) (starlark.Value, error) {
+	return decodeWith(b, data, false)
+}
+
+// decodeWith is decodeValue, lending data's memory to the strings it decodes if lend is
+// set: only for bytes that no one changes while the values live (a stream record's value
+// during the processor's call: values do not outlive a call, frozen globals cannot hold
+// them, and every value the Tx keeps is encoded, so copied).
+func decodeWith(b *budget, data []byte, lend bool) (starlark.Value, error) {
 	if len(data) > b.opts.MaxValueBytes {
 		return nil, b.exceeded(limitValueBytes, "value of %d bytes read, limit %d", len(data), b.opts.MaxValueBytes)
 	}
-	d := decoder{b: b, in: data}
+	d := decoder{b: b, in: data, lend: lend}
 	v, err := d.value(0)
 	if err != nil {
 		return nil, err
@@ -335,6 +345,9 @@ func (d *decoder) bytes(n uint64) ([]byte, error) {
 
 func (d *decoder) str(n uint64) (starlark.Value, error) {
 	b, err := d.bytes(n)
+	if d.lend && len(b) > 0 {
+		return starlark.String(unsafe.String(&b[0], len(b))), err
+	}
 	return starlark.String(b), err
 }
 
@@ -379,15 +392,14 @@ func (d *decoder) dict(n uint64, depth int) (starlark.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, found, err := m.Get(k); err != nil {
+		n := m.Len()
+		if err := m.SetKey(k, v); err != nil {
 			d.pos = at
 			return nil, d.bad("map key: %v", err)
-		} else if found {
+		}
+		if m.Len() == n {
 			d.pos = at
 			return nil, d.bad("duplicate map key %s", k.String())
-		}
-		if err := m.SetKey(k, v); err != nil {
-			return nil, d.bad("map key: %v", err)
 		}
 	}
 	return m, nil
