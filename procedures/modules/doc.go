@@ -13,6 +13,9 @@ procedures and processors:
 	    tx.put("counts", tx.key(), n)
 	    return n
 
+	def get(tx, args):
+	    return tx.get("counts", tx.key(), 0)
+
 	def count(tx, rec):
 	    page = rec.value["page"]
 	    tx.put("pages", page, tx.get("pages", page, 0) + 1)

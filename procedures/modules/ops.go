@@ -122,8 +122,9 @@ func (b *budget) predictBinop(op syntax.Token, x, y starlark.Value) error {
 			if err := b.checkRepr(y); err != nil {
 				return err
 			}
+			// Each directive prints at most all of y, or a float of up to 320 digits (%f).
 			n, _ := b.reprSize(y, b.opts.MaxValueBytes, 0)
-			return b.predictBytes(len(f) + strings.Count(string(f), "%")*n)
+			return b.predictBytes(len(f) + strings.Count(string(f), "%")*(n+320))
 		}
 	}
 	return nil
