@@ -190,6 +190,89 @@ func cost(v starlark.Value) int {
 	return 0
 }
 
+// deepCost returns the work of one pass over all of v (comparing, hashing or copying
+// it): its values and, per 32 bytes, its strings, counted through shared references
+// (x = [x, x] doubles it), or a number past limit once it is past limit. The walk is as
+// long as the number it returns, so the caller charges for the walk too.
+func deepCost(v starlark.Value, limit, depth int) int {
+	switch v := v.(type) {
+	case starlark.String:
+		return 1 + len(v)/bytesPerStep
+	case starlark.Bytes:
+		return 1 + len(v)/bytesPerStep
+	case starlark.Int:
+		return 1 + intBits(v)/64
+	case starlark.NoneType, starlark.Bool, starlark.Float:
+		return 1
+	}
+	if depth > maxDepth {
+		return 1
+	}
+	n := 1
+	add := func(x starlark.Value) bool {
+		n += deepCost(x, limit-n, depth+1)
+		return n <= limit
+	}
+	switch v := v.(type) {
+	case starlark.Tuple:
+		for _, x := range v {
+			if !add(x) {
+				break
+			}
+		}
+	case *starlark.List:
+		for i := range v.Len() {
+			if !add(v.Index(i)) {
+				break
+			}
+		}
+	case *starlark.Dict:
+		for _, kv := range v.Items() {
+			if !add(kv[0]) || !add(kv[1]) {
+				break
+			}
+		}
+	case *starlark.Set:
+		iter := v.Iterate()
+		var x starlark.Value
+		for iter.Next(&x) {
+			if !add(x) {
+				break
+			}
+		}
+		iter.Done()
+	}
+	return n
+}
+
+// chargeDeep charges a pass over each of vs.
+func (b *budget) chargeDeep(vs ...starlark.Value) error {
+	for _, v := range vs {
+		if err := b.charge(deepCost(v, b.remaining(), 0)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// remaining returns the steps left, at least 0.
+func (b *budget) remaining() int {
+	if b.thread.Steps >= b.opts.MaxSteps {
+		return 0
+	}
+	return int(min(b.opts.MaxSteps-b.thread.Steps, 1<<40))
+}
+
+// scalar reports whether v compares and hashes in constant time or one pass over a
+// bounded string.
+func scalar(v starlark.Value) bool {
+	switch v.(type) {
+	case starlark.String, starlark.Bytes, starlark.Int, starlark.Float, starlark.Bool, starlark.NoneType:
+		return true
+	}
+	return false
+}
+
 // checkSize fails if v, a value just built, is past the element, byte or int bounds.
 func (b *budget) checkSize(v starlark.Value) error {
 	switch v := v.(type) {

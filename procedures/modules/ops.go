@@ -69,9 +69,27 @@ func binop(t *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []sta
 	}
 	switch op {
 	case syntax.IN, syntax.NOT_IN:
-		if err := b.charge(cost(y)); err != nil {
+		// Membership compares or hashes x against y's elements: a pass over both.
+		if !scalar(x) || !scalar(y) {
+			if err := b.chargeDeep(x, y); err != nil {
+				return nil, err
+			}
+		} else if err := b.charge(cost(x) + cost(y)); err != nil {
 			return nil, err
 		}
+	case syntax.EQL, syntax.NEQ, syntax.LT, syntax.GT, syntax.LE, syntax.GE:
+		if !scalar(x) || !scalar(y) {
+			// A comparison walks both values as far as the smaller one goes.
+			limit := b.remaining()
+			if err := b.charge(min(deepCost(x, limit, 0), deepCost(y, limit, 0))); err != nil {
+				return nil, err
+			}
+		}
+		ok, err := starlark.Compare(op, x, y)
+		if err != nil {
+			return nil, err
+		}
+		return starlark.Bool(ok), nil
 	}
 	z, err := starlark.Binary(op, x, y)
 	if err != nil {
@@ -188,13 +206,31 @@ func callMethod(t *starlark.Thread, x starlark.Value, name string, m starlark.Va
 		return starlark.Call(t, m, args, kwargs) // a module's own function stored in a field
 	}
 	b := budgetOf(t)
-	if !cheapMethods[name] {
-		work := cost(x)
+	if cheapMethods[name] {
+		// Constant work, but hashing or comparing a compound key walks it, and
+		// list.pop(i) moves the elements after i.
 		for _, a := range args {
-			work += cost(a)
+			if !scalar(a) {
+				if err := b.chargeDeep(a); err != nil {
+					return nil, err
+				}
+			}
 		}
-		if err := b.charge(work); err != nil {
+		if name == "pop" && len(args) > 0 {
+			if err := b.charge(cost(x)); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		// One pass over the receiver and the arguments (list.index compares every
+		// element; items() copies them).
+		if err := b.chargeDeep(x); err != nil {
 			return nil, err
+		}
+		for _, a := range args {
+			if err := b.chargeDeep(a); err != nil {
+				return nil, err
+			}
 		}
 		if err := b.predictMethod(x, name, args); err != nil {
 			return nil, err
@@ -326,6 +362,17 @@ func chargedAttr(x starlark.Value, name string) (starlark.Value, error) {
 	}), nil
 }
 
+// key is $key(x): an index or dict key, charged a pass over x when x is compound (a
+// tuple hashes and compares element by element).
+func key(t *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+	if !scalar(args[0]) {
+		if err := budgetOf(t).chargeDeep(args[0]); err != nil {
+			return nil, err
+		}
+	}
+	return args[0], nil
+}
+
 // sized is $sized(x): charges x's size (a slice or *args copies up to all of it).
 func sized(t *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 	if err := budgetOf(t).charge(cost(args[0])); err != nil {
@@ -341,23 +388,40 @@ func charged(name string, printing bool) *starlark.Builtin {
 	fn := starlark.Universe[name].(*starlark.Builtin)
 	return starlark.NewBuiltin(name, func(t *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		b := budgetOf(t)
-		work := 0
 		for _, a := range args {
-			work += materialCost(a)
 			if _, ok := a.(starlark.String); !ok && starlark.Len(a) > b.opts.MaxElements {
 				// An iterable too long to materialise: list(range(n)).
 				return nil, b.exceeded(limitElements, "%s of %d elements, limit %d", name, starlark.Len(a), b.opts.MaxElements)
 			}
 		}
-		for _, kv := range kwargs {
-			work += materialCost(kv[1])
-		}
-		if err := b.charge(work); err != nil {
-			return nil, err
-		}
 		if printing {
 			if err := b.checkRepr(args...); err != nil {
 				return nil, err
+			}
+		}
+		// A pass over every argument (a range: its length), once more per halving for
+		// the sorts, which compare elements n log n times.
+		passes := 1
+		if name == "sorted" || name == "max" || name == "min" {
+			for n := max(starlark.Len(args[0]), 1); n > 1; n /= 2 {
+				passes++
+			}
+		}
+		for range passes {
+			for _, a := range args {
+				if err := b.charge(materialCost(a)); err != nil {
+					return nil, err
+				}
+				if !scalar(a) {
+					if err := b.chargeDeep(a); err != nil {
+						return nil, err
+					}
+				}
+			}
+			for _, kv := range kwargs {
+				if err := b.chargeDeep(kv[1]); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if name == "int" {
@@ -414,6 +478,7 @@ func runtimePredeclared() starlark.StringDict {
 		nameCall:  starlark.NewBuiltin(nameCall, call),
 		nameAttr:  starlark.NewBuiltin(nameAttr, attr),
 		nameSized: starlark.NewBuiltin(nameSized, sized),
+		nameKey:   starlark.NewBuiltin(nameKey, key),
 		"getattr": starlark.NewBuiltin("getattr", getattrFn),
 		"print":   starlark.NewBuiltin("print", printFn),
 	}

@@ -15,16 +15,19 @@ import (
 // the rewrite routes them through hidden built-ins that charge it and check the size of
 // what they build before building it (limits.go, ops.go):
 //
-//	x op y            → $binop(op, x, y)       (arithmetic, bitwise, in, not in)
+//	x op y            → $binop(op, x, y)       (arithmetic, bitwise, comparisons, in)
 //	x op= y           → x = $binop(op|aug, x, y), with temporaries for x[i] and x.f
 //	x.name(args)      → $call(x, "name", args)  (name a method of str, bytes, list, dict, set)
 //	x.name            → $attr(x, "name")        (likewise)
 //	x[lo:hi:step]     → $sized(x)[lo:hi:step]
 //	f(*a, **kw)       → f(*$sized(a), **$sized(kw))
+//	x[k], {k: v}      → x[$key(k)], {$key(k): v}  (k not a literal)
 //
-// The hidden names start with "$", which no identifier in source can, so a module cannot
-// call, shadow or redefine them. Comparisons, indexing and hashing are left alone: they
-// allocate nothing, and cost at most one pass over a value bounded by MaxValueBytes.
+// Comparisons, membership, hashing a key and the methods and built-ins that compare or
+// copy charge a pass over the values they walk, counted through shared references, so
+// x = [x, x] repeated cannot make one comparison cost 2^n. The hidden names start with
+// "$", which no identifier in source can, so a module cannot call, shadow or redefine
+// them.
 
 // builtinMethods are the names of the methods of Starlark's built-in types: the only
 // names through which a built-in method can be reached (besides getattr, which is
@@ -46,6 +49,7 @@ const (
 	nameCall  = "$call"
 	nameAttr  = "$attr"
 	nameSized = "$sized"
+	nameKey   = "$key"
 )
 
 // augFlag marks the operator of an augmented assignment in $binop's first argument.
@@ -105,7 +109,7 @@ func (w *rewriter) stmt(s syntax.Stmt) []syntax.Stmt {
 func (w *rewriter) target(e syntax.Expr) syntax.Expr {
 	switch e := e.(type) {
 	case *syntax.IndexExpr:
-		e.X, e.Y = w.expr(e.X), w.expr(e.Y)
+		e.X, e.Y = w.expr(e.X), w.key(e.Y)
 	case *syntax.DotExpr:
 		e.X = w.expr(e.X)
 	case *syntax.TupleExpr:
@@ -134,7 +138,7 @@ func (w *rewriter) augmented(s *syntax.AssignStmt) []syntax.Stmt {
 		read, store = &syntax.Ident{NamePos: lhs.NamePos, Name: lhs.Name}, lhs
 	case *syntax.IndexExpr:
 		x, y := w.temp(lhs.Lbrack), w.temp(lhs.Lbrack)
-		pre = []syntax.Stmt{w.assign(x, w.expr(lhs.X)), w.assign(y, w.expr(lhs.Y))}
+		pre = []syntax.Stmt{w.assign(x, w.expr(lhs.X)), w.assign(y, w.key(lhs.Y))}
 		read = &syntax.IndexExpr{X: ident(x), Lbrack: lhs.Lbrack, Y: ident(y), Rbrack: lhs.Rbrack}
 		store = &syntax.IndexExpr{X: ident(x), Lbrack: lhs.Lbrack, Y: ident(y), Rbrack: lhs.Rbrack}
 	case *syntax.DotExpr:
@@ -210,10 +214,11 @@ func (w *rewriter) expr(e syntax.Expr) syntax.Expr {
 		e.X, e.Y = w.expr(e.X), w.expr(e.Y)
 		switch e.Op {
 		case syntax.PLUS, syntax.MINUS, syntax.STAR, syntax.SLASH, syntax.SLASHSLASH, syntax.PERCENT,
-			syntax.PIPE, syntax.AMP, syntax.CIRCUMFLEX, syntax.LTLT, syntax.GTGT, syntax.IN, syntax.NOT_IN:
+			syntax.PIPE, syntax.AMP, syntax.CIRCUMFLEX, syntax.LTLT, syntax.GTGT, syntax.IN, syntax.NOT_IN,
+			syntax.EQL, syntax.NEQ, syntax.LT, syntax.GT, syntax.LE, syntax.GE:
 			return hiddenCall(nameBinop, e.OpPos, intLit(e.OpPos, int64(e.Op)), e.X, e.Y)
 		}
-		return e // and, or, comparisons
+		return e // and, or
 	case *syntax.CallExpr:
 		w.args(e.Args)
 		if dot, ok := e.Fn.(*syntax.DotExpr); ok && builtinMethods()[dot.Name.Name] {
@@ -235,7 +240,7 @@ func (w *rewriter) expr(e syntax.Expr) syntax.Expr {
 			}
 		}
 	case *syntax.IndexExpr:
-		e.X, e.Y = w.expr(e.X), w.expr(e.Y)
+		e.X, e.Y = w.expr(e.X), w.key(e.Y)
 	case *syntax.ParenExpr:
 		e.X = w.expr(e.X)
 	case *syntax.UnaryExpr:
@@ -255,7 +260,7 @@ func (w *rewriter) expr(e syntax.Expr) syntax.Expr {
 	case *syntax.DictExpr:
 		for _, en := range e.List {
 			en := en.(*syntax.DictEntry)
-			en.Key, en.Value = w.expr(en.Key), w.expr(en.Value)
+			en.Key, en.Value = w.key(en.Key), w.expr(en.Value)
 		}
 	case *syntax.Comprehension:
 		e.Body = w.expr(e.Body)
@@ -272,7 +277,16 @@ func (w *rewriter) expr(e syntax.Expr) syntax.Expr {
 		w.params(e.Params)
 		e.Body = w.expr(e.Body)
 	case *syntax.DictEntry:
-		e.Key, e.Value = w.expr(e.Key), w.expr(e.Value)
+		e.Key, e.Value = w.key(e.Key), w.expr(e.Value)
 	}
 	return e
+}
+
+// key rewrites an index or dict key: a literal stays, anything else goes through $key.
+func (w *rewriter) key(e syntax.Expr) syntax.Expr {
+	if _, ok := e.(*syntax.Literal); ok {
+		return e
+	}
+	start, _ := e.Span()
+	return hiddenCall(nameKey, start, w.expr(e))
 }
