@@ -63,8 +63,10 @@ partitions, partition_of, on) and its arguments (the decoded msgpack value) or i
     effects, and a processor's record goes to its dead-letter stream.
   - Errors the code raises are ErrRaised with file:line:col, the function and the
     message; no addresses or other per-process text.
-  - Comparing, hashing and indexing are not charged: one such step costs at most a pass
-    over one value, which MaxValueBytes bounds.
+  - Work is charged where it happens, including comparisons, membership and hashing a
+    compound key, which walk their values through shared references (x = [x, x]
+    doubles what a comparison of x walks); hashing or comparing one string is not
+    (one pass over at most MaxValueBytes).
   - A Module is immutable and safe for concurrent use by every partition's goroutine.
 */
 package modules

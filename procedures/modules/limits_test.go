@@ -159,3 +159,32 @@ processors = {"app.count": processor(count, input = "clicks")}
 		}
 	}
 }
+
+// TestOrdinaryCodeFits: code that does ordinary work on values of thousands of elements
+// fits the default budgets: the charges follow the work done, they do not
+// charge a container's size for each small change to it.
+func TestOrdinaryCodeFits(t *testing.T) {
+	m := mustCompile(t, `
+def f(tx, args):
+    d, l, s = {}, [], set()
+    for i in range(5000):
+        k = "k%d" % i
+        d[k] = i
+        d.update({k: i + 1})
+        l.append(k)
+        l.extend([i])
+        s.add(k)
+    keys = sorted(d.keys())
+    total = 0
+    for k, v in d.items():
+        if v > 10 and k in d:
+            total += v
+    return [len(d), len(l), len(s), len(",".join(keys)), total, l.index(l[-1]) > 0]
+procedures = {"app.f": f}
+`, modules.Options{})
+	e := newEngine(t, m, 1, true)
+	r := e.eng.Execute([]partition.Input{e.input(t, "app.f", "k", nil)})[0]
+	if r.Err != nil {
+		t.Fatalf("got %v, want the default budget to suffice", r.Err)
+	}
+}

@@ -69,12 +69,20 @@ func binop(t *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []sta
 	}
 	switch op {
 	case syntax.IN, syntax.NOT_IN:
-		// Membership compares or hashes x against y's elements: a pass over both.
-		if !scalar(x) || !scalar(y) {
-			if err := b.chargeDeep(x, y); err != nil {
-				return nil, err
+		// Membership hashes x (a dict or set) or compares it with y's elements: a pass
+		// over x, and over y unless y hashes.
+		var err error
+		switch y.(type) {
+		case *starlark.Dict, *starlark.Set:
+			if !scalar(x) {
+				err = b.chargeDeep(x)
 			}
-		} else if err := b.charge(cost(x) + cost(y)); err != nil {
+		case starlark.String, starlark.Bytes:
+			err = b.charge(cost(x) + cost(y))
+		default:
+			err = b.chargeDeep(x, y)
+		}
+		if err != nil {
 			return nil, err
 		}
 	case syntax.EQL, syntax.NEQ, syntax.LT, syntax.GT, syntax.LE, syntax.GE:
@@ -222,9 +230,18 @@ func callMethod(t *starlark.Thread, x starlark.Value, name string, m starlark.Va
 			}
 		}
 	} else {
-		// One pass over the receiver and the arguments (list.index compares every
-		// element; items() copies them).
-		if err := b.chargeDeep(x); err != nil {
+		// A pass over the arguments, and over the receiver as the method goes over it:
+		// comparing every element (index, count, remove), not at all (extend and update
+		// add to it), or copying or scanning it once (items, keys, split, upper, ...).
+		var err error
+		switch name {
+		case "index", "count", "remove":
+			err = b.chargeDeep(x)
+		case "extend", "update":
+		default:
+			err = b.charge(cost(x))
+		}
+		if err != nil {
 			return nil, err
 		}
 		for _, a := range args {
