@@ -46,8 +46,13 @@ func TestCompileRefuses(t *testing.T) {
 			t.Errorf("#%d: got %v, want %v containing %q", i, err, tt.want, tt.text)
 		}
 	}
-	if _, err := modules.Compile("app.star", []byte(ok+"procedures = {'app.f': f}\n"), modules.Options{MaxValueBytes: 1 << 30}); !errors.Is(err, modules.ErrBadOptions) {
-		t.Errorf("MaxValueBytes past the partition's: got %v, want ErrBadOptions", err)
+	for i, o := range []modules.Options{{MaxValueBytes: 1 << 30}, {MaxValueBytes: -1}, {MaxElements: -1}} {
+		if _, err := modules.Compile("app.star", []byte(ok+"procedures = {'app.f': f}\n"), o); !errors.Is(err, modules.ErrBadOptions) {
+			t.Errorf("options #%d %+v: got %v, want ErrBadOptions", i, o, err)
+		}
+	}
+	if d := modules.DefaultOptions(); d.MaxSteps != modules.DefaultMaxSteps || d.MaxElements != modules.DefaultMaxElements || d.MaxValueBytes != modules.DefaultMaxValueBytes {
+		t.Errorf("DefaultOptions %+v", d)
 	}
 }
 

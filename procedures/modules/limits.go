@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/lockstepdb/lockstep/partition"
 	"go.starlark.net/starlark"
 )
 
@@ -50,14 +51,30 @@ type Options struct {
 	Existing []string
 }
 
+// DefaultOptions returns the default budgets.
+func DefaultOptions() Options { return Options{}.withDefaults() }
+
+// Validate checks o: no negative bound, MaxValueBytes at most partition.MaxValueBytes.
+func (o Options) Validate() error {
+	switch {
+	case o.MaxElements < 0:
+		return fmt.Errorf("%w: MaxElements %d < 0", ErrBadOptions, o.MaxElements)
+	case o.MaxValueBytes < 0:
+		return fmt.Errorf("%w: MaxValueBytes %d < 0", ErrBadOptions, o.MaxValueBytes)
+	case o.MaxValueBytes > partition.MaxValueBytes:
+		return fmt.Errorf("%w: MaxValueBytes %d past partition.MaxValueBytes %d", ErrBadOptions, o.MaxValueBytes, partition.MaxValueBytes)
+	}
+	return nil
+}
+
 func (o Options) withDefaults() Options {
 	if o.MaxSteps == 0 {
 		o.MaxSteps = DefaultMaxSteps
 	}
-	if o.MaxElements <= 0 {
+	if o.MaxElements == 0 {
 		o.MaxElements = DefaultMaxElements
 	}
-	if o.MaxValueBytes <= 0 {
+	if o.MaxValueBytes == 0 {
 		o.MaxValueBytes = DefaultMaxValueBytes
 	}
 	return o

@@ -93,10 +93,10 @@ var fileOptions = syntax.FileOptions{While: true, Set: true}
 // in messages), under opts. The result depends only on name, source, opts and the
 // interpreter version, so every replica compiles the same module from the same bytes.
 func Compile(name string, source []byte, opts Options) (*Module, error) {
-	opts = opts.withDefaults()
-	if opts.MaxValueBytes > partition.MaxValueBytes {
-		return nil, fmt.Errorf("%w: MaxValueBytes %d past partition.MaxValueBytes %d", ErrBadOptions, opts.MaxValueBytes, partition.MaxValueBytes)
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
+	opts = opts.withDefaults()
 	fopts := fileOptions
 	f, err := fopts.Parse(name, source, 0)
 	if err != nil {
