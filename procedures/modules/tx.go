@@ -182,7 +182,7 @@ func (v *txValue) call(t *starlark.Thread, name string, args starlark.Tuple, kwa
 		if tx.Key() == nil {
 			return starlark.None, nil
 		}
-		return starlark.String(tx.Key()), nil
+		return lent(tx.Key()), nil
 	case "partition":
 		return starlark.MakeInt(tx.Partition()), starlark.UnpackArgs(fn, args, kwargs)
 	case "partitions":
@@ -209,6 +209,16 @@ func (v *txValue) call(t *starlark.Thread, name string, args starlark.Tuple, kwa
 		return &txValue{tx: other}, nil
 	}
 	return nil, fmt.Errorf("tx has no .%s method", name)
+}
+
+// lent returns b as a string sharing b's memory, for bytes no one changes during the
+// call (the input's key, a record's key and value) and values that do not outlive it:
+// reading them costs no copy, so code that reads them in a loop takes no memory.
+func lent(b []byte) starlark.String {
+	if len(b) == 0 {
+		return ""
+	}
+	return starlark.String(unsafe.String(&b[0], len(b)))
 }
 
 // positional returns the first argument as a string when the call has between lo and
@@ -298,9 +308,9 @@ func (r *recordValue) AttrNames() []string   { return slices.Clone(recordFields)
 func (r *recordValue) Attr(name string) (starlark.Value, error) {
 	switch name {
 	case "key":
-		return starlark.String(r.rec.Key), nil
+		return lent(r.rec.Key), nil
 	case "raw":
-		return starlark.Bytes(r.rec.Value), nil
+		return starlark.Bytes(lent(r.rec.Value)), nil
 	case "offset":
 		return starlark.MakeUint64(r.rec.Offset), nil
 	case "time":
