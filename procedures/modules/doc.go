@@ -64,9 +64,9 @@ partitions, partition_of, on) and its arguments (the decoded msgpack value) or i
   - Errors the code raises are ErrRaised with file:line:col, the function and the
     message; no addresses or other per-process text.
   - Work is charged where it happens, including comparisons, membership and hashing a
-    compound key, which walk their values through shared references (x = [x, x]
-    doubles what a comparison of x walks); hashing or comparing one string is not
-    (one pass over at most MaxValueBytes).
+    key, which walk their values through shared references (x = [x, x] doubles what a
+    comparison of x walks). Not charged: hashing a string that is a literal index
+    (d["page"]), bounded by the source.
   - A Module is immutable and safe for concurrent use by every partition's goroutine.
 */
 package modules

@@ -47,6 +47,8 @@ var hostile = []struct {
 	{"deep_index", "x, y = ['a' * 64], ['a' * 63 + 'a']\n    for i in range(60):\n        x, y = [x, x], [y, y]\n    return [x].index(y)", modules.ErrLimitExceeded, "steps"},
 	{"deep_sorted", "x, y = ['a' * 64], ['a' * 63 + 'a']\n    for i in range(60):\n        x, y = [x, x], [y, y]\n    return sorted([x, y])", modules.ErrLimitExceeded, "steps"},
 	{"deep_put", "x = ['a' * 64]\n    for i in range(60):\n        x = [x, x]\n    tx.put('t', 'k', x)", modules.ErrLimitExceeded, "value bytes"},
+	{"hash_long", "s = 'x' * 1000000\n    d = {}\n    for i in range(1000):\n        d[s] = i", modules.ErrLimitExceeded, "steps"},
+	{"compare_long", "s, t = 'x' * 1000000, 'x' * 999999 + 'x'\n    n = 0\n    for i in range(1000):\n        n += int(s == t)", modules.ErrLimitExceeded, "steps"},
 	{"pop_front", "x = [0] * 90000\n    for i in range(90000):\n        x.pop(0)", modules.ErrLimitExceeded, "steps"},
 	{"fail", "fail('boom', 42)", modules.ErrRaised, ""},
 	{"divide", "return 1 // 0", modules.ErrRaised, ""},

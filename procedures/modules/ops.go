@@ -74,7 +74,9 @@ func binop(t *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []sta
 		var err error
 		switch y.(type) {
 		case *starlark.Dict, *starlark.Set:
-			if !scalar(x) {
+			if scalar(x) {
+				err = b.charge(cost(x)) // hashing a string reads all of it
+			} else {
 				err = b.chargeDeep(x)
 			}
 		case starlark.String, starlark.Bytes:
@@ -86,12 +88,14 @@ func binop(t *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []sta
 			return nil, err
 		}
 	case syntax.EQL, syntax.NEQ, syntax.LT, syntax.GT, syntax.LE, syntax.GE:
+		// A comparison walks both values as far as the smaller one goes.
+		work := min(cost(x), cost(y))
 		if !scalar(x) || !scalar(y) {
-			// A comparison walks both values as far as the smaller one goes.
 			limit := b.remaining()
-			if err := b.charge(min(deepCost(x, limit, 0), deepCost(y, limit, 0))); err != nil {
-				return nil, err
-			}
+			work = min(deepCost(x, limit, 0), deepCost(y, limit, 0))
+		}
+		if err := b.charge(work); err != nil {
+			return nil, err
 		}
 		ok, err := starlark.Compare(op, x, y)
 		if err != nil {
@@ -218,10 +222,14 @@ func callMethod(t *starlark.Thread, x starlark.Value, name string, m starlark.Va
 		// Constant work, but hashing or comparing a compound key walks it, and
 		// list.pop(i) moves the elements after i.
 		for _, a := range args {
-			if !scalar(a) {
-				if err := b.chargeDeep(a); err != nil {
-					return nil, err
-				}
+			var err error
+			if scalar(a) {
+				err = b.charge(cost(a)) // hashing a string reads all of it
+			} else {
+				err = b.chargeDeep(a)
+			}
+			if err != nil {
+				return nil, err
 			}
 		}
 		if name == "pop" && len(args) > 0 {
@@ -379,13 +387,18 @@ func chargedAttr(x starlark.Value, name string) (starlark.Value, error) {
 	}), nil
 }
 
-// key is $key(x): an index or dict key, charged a pass over x when x is compound (a
-// tuple hashes and compares element by element).
+// key is $key(x): an index or dict key, charged a pass over x (hashing reads all of a
+// string, and a tuple element by element).
 func key(t *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
-	if !scalar(args[0]) {
-		if err := budgetOf(t).chargeDeep(args[0]); err != nil {
-			return nil, err
-		}
+	b := budgetOf(t)
+	var err error
+	if scalar(args[0]) {
+		err = b.charge(cost(args[0])) // hashing a string reads all of it
+	} else {
+		err = b.chargeDeep(args[0])
+	}
+	if err != nil {
+		return nil, err
 	}
 	return args[0], nil
 }

@@ -24,8 +24,8 @@ import (
 //	x[k], {k: v}      → x[$key(k)], {$key(k): v}  (k not a literal)
 //
 // Comparisons, membership, hashing a key and the methods and built-ins that compare or
-// copy charge a pass over the values they walk, counted through shared references, so
-// x = [x, x] repeated cannot make one comparison cost 2^n. The hidden names start with
+// copy charge a pass over the values they walk (a string per 32 bytes), counted through
+// shared references, so x = [x, x] repeated cannot make one comparison cost 2^n. The hidden names start with
 // "$", which no identifier in source can, so a module cannot call, shadow or redefine
 // them.
 
