@@ -50,6 +50,7 @@ var hostile = []struct {
 	{"hash_long", "s = 'x' * 1000000\n    d = {}\n    for i in range(1000):\n        d[s] = i", modules.ErrLimitExceeded, "steps"},
 	{"compare_long", "s, t = 'x' * 1000000, 'x' * 999999 + 'x'\n    n = 0\n    for i in range(1000):\n        n += int(s == t)", modules.ErrLimitExceeded, "steps"},
 	{"pop_front", "x = [0] * 90000\n    for i in range(90000):\n        x.pop(0)", modules.ErrLimitExceeded, "steps"},
+	{"no_args", "return [int(), sorted(), max()]", modules.ErrRaised, ""},
 	{"fail", "fail('boom', 42)", modules.ErrRaised, ""},
 	{"divide", "return 1 // 0", modules.ErrRaised, ""},
 	{"index", "return [1][5]", modules.ErrRaised, ""},

@@ -432,7 +432,7 @@ func charged(name string, printing bool) *starlark.Builtin {
 		// A pass over every argument (a range: its length), once more per halving for
 		// the sorts, which compare elements n log n times.
 		passes := 1
-		if name == "sorted" || name == "max" || name == "min" {
+		if (name == "sorted" || name == "max" || name == "min") && len(args) > 0 {
 			for n := max(starlark.Len(args[0]), 1); n > 1; n /= 2 {
 				passes++
 			}
@@ -454,8 +454,8 @@ func charged(name string, printing bool) *starlark.Builtin {
 				}
 			}
 		}
-		if name == "int" {
-			if s, ok := args[0].(starlark.String); ok && len(args) > 0 && len(s) > MaxIntBits/3 {
+		if name == "int" && len(args) > 0 {
+			if s, ok := args[0].(starlark.String); ok && len(s) > MaxIntBits/3 {
 				return nil, b.exceeded(limitIntBits, "int() of a %d-byte string", len(s))
 			}
 		}
