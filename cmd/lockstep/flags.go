@@ -39,6 +39,7 @@ func nodeFlags() []cli.Flag {
 		&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "Raft snapshot after this many log entries (0 = never)", Value: 8192},
 		&cli.DurationFlag{Name: "session-ttl", Usage: "how long, in batch time, a client session lives without requests (at least 1s; give every node the same)", Value: 2 * time.Minute},
 		&cli.StringFlag{Name: "log-store", Usage: "Raft log store: wal (raft-wal, wal/) or bolt (raft-boltdb, raft.db); empty: the store the data dir holds, else " + node.DefaultLogStore + " (docs/operations.md)"},
+		&cli.StringFlag{Name: "wal-files", Usage: "raft-wal segment files (--log-store wal): preallocated (fallocated, each commit an fsync) or zeroed (written with zeros when made, a spare zeroed in the background, each commit an fdatasync)", Value: node.DefaultWALFiles},
 		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt, node.crt and node.key (see lockstep cert): mutual TLS on every port; reloaded on SIGHUP",
 			EnvVars: []string{certsDirEnv}},
 		&cli.BoolFlag{Name: "insecure", Usage: "run without TLS or authentication, for development only (instead of --certs-dir)"},
@@ -115,6 +116,7 @@ func nodeConfigFromFlags(c *cli.Context) (node.Config, *faultenv.CrashLog, error
 	cfg.Sequencer.TrailingLogs = c.Uint64("trailing-logs")
 	cfg.Replica.SessionTTL = c.Duration("session-ttl")
 	cfg.Sequencer.LogStoreKind = c.String("log-store")
+	cfg.Sequencer.WALFiles = c.String("wal-files")
 	crash, err := applyFaultEnv(&cfg, os.Getenv)
 	if err != nil {
 		return node.Config{}, nil, err
