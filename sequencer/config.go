@@ -231,6 +231,9 @@ func (c Config) withDefaults() Config {
 	setInt(&c.MaxInflightBatches, DefaultMaxInflightBatches)
 	setInt(&c.MaxQueuedInputs, DefaultMaxQueuedInputs)
 	setInt(&c.WALSegmentBytes, DefaultWALSegmentBytes)
+	if c.WALFiles == "" {
+		c.WALFiles = DefaultWALFiles
+	}
 	setDur(&c.ApplyTimeout, DefaultApplyTimeout)
 	setDur(&c.HashCheckInterval, DefaultHashCheckInterval)
 	setDur(&c.SnapshotInterval, DefaultSnapshotInterval)

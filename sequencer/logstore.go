@@ -175,7 +175,7 @@ func openWAL(dir string, opts walOptions, hlog *hclogAdapter) (*raftwal.WAL, fun
 		// An injected file system (the fault harness's) makes its own files: WALFiles
 		// does not apply.
 	case opts.files == WALFilesZeroed:
-		zfs, err := openZeroFS(dir, uint64(opts.segmentBytes))
+		zfs, err := openZeroFS(dir)
 		if err != nil {
 			_ = lock.Close()
 			return nil, nil, err

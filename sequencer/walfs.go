@@ -54,9 +54,11 @@ func validWALFiles(k string) bool {
 
 // zeroFS is raft-wal's file system (types.VFS) for WALFilesZeroed, over the operating
 // system's files in one directory. Create makes a zero-filled segment: it takes the spare
-// when one of the right size is ready, else it zeroes the file itself. Either way it asks
-// the background zeroer for the next spare. Files' Sync is fdatasync (and, after Create,
-// the directory's fsync the first time, as raft-wal's own file system does).
+// when one of the right size is ready, else it zeroes the file itself. A segment asks the
+// background zeroer for the next spare once raft-wal writes past its middle, so a short
+// log (a test's node, a node that restarts often) never pays for a spare it does not use.
+// Files' Sync is fdatasync (and, after Create, the directory's fsync the first time, as
+// raft-wal's own file system does).
 //
 // Ownership: openZeroFS starts the zeroer goroutine; Close stops it and waits for it.
 // Safe for concurrent use.
@@ -77,10 +79,10 @@ type zeroFS struct {
 }
 
 // openZeroFS returns the zeroed file system for dir (which must exist) and starts its
-// zeroer on a spare of segmentBytes. A spare left from an earlier run is kept if it was
-// completed (and is replaced if its size differs), else removed.
-func openZeroFS(dir string, segmentBytes uint64) (*zeroFS, error) {
-	fs := &zeroFS{dir: dir, pause: zeroPause, want: segmentBytes, done: make(chan struct{})}
+// zeroer, idle until a segment asks for a spare. A spare left from an earlier run is kept
+// if it was completed (and replaced if its size differs), else removed.
+func openZeroFS(dir string) (*zeroFS, error) {
+	fs := &zeroFS{dir: dir, pause: zeroPause, done: make(chan struct{})}
 	fs.cond = sync.NewCond(&fs.mu)
 	if err := os.Remove(filepath.Join(dir, zeroSpareTemp)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("sequencer: wal spare: %w", err)
@@ -125,15 +127,22 @@ func (fs *zeroFS) Create(dir, name string, size uint64) (waltypes.WritableFile, 
 			return nil, err
 		}
 	}
+	return &zeroFile{File: f, dir: dir, fs: fs, half: int64(size / 2)}, nil
+}
+
+// wantSpare asks the zeroer for a spare of size bytes.
+func (fs *zeroFS) wantSpare(size uint64) {
 	fs.mu.Lock()
-	fs.want = size
-	fs.cond.Broadcast()
-	fs.mu.Unlock()
-	return &zeroFile{File: f, dir: dir}, nil
+	defer fs.mu.Unlock()
+	if fs.want != size {
+		fs.want = size
+		fs.cond.Broadcast()
+	}
 }
 
 // takeSpare links the ready spare to path and opens it, after waiting for the zeroer if
-// it is busy (it stops pausing). Nil, nil: no spare of that size.
+// it is busy (it stops pausing). Nil, nil: no spare of that size. Either way the zeroer
+// has no spare to make until the new segment asks.
 func (fs *zeroFS) takeSpare(path string, size uint64) (*os.File, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -144,6 +153,7 @@ func (fs *zeroFS) takeSpare(path string, size uint64) (*os.File, error) {
 		}
 		fs.hurry.Store(false)
 	}
+	fs.want = 0
 	if fs.ready == 0 || fs.ready != size {
 		return nil, nil
 	}
@@ -265,17 +275,35 @@ func (fs *zeroFS) OpenWriter(dir, name string) (waltypes.WritableFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	zf := &zeroFile{File: f}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	zf := &zeroFile{File: f, fs: fs, half: fi.Size() / 2}
 	zf.synced.Store(true)
 	return zf, nil
 }
 
 // zeroFile is a segment of zeroFS: Sync is fdatasync, and after Create the first Sync
 // also fsyncs the directory (the new name must survive a crash before its data counts).
+// The first write past half its size asks for a spare of its size.
 type zeroFile struct {
 	*os.File
 	dir    string
+	fs     *zeroFS
+	half   int64
+	asked  atomic.Bool
 	synced atomic.Bool // the directory has been fsynced since the file was made
+}
+
+// WriteAt writes p at off, and asks for the next segment's spare the first time it
+// writes past the middle of the file.
+func (f *zeroFile) WriteAt(p []byte, off int64) (int, error) {
+	if off+int64(len(p)) > f.half && !f.asked.Swap(true) {
+		f.fs.wantSpare(uint64(2 * f.half))
+	}
+	return f.File.WriteAt(p, off)
 }
 
 // Sync fdatasyncs the file, and the first time after Create its directory.

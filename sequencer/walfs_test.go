@@ -147,7 +147,7 @@ func openKindWAL(t *testing.T, dir, files string, segmentBytes int) (raft.LogSto
 // end to end, so a commit converts no extents; with WALFilesPreallocated (raft-wal's own)
 // the same check finds unwritten extents, which shows it can fail.
 func TestWALFilesExtentsWritten(t *testing.T) {
-	const segBytes = 1 << 20
+	const segBytes = 256 << 10
 	for _, kind := range []string{WALFilesZeroed, WALFilesPreallocated} {
 		t.Run(kind, func(t *testing.T) {
 			dir := t.TempDir()
@@ -207,10 +207,11 @@ func TestWALFilesRecoveryAcrossKinds(t *testing.T) {
 func TestWALZeroerStopsOnClose(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	dir := t.TempDir()
-	fs, err := openZeroFS(dir, 256<<20) // big enough that Close comes before it is done
+	fs, err := openZeroFS(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	fs.wantSpare(256 << 20) // big enough that Close comes before it is done
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, err := os.Stat(filepath.Join(dir, zeroSpareTemp)); err == nil {
@@ -228,7 +229,7 @@ func TestWALZeroerStopsOnClose(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, zeroSpareReady)); err == nil {
 		t.Fatal("a 256 MiB spare was finished before Close; the test did not stop it midway")
 	}
-	fs, err = openZeroFS(dir, 0) // no spare wanted: the zeroer stays idle
+	fs, err = openZeroFS(dir) // no spare wanted: the zeroer stays idle
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,17 +239,19 @@ func TestWALZeroerStopsOnClose(t *testing.T) {
 	}
 }
 
-// TestWALZeroFSSpare: the zeroer makes a spare in the background; Create takes it (a
-// link, so an existing name still fails as Create must), the new segment is the spare's
-// size and written end to end, and the zeroer makes the next spare.
+// TestWALZeroFSSpare: the zeroer makes a spare in the background when asked; Create takes
+// it (a link, so an existing name still fails as Create must), the new segment is the
+// spare's size and written end to end, and a write past its middle asks for the next
+// spare, not before.
 func TestWALZeroFSSpare(t *testing.T) {
 	const size = 1 << 20
 	dir := t.TempDir()
-	fs, err := openZeroFS(dir, size)
+	fs, err := openZeroFS(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fs.Close()
+	fs.wantSpare(size)
 	spare := filepath.Join(dir, zeroSpareReady)
 	waitSpare := func() {
 		t.Helper()
@@ -286,6 +289,20 @@ func TestWALZeroFSSpare(t *testing.T) {
 		t.Fatalf("a.wal: %d bytes not written", n)
 	} else if err != nil && !errors.Is(err, errNoFiemap) {
 		t.Fatal(err)
+	}
+	wanted := func() uint64 {
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		return fs.want
+	}
+	if w := wanted(); w != 0 {
+		t.Fatalf("a spare of %d bytes asked for before the new segment is half full", w)
+	}
+	if _, err := f.WriteAt([]byte("past the middle"), size/2); err != nil {
+		t.Fatal(err)
+	}
+	if w := wanted(); w != size {
+		t.Fatalf("after a write past the middle, spare asked for: %d bytes, want %d", w, size)
 	}
 	waitSpare()
 	if _, err := fs.Create(dir, "a.wal", size); !errors.Is(err, os.ErrExist) {
