@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	walosfs "github.com/hashicorp/raft-wal/fs"
@@ -88,7 +89,15 @@ func openZeroFS(dir string) (*zeroFS, error) {
 		return nil, fmt.Errorf("sequencer: wal spare: %w", err)
 	}
 	if fi, err := os.Stat(filepath.Join(dir, zeroSpareReady)); err == nil {
-		fs.ready = uint64(fi.Size())
+		// A spare that is also a segment's name (a crash inside a fallback link and
+		// remove) is the segment's now: drop the spare's name.
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+			if err := os.Remove(filepath.Join(dir, zeroSpareReady)); err != nil {
+				return nil, fmt.Errorf("sequencer: wal spare: %w", err)
+			}
+		} else {
+			fs.ready = uint64(fi.Size())
+		}
 	}
 	go fs.zeroer()
 	return fs, nil
@@ -158,14 +167,18 @@ func (fs *zeroFS) takeSpare(path string, size uint64) (*os.File, error) {
 		return nil, nil
 	}
 	spare := filepath.Join(fs.dir, zeroSpareReady)
-	// Link, not rename: it fails if path exists, as Create must.
-	if err := os.Link(spare, path); err != nil {
-		return nil, err
+	// A rename that fails if path exists, as Create must; where the file system has no
+	// such rename, a link and a remove.
+	err := unix.Renameat2(unix.AT_FDCWD, spare, unix.AT_FDCWD, path, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		if err = os.Link(spare, path); err == nil {
+			err = os.Remove(spare)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sequencer: wal spare to %s: %w", path, err)
 	}
 	fs.ready = 0
-	if err := os.Remove(spare); err != nil {
-		return nil, fmt.Errorf("sequencer: wal spare: %w", err)
-	}
 	return os.OpenFile(path, os.O_RDWR, 0o644)
 }
 

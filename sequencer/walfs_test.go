@@ -392,3 +392,37 @@ func walKillChild(dir string) {
 		fmt.Printf("stored %d\n", i)
 	}
 }
+
+// TestWALZeroFSLinkedSpare: a spare whose file is also a segment's (a crash between the
+// fallback's link and remove) is not a spare: open drops the name, keeps the segment,
+// and does not hand the segment's file to the next Create.
+func TestWALZeroFSLinkedSpare(t *testing.T) {
+	dir := t.TempDir()
+	seg := filepath.Join(dir, "a.wal")
+	if err := os.WriteFile(seg, []byte("segment data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(seg, filepath.Join(dir, zeroSpareReady)); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := openZeroFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	if _, err := os.Stat(filepath.Join(dir, zeroSpareReady)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the linked spare's name is still there: %v", err)
+	}
+	f, err := fs.Create(dir, "b.wal", 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 12)
+	if _, err := f.ReadAt(buf, 0); err != nil || !bytes.Equal(buf, make([]byte, 12)) {
+		t.Fatalf("new segment holds %q, %v; want zeros", buf, err)
+	}
+	if b, err := os.ReadFile(seg); err != nil || string(b) != "segment data" {
+		t.Fatalf("segment: %q, %v", b, err)
+	}
+}
