@@ -148,6 +148,14 @@ const (
 	DefaultLogStore = sequencer.DefaultLogStore
 )
 
+// The kinds of raft-wal segment file (Config.Sequencer.WALFiles; see
+// sequencer.Config.WALFiles).
+const (
+	DefaultWALFiles      = sequencer.DefaultWALFiles
+	WALFilesPreallocated = sequencer.WALFilesPreallocated
+	WALFilesZeroed       = sequencer.WALFilesZeroed
+)
+
 // DataDirLogStore returns the log store a node builds in dir when
 // Config.Sequencer.LogStoreKind is empty: the one dir holds, else DefaultLogStore.
 func DataDirLogStore(dir string) (string, error) { return sequencer.DataDirLogStore(dir) }
@@ -171,6 +179,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: processor tick intervals must be positive", ErrNodeConfig)
 	case c.Sequencer.LogStoreKind != "" && c.Sequencer.LogStoreKind != LogStoreBolt && c.Sequencer.LogStoreKind != LogStoreWAL:
 		return fmt.Errorf("%w: log store %q: want %q or %q", ErrNodeConfig, c.Sequencer.LogStoreKind, LogStoreBolt, LogStoreWAL)
+	case c.Sequencer.WALFiles != "" && c.Sequencer.WALFiles != WALFilesPreallocated && c.Sequencer.WALFiles != WALFilesZeroed:
+		return fmt.Errorf("%w: wal files %q: want %q or %q", ErrNodeConfig, c.Sequencer.WALFiles, WALFilesPreallocated, WALFilesZeroed)
 	case c.CertsDir == "" && !c.Insecure:
 		return ErrNoCertificates
 	case c.CertsDir != "" && c.Insecure:

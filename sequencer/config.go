@@ -120,6 +120,12 @@ type Config struct {
 	// keeps serving entries until their whole segment is behind the snapshot: a test that
 	// needs a lagging node to receive a snapshot uses small segments.
 	WALSegmentBytes int
+	// WALFiles is how raft-wal's segment files are made (LogStoreWAL only):
+	// WALFilesPreallocated (raft-wal's own: fallocated, each commit an fsync) or
+	// WALFilesZeroed (written with zeros when made, a spare kept zeroed in the background,
+	// each commit an fdatasync). Empty: DefaultWALFiles. Ignored when WALFileSystem is
+	// set. A data dir written with one kind opens with the other.
+	WALFiles string
 	// WALFileSystem, if set, is the file system raft-wal keeps its segment files on
 	// (LogStoreWAL only; its meta.db stays a bbolt file). A fault-injection hook: the
 	// harness's power-loss model (internal/crashstore.FS). Nil: the operating system's.
@@ -225,6 +231,9 @@ func (c Config) withDefaults() Config {
 	setInt(&c.MaxInflightBatches, DefaultMaxInflightBatches)
 	setInt(&c.MaxQueuedInputs, DefaultMaxQueuedInputs)
 	setInt(&c.WALSegmentBytes, DefaultWALSegmentBytes)
+	if c.WALFiles == "" {
+		c.WALFiles = DefaultWALFiles
+	}
 	setDur(&c.ApplyTimeout, DefaultApplyTimeout)
 	setDur(&c.HashCheckInterval, DefaultHashCheckInterval)
 	setDur(&c.SnapshotInterval, DefaultSnapshotInterval)
@@ -277,6 +286,8 @@ func (c Config) Validate() error {
 		return bad("DataDir is required unless LogStore, StableStore and SnapshotStore are all set")
 	case !validLogStore(c.LogStoreKind):
 		return bad("LogStoreKind %q: want %q or %q", c.LogStoreKind, LogStoreBolt, LogStoreWAL)
+	case !validWALFiles(c.WALFiles):
+		return bad("WALFiles %q: want %q or %q", c.WALFiles, WALFilesPreallocated, WALFilesZeroed)
 	case c.WALSegmentBytes < MinWALSegmentBytes || c.WALSegmentBytes > MaxWALSegmentBytes:
 		return bad("WALSegmentBytes %d not in [%d, %d]", c.WALSegmentBytes, MinWALSegmentBytes, MaxWALSegmentBytes)
 	case c.MaxBatchInputs < 1 || c.MaxBatchInputs > batch.MaxItems-1:

@@ -148,9 +148,11 @@ func walHoldsLog(dir string) bool {
 	return err == nil
 }
 
-// walOptions are the raft-wal settings of Config: WALSegmentBytes and WALFileSystem.
+// walOptions are the raft-wal settings of Config: WALSegmentBytes, WALFiles and
+// WALFileSystem.
 type walOptions struct {
 	segmentBytes int
+	files        string // WALFilesZeroed or else preallocated; ignored when fs is set
 	fs           walfs.VFS
 }
 
@@ -167,16 +169,30 @@ func openWAL(dir string, opts walOptions, hlog *hclogAdapter) (*raftwal.WAL, fun
 		return nil, nil, err
 	}
 	fs := opts.fs
-	if fs == nil {
+	closeFS := func() error { return nil }
+	switch {
+	case fs != nil:
+		// An injected file system (the fault harness's) makes its own files: WALFiles
+		// does not apply.
+	case opts.files == WALFilesZeroed:
+		zfs, err := openZeroFS(dir)
+		if err != nil {
+			_ = lock.Close()
+			return nil, nil, err
+		}
+		fs, closeFS = zfs, zfs.Close
+	default:
 		fs = walosfs.New()
 	}
 	w, err := raftwal.Open(dir, raftwal.WithSegmentSize(opts.segmentBytes), raftwal.WithLogger(hlog.Named("wal")),
 		raftwal.WithSegmentFiler(segment.NewFiler(dir, fs)))
 	if err != nil {
+		_ = closeFS()
 		_ = lock.Close()
 		return nil, nil, fmt.Errorf("sequencer: open raft-wal in %s: %w", dir, err)
 	}
-	return w, func() error { return errors.Join(w.Close(), lock.Close()) }, nil
+	// The file system's zeroer stops before the lock goes: the next opener owns the spare.
+	return w, func() error { return errors.Join(w.Close(), closeFS(), lock.Close()) }, nil
 }
 
 // lockFile opens path and takes an exclusive flock on it, trying until timeout. Closing

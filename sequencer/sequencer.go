@@ -357,7 +357,7 @@ func openParts(cfg Config, hlog *hclogAdapter) (p raftParts, err error) {
 		}
 	}
 	if p.logs == nil || p.stable == nil {
-		store, closeStore, err := openLogStore(cfg.LogStoreKind, cfg.DataDir, walOptions{segmentBytes: cfg.WALSegmentBytes, fs: cfg.WALFileSystem}, hlog)
+		store, closeStore, err := openLogStore(cfg.LogStoreKind, cfg.DataDir, walOptions{segmentBytes: cfg.WALSegmentBytes, files: cfg.WALFiles, fs: cfg.WALFileSystem}, hlog)
 		if err != nil {
 			return p, err
 		}

@@ -54,6 +54,7 @@ func Flags() []cli.Flag {
 		&cli.IntFlag{Name: "processor-budget", Usage: "most records each processor handles per partition per log entry" + replicatedSetting, Value: rd.ProcessorBudget},
 		&cli.IntFlag{Name: "processor-budget-per-append", Usage: "records added to an entry's processor budget per stream record it appended (0: none)" + replicatedSetting, Value: rd.ProcessorBudgetPerAppend},
 		&cli.StringFlag{Name: "log-store", Usage: "Raft log store: wal (raft-wal, wal/) or bolt (raft-boltdb, raft.db); empty: the store the data dir holds, else " + node.DefaultLogStore + " (docs/operations.md)"},
+		&cli.StringFlag{Name: "wal-files", Usage: "raft-wal segment files (--log-store wal): preallocated (fallocated, each commit an fsync) or zeroed (written with zeros when made, a spare zeroed in the background, each commit an fdatasync)", Value: node.DefaultWALFiles},
 		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt, node.crt and node.key (see lockstep cert): mutual TLS on every port; reloaded on SIGHUP",
 			EnvVars: []string{CertsDirEnv}},
 		&cli.BoolFlag{Name: "insecure", Usage: "run without TLS or authentication, for development only (instead of --certs-dir)"},
@@ -153,6 +154,7 @@ func ConfigFromFlags(c *cli.Context) (Config, error) {
 		cfg.Replica.ProcessorBudgetPerAppend = -1 // the flag's 0 is "none"; replica.Config's 0 is its default
 	}
 	cfg.Sequencer.LogStoreKind = c.String("log-store")
+	cfg.Sequencer.WALFiles = c.String("wal-files")
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}
