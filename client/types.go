@@ -41,6 +41,13 @@ type Status struct {
 	// level (GOAMD64, ...); a node joins only a cluster whose leader has the same, because
 	// float results depend on it. Empty if the node did not report one.
 	Build string `json:"build,omitempty"`
+	// MinVersion and MaxVersion are the cluster versions the node's binary runs,
+	// ClusterVersion the one its cluster runs, Carries its procedure registrations
+	// ("name@N"); zero if the node did not report them.
+	MinVersion     uint64   `json:"min_version,omitempty"`
+	MaxVersion     uint64   `json:"max_version,omitempty"`
+	ClusterVersion uint64   `json:"cluster_version,omitempty"`
+	Carries        []string `json:"carries,omitempty"`
 	// State is the node's Raft role.
 	State Role `json:"state"`
 	// LeaderID is the id of the leader the node knows, empty if none; LeaderClientAddr
@@ -158,6 +165,10 @@ func statusFromWire(w *wire.Status) Status {
 		RaftAddr:         w.RaftAddr,
 		Version:          w.Version,
 		Build:            w.Build,
+		MinVersion:       w.MinVersion,
+		MaxVersion:       w.MaxVersion,
+		ClusterVersion:   w.ClusterVersion,
+		Carries:          w.Carries,
 		State:            Role(w.State),
 		LeaderID:         w.LeaderID,
 		LeaderClientAddr: w.LeaderClientAddr,

@@ -12,6 +12,7 @@ import (
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/replica"
 	"github.com/lockstepdb/lockstep/sequencer"
 )
 
@@ -139,7 +140,10 @@ func (n *Node) addNode(ctx context.Context, payload []byte) error {
 			"%v: node %s has %d partitions, the cluster %d: start it with --partitions %d",
 			ErrJoinRefused, j.ID, j.Partitions, info.Partitions, info.Partitions)}
 	}
-	if j.Procedures != info.Procedures {
+	if err := n.checkJoinVersions(&j); err != nil {
+		return err
+	}
+	if n.fsm.Deployment().Version < replica.VersionActiveRegistrations && j.Procedures != info.Procedures {
 		return &wire.Error{Code: wire.CodeBadArguments, Message: fmt.Sprintf(
 			"%v: node %s's procedure set (procedures, replicated tables, processors, changelogs) is not the cluster's: "+
 				"run the lockstep build the members run (procedure fingerprints: node %016x, cluster %016x)",
@@ -248,6 +252,8 @@ func (n *Node) joinLoop(seeds []string) {
 	join := client.JoinRequest{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), ClientAddr: n.ClientAddr(),
 		Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint(), Incarnation: inc, ReadReplica: n.cfg.ReadReplica,
 		Build: n.cfg.BuildTarget}
+	join.MinVersion, join.MaxVersion = n.fsm.SupportedVersions()
+	join.Carries = carried(n.fsm.Registry())
 	for attempt := 0; ; attempt++ {
 		err := cl.AddVoter(n.ctx, join)
 		switch {

@@ -33,6 +33,7 @@ func (n *Node) statusFrom() wire.Status {
 		RaftAddr:     n.seq.Addr(),
 		Version:      Version(),
 		Build:        n.cfg.BuildTarget,
+		Carries:      carried(n.fsm.Registry()),
 		State:        st.State,
 		Term:         st.Term,
 		LastLogIndex: st.LastLogIndex,
@@ -47,6 +48,8 @@ func (n *Node) statusFrom() wire.Status {
 		QueueDepth:   st.QueueDepth,
 		Insecure:     n.Insecure(),
 	}
+	s.MinVersion, s.MaxVersion = n.fsm.SupportedVersions()
+	s.ClusterVersion = n.fsm.Deployment().Effective()
 	s.LeaderID, _ = n.seq.Leader()
 	s.LeaderClientAddr = n.leaderClientAddr()
 	if err := n.fsm.Divergent(); err != nil {

@@ -43,6 +43,8 @@ func Doc(text string) Option { return func(i *Info) { i.Doc = text } }
 // entry is one registered procedure.
 type entry struct {
 	info    Info
+	base    string // the name without its version (versions.go)
+	version uint32
 	id      int
 	canon   bool // the result type may encode a map: results are rewritten canonically
 	newInst func() instance
@@ -75,6 +77,11 @@ func register[A, R any](r *Registry, name string, fn func(tx *partition.Tx, args
 	if len(name) == 0 || len(name) > MaxNameBytes {
 		return fmt.Errorf("%w: %q", ErrBadName, name)
 	}
+	base, version, err := ParseVersioned(name)
+	if err != nil {
+		return err
+	}
+	name = VersionKey(base, version) // "p@1" is "p"
 	if _, ok := r.procs[name]; ok {
 		return fmt.Errorf("%w: %s", ErrDuplicate, name)
 	}
@@ -82,7 +89,7 @@ func register[A, R any](r *Registry, name string, fn func(tx *partition.Tx, args
 	for _, o := range opts {
 		o(&info)
 	}
-	e := &entry{info: info, id: len(r.byID), canon: canon.MayHoldMap(info.Result)}
+	e := &entry{info: info, base: base, version: version, id: len(r.byID), canon: canon.MayHoldMap(info.Result)}
 	e.newInst = func() instance {
 		t := &typed[A, R]{name: name, fn: fn, readOnly: info.ReadOnly}
 		if newFast != nil {
@@ -116,11 +123,20 @@ func (r *Registry) DeclareReplicatedTable(name string) {
 // ReplicatedTables returns the declared replicated tables, for partition.Config.
 func (r *Registry) ReplicatedTables() []string { return append([]string(nil), r.replicated...) }
 
-// Lookup returns the procedure registered under name.
+// Lookup returns the procedure registered under name ("p" is version 1, "p@2" version 2).
+// For a name without a version that this binary carries only at later versions, it
+// returns the highest.
 func (r *Registry) Lookup(name string) (Info, bool) {
 	e, ok := r.procs[name]
 	if !ok {
-		return Info{}, false
+		for _, x := range r.byID {
+			if x.base == name && (e == nil || x.version > e.version) {
+				e = x
+			}
+		}
+		if e == nil {
+			return Info{}, false
+		}
 	}
 	return e.info, true
 }
@@ -135,15 +151,25 @@ func (r *Registry) List() []Info {
 	return out
 }
 
-// Fingerprint summarises the procedure set (names, argument and result types, flags),
-// the replicated tables, the processors (name, input, emitted streams, start, tick, the
-// output streams it creates and their configuration) and
-// the changelogs (table, stream). Nodes whose fingerprints differ must not form a cluster.
+// Fingerprint summarises the procedure set at version 1 (names, argument and result
+// types, flags; later versions, "p@2", are left out), the replicated tables, the
+// processors (name, input, emitted streams, start, tick, the output streams it creates and
+// their configuration) and the changelogs (table, stream). Nodes whose fingerprints differ
+// must not form a cluster of cluster version 1; from version 2 on, the active
+// registrations are compared one by one instead, and RestFingerprint for the rest.
 func (r *Registry) Fingerprint() uint64 {
 	d := xxhash.New()
 	for _, i := range r.List() {
+		if _, v, _ := ParseVersioned(i.Name); v > 1 {
+			continue
+		}
 		fmt.Fprintf(d, "%s|%s|%s|%t|%t\n", i.Name, i.Args, i.Result, i.ReadOnly, i.Multi)
 	}
+	r.writeRest(d)
+	return d.Sum64()
+}
+
+func (r *Registry) writeRest(d *xxhash.Digest) {
 	for _, t := range r.replicated {
 		fmt.Fprintf(d, "replicated|%s\n", t)
 	}
@@ -154,7 +180,6 @@ func (r *Registry) Fingerprint() uint64 {
 		}
 	}
 	d.WriteString(r.changelogFingerprint())
-	return d.Sum64()
 }
 
 // NewHandler returns a partition.Handler that runs this registry's procedures. An engine

@@ -12,14 +12,21 @@ type Status struct {
 	Version string `msgpack:"version" json:"version"`
 	// Build is the node binary's build target (internal/buildinfo.Target); empty from a
 	// node that does not report it.
-	Build            string `msgpack:"build,omitempty" json:"build,omitempty"`
-	State            string `msgpack:"state" json:"state"` // Leader, Follower, Candidate, Shutdown
-	LeaderID         string `msgpack:"leader" json:"leader"`
-	LeaderClientAddr string `msgpack:"leader_client" json:"leader_client"`
-	Term             uint64 `msgpack:"term" json:"term"`
-	LastLogIndex     uint64 `msgpack:"last_index" json:"last_index"`
-	CommitIndex      uint64 `msgpack:"commit_index" json:"commit_index"`
-	AppliedIndex     uint64 `msgpack:"applied_index" json:"applied_index"`
+	Build string `msgpack:"build,omitempty" json:"build,omitempty"`
+	// MinVersion and MaxVersion are the cluster versions the binary runs, ClusterVersion
+	// the one the cluster runs (as this node applied it), and Carries the binary's
+	// procedure registrations ("name@N"); zero from a node that does not report them.
+	MinVersion       uint64   `msgpack:"minv,omitempty" json:"min_version,omitempty"`
+	MaxVersion       uint64   `msgpack:"maxv,omitempty" json:"max_version,omitempty"`
+	ClusterVersion   uint64   `msgpack:"cv,omitempty" json:"cluster_version,omitempty"`
+	Carries          []string `msgpack:"carries,omitempty" json:"carries,omitempty"`
+	State            string   `msgpack:"state" json:"state"` // Leader, Follower, Candidate, Shutdown
+	LeaderID         string   `msgpack:"leader" json:"leader"`
+	LeaderClientAddr string   `msgpack:"leader_client" json:"leader_client"`
+	Term             uint64   `msgpack:"term" json:"term"`
+	LastLogIndex     uint64   `msgpack:"last_index" json:"last_index"`
+	CommitIndex      uint64   `msgpack:"commit_index" json:"commit_index"`
+	AppliedIndex     uint64   `msgpack:"applied_index" json:"applied_index"`
 	// Partitions is the partition count and Hashes each partition's current state hash.
 	Partitions int      `msgpack:"partitions" json:"partitions"`
 	Hashes     []uint64 `msgpack:"hashes" json:"hashes"`
