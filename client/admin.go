@@ -45,11 +45,6 @@ type JoinRequest struct {
 	// as node.BuildTarget returns it. It must equal the leader's, since float results
 	// depend on it (docs/procedures.md, Floats); a join without it is refused.
 	Build string
-	// MinVersion, MaxVersion and Carries are the cluster versions the node runs and its
-	// procedure registrations ("name@N"), which the leader checks from cluster version 2
-	// on (zero: the node must have the cluster's procedure fingerprint).
-	MinVersion, MaxVersion uint64
-	Carries                []string
 }
 
 // NodeStatus is one node's part of a ClusterStatus: its status, or why it did not answer.
@@ -224,7 +219,7 @@ func (c *Client) AddVoter(ctx context.Context, j JoinRequest) error {
 	}
 	args, err := msgpack.Marshal(&wire.JoinArgs{ID: j.ID, RaftAddr: j.RaftAddr, ClientAddr: j.ClientAddr,
 		Partitions: j.Partitions, Procedures: j.Procedures, Incarnation: j.Incarnation,
-		ReadReplica: j.ReadReplica, Build: j.Build, MinVersion: j.MinVersion, MaxVersion: j.MaxVersion, Carries: j.Carries})
+		ReadReplica: j.ReadReplica, Build: j.Build})
 	if err != nil {
 		return fmt.Errorf("client: %s: %w: %w", what, ErrBadArguments, err)
 	}

@@ -48,6 +48,9 @@ type Status struct {
 	MaxVersion     uint64   `json:"max_version,omitempty"`
 	ClusterVersion uint64   `json:"cluster_version,omitempty"`
 	Carries        []string `json:"carries,omitempty"`
+	// RestFingerprint summarises the binary's replicated tables, processors and
+	// changelogs, which must be the cluster's from cluster version 2 on.
+	RestFingerprint uint64 `json:"rest_fingerprint,omitempty"`
 	// State is the node's Raft role.
 	State Role `json:"state"`
 	// LeaderID is the id of the leader the node knows, empty if none; LeaderClientAddr
@@ -169,6 +172,7 @@ func statusFromWire(w *wire.Status) Status {
 		MaxVersion:       w.MaxVersion,
 		ClusterVersion:   w.ClusterVersion,
 		Carries:          w.Carries,
+		RestFingerprint:  w.RestFingerprint,
 		State:            Role(w.State),
 		LeaderID:         w.LeaderID,
 		LeaderClientAddr: w.LeaderClientAddr,

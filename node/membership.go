@@ -140,9 +140,6 @@ func (n *Node) addNode(ctx context.Context, payload []byte) error {
 			"%v: node %s has %d partitions, the cluster %d: start it with --partitions %d",
 			ErrJoinRefused, j.ID, j.Partitions, info.Partitions, info.Partitions)}
 	}
-	if err := n.checkJoinVersions(&j); err != nil {
-		return err
-	}
 	if n.fsm.Deployment().Version < replica.VersionActiveRegistrations && j.Procedures != info.Procedures {
 		return &wire.Error{Code: wire.CodeBadArguments, Message: fmt.Sprintf(
 			"%v: node %s's procedure set (procedures, replicated tables, processors, changelogs) is not the cluster's: "+
@@ -183,7 +180,11 @@ func (n *Node) addNode(ctx context.Context, payload []byte) error {
 			return fmt.Errorf("join %s: %w", j.ID, err)
 		}
 	}
-	if err := n.checkReachable(ctx, j.ID, j.RaftAddr, j.ClientAddr); err != nil {
+	st, err := n.checkReachable(ctx, j.ID, j.RaftAddr, j.ClientAddr)
+	if err != nil {
+		return err
+	}
+	if err := n.checkJoinVersions(j.ID, &st); err != nil {
 		return err
 	}
 	if voter {
@@ -252,8 +253,6 @@ func (n *Node) joinLoop(seeds []string) {
 	join := client.JoinRequest{ID: n.cfg.ID, RaftAddr: n.RaftAddr(), ClientAddr: n.ClientAddr(),
 		Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint(), Incarnation: inc, ReadReplica: n.cfg.ReadReplica,
 		Build: n.cfg.BuildTarget}
-	join.MinVersion, join.MaxVersion = n.fsm.SupportedVersions()
-	join.Carries = carried(n.fsm.Registry())
 	for attempt := 0; ; attempt++ {
 		err := cl.AddVoter(n.ctx, join)
 		switch {

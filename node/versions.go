@@ -6,6 +6,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/procedures"
@@ -115,35 +116,37 @@ func (n *Node) activateChange(ctx context.Context, names []string) (batch.Config
 	return c, nil
 }
 
-// checkJoinVersions refuses a joining node that cannot run the cluster's version or, from
-// cluster version 2 on, lacks one of its active registrations. An extra registration is
-// harmless. (It carries no signatures: a node whose signature differs refuses on its own,
-// by name, when it applies the cluster's first entry.)
-func (n *Node) checkJoinVersions(j *wire.JoinArgs) error {
+// checkJoinVersions refuses a joining node, by the status it answered with, that cannot run
+// the cluster's version or, from cluster version 2 on, lacks one of its active
+// registrations or has other processors, replicated tables or changelogs. An extra
+// registration is harmless. (Signatures are not in the status: a node whose signature
+// differs refuses on its own, by name, when it applies the cluster's first entry.)
+func (n *Node) checkJoinVersions(id string, st *client.Status) error {
 	d := n.fsm.Deployment()
-	lo, hi := j.MinVersion, j.MaxVersion
-	if hi == 0 {
+	lo, hi := st.MinVersion, st.MaxVersion
+	if hi == 0 { // a binary from before cluster versions
 		lo, hi = 1, 1
 	}
+	refuse := func(format string, args ...any) error {
+		return &wire.Error{Code: wire.CodeBadArguments, Message: fmt.Sprintf("%v: node %s ", ErrJoinRefused, id) + fmt.Sprintf(format, args...)}
+	}
 	if v := d.Effective(); v < lo || v > hi {
-		return &wire.Error{Code: wire.CodeBadArguments, Message: fmt.Sprintf(
-			"%v: node %s runs cluster versions %d..%d, the cluster runs %d", ErrJoinRefused, j.ID, lo, hi, v)}
+		return refuse("runs cluster versions %d..%d, the cluster runs %d: run a binary that supports %d", lo, hi, v, v)
 	}
 	if d.Version < replica.VersionActiveRegistrations {
 		return nil
 	}
-	if j.MaxVersion == 0 {
-		return &wire.Error{Code: wire.CodeBadArguments, Message: fmt.Sprintf(
-			"%v: node %s does not report its registrations, the cluster runs cluster version %d", ErrJoinRefused, j.ID, d.Version)}
+	if st.RestFingerprint != d.Rest {
+		return refuse("has other replicated tables, processors or changelogs than the cluster (fingerprints: node %016x, cluster %016x)",
+			st.RestFingerprint, d.Rest)
 	}
 	has := map[string]bool{}
-	for _, c := range j.Carries {
+	for _, c := range st.Carries {
 		has[c] = true
 	}
 	for _, g := range d.Active {
 		if k := fmt.Sprintf("%s@%d", g.Name, g.Version); !has[k] {
-			return &wire.Error{Code: wire.CodeBadArguments, Message: fmt.Sprintf(
-				"%v: node %s does not carry %s, which is active in the cluster: run a build that registers it", ErrJoinRefused, j.ID, k)}
+			return refuse("does not carry %s, which is active in the cluster: run a build that registers it", k)
 		}
 	}
 	return nil

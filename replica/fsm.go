@@ -487,13 +487,13 @@ func (f *FSM) Sessions() int { return int(f.sessionCount.Load()) }
 func (f *FSM) Query(in *partition.Input) partition.Result {
 	h := f.handlers.Get().(partition.Handler)
 	defer f.handlers.Put(h)
-	if d := f.depView.Load(); d.Version >= VersionActiveRegistrations {
-		g, ok := d.active(in.Procedure)
-		if !ok {
-			return partition.Result{Err: fmt.Errorf("%w: %q is not active in this cluster", procedures.ErrUnknownProcedure, in.Procedure)}
-		}
+	key, err := resolveIn(f.depView.Load(), in.Procedure)
+	if err != nil {
+		return partition.Result{Err: err}
+	}
+	if key != in.Procedure {
 		c := *in
-		c.Procedure = procedures.VersionKey(g.Name, g.Version)
+		c.Procedure = key
 		in = &c
 	}
 	return f.eng.Query(in, h)

@@ -132,10 +132,19 @@ func (f *FSM) useDeployment(d Deployment) {
 // resolve returns the registry key of the version of the procedure name that runs at this
 // point of the log, or an error every replica gives alike for a name that is not active.
 func (f *FSM) resolve(name string) (string, error) {
-	if f.dep.Version < VersionActiveRegistrations {
+	return resolveIn(&f.dep, name)
+}
+
+func resolveIn(d *Deployment, name string) (string, error) {
+	if strings.IndexByte(name, '@') >= 0 {
+		// A client names the procedure, the cluster picks its version: "p@2" run directly
+		// would run on the replicas that carry it and fail on the others.
+		return "", fmt.Errorf("%w: %q: invoke a procedure by its name without a version", procedures.ErrUnknownProcedure, name)
+	}
+	if d.Version < VersionActiveRegistrations {
 		return name, nil
 	}
-	g, ok := f.dep.active(name)
+	g, ok := d.active(name)
 	if !ok {
 		return "", fmt.Errorf("%w: %q is not active in this cluster (lockstep deploy activate %s@N)", procedures.ErrUnknownProcedure, name, name)
 	}

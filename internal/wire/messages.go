@@ -218,12 +218,6 @@ type JoinArgs struct {
 	// GOARCH and its level, such as GOAMD64); it must equal the leader's, because float
 	// results depend on it. Empty from a node that does not send it, which is refused.
 	Build string `msgpack:"build,omitempty"`
-	// MinVersion and MaxVersion are the cluster versions the joining binary runs, and
-	// Carries its procedure registrations ("name@N"); zero and nil from a node that does
-	// not send them, which must then have the cluster's procedure fingerprint.
-	MinVersion uint64   `msgpack:"minv,omitempty"`
-	MaxVersion uint64   `msgpack:"maxv,omitempty"`
-	Carries    []string `msgpack:"carries,omitempty"`
 }
 
 // String returns the operation's name, or "Op(n)" for an unknown one.

@@ -16,17 +16,20 @@ type Status struct {
 	// MinVersion and MaxVersion are the cluster versions the binary runs, ClusterVersion
 	// the one the cluster runs (as this node applied it), and Carries the binary's
 	// procedure registrations ("name@N"); zero from a node that does not report them.
-	MinVersion       uint64   `msgpack:"minv,omitempty" json:"min_version,omitempty"`
-	MaxVersion       uint64   `msgpack:"maxv,omitempty" json:"max_version,omitempty"`
-	ClusterVersion   uint64   `msgpack:"cv,omitempty" json:"cluster_version,omitempty"`
-	Carries          []string `msgpack:"carries,omitempty" json:"carries,omitempty"`
-	State            string   `msgpack:"state" json:"state"` // Leader, Follower, Candidate, Shutdown
-	LeaderID         string   `msgpack:"leader" json:"leader"`
-	LeaderClientAddr string   `msgpack:"leader_client" json:"leader_client"`
-	Term             uint64   `msgpack:"term" json:"term"`
-	LastLogIndex     uint64   `msgpack:"last_index" json:"last_index"`
-	CommitIndex      uint64   `msgpack:"commit_index" json:"commit_index"`
-	AppliedIndex     uint64   `msgpack:"applied_index" json:"applied_index"`
+	MinVersion     uint64   `msgpack:"minv,omitempty" json:"min_version,omitempty"`
+	MaxVersion     uint64   `msgpack:"maxv,omitempty" json:"max_version,omitempty"`
+	ClusterVersion uint64   `msgpack:"cv,omitempty" json:"cluster_version,omitempty"`
+	Carries        []string `msgpack:"carries,omitempty" json:"carries,omitempty"`
+	// RestFingerprint is procedures.Registry.RestFingerprint of the binary: its replicated
+	// tables, processors and changelogs, which must be the cluster's.
+	RestFingerprint  uint64 `msgpack:"rest,omitempty" json:"rest_fingerprint,omitempty"`
+	State            string `msgpack:"state" json:"state"` // Leader, Follower, Candidate, Shutdown
+	LeaderID         string `msgpack:"leader" json:"leader"`
+	LeaderClientAddr string `msgpack:"leader_client" json:"leader_client"`
+	Term             uint64 `msgpack:"term" json:"term"`
+	LastLogIndex     uint64 `msgpack:"last_index" json:"last_index"`
+	CommitIndex      uint64 `msgpack:"commit_index" json:"commit_index"`
+	AppliedIndex     uint64 `msgpack:"applied_index" json:"applied_index"`
 	// Partitions is the partition count and Hashes each partition's current state hash.
 	Partitions int      `msgpack:"partitions" json:"partitions"`
 	Hashes     []uint64 `msgpack:"hashes" json:"hashes"`
