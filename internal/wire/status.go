@@ -16,13 +16,13 @@ type Status struct {
 	// MinVersion and MaxVersion are the cluster versions the binary runs, ClusterVersion
 	// the one the cluster runs (as this node applied it), and Carries the binary's
 	// procedure registrations ("name@N"); zero from a node that does not report them.
-	MinVersion     uint64   `msgpack:"minv,omitempty" json:"min_version,omitempty"`
-	MaxVersion     uint64   `msgpack:"maxv,omitempty" json:"max_version,omitempty"`
-	ClusterVersion uint64   `msgpack:"cv,omitempty" json:"cluster_version,omitempty"`
+	MinVersion     uint64   `msgpack:"minv,omitempty" json:"minv,omitempty"`
+	MaxVersion     uint64   `msgpack:"maxv,omitempty" json:"maxv,omitempty"`
+	ClusterVersion uint64   `msgpack:"cv,omitempty" json:"cv,omitempty"`
 	Carries        []string `msgpack:"carries,omitempty" json:"carries,omitempty"`
 	// RestFingerprint is procedures.Registry.RestFingerprint of the binary: its replicated
 	// tables, processors and changelogs, which must be the cluster's.
-	RestFingerprint  uint64 `msgpack:"rest,omitempty" json:"rest_fingerprint,omitempty"`
+	RestFingerprint  uint64 `msgpack:"rest,omitempty" json:"rest,omitempty"`
 	State            string `msgpack:"state" json:"state"` // Leader, Follower, Candidate, Shutdown
 	LeaderID         string `msgpack:"leader" json:"leader"`
 	LeaderClientAddr string `msgpack:"leader_client" json:"leader_client"`
