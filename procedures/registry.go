@@ -15,8 +15,10 @@ const MaxNameBytes = 128
 
 // Info describes a registered procedure.
 type Info struct {
-	// Name is the name the procedure is invoked by, e.g. "kv.put".
+	// Name is the name the procedure is invoked by, e.g. "kv.put", without a version.
 	Name string
+	// Version is the registration's version: 1 for "kv.put", N for "kv.put@N".
+	Version uint32
 	// Doc is a one-line description: what it does, its partition key, its result.
 	Doc string
 	// Args and Result are the Go types of the procedure's arguments and result.
@@ -85,9 +87,16 @@ func register[A, R any](r *Registry, name string, fn func(tx *partition.Tx, args
 	if _, ok := r.procs[name]; ok {
 		return fmt.Errorf("%w: %s", ErrDuplicate, name)
 	}
-	info := Info{Name: name, Args: reflect.TypeFor[A](), Result: reflect.TypeFor[R]()}
+	info := Info{Name: base, Version: version, Args: reflect.TypeFor[A](), Result: reflect.TypeFor[R]()}
 	for _, o := range opts {
 		o(&info)
+	}
+	for _, x := range r.byID {
+		// A node checks an invocation (scope, read-only) before the log says which
+		// version runs it: every version of a name has the same flags.
+		if x.base == base && (x.info.ReadOnly != info.ReadOnly || x.info.Multi != info.Multi) {
+			return fmt.Errorf("%w: %s: read-only and multi-partition must be those of %s", ErrVersionFlags, name, x.info.Name+"@"+fmt.Sprint(x.version))
+		}
 	}
 	e := &entry{info: info, base: base, version: version, id: len(r.byID), canon: canon.MayHoldMap(info.Result)}
 	e.newInst = func() instance {
@@ -125,12 +134,12 @@ func (r *Registry) ReplicatedTables() []string { return append([]string(nil), r.
 
 // Lookup returns the procedure registered under name ("p" is version 1, "p@2" version 2).
 // For a name without a version that this binary carries only at later versions, it
-// returns the highest.
+// returns the lowest of them. Every version of a name has the same flags.
 func (r *Registry) Lookup(name string) (Info, bool) {
 	e, ok := r.procs[name]
 	if !ok {
 		for _, x := range r.byID {
-			if x.base == name && (e == nil || x.version > e.version) {
+			if x.base == name && (e == nil || x.version < e.version) {
 				e = x
 			}
 		}
@@ -141,13 +150,18 @@ func (r *Registry) Lookup(name string) (Info, bool) {
 	return e.info, true
 }
 
-// List returns every registered procedure, ordered by name.
+// List returns every registered procedure, ordered by name and version.
 func (r *Registry) List() []Info {
 	out := make([]Info, 0, len(r.byID))
 	for _, e := range r.byID {
 		out = append(out, e.info)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].Version < out[j].Version
+	})
 	return out
 }
 
@@ -160,7 +174,7 @@ func (r *Registry) List() []Info {
 func (r *Registry) Fingerprint() uint64 {
 	d := xxhash.New()
 	for _, i := range r.List() {
-		if _, v, _ := ParseVersioned(i.Name); v > 1 {
+		if i.Version > 1 {
 			continue
 		}
 		fmt.Fprintf(d, "%s|%s|%s|%t|%t\n", i.Name, i.Args, i.Result, i.ReadOnly, i.Multi)
