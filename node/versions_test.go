@@ -117,6 +117,39 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatalf("downgrade: got %v, want a refusal", err)
 	}
 
+	// A member restarted with an old binary refuses, by name, instead of running other
+	// code; restarted with the new one again it catches up and converges.
+	for i, tc := range []struct {
+		v2     bool
+		maxVer uint64
+		reason string
+	}{
+		{false, 0, "t.p@2"},
+		{true, 1, "this binary supports 1..1"},
+	} {
+		c.kill(2)
+		mu.Lock()
+		rolled[2] = tc.v2
+		mu.Unlock()
+		c.cfgs[2].Replica.MaxClusterVersion = tc.maxVer
+		c.restart(2)
+		testutil.WaitFor(t, 60*time.Second, func() error {
+			if err := c.Nodes[2].Ready(); err == nil || !strings.Contains(err.Error(), tc.reason) {
+				return fmt.Errorf("#%d: restarted old node's readiness: %v, want a refusal saying %q", i, err, tc.reason)
+			}
+			return nil
+		})
+	}
+	c.kill(2)
+	mu.Lock()
+	rolled[2] = true
+	mu.Unlock()
+	c.cfgs[2].Replica.MaxClusterVersion = 0
+	c.restart(2)
+	testutil.WaitFor(t, 60*time.Second, func() error { return c.Nodes[2].Ready() })
+	invoke()
+	c.waitConverged()
+
 	// A node of the old build lacks the active t.p@2: its join is refused, by name.
 	j, err := c.AddNode(verBuild(false))
 	if err != nil {

@@ -380,17 +380,19 @@ func (f *FSM) initCluster(index uint64, payload []byte) error {
 		return fmt.Errorf("cluster info: %w", err)
 	}
 	f.mu.Lock()
-	if f.cluster != nil {
-		f.mu.Unlock()
+	known := f.cluster != nil // f.cluster changes only here and in Restore, on this goroutine
+	f.mu.Unlock()
+	if known {
 		return nil // the first one wins; later ones (from a re-elected leader) are no-ops
 	}
-	f.cluster = &info
-	f.updateServingLocked()
-	f.mu.Unlock()
 	f.flush() // inputs before it (none, from a Lockstep leader) run with the old settings
 	f.initConfig(index, &info)
 	f.initDeployment(index, &info)
-	f.recheckCompat()
+	f.mu.Lock()
+	f.cluster = &info
+	f.checkCompatLocked()
+	f.updateServingLocked()
+	f.mu.Unlock()
 	return nil
 }
 
