@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -18,12 +19,15 @@ import (
 // refuses what a member could not run, and puts the command into the log, where every
 // replica applies it at one index and checks it again (replica/versions.go).
 
-// carried returns this binary's registrations as "name@N".
+// carried returns this binary's registrations as "name@N" (procedures) and
+// "processor:name@N".
 func carried(reg *procedures.Registry) []string {
-	gs := reg.Carried()
-	out := make([]string, len(gs))
-	for i, g := range gs {
-		out[i] = g.String()
+	var out []string
+	for _, g := range reg.Carried() {
+		out = append(out, g.String())
+	}
+	for _, g := range reg.CarriedProcessors() {
+		out = append(out, "processor:"+g.String())
 	}
 	return out
 }
@@ -89,17 +93,29 @@ func (n *Node) activateChange(ctx context.Context, names []string) (batch.Config
 		return batch.ConfigChange{}, fmt.Errorf("%w: activate names no registration", wire.ErrBadArguments)
 	}
 	c := batch.ConfigChange{Cmd: "activate"}
+	reg := n.fsm.Registry()
 	for _, s := range names {
-		name, v, err := procedures.ParseVersioned(s)
+		// "processor:name@N" names a processor; "name@N" a procedure, or a processor if
+		// no procedure has the name.
+		text, processor := strings.CutPrefix(s, "processor:")
+		name, v, err := procedures.ParseVersioned(text)
 		if err != nil {
 			return batch.ConfigChange{}, fmt.Errorf("%w: %w", wire.ErrBadArguments, err)
 		}
-		g, ok := n.fsm.Registry().Carries(name, v)
-		if !ok {
-			return batch.ConfigChange{}, fmt.Errorf("%w: %v: the leader %s does not carry %s@%d",
-				wire.ErrBadArguments, replica.ErrBadRegistration, n.cfg.ID, name, v)
+		g, ok := procedures.Registration{}, false
+		if !processor {
+			g, ok = reg.Carries(name, v)
+			_, isProc := reg.Lookup(name)
+			processor = !ok && !isProc
 		}
-		c.Activate = append(c.Activate, batch.Registration{Name: g.Name, Version: g.Version, Signature: g.Signature})
+		if processor {
+			g, ok = reg.CarriesProcessor(name, v)
+		}
+		if !ok {
+			return batch.ConfigChange{}, fmt.Errorf("%w: %v: the leader %s does not carry %s",
+				wire.ErrBadArguments, replica.ErrBadRegistration, n.cfg.ID, s)
+		}
+		c.Activate = append(c.Activate, batch.Registration{Name: g.Name, Version: g.Version, Signature: g.Signature, Processor: processor})
 	}
 	reports, err := n.memberReports(ctx)
 	if err != nil {
@@ -107,9 +123,9 @@ func (n *Node) activateChange(ctx context.Context, names []string) (batch.Config
 	}
 	for _, r := range reports {
 		for _, g := range c.Activate {
-			if !r.carries[fmt.Sprintf("%s@%d", g.Name, g.Version)] {
-				return batch.ConfigChange{}, fmt.Errorf("%w: %v: node %s does not carry %s@%d: roll out a build that registers it first",
-					wire.ErrBadArguments, replica.ErrBadRegistration, r.id, g.Name, g.Version)
+			if !r.carries[g.Key()] {
+				return batch.ConfigChange{}, fmt.Errorf("%w: %v: node %s does not carry %s: roll out a build that registers it first",
+					wire.ErrBadArguments, replica.ErrBadRegistration, r.id, g.Key())
 			}
 		}
 	}
@@ -145,7 +161,7 @@ func (n *Node) checkJoinVersions(id string, st *client.Status) error {
 		has[c] = true
 	}
 	for _, g := range d.Active {
-		if k := fmt.Sprintf("%s@%d", g.Name, g.Version); !has[k] {
+		if k := g.Key(); !has[k] {
 			return refuse("does not carry %s, which is active in the cluster: run a build that registers it", k)
 		}
 	}

@@ -2,6 +2,7 @@ package procedures
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -106,4 +107,57 @@ func (r *Registry) RestFingerprint() uint64 {
 	d := xxhash.New()
 	r.writeRest(d)
 	return d.Sum64()
+}
+
+// Processor versions: registered as "name@N" like procedures (RegisterProcessor); a
+// cluster at cluster version 2 or later replicates which version of each runs.
+
+func processorSignature(i *ProcessorInfo) string {
+	return fmt.Sprintf("input=%q emits=%q outputs=%+v start_latest=%t tick=%t", i.Input, i.Emits, i.Outputs, i.StartLatest, i.Tick)
+}
+
+// CarriedProcessors returns every processor registration of this binary, by name and
+// version.
+func (r *Registry) CarriedProcessors() []Registration {
+	var out []Registration
+	for _, info := range r.ListProcessors() {
+		e := r.processors[info.Name]
+		vs := slices.Sorted(maps.Keys(e.versions))
+		for _, v := range vs {
+			out = append(out, Registration{Name: info.Name, Version: v, Signature: processorSignature(&e.info)})
+		}
+	}
+	return out
+}
+
+// CarriesProcessor returns this binary's registration of the processor name at version v.
+func (r *Registry) CarriesProcessor(name string, v uint32) (Registration, bool) {
+	e, ok := r.processors[name]
+	if !ok {
+		return Registration{}, false
+	}
+	if _, ok := e.versions[v]; !ok {
+		return Registration{}, false
+	}
+	return Registration{Name: name, Version: v, Signature: processorSignature(&e.info)}, true
+}
+
+// ProcessorVersion returns the code of version v of the processor name.
+func (r *Registry) ProcessorVersion(name string, v uint32) (ProcessorCode, bool) {
+	e, ok := r.processors[name]
+	if !ok {
+		return ProcessorCode{}, false
+	}
+	c, ok := e.versions[v]
+	return c, ok
+}
+
+// DefaultProcessorVersion returns the version of the processor name that runs where no
+// active version is replicated (cluster version 1): its lowest.
+func (r *Registry) DefaultProcessorVersion(name string) uint32 {
+	e, ok := r.processors[name]
+	if !ok {
+		return 0
+	}
+	return slices.Min(slices.Collect(maps.Keys(e.versions)))
 }

@@ -69,3 +69,41 @@ func TestVersionedRegistrations(t *testing.T) {
 		t.Errorf("Carries(t.p, 2) = %+v %t", g, ok)
 	}
 }
+
+// TestVersionedProcessors: "name@N" registers another version of a processor's code;
+// a version with another definition (input, outputs, tick hook) is refused, and versions
+// leave the fingerprints alone (issue 22 item 2).
+func TestVersionedProcessors(t *testing.T) {
+	nop := func(*partition.Tx, partition.Record) error { return nil }
+	r := New()
+	MustRegisterProcessor(r, "t.proc", "in", nop)
+	before, rest := r.Fingerprint(), r.RestFingerprint()
+	MustRegisterProcessor(r, "t.proc@2", "in", nop)
+	if r.Fingerprint() != before || r.RestFingerprint() != rest {
+		t.Errorf("a second version changed the fingerprints")
+	}
+	for i, tc := range []struct {
+		name, input string
+		opts        []ProcessorOption
+		want        error
+	}{
+		{"t.proc@2", "in", nil, ErrDuplicateProcessor},
+		{"t.proc@3", "other", nil, ErrBadProcessor},
+		{"t.proc@3", "in", []ProcessorOption{Emits("out")}, ErrBadProcessor},
+		{"t.proc@3", "in", []ProcessorOption{OnTick(func(*partition.Tx) error { return nil })}, ErrBadProcessor},
+		{"t.proc@0", "in", nil, ErrBadProcessor},
+	} {
+		if err := RegisterProcessor(r, tc.name, tc.input, nop, tc.opts...); !errors.Is(err, tc.want) {
+			t.Errorf("#%d: %s: got %v, want %v", i, tc.name, err, tc.want)
+		}
+	}
+	if got := len(r.CarriedProcessors()); got != 2 {
+		t.Errorf("CarriedProcessors: %d, want 2", got)
+	}
+	if _, ok := r.ProcessorVersion("t.proc", 2); !ok || r.DefaultProcessorVersion("t.proc") != 1 {
+		t.Errorf("ProcessorVersion(t.proc, 2) missing or default not 1")
+	}
+	if len(r.ListProcessors()) != 1 {
+		t.Errorf("ListProcessors: %v, want one t.proc", r.ListProcessors())
+	}
+}

@@ -307,7 +307,7 @@ func (f *FSM) configCommand(index uint64, payload []byte) ([]byte, error) {
 	view := f.conf.View()
 	view.ClusterVersion = f.dep.Version
 	for _, g := range f.dep.Active {
-		view.Active = append(view.Active, fmt.Sprintf("%s@%d", g.Name, g.Version))
+		view.Active = append(view.Active, g.Key())
 	}
 	v, err := msgpack.Marshal(view)
 	if err != nil {

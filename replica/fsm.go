@@ -103,23 +103,24 @@ func New(cfg Config, reg *procedures.Registry, log *slog.Logger) (*FSM, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	f := &FSM{
+		cfg: cfg, reg: reg, log: log,
+		sess:    newSessions(cfg),
+		nodes:   map[string]batch.NodeInfo{},
+		inFlush: map[[2]uint64]int{},
+	}
 	eng, err := partition.NewEngine(partition.Config{
 		Partitions:       cfg.Partitions,
 		ReplicatedTables: reg.ReplicatedTables(),
 		Changelogs:       reg.Changelogs(),
 		Sequential:       cfg.Sequential,
 		MaxResultBytes:   cfg.MaxResultBytes,
-		Processors:       reg.Processors(),
+		Processors:       f.versionedProcessors(),
 	}, reg.NewHandler)
 	if err != nil {
 		return nil, err
 	}
-	f := &FSM{
-		cfg: cfg, reg: reg, eng: eng, log: log,
-		sess:    newSessions(cfg),
-		nodes:   map[string]batch.NodeInfo{},
-		inFlush: map[[2]uint64]int{},
-	}
+	f.eng = eng
 	f.handlers.New = func() any { return reg.NewHandler() }
 	f.useConfig(clusterConfigOf(cfg)) // until the log sets the cluster's
 	f.useDeployment(Deployment{})

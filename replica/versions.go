@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lockstepdb/lockstep/internal/batch"
+	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
 )
 
@@ -87,12 +88,26 @@ type Deployment struct {
 // Effective returns the version the cluster runs: Version, or 1 for 0.
 func (d Deployment) Effective() uint64 { return max(d.Version, 1) }
 
-func (d *Deployment) active(name string) (batch.Registration, bool) {
-	i, ok := slices.BinarySearchFunc(d.Active, name, func(g batch.Registration, n string) int { return strings.Compare(g.Name, n) })
+// active returns the active registration of the procedure (or processor) name.
+func (d *Deployment) active(name string) (batch.Registration, bool) { return d.find(name, false) }
+
+func (d *Deployment) find(name string, processor bool) (batch.Registration, bool) {
+	i, ok := slices.BinarySearchFunc(d.Active, batch.Registration{Name: name, Processor: processor}, compareRegs)
 	if !ok {
 		return batch.Registration{}, false
 	}
 	return d.Active[i], true
+}
+
+// compareRegs orders registrations: procedures before processors, each by name.
+func compareRegs(a, b batch.Registration) int {
+	if a.Processor != b.Processor {
+		if a.Processor {
+			return 1
+		}
+		return -1
+	}
+	return strings.Compare(a.Name, b.Name)
 }
 
 func (d *Deployment) clone() Deployment {
@@ -168,7 +183,7 @@ func BootstrapInfo(cfg Config, reg *procedures.Registry, info *batch.ClusterInfo
 	cfg = cfg.withDefaults()
 	info.ClusterVersion = cfg.MaxClusterVersion
 	if info.ClusterVersion >= VersionActiveRegistrations {
-		info.Active = toBatch(reg.Newest())
+		info.Active = append(toBatch(reg.Newest()), newestProcessors(reg)...)
 		info.Rest = reg.RestFingerprint()
 	}
 }
@@ -183,8 +198,60 @@ func toBatch(gs []procedures.Registration) []batch.Registration {
 
 func sortedRegs(gs []batch.Registration) []batch.Registration {
 	out := slices.Clone(gs)
-	slices.SortFunc(out, func(a, b batch.Registration) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, compareRegs)
 	return out
+}
+
+// newestProcessors returns each processor of reg at the highest version it carries.
+func newestProcessors(reg *procedures.Registry) []batch.Registration {
+	var out []batch.Registration
+	for _, g := range reg.CarriedProcessors() {
+		r := batch.Registration{Name: g.Name, Version: g.Version, Signature: g.Signature, Processor: true}
+		if n := len(out); n > 0 && out[n-1].Name == g.Name {
+			out[n-1] = r
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// processorCode returns the code of the processor name that runs at this point of the log:
+// its active version from cluster version 2 on, else def (its lowest). It runs on the
+// partition goroutines during a processor phase, while the apply goroutine, the only one
+// that changes f.dep, waits for the phase.
+func (f *FSM) processorCode(name string, def procedures.ProcessorCode) procedures.ProcessorCode {
+	if f.dep.Version < VersionActiveRegistrations {
+		return def
+	}
+	g, ok := f.dep.find(name, true)
+	if !ok {
+		return def // every node has the same processors (the rest fingerprint)
+	}
+	c, ok := f.reg.ProcessorVersion(name, g.Version)
+	if !ok {
+		return def // unreachable: a node that lacks it is incompatible and applies nothing
+	}
+	return c
+}
+
+// versionedProcessors returns reg's processors for the engine, each running the code of
+// the version processorCode picks.
+func (f *FSM) versionedProcessors() []partition.Processor {
+	procs := f.reg.Processors()
+	for i := range procs {
+		name := procs[i].Name
+		def := procedures.ProcessorCode{Process: procs[i].Process, OnTick: procs[i].OnTick}
+		procs[i].Process = func(tx *partition.Tx, rec partition.Record) error {
+			return f.processorCode(name, def).Process(tx, rec)
+		}
+		if def.OnTick != nil {
+			procs[i].OnTick = func(tx *partition.Tx) error {
+				return f.processorCode(name, def).OnTick(tx)
+			}
+		}
+	}
+	return procs
 }
 
 // upgrade moves the cluster version to c.To if every recorded node reported a range that
@@ -220,6 +287,10 @@ func (f *FSM) upgrade(index uint64, c *batch.ConfigChange) error {
 				d.Active = append(d.Active, batch.Registration{Name: g.Name, Version: 1, Signature: g.Signature})
 			}
 		}
+		for _, info := range f.reg.ListProcessors() {
+			g, _ := f.reg.CarriesProcessor(info.Name, f.reg.DefaultProcessorVersion(info.Name))
+			d.Active = append(d.Active, batch.Registration{Name: g.Name, Version: g.Version, Signature: g.Signature, Processor: true})
+		}
 		d.Active = sortedRegs(d.Active)
 		d.Rest = f.reg.RestFingerprint()
 	}
@@ -242,19 +313,22 @@ func (f *FSM) activate(index uint64, c *batch.ConfigChange) error {
 	}
 	seen := map[string]bool{}
 	for _, g := range c.Activate {
-		if g.Name == "" || g.Version < 1 || g.Version > procedures.MaxVersion || g.Signature == "" || seen[g.Name] {
-			return fmt.Errorf("%w: %s@%d", ErrBadRegistration, g.Name, g.Version)
+		key := batch.Registration{Name: g.Name, Processor: g.Processor}.Key()
+		if g.Name == "" || g.Version < 1 || g.Version > procedures.MaxVersion || g.Signature == "" || seen[key] {
+			return fmt.Errorf("%w: %s", ErrBadRegistration, g.Key())
 		}
-		seen[g.Name] = true
+		seen[key] = true
 	}
-	f.flush() // the inputs before the activation in this entry run the old versions
+	// The inputs before the activation in this entry run the old versions; processors
+	// switch from this entry's processor phase on.
+	f.flush()
 	d := f.dep.clone()
-	byName := map[string]batch.Registration{}
+	byName := map[batch.Registration]batch.Registration{}
 	for _, g := range d.Active {
-		byName[g.Name] = g
+		byName[batch.Registration{Name: g.Name, Processor: g.Processor}] = g
 	}
 	for _, g := range c.Activate {
-		byName[g.Name] = g
+		byName[batch.Registration{Name: g.Name, Processor: g.Processor}] = g
 	}
 	d.Active = sortedRegs(slices.Collect(maps.Values(byName)))
 	d.Index = index
@@ -302,14 +376,18 @@ var ErrMissingRegistration = fmt.Errorf("%w: an active registration is missing",
 // the same signature, and the difference; nil if it carries them all (it may carry more).
 func MissingActive(active []batch.Registration, reg *procedures.Registry) error {
 	for _, g := range active {
-		mine, ok := reg.Carries(g.Name, g.Version)
+		carries, what := reg.Carries, "procedure"
+		if g.Processor {
+			carries, what = reg.CarriesProcessor, "processor"
+		}
+		mine, ok := carries(g.Name, g.Version)
 		switch {
 		case !ok:
-			return fmt.Errorf("%w: procedure %s@%d is active in the cluster and this binary does not carry it: "+
-				"run a build that registers it", ErrMissingRegistration, g.Name, g.Version)
+			return fmt.Errorf("%w: %s %s@%d is active in the cluster and this binary does not carry it: "+
+				"run a build that registers it", ErrMissingRegistration, what, g.Name, g.Version)
 		case mine.Signature != g.Signature:
-			return fmt.Errorf("%w: procedure %s@%d differs: cluster %s, this binary %s",
-				ErrMissingRegistration, g.Name, g.Version, g.Signature, mine.Signature)
+			return fmt.Errorf("%w: %s %s@%d differs: cluster %s, this binary %s",
+				ErrMissingRegistration, what, g.Name, g.Version, g.Signature, mine.Signature)
 		}
 	}
 	return nil

@@ -345,3 +345,93 @@ func TestExtraRegistrationsCompatible(t *testing.T) {
 		}
 	}
 }
+
+// procRegistry holds the processor t.proc on stream "in" — version 1 adds 1 per record to
+// the record key's counter, version 2 (if v2) adds 100 — and t.read, which reads it.
+func procRegistry(v2 bool) *procedures.Registry {
+	r := procedures.Builtins()
+	bump := func(step uint64) func(tx *partition.Tx, rec partition.Record) error {
+		return func(tx *partition.Tx, rec partition.Record) error {
+			var n uint64
+			if v, ok := tx.Get("pc", rec.Key); ok {
+				fmt.Sscan(string(v), &n)
+			}
+			return tx.Put("pc", rec.Key, []byte(fmt.Sprint(n+step)))
+		}
+	}
+	procedures.MustRegisterProcessor(r, "t.proc", "in", bump(1))
+	if v2 {
+		procedures.MustRegisterProcessor(r, "t.proc@2", "in", bump(100))
+	}
+	procedures.MustRegister(r, "t.read", func(tx *partition.Tx, a struct{}) (string, error) {
+		v, _ := tx.Get("pc", tx.Key())
+		return string(v), nil
+	}, procedures.ReadOnly())
+	return r
+}
+
+// TestProcessorVersionSwitch: a processor's active version switches at the activation's
+// entry — records handled from that entry's processor phase on run version 2, earlier
+// ones ran version 1 — alike for every apply grouping and after a snapshot; a replica that
+// lacks t.proc@2 stops at the activation, naming it (issue 22 item 2).
+func TestProcessorVersionSwitch(t *testing.T) {
+	full := procRegistry(true)
+	g, ok := full.CarriesProcessor("t.proc", 2)
+	if !ok {
+		t.Fatal("t.proc@2 not carried")
+	}
+	activate := confItem(t, batch.ConfigChange{Cmd: "activate", Activate: []batch.Registration{
+		{Name: g.Name, Version: g.Version, Signature: g.Signature, Processor: true}}})
+	entries := [][]batch.Item{
+		{newInit(t, procRegistry(false))}, // the cluster starts with t.proc@1
+		{createStreamItem(verParts, "in")},
+		{appendItem(verParts, "in", "k", "a")},
+		{appendItem(verParts, "in", "k", "b")},
+		{appendItem(verParts, "in", "k", "c"), activate},
+		{appendItem(verParts, "in", "k", "d")},
+		{invokeItem("t.read", "k"), {Kind: batch.KindHashCheck}},
+	}
+	var logs []*raft.Log
+	for i, items := range entries {
+		logs = append(logs, commandLog(uint64(i+1), &batch.Entry{Time: int64(i+1) * 1e9, Items: items}))
+	}
+	var want string
+	var wantHashes []uint64
+	for _, group := range []int{1, 2, 3, len(logs)} {
+		f := newFSMWith(t, Config{Partitions: verParts}, full)
+		out := outcomesOf(applyInGroups(f, logs, group))
+		if err := f.Incompatible(); err != nil {
+			t.Fatalf("group %d: %v", group, err)
+		}
+		var got string
+		if err := msgpack.Unmarshal([]byte(out[len(out)-1][0].Value), &got); err != nil {
+			t.Fatalf("group %d: %v %+v", group, err, out[len(out)-1])
+		}
+		// a, b ran version 1; c (handled in the activation's entry) and d version 2.
+		if got != "202" {
+			t.Errorf("group %d: counter %q, want 202", group, got)
+		}
+		if want == "" {
+			want, wantHashes = got, f.eng.Hashes()
+		} else if fmt.Sprint(f.eng.Hashes()) != fmt.Sprint(wantHashes) {
+			t.Errorf("group %d: hashes %x, want %x", group, f.eng.Hashes(), wantHashes)
+		}
+		f.Close()
+	}
+	f := newFSMWith(t, Config{Partitions: verParts}, full)
+	defer f.Close()
+	f.ApplyBatch(logs[:5])
+	r := snapshotRoundTripWith(t, f, func() *FSM { return newFSMWith(t, Config{Partitions: verParts}, full) })
+	defer r.Close()
+	r.ApplyBatch(logs[5:])
+	if fmt.Sprint(r.eng.Hashes()) != fmt.Sprint(wantHashes) {
+		t.Errorf("restored: hashes %x, want %x", r.eng.Hashes(), wantHashes)
+	}
+
+	old := newFSMWith(t, Config{Partitions: verParts}, procRegistry(false))
+	defer old.Close()
+	old.ApplyBatch(logs)
+	if err := old.Incompatible(); !errors.Is(err, ErrMissingRegistration) || !strings.Contains(err.Error(), "processor t.proc@2") {
+		t.Errorf("replica without t.proc@2: got %v, want a refusal naming processor t.proc@2", err)
+	}
+}

@@ -1,5 +1,7 @@
 package batch
 
+import "strconv"
+
 // Result is the outcome of one item, as the FSM hands it back through raft's ApplyFuture
 // to the node that proposed the entry.
 type Result struct {
@@ -50,6 +52,18 @@ type Registration struct {
 	Name      string `msgpack:"n"`
 	Version   uint32 `msgpack:"v"`
 	Signature string `msgpack:"s"`
+	// Processor marks a processor's registration (else a procedure's).
+	Processor bool `msgpack:"p,omitempty"`
+}
+
+// Key returns "name@N", or "processor:name@N" for a processor: how a registration is
+// named in commands, statuses and messages.
+func (g Registration) Key() string {
+	k := g.Name + "@" + strconv.FormatUint(uint64(g.Version), 10)
+	if g.Processor {
+		return "processor:" + k
+	}
+	return k
 }
 
 // MemberVersions is the range of cluster versions one member's binary supports, as the
