@@ -44,13 +44,13 @@ type Status struct {
 	// MinVersion and MaxVersion are the cluster versions the node's binary runs,
 	// ClusterVersion the one its cluster runs, Carries its procedure registrations
 	// ("name@N"); zero if the node did not report them.
-	MinVersion     uint64   `json:"min_version,omitempty"`
-	MaxVersion     uint64   `json:"max_version,omitempty"`
-	ClusterVersion uint64   `json:"cluster_version,omitempty"`
+	MinVersion     uint64   `json:"minv,omitempty"`
+	MaxVersion     uint64   `json:"maxv,omitempty"`
+	ClusterVersion uint64   `json:"cv,omitempty"`
 	Carries        []string `json:"carries,omitempty"`
 	// RestFingerprint summarises the binary's replicated tables, processors and
 	// changelogs, which must be the cluster's from cluster version 2 on.
-	RestFingerprint uint64 `json:"rest_fingerprint,omitempty"`
+	RestFingerprint uint64 `json:"rest,omitempty"`
 	// State is the node's Raft role.
 	State Role `json:"state"`
 	// LeaderID is the id of the leader the node knows, empty if none; LeaderClientAddr
