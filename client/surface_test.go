@@ -38,11 +38,11 @@ func TestAPISurface(t *testing.T) {
 			"KVDelete", "KVGet", "KVPut", "Leader", "Procedures", "Query", "QueryBounded", "QueryMulti",
 			"ReadStream", "SessionID", "Status", "Streams", "Subscribe", "SubscribeAll", "SubscribePartitions",
 			"Users", "Vote", "VoterAreaTotals", "VoterInit", "VoterResults"}},
-		{Cluster{}, []string{"AddMember", "Config", "Members", "RemoveMember", "SetConfig", "Status", "TransferLeadership"}},
+		{Cluster{}, []string{"AddMember", "Config", "Members", "RemoveMember", "SetConfig", "Status", "TransferLeadership", "Upgrade"}},
 		{Users{}, []string{"Add", "Grant", "List", "Remove", "Revoke"}},
 		{Streams{}, []string{"Create", "Delete", "Describe", "List"}},
 		{Groups{}, []string{"Describe", "List", "Offsets"}},
-		{Procedures{}, []string{"Catalog", "Processors"}},
+		{Procedures{}, []string{"Activate", "Catalog", "Deployment", "Processors"}},
 		{Peer{}, []string{"ConfirmLeader", "ReadIndex", "RequestRebuild"}},
 	} {
 		if got := exported(tt.v); !slices.Equal(got, tt.want) {

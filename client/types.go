@@ -41,6 +41,16 @@ type Status struct {
 	// level (GOAMD64, ...); a node joins only a cluster whose leader has the same, because
 	// float results depend on it. Empty if the node did not report one.
 	Build string `json:"build,omitempty"`
+	// MinVersion and MaxVersion are the cluster versions the node's binary runs,
+	// ClusterVersion the one its cluster runs, Carries its procedure registrations
+	// ("name@N"); zero if the node did not report them.
+	MinVersion     uint64   `json:"minv,omitempty"`
+	MaxVersion     uint64   `json:"maxv,omitempty"`
+	ClusterVersion uint64   `json:"cv,omitempty"`
+	Carries        []string `json:"carries,omitempty"`
+	// RestFingerprint summarises the binary's replicated tables, processors and
+	// changelogs, which must be the cluster's from cluster version 2 on.
+	RestFingerprint uint64 `json:"rest,omitempty"`
 	// State is the node's Raft role.
 	State Role `json:"state"`
 	// LeaderID is the id of the leader the node knows, empty if none; LeaderClientAddr
@@ -158,6 +168,11 @@ func statusFromWire(w *wire.Status) Status {
 		RaftAddr:         w.RaftAddr,
 		Version:          w.Version,
 		Build:            w.Build,
+		MinVersion:       w.MinVersion,
+		MaxVersion:       w.MaxVersion,
+		ClusterVersion:   w.ClusterVersion,
+		Carries:          w.Carries,
+		RestFingerprint:  w.RestFingerprint,
 		State:            Role(w.State),
 		LeaderID:         w.LeaderID,
 		LeaderClientAddr: w.LeaderClientAddr,

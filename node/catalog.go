@@ -4,13 +4,24 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/replica"
 )
 
 // procedures answers OpProcedures with the catalogue of the node's registry: the same on
-// every node of a cluster (the fingerprint check), so any node answers, ready or not,
-// without the log.
+// every node of a cluster (the fingerprint check; from cluster version 2 on, the active
+// registrations as this node applied them, which every node carries), so any node
+// answers, ready or not, without the log.
 func (cc *clientConn) procedures(req *wire.Request) {
-	v, err := msgpack.Marshal(cc.n.fsm.Registry().Catalog())
+	reg := cc.n.fsm.Registry()
+	cat := reg.Catalog()
+	if d := cc.n.fsm.Deployment(); d.Version >= replica.VersionActiveRegistrations {
+		active := map[string]uint32{}
+		for _, g := range d.Active {
+			active[g.Name] = g.Version
+		}
+		cat = reg.CatalogAt(func(name string) (uint32, bool) { v, ok := active[name]; return v, ok })
+	}
+	v, err := msgpack.Marshal(cat)
 	if err != nil {
 		cc.fail(req.ID, err)
 		return

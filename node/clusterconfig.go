@@ -20,6 +20,10 @@ func (cc *clientConn) clusterConfig(req *wire.Request) {
 		cc.fail(req.ID, fmt.Errorf("%w: cluster configuration command: %w", wire.ErrMalformed, err))
 		return
 	}
+	if a.Cmd == wire.ConfigUpgrade || a.Cmd == wire.ConfigActivate {
+		cc.versionCommand(req.ID, a)
+		return
+	}
 	change, err := configChange(&a)
 	if err != nil {
 		cc.fail(req.ID, err)
@@ -44,8 +48,8 @@ func configChange(a *wire.ClusterConfigArgs) (batch.ConfigChange, error) {
 		return batch.ConfigChange{Cmd: "get"}, nil
 	case wire.ConfigSet:
 	default:
-		return batch.ConfigChange{}, fmt.Errorf("%w: unknown cluster configuration command %q (want %s or %s)",
-			wire.ErrBadArguments, a.Cmd, wire.ConfigGet, wire.ConfigSet)
+		return batch.ConfigChange{}, fmt.Errorf("%w: unknown cluster configuration command %q (want %s, %s, %s or %s)",
+			wire.ErrBadArguments, a.Cmd, wire.ConfigGet, wire.ConfigSet, wire.ConfigUpgrade, wire.ConfigActivate)
 	}
 	if len(a.Set) == 0 {
 		return batch.ConfigChange{}, fmt.Errorf("%w: %v: set names no setting", wire.ErrBadArguments, replica.ErrBadClusterConfig)

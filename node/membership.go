@@ -12,6 +12,7 @@ import (
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/internal/wire"
+	"github.com/lockstepdb/lockstep/replica"
 	"github.com/lockstepdb/lockstep/sequencer"
 )
 
@@ -139,7 +140,7 @@ func (n *Node) addNode(ctx context.Context, payload []byte) error {
 			"%v: node %s has %d partitions, the cluster %d: start it with --partitions %d",
 			ErrJoinRefused, j.ID, j.Partitions, info.Partitions, info.Partitions)}
 	}
-	if j.Procedures != info.Procedures {
+	if n.fsm.Deployment().Version < replica.VersionActiveRegistrations && j.Procedures != info.Procedures {
 		return &wire.Error{Code: wire.CodeBadArguments, Message: fmt.Sprintf(
 			"%v: node %s's procedure set (procedures, replicated tables, processors, changelogs) is not the cluster's: "+
 				"run the lockstep build the members run (procedure fingerprints: node %016x, cluster %016x)",
@@ -179,7 +180,11 @@ func (n *Node) addNode(ctx context.Context, payload []byte) error {
 			return fmt.Errorf("join %s: %w", j.ID, err)
 		}
 	}
-	if err := n.checkReachable(ctx, j.ID, j.RaftAddr, j.ClientAddr); err != nil {
+	st, err := n.checkReachable(ctx, j.ID, j.RaftAddr, j.ClientAddr)
+	if err != nil {
+		return err
+	}
+	if err := n.checkJoinVersions(j.ID, &st); err != nil {
 		return err
 	}
 	if voter {

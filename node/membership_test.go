@@ -79,9 +79,11 @@ func TestJoinAndRemove(t *testing.T) {
 }
 
 // TestJoinRefusedForDifferentProcedures: a node whose procedure set or partition count
-// differs from the cluster's is not added (DESIGN.md section 4).
+// differs from the cluster's is not added (DESIGN.md section 4). At cluster version 1 the
+// procedure set must be identical; from version 2 on a joining node must carry the active
+// registrations instead (TestRollingUpgrade).
 func TestJoinRefusedForDifferentProcedures(t *testing.T) {
-	c := startCluster(t, clusterOptions{nodes: 3})
+	c := startCluster(t, clusterOptions{nodes: 3, configure: func(i int, cfg *Config) { cfg.Replica.MaxClusterVersion = 1 }})
 	cases := []wire.JoinArgs{
 		{ID: "n9", RaftAddr: "127.0.0.1:1", ClientAddr: "127.0.0.1:2", Partitions: 4, Procedures: nondetRegistry(0).Fingerprint()},
 		{ID: "n9", RaftAddr: "127.0.0.1:1", ClientAddr: "127.0.0.1:2", Partitions: 8, Procedures: c.leader().fsm.Fingerprint()},

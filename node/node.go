@@ -533,8 +533,10 @@ func (n *Node) becomeLeader() error {
 	if _, ok := n.fsm.Cluster(); !ok {
 		// The cluster's first entry carries this node's configured values of the replicated
 		// settings: every replica applies with them from here on (clusterconfig.go).
-		info, _ := msgpack.Marshal(&batch.ClusterInfo{ClusterID: n.cfg.ClusterID, Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint(),
-			Settings: replica.InitialSettings(n.cfg.Replica)})
+		ci := batch.ClusterInfo{ClusterID: n.cfg.ClusterID, Partitions: n.fsm.Partitions(), Procedures: n.fsm.Fingerprint(),
+			Settings: replica.InitialSettings(n.cfg.Replica)}
+		replica.BootstrapInfo(n.cfg.Replica, n.fsm.Registry(), &ci) // a new cluster starts at this binary's newest version
+		info, _ := msgpack.Marshal(&ci)
 		if _, err := n.propose(ctx, batch.Item{Kind: batch.KindInitCluster, Args: info}); err != nil {
 			return err
 		}

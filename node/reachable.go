@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/wire"
 )
 
@@ -24,8 +25,9 @@ var ErrJoinUnreachable = errors.New("join refused: the joining node does not ans
 // connection — on a secure node, a mutual-TLS handshake in which it proves a node
 // certificate of the cluster's CA for that host — and its client address must answer a
 // status request as the node id that asks to join. The error is a BadArguments *wire.Error
-// naming the address and why, so the asker gets it at once and no retry repeats it.
-func (n *Node) checkReachable(ctx context.Context, id, raftAddr, clientAddr string) error {
+// naming the address and why, so the asker gets it at once and no retry repeats it. It
+// returns the status the node answered with.
+func (n *Node) checkReachable(ctx context.Context, id, raftAddr, clientAddr string) (client.Status, error) {
 	refuse := func(what, addr string, err error) error {
 		return &wire.Error{Code: wire.CodeBadArguments, Message: fmt.Sprintf(
 			"%v: node %s's %s address %s: %v", ErrJoinUnreachable, id, what, addr, err)}
@@ -33,16 +35,16 @@ func (n *Node) checkReachable(ctx context.Context, id, raftAddr, clientAddr stri
 	ctx, cancel := context.WithTimeout(ctx, reachTimeout)
 	defer cancel()
 	if err := n.probeRaft(ctx, raftAddr); err != nil {
-		return refuse("raft", raftAddr, err)
+		return client.Status{}, refuse("raft", raftAddr, err)
 	}
 	st, err := n.peers.Status(ctx, clientAddr)
 	if err != nil {
-		return refuse("client", clientAddr, err)
+		return client.Status{}, refuse("client", clientAddr, err)
 	}
 	if st.NodeID != id {
-		return refuse("client", clientAddr, fmt.Errorf("node %q answers there", st.NodeID))
+		return client.Status{}, refuse("client", clientAddr, fmt.Errorf("node %q answers there", st.NodeID))
 	}
-	return nil
+	return st, nil
 }
 
 // probeRaft connects to a Raft address; on a secure node it completes the TLS handshake

@@ -28,25 +28,29 @@ func (n *Node) statusFrom() wire.Status {
 	// behind the one readiness judged — the join completes with the promotion.
 	notReady := n.readiness(st)
 	s := wire.Status{
-		NodeID:       n.cfg.ID,
-		ClientAddr:   n.ClientAddr(),
-		RaftAddr:     n.seq.Addr(),
-		Version:      Version(),
-		Build:        n.cfg.BuildTarget,
-		State:        st.State,
-		Term:         st.Term,
-		LastLogIndex: st.LastLogIndex,
-		CommitIndex:  st.CommitIndex,
-		AppliedIndex: n.fsm.Applied(),
-		Partitions:   n.fsm.Partitions(),
-		Hashes:       n.fsm.Engine().Hashes(),
-		Sessions:     n.fsm.Sessions(),
-		UptimeMs:     time.Since(n.started).Milliseconds(),
-		Batches:      st.Batches,
-		Inputs:       st.Inputs,
-		QueueDepth:   st.QueueDepth,
-		Insecure:     n.Insecure(),
+		NodeID:          n.cfg.ID,
+		ClientAddr:      n.ClientAddr(),
+		RaftAddr:        n.seq.Addr(),
+		Version:         Version(),
+		Build:           n.cfg.BuildTarget,
+		Carries:         carried(n.fsm.Registry()),
+		RestFingerprint: n.fsm.Registry().RestFingerprint(),
+		State:           st.State,
+		Term:            st.Term,
+		LastLogIndex:    st.LastLogIndex,
+		CommitIndex:     st.CommitIndex,
+		AppliedIndex:    n.fsm.Applied(),
+		Partitions:      n.fsm.Partitions(),
+		Hashes:          n.fsm.Engine().Hashes(),
+		Sessions:        n.fsm.Sessions(),
+		UptimeMs:        time.Since(n.started).Milliseconds(),
+		Batches:         st.Batches,
+		Inputs:          st.Inputs,
+		QueueDepth:      st.QueueDepth,
+		Insecure:        n.Insecure(),
 	}
+	s.MinVersion, s.MaxVersion = n.fsm.SupportedVersions()
+	s.ClusterVersion = n.fsm.Deployment().Effective()
 	s.LeaderID, _ = n.seq.Leader()
 	s.LeaderClientAddr = n.leaderClientAddr()
 	if err := n.fsm.Divergent(); err != nil {

@@ -24,8 +24,12 @@ var (
 	ErrProcedure = errors.New("procedure failed")
 	// ErrDuplicate is returned when a procedure name is registered twice.
 	ErrDuplicate = errors.New("procedure already registered")
-	// ErrBadName is returned when a procedure name is empty or too long.
+	// ErrBadName is returned when a procedure name is empty or too long, or its version
+	// ("name@N") is not a number from 1 to MaxVersion.
 	ErrBadName = errors.New("bad procedure name")
+	// ErrVersionFlags is returned when a version of a procedure is registered with other
+	// read-only or multi-partition flags than another version of it.
+	ErrVersionFlags = errors.New("procedure versions differ in their flags")
 )
 
 // ProcedureError is the error a procedure itself returned. Its message reaches the

@@ -3,6 +3,7 @@ package procedures
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -55,8 +56,17 @@ type ProcessorOption func(*processorEntry)
 
 type processorEntry struct {
 	info   ProcessorInfo
-	fn     func(*partition.Tx, partition.Record) error
+	fn     func(*partition.Tx, partition.Record) error // the lowest version's
 	onTick func(*partition.Tx) error
+	// versions are the registered versions' code, by version (versions.go); they share
+	// the definition in info.
+	versions map[uint32]ProcessorCode
+}
+
+// ProcessorCode is the code of one version of a processor.
+type ProcessorCode struct {
+	Process func(*partition.Tx, partition.Record) error
+	OnTick  func(*partition.Tx) error
 }
 
 // StartEarliest starts the processor at the first offset its stream still holds when it
@@ -114,7 +124,16 @@ func WindowOperators(names ...string) ProcessorOption {
 // goes to the dead-letter stream input+".dead". fn must be deterministic like a
 // procedure. It refuses a duplicate name (ErrDuplicateProcessor), bad names
 // (ErrBadProcessor) and a cycle among processors (ErrProcessorCycle).
+//
+// name may carry a version, "name@N" (docs/procedures.md, Deploying and upgrading): the
+// versions of one processor share its name, input, outputs, start and tick hook (else
+// ErrBadProcessor), and differ only in their code.
 func RegisterProcessor(r *Registry, name, input string, fn func(tx *partition.Tx, rec partition.Record) error, opts ...ProcessorOption) error {
+	base, version, err := ParseVersioned(name)
+	if err != nil {
+		return fmt.Errorf("%w: processor %q: %w", ErrBadProcessor, name, err)
+	}
+	name = base
 	e := &processorEntry{info: ProcessorInfo{Name: name, Input: input}, fn: fn}
 	for _, o := range opts {
 		o(e)
@@ -125,11 +144,11 @@ func RegisterProcessor(r *Registry, name, input string, fn func(tx *partition.Tx
 	slices.Sort(e.info.Windows)
 	e.info.Windows = slices.Compact(e.info.Windows)
 	slices.SortStableFunc(e.info.Outputs, func(a, b partition.OutputStream) int { return strings.Compare(a.Name, b.Name) })
-	if _, dup := r.processors[name]; dup {
-		return fmt.Errorf("%w: %s", ErrDuplicateProcessor, name)
-	}
 	if fn == nil || len(name) == 0 || len(name) > MaxNameBytes {
 		return fmt.Errorf("%w: processor %q", ErrBadProcessor, name)
+	}
+	if old, ok := r.processors[name]; ok {
+		return old.addVersion(e, version)
 	}
 	for _, w := range e.info.Windows {
 		if w == "" || len(w)+len(".close") > partition.MaxNameBytes {
@@ -145,7 +164,27 @@ func RegisterProcessor(r *Registry, name, input string, fn func(tx *partition.Tx
 	if r.processors == nil {
 		r.processors = map[string]*processorEntry{}
 	}
+	e.versions = map[uint32]ProcessorCode{version: {Process: fn, OnTick: e.onTick}}
 	r.processors[name] = e
+	return nil
+}
+
+// addVersion adds the code of e as version v of the processor old, whose definition e
+// must share.
+func (old *processorEntry) addVersion(e *processorEntry, v uint32) error {
+	if _, dup := old.versions[v]; dup {
+		return fmt.Errorf("%w: %s", ErrDuplicateProcessor, VersionKey(e.info.Name, v))
+	}
+	a, b := old.info, e.info
+	if a.Input != b.Input || !slices.Equal(a.Emits, b.Emits) || !slices.Equal(a.Outputs, b.Outputs) ||
+		a.StartLatest != b.StartLatest || a.Tick != b.Tick || !slices.Equal(a.Windows, b.Windows) {
+		return fmt.Errorf("%w: processor %s: its versions must share input, emitted streams, outputs, start, tick hook and window operators",
+			ErrBadProcessor, VersionKey(e.info.Name, v))
+	}
+	old.versions[v] = ProcessorCode{Process: e.fn, OnTick: e.onTick}
+	if low := slices.Min(slices.Collect(maps.Keys(old.versions))); low == v {
+		old.fn, old.onTick = e.fn, e.onTick
+	}
 	return nil
 }
 

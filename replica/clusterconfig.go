@@ -200,6 +200,9 @@ type ConfigView struct {
 	Version  uint64          `msgpack:"v"`
 	Index    uint64          `msgpack:"i"`
 	Settings []ConfigSetting `msgpack:"settings"`
+	// ClusterVersion and Active: the deployment (versions.go), Active as "name@N".
+	ClusterVersion uint64   `msgpack:"cv,omitempty"`
+	Active         []string `msgpack:"active,omitempty"`
 }
 
 // View returns c as text.
@@ -290,10 +293,23 @@ func (f *FSM) configCommand(index uint64, payload []byte) ([]byte, error) {
 		f.flush()
 		next.Version, next.Index = f.conf.Version+1, index
 		f.useConfig(next)
+	case "upgrade":
+		if err := f.upgrade(index, &c); err != nil {
+			return nil, err
+		}
+	case "activate":
+		if err := f.activate(index, &c); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("%w: unknown command %q", ErrBadClusterConfig, c.Cmd)
 	}
-	v, err := msgpack.Marshal(f.conf.View())
+	view := f.conf.View()
+	view.ClusterVersion = f.dep.Version
+	for _, g := range f.dep.Active {
+		view.Active = append(view.Active, g.Key())
+	}
+	v, err := msgpack.Marshal(view)
 	if err != nil {
 		return nil, fmt.Errorf("cluster configuration: %w", err)
 	}

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -278,17 +279,25 @@ func FuzzConfigCommand(f *testing.F) {
 	f.Add(mustMarshalF(&batch.ConfigChange{Cmd: "set", Set: []batch.Setting{{Name: "processor-budget", Value: 5}}}))
 	f.Add(mustMarshalF(&batch.ConfigChange{Cmd: "get"}))
 	f.Add([]byte{0x81, 0xa3, 'c', 'm', 'd', 0xa3, 's', 'e', 't'})
+	f.Add(mustMarshalF(&batch.ConfigChange{Cmd: "upgrade", To: 2, Members: []batch.MemberVersions{{ID: "n1", Min: 1, Max: 2}}}))
+	f.Add(mustMarshalF(&batch.ConfigChange{Cmd: "activate", Activate: []batch.Registration{{Name: "t.step", Version: 2, Signature: "s"}}}))
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		fsm := newTestFSM(t, Config{})
 		defer fsm.Close()
-		fsm.Apply(commandLog(1, &batch.Entry{Items: []batch.Item{initItem(t, Config{})}}))
-		before := fsm.ClusterConfig()
+		fsm.Apply(commandLog(1, &batch.Entry{Items: []batch.Item{initItem(t, Config{}), nodeItem(t, "n1")}}))
+		before, dep := fsm.ClusterConfig(), fmt.Sprint(fsm.Deployment())
 		out := fsm.Apply(commandLog(2, &batch.Entry{Items: []batch.Item{{Kind: batch.KindClusterConfig, Args: payload}}}))
 		if err := out.(*batch.Results).Items[0].Err; err != nil {
 			if got := fsm.ClusterConfig(); got != before {
 				t.Fatalf("refused (%v), yet the configuration changed to %+v", err, got)
 			}
+			if got := fmt.Sprint(fsm.Deployment()); got != dep {
+				t.Fatalf("refused (%v), yet the deployment changed from %s to %s", err, dep, got)
+			}
 			return
+		}
+		if fsm.Deployment().Effective() < 1 {
+			t.Fatalf("accepted a deployment below version 1: %+v", fsm.Deployment())
 		}
 		if conf := fsm.ClusterConfig(); conf.check() != nil {
 			t.Fatalf("accepted a configuration out of range: %+v: %v", conf, conf.check())

@@ -56,6 +56,10 @@ type Config struct {
 	// backlog alone never raises the budget. Default 1; negative turns the scaling off.
 	// Replicated, like ProcessorBudget.
 	ProcessorBudgetPerAppend int
+	// MaxClusterVersion is the highest cluster version this node runs (versions.go); 0
+	// means MaxClusterVersion, the binary's own. Lower only to run as an older binary would
+	// (tests of rolling upgrades).
+	MaxClusterVersion uint64
 }
 
 // DefaultProcessorBudgetPerAppend is Config.ProcessorBudgetPerAppend's default.
@@ -105,6 +109,9 @@ func (c Config) withDefaults() Config {
 	if c.ProcessorBudgetPerAppend == 0 {
 		c.ProcessorBudgetPerAppend = DefaultProcessorBudgetPerAppend
 	}
+	if c.MaxClusterVersion == 0 {
+		c.MaxClusterVersion = MaxClusterVersion
+	}
 	return c
 }
 
@@ -124,6 +131,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: ProcessorBudget %d must be positive", partition.ErrBadConfig, c.ProcessorBudget)
 	case c.ProcessorBudgetPerAppend > partition.MaxProcessorBudget:
 		return fmt.Errorf("%w: ProcessorBudgetPerAppend %d over %d", partition.ErrBadConfig, c.ProcessorBudgetPerAppend, partition.MaxProcessorBudget)
+	case c.MaxClusterVersion < MinClusterVersion || c.MaxClusterVersion > MaxClusterVersion:
+		return fmt.Errorf("%w: MaxClusterVersion %d not in %d..%d", partition.ErrBadConfig, c.MaxClusterVersion, MinClusterVersion, MaxClusterVersion)
 	}
 	return nil
 }

@@ -33,6 +33,7 @@ type FSM struct {
 	sess     *sessions
 	lastTime int64         // highest batch time applied; batch time never goes backwards
 	conf     ClusterConfig // the replicated cluster configuration (clusterconfig.go)
+	dep      Deployment    // the cluster version and active registrations (versions.go)
 
 	mu           sync.Mutex // guards the fields below, read by status and the divergence checker
 	cluster      *batch.ClusterInfo
@@ -51,6 +52,7 @@ type FSM struct {
 	sessStats atomic.Pointer[SessionStats]  // at the latest hash check: see SessionStats
 	users     atomic.Pointer[Users]         // the users table: see Users (users.go)
 	confView  atomic.Pointer[ClusterConfig] // a copy of conf: see ClusterConfig
+	depView   atomic.Pointer[Deployment]    // a copy of dep: see Deployment
 
 	// Scratch reused between applies.
 	metaBuf  []byte
@@ -101,25 +103,27 @@ func New(cfg Config, reg *procedures.Registry, log *slog.Logger) (*FSM, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	f := &FSM{
+		cfg: cfg, reg: reg, log: log,
+		sess:    newSessions(cfg),
+		nodes:   map[string]batch.NodeInfo{},
+		inFlush: map[[2]uint64]int{},
+	}
 	eng, err := partition.NewEngine(partition.Config{
 		Partitions:       cfg.Partitions,
 		ReplicatedTables: reg.ReplicatedTables(),
 		Changelogs:       reg.Changelogs(),
 		Sequential:       cfg.Sequential,
 		MaxResultBytes:   cfg.MaxResultBytes,
-		Processors:       reg.Processors(),
+		Processors:       f.versionedProcessors(),
 	}, reg.NewHandler)
 	if err != nil {
 		return nil, err
 	}
-	f := &FSM{
-		cfg: cfg, reg: reg, eng: eng, log: log,
-		sess:    newSessions(cfg),
-		nodes:   map[string]batch.NodeInfo{},
-		inFlush: map[[2]uint64]int{},
-	}
+	f.eng = eng
 	f.handlers.New = func() any { return reg.NewHandler() }
 	f.useConfig(clusterConfigOf(cfg)) // until the log sets the cluster's
+	f.useDeployment(Deployment{})
 	return f, nil
 }
 
@@ -271,10 +275,21 @@ func (f *FSM) invoke(index uint64, now int64, it *batch.Item, res *batch.Results
 				ErrSessionCacheFull, it.Session, ss.cachedBytes, ss.AckThrough, f.conf.MaxCachedResultBytes)
 			return
 		}
+	}
+	proc, err := f.resolve(it.Procedure)
+	if err != nil {
+		// Cached like a result: a retry after an activation gets this answer, not a run.
+		res.Items[j].Err = err
+		if ss != nil {
+			ss.cache(it.Seq, cacheOf(nil, err))
+		}
+		return
+	}
+	if ss != nil {
 		f.inFlush[[2]uint64{it.Session, it.Seq}] = len(f.inputs)
 	}
 	f.inputs = append(f.inputs, partition.Input{
-		Procedure: it.Procedure,
+		Procedure: proc,
 		Key:       it.Key,
 		Partition: int(it.Partition),
 		Scope:     it.Scope,
@@ -366,16 +381,19 @@ func (f *FSM) initCluster(index uint64, payload []byte) error {
 		return fmt.Errorf("cluster info: %w", err)
 	}
 	f.mu.Lock()
-	if f.cluster != nil {
-		f.mu.Unlock()
+	known := f.cluster != nil // f.cluster changes only here and in Restore, on this goroutine
+	f.mu.Unlock()
+	if known {
 		return nil // the first one wins; later ones (from a re-elected leader) are no-ops
 	}
+	f.flush() // inputs before it (none, from a Lockstep leader) run with the old settings
+	f.initConfig(index, &info)
+	f.initDeployment(index, &info)
+	f.mu.Lock()
 	f.cluster = &info
 	f.checkCompatLocked()
 	f.updateServingLocked()
 	f.mu.Unlock()
-	f.flush() // inputs before it (none, from a Lockstep leader) run with the old settings
-	f.initConfig(index, &info)
 	return nil
 }
 
@@ -389,8 +407,10 @@ func (f *FSM) updateServingLocked() {
 // cluster, is compatible with it, and has not diverged.
 func (f *FSM) Serving() bool { return f.serving.Load() }
 
-// checkCompatLocked refuses a cluster whose partition count or procedure set differs from
-// this node's: applying its log here would give different state. f.mu is held.
+// checkCompatLocked refuses a cluster whose partition count, cluster version or
+// procedures this node cannot run: applying its log here would give different state (see
+// deploymentIncompatible). f.mu is held; it runs on the apply goroutine, where the
+// deployment changes.
 func (f *FSM) checkCompatLocked() {
 	info := f.cluster
 	switch {
@@ -399,10 +419,8 @@ func (f *FSM) checkCompatLocked() {
 	case info.Partitions != f.cfg.Partitions:
 		f.incompatible = fmt.Errorf("%w: the cluster has %d partitions, this node %d: start it with --partitions %d",
 			ErrIncompatible, info.Partitions, f.cfg.Partitions, info.Partitions)
-	case info.Procedures != f.reg.Fingerprint():
-		f.incompatible = fmt.Errorf("%w: this node's procedure set (its procedures, replicated tables, processors and changelogs) "+
-			"is not the cluster's: run the lockstep build the other nodes run (procedure fingerprints: cluster %016x, this node %016x)",
-			ErrIncompatible, info.Procedures, f.reg.Fingerprint())
+	default:
+		f.incompatible = f.deploymentIncompatible(info)
 	}
 	if f.incompatible != nil {
 		f.log.Error("refusing to apply the cluster's log", "err", f.incompatible)
@@ -472,6 +490,15 @@ func (f *FSM) Sessions() int { return int(f.sessionCount.Load()) }
 func (f *FSM) Query(in *partition.Input) partition.Result {
 	h := f.handlers.Get().(partition.Handler)
 	defer f.handlers.Put(h)
+	key, err := resolveIn(f.depView.Load(), in.Procedure)
+	if err != nil {
+		return partition.Result{Err: err}
+	}
+	if key != in.Procedure {
+		c := *in
+		c.Procedure = key
+		in = &c
+	}
 	return f.eng.Query(in, h)
 }
 

@@ -115,6 +115,7 @@ func (f *FSM) metaHash() uint64 {
 	f.mu.Unlock()
 	f.users.Load().hash(u, str)
 	f.conf.hash(u, str)
+	f.dep.hash(u, str)
 
 	d.Write(b)
 	f.metaBuf = b[:0]

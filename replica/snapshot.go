@@ -35,6 +35,9 @@ type snapshotMeta struct {
 	// Config is the replicated cluster configuration; nil in snapshots of a cluster that
 	// never recorded one, or written before it existed.
 	Config *ClusterConfig `msgpack:"config,omitempty"`
+	// Deployment is the cluster version and active registrations; nil in snapshots of a
+	// cluster created before cluster versions (which runs as version 1).
+	Deployment *Deployment `msgpack:"deploy,omitempty"`
 }
 
 type fsmSnapshot struct {
@@ -64,6 +67,10 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if f.conf.Version != 0 {
 		conf := f.conf
 		m.Config = &conf
+	}
+	if f.dep.Version != 0 {
+		d := f.dep.clone()
+		m.Deployment = &d
 	}
 	meta, err := msgpack.Marshal(&m) // a deep copy: sessions change after this returns
 	if err != nil {
@@ -132,6 +139,11 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		f.useConfig(*m.Config)
 	} else {
 		f.useConfig(clusterConfigOf(f.cfg))
+	}
+	if m.Deployment != nil {
+		f.useDeployment(m.Deployment.clone())
+	} else {
+		f.useDeployment(Deployment{})
 	}
 	f.mu.Lock()
 	f.cluster = m.Cluster

@@ -24,6 +24,7 @@ func clusterCommand() *cli.Command {
 			clusterRecoverCommand(),
 			clusterRestartCommand(),
 			clusterConfigCommand(),
+			clusterUpgradeCommand(),
 			{
 				Name:      "join",
 				Usage:     "admit a new node (as a learner, promoted to voter once caught up)",

@@ -9,6 +9,7 @@
 //	lockstep invoke PROC      run a procedure with JSON arguments
 //	lockstep procedures       list the procedures
 //	lockstep processors       the stream processors per partition: position, lag, watermark
+//	lockstep deploy ...       list, activate: the running versions of compiled-in procedures
 //	lockstep stream read S    print an output stream's records
 //	lockstep sink postgres    copy a stream into a PostgreSQL table exactly once
 //	lockstep demo             an embedded 3-node cluster under load, with failover
@@ -65,6 +66,7 @@ func newApp() *cli.App {
 			invokeCommand(),
 			proceduresCommand(),
 			processorsCommand(),
+			deployCommand(),
 			streamCommand(),
 			sinkCommand(),
 			groupCommand(),

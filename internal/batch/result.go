@@ -1,5 +1,7 @@
 package batch
 
+import "strconv"
+
 // Result is the outcome of one item, as the FSM hands it back through raft's ApplyFuture
 // to the node that proposed the entry.
 type Result struct {
@@ -33,6 +35,42 @@ type ClusterInfo struct {
 	// compiled-in default. Nil in the first entry of a cluster created before the
 	// configuration was replicated: its replicas keep each node's configured values.
 	Settings []Setting `msgpack:"settings,omitempty"`
+	// ClusterVersion is the cluster version the cluster starts at (the bootstrapping
+	// binary's highest); 0 in the first entry of a cluster created before cluster versions,
+	// which runs as version 1.
+	ClusterVersion uint64 `msgpack:"cv,omitempty"`
+	// Active are the procedure registrations the cluster starts with, by name, from
+	// cluster version 2 on; Rest is the fingerprint of what is not versioned (replicated
+	// tables, processors, changelogs: procedures.Registry.RestFingerprint).
+	Active []Registration `msgpack:"active,omitempty"`
+	Rest   uint64         `msgpack:"rest,omitempty"`
+}
+
+// Registration is one version of a procedure (procedures.Registration): its name, its
+// version and its signature, which every node that runs it must carry alike.
+type Registration struct {
+	Name      string `msgpack:"n"`
+	Version   uint32 `msgpack:"v"`
+	Signature string `msgpack:"s"`
+	// Processor marks a processor's registration (else a procedure's).
+	Processor bool `msgpack:"p,omitempty"`
+}
+
+// Key returns "name@N", or "processor:name@N" for a processor: how a registration is
+// named in commands, statuses and messages.
+func (g Registration) Key() string {
+	k := g.Name + "@" + strconv.FormatUint(uint64(g.Version), 10)
+	if g.Processor {
+		return "processor:" + k
+	}
+	return k
+}
+
+// MemberVersions is the range of cluster versions one member's binary supports, as the
+// leader asked it before proposing an upgrade.
+type MemberVersions struct {
+	ID       string `msgpack:"id"`
+	Min, Max uint64
 }
 
 // Setting is one named value of the replicated cluster configuration (replica.ClusterConfig
@@ -46,10 +84,17 @@ type Setting struct {
 // cluster configuration. The replicas check every value; a change with any bad one is
 // refused whole, alike on every replica.
 type ConfigChange struct {
-	// Cmd is "get" (change nothing) or "set".
+	// Cmd is "get" (change nothing), "set", "upgrade" (move the cluster version to To)
+	// or "activate" (make the registrations Activate the running versions).
 	Cmd string `msgpack:"cmd"`
 	// Set are the settings a "set" changes, each name at most once.
 	Set []Setting `msgpack:"set,omitempty"`
+	// To is the cluster version an "upgrade" moves to; Members are the supported ranges
+	// the leader collected from every recorded node.
+	To      uint64           `msgpack:"to,omitempty"`
+	Members []MemberVersions `msgpack:"members,omitempty"`
+	// Activate are the registrations an "activate" makes active, one per name.
+	Activate []Registration `msgpack:"activate,omitempty"`
 }
 
 // NodeInfo is the payload of KindNodeInfo: where to reach a node.

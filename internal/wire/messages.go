@@ -117,6 +117,10 @@ const (
 	ConfigGet = "get"
 	// ConfigSet changes the settings Set, all or none.
 	ConfigSet = "set"
+	// ConfigUpgrade moves the cluster version to To, if every member supports it.
+	ConfigUpgrade = "upgrade"
+	// ConfigActivate makes the registrations Activate ("name@N") the running versions.
+	ConfigActivate = "activate"
 )
 
 // ClusterConfigArgs is the argument of OpClusterConfig.
@@ -125,6 +129,10 @@ type ClusterConfigArgs struct {
 	Cmd string `msgpack:"cmd"`
 	// Set are the settings a ConfigSet changes, each name at most once.
 	Set []ConfigSetting `msgpack:"set,omitempty"`
+	// To is the cluster version a ConfigUpgrade moves to.
+	To uint64 `msgpack:"to,omitempty"`
+	// Activate are the registrations a ConfigActivate makes active, as "name@N".
+	Activate []string `msgpack:"activate,omitempty"`
 }
 
 // ConfigSetting is one setting of the cluster configuration: its name and its value as
@@ -143,6 +151,11 @@ type ClusterConfigInfo struct {
 	Index uint64 `msgpack:"i"`
 	// Settings are every setting, by name.
 	Settings []ConfigSetting `msgpack:"settings"`
+	// ClusterVersion is the active cluster version (0: a cluster created before cluster
+	// versions, which runs as 1); Active the running procedure registrations, "name@N",
+	// from cluster version 2 on.
+	ClusterVersion uint64   `msgpack:"cv,omitempty"`
+	Active         []string `msgpack:"active,omitempty"`
 }
 
 // User commands (UserArgs.Cmd).

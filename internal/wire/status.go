@@ -12,7 +12,17 @@ type Status struct {
 	Version string `msgpack:"version" json:"version"`
 	// Build is the node binary's build target (internal/buildinfo.Target); empty from a
 	// node that does not report it.
-	Build            string `msgpack:"build,omitempty" json:"build,omitempty"`
+	Build string `msgpack:"build,omitempty" json:"build,omitempty"`
+	// MinVersion and MaxVersion are the cluster versions the binary runs, ClusterVersion
+	// the one the cluster runs (as this node applied it), and Carries the binary's
+	// procedure registrations ("name@N"); zero from a node that does not report them.
+	MinVersion     uint64   `msgpack:"minv,omitempty" json:"minv,omitempty"`
+	MaxVersion     uint64   `msgpack:"maxv,omitempty" json:"maxv,omitempty"`
+	ClusterVersion uint64   `msgpack:"cv,omitempty" json:"cv,omitempty"`
+	Carries        []string `msgpack:"carries,omitempty" json:"carries,omitempty"`
+	// RestFingerprint is procedures.Registry.RestFingerprint of the binary: its replicated
+	// tables, processors and changelogs, which must be the cluster's.
+	RestFingerprint  uint64 `msgpack:"rest,omitempty" json:"rest,omitempty"`
 	State            string `msgpack:"state" json:"state"` // Leader, Follower, Candidate, Shutdown
 	LeaderID         string `msgpack:"leader" json:"leader"`
 	LeaderClientAddr string `msgpack:"leader_client" json:"leader_client"`

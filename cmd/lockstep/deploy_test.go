@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstepdb/lockstep/node"
+	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures"
+)
+
+// TestDeployCommands runs `lockstep deploy list|activate` and `lockstep cluster upgrade`
+// in process against a one-node cluster that carries t.echo@1 and @2: a new cluster starts
+// at the binary's newest cluster version with the newest registrations, activate switches
+// the running version, and an upgrade past what the node supports, a downgrade and an
+// activation of what no node carries are refused by name (issue 22 items 1 and 2).
+func TestDeployCommands(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reg := func(int) *procedures.Registry {
+		r := procedures.Builtins()
+		procedures.MustRegister(r, "t.echo", func(tx *partition.Tx, a struct{}) (string, error) { return "v1", nil })
+		procedures.MustRegister(r, "t.echo@2", func(tx *partition.Tx, a struct{}) (string, error) { return "v2", nil })
+		return r
+	}
+	lc, err := node.StartLocalCluster(ctx, node.LocalClusterOptions{Nodes: 1, Dir: t.TempDir(), Registry: reg,
+		Node: node.Config{Logger: slog.New(slog.DiscardHandler)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		app := newApp()
+		app.Writer, app.ErrWriter = &out, io.Discard
+		full := append(append([]string{"lockstep"}, args...), "--addr", lc.ClientAddrs()[0], "--certs-dir", lc.CertsDir())
+		err := app.RunContext(ctx, flagsFirst(app, full))
+		return out.String(), err
+	}
+	for i, tc := range []struct {
+		args    []string
+		want    string // in the output, or in the error if fails
+		fails   bool
+		notWant string
+	}{
+		{args: []string{"deploy", "list"}, want: "t.echo@2"},
+		{args: []string{"deploy", "activate", "t.echo@1"}, want: "t.echo@1", notWant: "t.echo@2"},
+		{args: []string{"deploy", "list", "--output", "json"}, want: `"cluster_version": 2`},
+		{args: []string{"cluster", "upgrade", "2"}, want: "cluster version"},
+		{args: []string{"cluster", "upgrade", "3"}, fails: true, want: "supports cluster versions 1..2, not 3"},
+		{args: []string{"cluster", "upgrade", "1"}, fails: true, want: "downgrade"},
+		{args: []string{"deploy", "activate", "t.echo@3"}, fails: true, want: "does not carry t.echo@3"},
+		{args: []string{"deploy", "activate", "t.echo@x"}, fails: true, want: "name@N"},
+		{args: []string{"cluster", "upgrade"}, fails: true, want: "one VERSION"},
+	} {
+		out, err := cli(tc.args...)
+		got := out
+		if tc.fails {
+			if err == nil {
+				t.Errorf("#%d %v: succeeded:\n%s", i, tc.args, out)
+				continue
+			}
+			got = err.Error()
+		} else if err != nil {
+			t.Errorf("#%d %v: %v", i, tc.args, err)
+			continue
+		}
+		if !strings.Contains(got, tc.want) || (tc.notWant != "" && strings.Contains(got, tc.notWant)) {
+			t.Errorf("#%d %v: got %q, want %q", i, tc.args, got, tc.want)
+		}
+	}
+}

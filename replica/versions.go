@@ -1,0 +1,394 @@
+package replica
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/lockstepdb/lockstep/internal/batch"
+	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures"
+)
+
+// The cluster version and the active registrations (docs/architecture.md, Code in the
+// log). Both are replicated state, set by the cluster's first entry and changed only by
+// KindClusterConfig items ("upgrade", "activate"), so every replica switches at one log
+// index; snapshots carry them and the meta hash covers them.
+//
+// Cluster versions:
+//
+//	1  what every cluster ran before cluster versions (a first entry without one is 1):
+//	   every node's procedure set must be identical (Registry.Fingerprint), and each
+//	   procedure runs its version-1 registration.
+//	2  active registrations: which version of each procedure runs is replicated
+//	   ("activate"), a node must carry every active registration with the same
+//	   signature and may carry more; the rest of the registry (replicated tables,
+//	   processors, changelogs) must still be identical (Registry.RestFingerprint).
+//
+// Every later change of replicated behaviour — a built-in's semantics, the entry or the
+// snapshot format — is a new cluster version, and the code keeps the old behaviour while
+// the cluster runs an older one.
+
+// Cluster versions this binary runs.
+const (
+	// MinClusterVersion is the oldest cluster version this binary runs.
+	MinClusterVersion = 1
+	// MaxClusterVersion is the newest: a cluster this binary bootstraps starts at it.
+	MaxClusterVersion = 2
+	// VersionActiveRegistrations is the cluster version from which active registrations
+	// are replicated.
+	VersionActiveRegistrations = 2
+)
+
+// Errors of the "upgrade" and "activate" commands; each wraps ErrBadClusterConfig, and
+// nothing changes.
+var (
+	// ErrVersionUnsupported: a member's binary does not support the version asked for.
+	ErrVersionUnsupported = fmt.Errorf("%w: cluster version not supported by every member", ErrBadClusterConfig)
+	// ErrDowngrade: the version asked for is below the active one.
+	ErrDowngrade = fmt.Errorf("%w: no downgrade past an activated cluster version", ErrBadClusterConfig)
+	// ErrNeedsVersion: the command needs a later cluster version.
+	ErrNeedsVersion = fmt.Errorf("%w: needs a later cluster version", ErrBadClusterConfig)
+	// ErrBadRegistration: an activation names no procedure, version 0, or a name twice.
+	ErrBadRegistration = fmt.Errorf("%w: bad registration", ErrBadClusterConfig)
+)
+
+// VersionError is the refusal of an upgrade because of one member: it names the node and
+// the range its binary supports. It matches ErrVersionUnsupported.
+type VersionError struct {
+	Node     string
+	Min, Max uint64 // 0, 0: the node did not report a range
+	Want     uint64
+}
+
+func (e *VersionError) Error() string {
+	if e.Max == 0 {
+		return fmt.Sprintf("%v: node %s reported no supported range, cluster version %d asked", ErrVersionUnsupported, e.Node, e.Want)
+	}
+	return fmt.Sprintf("%v: node %s supports cluster versions %d..%d, not %d", ErrVersionUnsupported, e.Node, e.Min, e.Max, e.Want)
+}
+
+// Unwrap returns ErrVersionUnsupported.
+func (e *VersionError) Unwrap() error { return ErrVersionUnsupported }
+
+// Deployment is the replicated cluster version and active registrations.
+type Deployment struct {
+	// Version is the cluster version; 0 for a cluster created before versions, which runs
+	// as version 1.
+	Version uint64 `msgpack:"v"`
+	// Index is the log index where Version or Active last changed.
+	Index uint64 `msgpack:"i"`
+	// Active are the running registrations, by name (from version 2 on; nil before).
+	Active []batch.Registration `msgpack:"active,omitempty"`
+	// Rest is the fingerprint of the unversioned part of the registry (version 2 on).
+	Rest uint64 `msgpack:"rest,omitempty"`
+}
+
+// Effective returns the version the cluster runs: Version, or 1 for 0.
+func (d Deployment) Effective() uint64 { return max(d.Version, 1) }
+
+// active returns the active registration of the procedure (or processor) name.
+func (d *Deployment) active(name string) (batch.Registration, bool) { return d.find(name, false) }
+
+func (d *Deployment) find(name string, processor bool) (batch.Registration, bool) {
+	i, ok := slices.BinarySearchFunc(d.Active, batch.Registration{Name: name, Processor: processor}, compareRegs)
+	if !ok {
+		return batch.Registration{}, false
+	}
+	return d.Active[i], true
+}
+
+// compareRegs orders registrations: procedures before processors, each by name.
+func compareRegs(a, b batch.Registration) int {
+	if a.Processor != b.Processor {
+		if a.Processor {
+			return 1
+		}
+		return -1
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+func (d *Deployment) clone() Deployment {
+	c := *d
+	c.Active = slices.Clone(d.Active)
+	return c
+}
+
+func (d *Deployment) hash(u func(uint64), str func(string)) {
+	if d.Version == 0 {
+		return // a cluster from before versions hashes as it did
+	}
+	str("deployment")
+	u(d.Version)
+	u(d.Index)
+	u(d.Rest)
+	for _, g := range d.Active {
+		str(g.Name)
+		u(uint64(g.Version))
+		str(g.Signature)
+	}
+}
+
+// Deployment returns the cluster version and the active registrations as applied so far.
+// Safe for concurrent use.
+func (f *FSM) Deployment() Deployment { return f.depView.Load().clone() }
+
+// SupportedVersions returns the range of cluster versions this node runs.
+func (f *FSM) SupportedVersions() (uint64, uint64) { return MinClusterVersion, f.cfg.MaxClusterVersion }
+
+func (f *FSM) useDeployment(d Deployment) {
+	f.dep = d
+	c := d.clone()
+	f.depView.Store(&c)
+}
+
+// resolve returns the registry key of the version of the procedure name that runs at this
+// point of the log, or an error every replica gives alike for a name that is not active.
+func (f *FSM) resolve(name string) (string, error) {
+	return resolveIn(&f.dep, name)
+}
+
+func resolveIn(d *Deployment, name string) (string, error) {
+	if strings.IndexByte(name, '@') >= 0 {
+		// A client names the procedure, the cluster picks its version: "p@2" run directly
+		// would run on the replicas that carry it and fail on the others.
+		return "", fmt.Errorf("%w: %q: invoke a procedure by its name without a version", procedures.ErrUnknownProcedure, name)
+	}
+	if d.Version < VersionActiveRegistrations {
+		return name, nil
+	}
+	g, ok := d.active(name)
+	if !ok {
+		return "", fmt.Errorf("%w: %q is not active in this cluster (lockstep deploy activate %s@N)", procedures.ErrUnknownProcedure, name, name)
+	}
+	return procedures.VersionKey(g.Name, g.Version), nil
+}
+
+// initDeployment applies the cluster version and registrations of the first entry.
+func (f *FSM) initDeployment(index uint64, info *batch.ClusterInfo) {
+	d := Deployment{Version: info.ClusterVersion, Index: index}
+	if d.Version >= VersionActiveRegistrations {
+		d.Active = sortedRegs(info.Active)
+		d.Rest = info.Rest
+	}
+	f.useDeployment(d)
+}
+
+// BootstrapInfo fills in the cluster version and registrations a node with cfg and reg
+// starts a new cluster with: its highest cluster version, every procedure at the highest
+// version it carries.
+func BootstrapInfo(cfg Config, reg *procedures.Registry, info *batch.ClusterInfo) {
+	cfg = cfg.withDefaults()
+	info.ClusterVersion = cfg.MaxClusterVersion
+	if info.ClusterVersion >= VersionActiveRegistrations {
+		info.Active = append(toBatch(reg.Newest()), newestProcessors(reg)...)
+		info.Rest = reg.RestFingerprint()
+	}
+}
+
+func toBatch(gs []procedures.Registration) []batch.Registration {
+	out := make([]batch.Registration, len(gs))
+	for i, g := range gs {
+		out[i] = batch.Registration{Name: g.Name, Version: g.Version, Signature: g.Signature}
+	}
+	return out
+}
+
+func sortedRegs(gs []batch.Registration) []batch.Registration {
+	out := slices.Clone(gs)
+	slices.SortFunc(out, compareRegs)
+	return out
+}
+
+// newestProcessors returns each processor of reg at the highest version it carries.
+func newestProcessors(reg *procedures.Registry) []batch.Registration {
+	var out []batch.Registration
+	for _, g := range reg.CarriedProcessors() {
+		r := batch.Registration{Name: g.Name, Version: g.Version, Signature: g.Signature, Processor: true}
+		if n := len(out); n > 0 && out[n-1].Name == g.Name {
+			out[n-1] = r
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// processorCode returns the code of the processor name that runs at this point of the log:
+// its active version from cluster version 2 on, else def (its lowest). It runs on the
+// partition goroutines during a processor phase, while the apply goroutine, the only one
+// that changes f.dep, waits for the phase.
+func (f *FSM) processorCode(name string, def procedures.ProcessorCode) procedures.ProcessorCode {
+	if f.dep.Version < VersionActiveRegistrations {
+		return def
+	}
+	g, ok := f.dep.find(name, true)
+	if !ok {
+		return def // every node has the same processors (the rest fingerprint)
+	}
+	c, ok := f.reg.ProcessorVersion(name, g.Version)
+	if !ok {
+		return def // unreachable: a node that lacks it is incompatible and applies nothing
+	}
+	return c
+}
+
+// versionedProcessors returns reg's processors for the engine, each running the code of
+// the version processorCode picks.
+func (f *FSM) versionedProcessors() []partition.Processor {
+	procs := f.reg.Processors()
+	for i := range procs {
+		name := procs[i].Name
+		def := procedures.ProcessorCode{Process: procs[i].Process, OnTick: procs[i].OnTick}
+		procs[i].Process = func(tx *partition.Tx, rec partition.Record) error {
+			return f.processorCode(name, def).Process(tx, rec)
+		}
+		if def.OnTick != nil {
+			procs[i].OnTick = func(tx *partition.Tx) error {
+				return f.processorCode(name, def).OnTick(tx)
+			}
+		}
+	}
+	return procs
+}
+
+// upgrade moves the cluster version to c.To if every recorded node reported a range that
+// holds it. It runs between engine executions.
+func (f *FSM) upgrade(index uint64, c *batch.ConfigChange) error {
+	cur := f.dep.Effective()
+	switch {
+	case c.To < cur:
+		return fmt.Errorf("%w: the cluster runs version %d, %d asked", ErrDowngrade, cur, c.To)
+	case c.To == cur:
+		return nil
+	}
+	reported := map[string]batch.MemberVersions{}
+	for _, m := range c.Members {
+		reported[m.ID] = m
+	}
+	f.mu.Lock()
+	ids := sortedNodeIDs(f.nodes)
+	f.mu.Unlock()
+	for _, id := range ids {
+		m, ok := reported[id]
+		if !ok || m.Min > c.To || m.Max < c.To {
+			return &VersionError{Node: id, Min: m.Min, Max: m.Max, Want: c.To}
+		}
+	}
+	f.flush() // the inputs before the upgrade in this entry run at the old version
+	d := f.dep.clone()
+	if cur < VersionActiveRegistrations && c.To >= VersionActiveRegistrations {
+		// Version 1 required identical procedure sets, so every replica derives the same
+		// registrations from its own: each procedure's version 1.
+		for _, g := range f.reg.Carried() {
+			if g.Version == 1 {
+				d.Active = append(d.Active, batch.Registration{Name: g.Name, Version: 1, Signature: g.Signature})
+			}
+		}
+		for _, info := range f.reg.ListProcessors() {
+			g, _ := f.reg.CarriesProcessor(info.Name, f.reg.DefaultProcessorVersion(info.Name))
+			d.Active = append(d.Active, batch.Registration{Name: g.Name, Version: g.Version, Signature: g.Signature, Processor: true})
+		}
+		d.Active = sortedRegs(d.Active)
+		d.Rest = f.reg.RestFingerprint()
+	}
+	d.Version, d.Index = c.To, index
+	f.useDeployment(d)
+	f.recheckCompat()
+	return nil
+}
+
+// activate makes c.Activate the running registrations of their names. Every replica
+// records it; one that does not carry a registration alike stops applying, incompatible,
+// instead of running something else.
+func (f *FSM) activate(index uint64, c *batch.ConfigChange) error {
+	if f.dep.Version < VersionActiveRegistrations {
+		return fmt.Errorf("%w: activating registrations needs cluster version %d, the cluster runs %d (lockstep cluster upgrade %d)",
+			ErrNeedsVersion, VersionActiveRegistrations, f.dep.Effective(), VersionActiveRegistrations)
+	}
+	if len(c.Activate) == 0 {
+		return fmt.Errorf("%w: activate names no registration", ErrBadRegistration)
+	}
+	seen := map[string]bool{}
+	for _, g := range c.Activate {
+		key := batch.Registration{Name: g.Name, Processor: g.Processor}.Key()
+		if g.Name == "" || g.Version < 1 || g.Version > procedures.MaxVersion || g.Signature == "" || seen[key] {
+			return fmt.Errorf("%w: %s", ErrBadRegistration, g.Key())
+		}
+		seen[key] = true
+	}
+	// The inputs before the activation in this entry run the old versions; processors
+	// switch from this entry's processor phase on.
+	f.flush()
+	d := f.dep.clone()
+	byName := map[batch.Registration]batch.Registration{}
+	for _, g := range d.Active {
+		byName[batch.Registration{Name: g.Name, Processor: g.Processor}] = g
+	}
+	for _, g := range c.Activate {
+		byName[batch.Registration{Name: g.Name, Processor: g.Processor}] = g
+	}
+	d.Active = sortedRegs(slices.Collect(maps.Values(byName)))
+	d.Index = index
+	f.useDeployment(d)
+	f.recheckCompat()
+	return nil
+}
+
+// recheckCompat runs the compatibility check again after the deployment changed.
+func (f *FSM) recheckCompat() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.incompatible == nil {
+		f.checkCompatLocked()
+		f.updateServingLocked()
+	}
+}
+
+// deploymentIncompatible returns why this node cannot run the cluster's deployment, or nil.
+func (f *FSM) deploymentIncompatible(info *batch.ClusterInfo) error {
+	d := &f.dep
+	if v := d.Effective(); v > f.cfg.MaxClusterVersion {
+		return fmt.Errorf("%w: the cluster runs cluster version %d, this binary supports %d..%d: run a binary that supports %d",
+			ErrIncompatible, v, MinClusterVersion, f.cfg.MaxClusterVersion, v)
+	}
+	if d.Version < VersionActiveRegistrations {
+		if info.Procedures != f.reg.Fingerprint() {
+			return fmt.Errorf("%w: this node's procedure set (its procedures, replicated tables, processors and changelogs) "+
+				"is not the cluster's: run the lockstep build the other nodes run (procedure fingerprints: cluster %016x, this node %016x)",
+				ErrIncompatible, info.Procedures, f.reg.Fingerprint())
+		}
+		return nil
+	}
+	if d.Rest != f.reg.RestFingerprint() {
+		return fmt.Errorf("%w: this node's replicated tables, processors or changelogs are not the cluster's "+
+			"(fingerprints: cluster %016x, this node %016x)", ErrIncompatible, d.Rest, f.reg.RestFingerprint())
+	}
+	return MissingActive(d.Active, f.reg)
+}
+
+// ErrMissingRegistration is wrapped by MissingActive's errors (and matches ErrIncompatible).
+var ErrMissingRegistration = fmt.Errorf("%w: an active registration is missing", ErrIncompatible)
+
+// MissingActive returns an error naming the first of active that reg does not carry with
+// the same signature, and the difference; nil if it carries them all (it may carry more).
+func MissingActive(active []batch.Registration, reg *procedures.Registry) error {
+	for _, g := range active {
+		carries, what := reg.Carries, "procedure"
+		if g.Processor {
+			carries, what = reg.CarriesProcessor, "processor"
+		}
+		mine, ok := carries(g.Name, g.Version)
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: %s %s@%d is active in the cluster and this binary does not carry it: "+
+				"run a build that registers it", ErrMissingRegistration, what, g.Name, g.Version)
+		case mine.Signature != g.Signature:
+			return fmt.Errorf("%w: %s %s@%d differs: cluster %s, this binary %s",
+				ErrMissingRegistration, what, g.Name, g.Version, g.Signature, mine.Signature)
+		}
+	}
+	return nil
+}
