@@ -368,6 +368,7 @@ func TestCLI(t *testing.T) {
 
 // clusterStatus runs `cluster status --output json` and decodes it.
 func clusterStatus(t *testing.T, bin, addrs string) clusterStatusJSON {
+	t.Helper()
 	return proctest.ClusterStatus[clusterStatusJSON](t, bin, addrs)
 }
 
