@@ -2,12 +2,9 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"os/exec"
 	"reflect"
 	"strconv"
 	"strings"
@@ -22,28 +19,6 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/vmihailenco/msgpack/v5"
 )
-
-// runStdin runs the binary with args and stdin, like proctest.Run.
-func runStdin(t *testing.T, bin, stdin string, args ...string) proctest.Result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), proctest.CommandTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = proctest.Env()
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := proctest.Result{Stdout: out.String(), Stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		r.Code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("run %v: %v", args, err)
-	}
-	return r
-}
 
 // readJSONLines reads every partition of stream with stream read -o json and extra flags.
 func readJSONLines(t *testing.T, bin, addrs, stream string, parts int, extra ...string) []recordJSON {
@@ -95,13 +70,13 @@ func TestCLIStreamJSON(t *testing.T) {
 
 {"key_text": "carol", "value": {"Page": ""}, "event_time": "2023-11-14T22:13:22Z"}
 `
-	r = runStdin(t, bin, stdin, "stream", "append", "demo.clicks", "-o", "json", "--addr", addrs)
+	r = proctest.RunInput(t, bin, stdin, "stream", "append", "demo.clicks", "-o", "json", "--addr", addrs)
 	var offs []uint64
 	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &offs) != nil || len(offs) != 2 {
 		t.Fatalf("append from stdin: %v", r)
 	}
-	proctest.CheckFailure(t, runStdin(t, bin, `{"key_text": "dave", "valu": {}}`, "stream", "append", "demo.clicks", "--addr", addrs), "stdin line 1")
-	proctest.CheckFailure(t, runStdin(t, bin, "{\"key_text\": \"a\", \"value\": {\"Page\": \"/a\"}}\n{\"value\": {\"Page\": \"/b\"}}\n",
+	proctest.CheckFailure(t, proctest.RunInput(t, bin, `{"key_text": "dave", "valu": {}}`, "stream", "append", "demo.clicks", "--addr", addrs), "stdin line 1")
+	proctest.CheckFailure(t, proctest.RunInput(t, bin, "{\"key_text\": \"a\", \"value\": {\"Page\": \"/a\"}}\n{\"value\": {\"Page\": \"/b\"}}\n",
 		"stream", "append", "demo.clicks", "--addr", addrs), "stdin line 2: no key")
 
 	// The repartitioner turns alice's and bob's clicks into demo.clicks.by_page (created
@@ -159,7 +134,7 @@ func TestCLIStreamJSON(t *testing.T) {
 		b, _ := json.Marshal(rec)
 		lines.Write(append(b, '\n'))
 	}
-	if r := runStdin(t, bin, lines.String(), "stream", "append", "copy", "--value-type", "click", "--addr", addrs); r.Code != 0 {
+	if r := proctest.RunInput(t, bin, lines.String(), "stream", "append", "copy", "--value-type", "click", "--addr", addrs); r.Code != 0 {
 		t.Fatalf("append copy: %v", r)
 	}
 	dup := readJSONLines(t, bin, addrs, "copy", parts)

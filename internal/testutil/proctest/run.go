@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -78,10 +79,24 @@ func Run(t testing.TB, bin string, args ...string) Result {
 // RunWithin is Run for a command that may take longer: it is killed after timeout.
 func RunWithin(t testing.TB, timeout time.Duration, bin string, args ...string) Result {
 	t.Helper()
+	return run(t, timeout, nil, bin, args...)
+}
+
+// RunInput is Run with stdin as the command's standard input.
+func RunInput(t testing.TB, bin, stdin string, args ...string) Result {
+	t.Helper()
+	return run(t, CommandTimeout, strings.NewReader(stdin), bin, args...)
+}
+
+// run runs bin with args and stdin (nil: none), killed after timeout, and fails t if it
+// could not run at all.
+func run(t testing.TB, timeout time.Duration, stdin io.Reader, bin string, args ...string) Result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = Env()
+	cmd.Stdin = stdin
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
