@@ -20,7 +20,8 @@ type Node struct {
 	*jepsen.Process
 	// ID is the node's id; Raft, Client and Admin are its listen addresses.
 	ID, Raft, Client, Admin string
-	// Data is its data directory, for restarts ("" for a spawned node).
+	// Data is its data directory, for restarts (a spawned node's test sets it, and Raft,
+	// Client and Admin, from the flags it gave).
 	Data string
 	// Args are the flags it was started with, after "node".
 	Args []string
