@@ -3,36 +3,10 @@ package client
 import (
 	"encoding/json"
 	"reflect"
-	"strconv"
 	"testing"
-)
 
-// fill sets every field v reaches to a distinct non-zero value (a slice gets two
-// elements), counting from *n.
-func fill(v reflect.Value, n *int) {
-	*n++
-	switch v.Kind() {
-	case reflect.String:
-		v.SetString("s" + strconv.Itoa(*n))
-	case reflect.Bool:
-		v.SetBool(true)
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		v.SetInt(int64(*n))
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		v.SetUint(uint64(*n))
-	case reflect.Slice:
-		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
-		for i := range 2 {
-			fill(v.Index(i), n)
-		}
-	case reflect.Struct:
-		for i := range v.NumField() {
-			fill(v.Field(i), n)
-		}
-	default:
-		panic("fill: unexpected kind " + v.Kind().String())
-	}
-}
+	"github.com/lockstepdb/lockstep/internal/testutil"
+)
 
 // TestStatusFromWireCoversEveryField checks that statusFromWire converts every field of a
 // wire.Status, nested ones included, to the field of the same JSON name: a field added
@@ -47,8 +21,7 @@ func TestStatusFromWireCoversEveryField(t *testing.T) {
 func checkConvertsEveryField[W, C any](t *testing.T, conv func(*W) C, name string) {
 	t.Helper()
 	var w W
-	n := 0
-	fill(reflect.ValueOf(&w).Elem(), &n)
+	testutil.Fill(&w)
 	got, err := json.Marshal(conv(&w))
 	if err != nil {
 		t.Fatal(err)

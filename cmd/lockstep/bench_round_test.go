@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockstepdb/lockstep/benchmarks/report"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 )
 
 // TestBenchCommitRound: `lockstep bench` in its own process, against three `lockstep
@@ -15,26 +16,26 @@ func TestBenchCommitRound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
 	}
-	bin := buildBinary(t)
-	c := startCluster(t, bin, 3)
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartCluster(t, bin, 3)
 	var admin []string
-	for _, n := range c.nodes {
-		admin = append(admin, "--admin", n.admin)
+	for _, n := range c.Procs {
+		admin = append(admin, "--admin", n.Admin)
 	}
-	args := append([]string{"bench", "--addr", c.addrs(), "--workload", "counter", "--clients", "32", "--connections", "2",
+	args := append([]string{"bench", "--addr", c.AddrFlag(), "--workload", "counter", "--clients", "32", "--connections", "2",
 		"--duration", "2s", "--warmup", "500ms", "--no-progress"}, admin...)
-	r := mustRun(t, bin, append(args, "--json")...)
+	r := proctest.MustRun(t, bin, append(args, "--json")...)
 	var rep benchReport
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatalf("--json: %v\n%s", err, r.stdout)
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("--json: %v\n%s", err, r.Stdout)
 	}
 	checkRound(t, rep.Round, 3)
 
-	r = mustRun(t, bin, args...)
+	r = proctest.MustRun(t, bin, args...)
 	for _, want := range []string{"commit round", "from 3 nodes' metrics", "leader_persist (leader)", "replication (leader→follower RPC)",
 		"follower_persist (followers)", "apply (followers)", "reply (leader)"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("text report lacks %q:\n%s", want, r.stdout)
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("text report lacks %q:\n%s", want, r.Stdout)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/internal/certs"
 	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/jepsen"
 	"github.com/lockstepdb/lockstep/node"
@@ -33,7 +34,7 @@ func TestCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
 	}
-	bin := buildBinary(t)
+	bin := proctest.BuildBinary(t)
 
 	t.Run("Unreachable", func(t *testing.T) {
 		dead := testutil.FreeAddrs(t, 1)[0]
@@ -44,21 +45,21 @@ func TestCLI(t *testing.T) {
 			{"cluster", "remove", "n9"},
 			{"bench", "--duration", "1s"},
 		} {
-			r := run(t, bin, append(args, "--addr", dead, "--timeout", "1s")...)
-			checkFailure(t, r, dead)
-			if r.took > 4*time.Second {
-				t.Errorf("#%d: %v took %v, want about the --timeout of 1s", i, args, r.took)
+			r := proctest.Run(t, bin, append(args, "--addr", dead, "--timeout", "1s")...)
+			proctest.CheckFailure(t, r, dead)
+			if r.Took > 4*time.Second {
+				t.Errorf("#%d: %v took %v, want about the --timeout of 1s", i, args, r.Took)
 			}
 		}
 	})
 
 	t.Run("Procedures", func(t *testing.T) {
-		r := mustRun(t, bin, "procedures")
-		if !strings.Contains(r.stdout, "NAME") || !strings.Contains(r.stdout, "CounterAddArgs{Delta int64}") {
+		r := proctest.MustRun(t, bin, "procedures")
+		if !strings.Contains(r.Stdout, "NAME") || !strings.Contains(r.Stdout, "CounterAddArgs{Delta int64}") {
 			t.Fatalf("procedures table: %v", r)
 		}
 		var rows []procedureJSON
-		if err := json.Unmarshal([]byte(mustRun(t, bin, "procedures", "-o", "json").stdout), &rows); err != nil {
+		if err := json.Unmarshal([]byte(proctest.MustRun(t, bin, "procedures", "-o", "json").Stdout), &rows); err != nil {
 			t.Fatal(err)
 		}
 		byName := map[string]procedureJSON{}
@@ -86,20 +87,20 @@ func TestCLI(t *testing.T) {
 			{"cluster", "join", "--id", "n9", "--raft", "127.0.0.1:1", "--client", "127.0.0.1:2", "--partitions", "4"},
 		} {
 			node := startFlakyLeader(t, wire.CodeUnknownOutcome)
-			r := run(t, bin, append(args, "--addr", node.addr)...)
-			if r.code != 0 || node.requests() != 2 {
+			r := proctest.Run(t, bin, append(args, "--addr", node.addr)...)
+			if r.Code != 0 || node.requests() != 2 {
 				t.Errorf("#%d: %v: got %v after %d requests, want exit 0 after 2", i, args, r, node.requests())
 			}
 		}
 	})
 
-	c := startCluster(t, bin, 3)
-	addrs := c.addrs()
+	c := proctest.StartCluster(t, bin, 3)
+	addrs := c.AddrFlag()
 
 	t.Run("ClusterStatus", func(t *testing.T) {
-		r := mustRun(t, bin, "cluster", "status", "--addr", addrs)
+		r := proctest.MustRun(t, bin, "cluster", "status", "--addr", addrs)
 		for _, want := range []string{"ROLE", "Leader", "Follower", "n1", "n2", "n3", "PARTITION"} {
-			if !strings.Contains(r.stdout, want) {
+			if !strings.Contains(r.Stdout, want) {
 				t.Fatalf("table lacks %q: %v", want, r)
 			}
 		}
@@ -117,21 +118,21 @@ func TestCLI(t *testing.T) {
 			t.Fatalf("got %d nodes, %d leaders, leader %q; want 3, 1 and a leader", len(cs.Nodes), leaders, cs.Leader)
 		}
 		// One seed is enough to find the leader.
-		if cs := clusterStatus(t, bin, c.nodes[0].client); cs.Leader == "" || len(cs.Nodes) == 0 {
+		if cs := clusterStatus(t, bin, c.Procs[0].Client); cs.Leader == "" || len(cs.Nodes) == 0 {
 			t.Fatalf("status from one seed: %+v", cs)
 		}
 	})
 
 	t.Run("Invoke", func(t *testing.T) {
-		if r := mustRun(t, bin, "invoke", "counter.add", "--key", "visits", "--args", `{"Delta": 5}`, "--addr", addrs); strings.TrimSpace(r.stdout) != "5" {
+		if r := proctest.MustRun(t, bin, "invoke", "counter.add", "--key", "visits", "--args", `{"Delta": 5}`, "--addr", addrs); strings.TrimSpace(r.Stdout) != "5" {
 			t.Fatalf("counter.add: %v", r)
 		}
 		// Flags before the procedure name, and the wire's field names, work too.
-		if r := mustRun(t, bin, "invoke", "--addr", addrs, "--args", `{"d": 2}`, "--key", "visits", "counter.add"); strings.TrimSpace(r.stdout) != "7" {
+		if r := proctest.MustRun(t, bin, "invoke", "--addr", addrs, "--args", `{"d": 2}`, "--key", "visits", "counter.add"); strings.TrimSpace(r.Stdout) != "7" {
 			t.Fatalf("counter.add with wire names: %v", r)
 		}
-		mustRun(t, bin, "invoke", "voter.init", "--args", `{"Contestants": ["Alice", "Bob"]}`, "--addr", addrs)
-		if r := mustRun(t, bin, "invoke", "voter.vote", "--key", "2025550123", "--args", `{"Contestant": 2}`, "--addr", addrs); strings.TrimSpace(r.stdout) != "0" {
+		proctest.MustRun(t, bin, "invoke", "voter.init", "--args", `{"Contestants": ["Alice", "Bob"]}`, "--addr", addrs)
+		if r := proctest.MustRun(t, bin, "invoke", "voter.vote", "--key", "2025550123", "--args", `{"Contestant": 2}`, "--addr", addrs); strings.TrimSpace(r.Stdout) != "0" {
 			t.Fatalf("voter.vote: %v, want 0 (accepted)", r)
 		}
 		var totals []struct {
@@ -139,17 +140,17 @@ func TestCLI(t *testing.T) {
 			Name       string
 			Votes      int64
 		}
-		r := mustRun(t, bin, "invoke", "voter.results", "--addr", addrs)
-		if err := json.Unmarshal([]byte(r.stdout), &totals); err != nil || len(totals) != 2 || totals[0].Name != "Bob" || totals[0].Votes != 1 {
+		r := proctest.MustRun(t, bin, "invoke", "voter.results", "--addr", addrs)
+		if err := json.Unmarshal([]byte(r.Stdout), &totals); err != nil || len(totals) != 2 || totals[0].Name != "Bob" || totals[0].Votes != 1 {
 			t.Fatalf("voter.results: %v (%v)", r, err)
 		}
-		if r := mustRun(t, bin, "invoke", "voter.results", "-o", "table", "--addr", addrs); !strings.Contains(r.stdout, "CONTESTANT") || !strings.Contains(r.stdout, "Alice") {
+		if r := proctest.MustRun(t, bin, "invoke", "voter.results", "-o", "table", "--addr", addrs); !strings.Contains(r.Stdout, "CONTESTANT") || !strings.Contains(r.Stdout, "Alice") {
 			t.Fatalf("voter.results table: %v", r)
 		}
 		// A stale read from any replica catches up with the acknowledged writes.
 		testutil.WaitFor(t, 10*time.Second, func() error {
-			r := run(t, bin, "invoke", "counter.get", "--key", "visits", "--consistency", "any", "--addr", c.nodes[2].client)
-			if r.code != 0 || strings.TrimSpace(r.stdout) != "7" {
+			r := proctest.Run(t, bin, "invoke", "counter.get", "--key", "visits", "--consistency", "any", "--addr", c.Procs[2].Client)
+			if r.Code != 0 || strings.TrimSpace(r.Stdout) != "7" {
 				return fmt.Errorf("counter.get at any: %v", r)
 			}
 			return nil
@@ -172,16 +173,16 @@ func TestCLI(t *testing.T) {
 			{[]string{"counter.add", "--key", "visits", "--args", `{"Delta": 9223372036854775807}`}, "counter overflow"},
 			{[]string{}, "PROCEDURE"},
 		} {
-			r := run(t, bin, append(append([]string{"invoke"}, tc.args...), "--addr", addrs)...)
-			if r.stdout != "" {
-				t.Errorf("#%d: stdout %q, want none", i, r.stdout)
+			r := proctest.Run(t, bin, append(append([]string{"invoke"}, tc.args...), "--addr", addrs)...)
+			if r.Stdout != "" {
+				t.Errorf("#%d: stdout %q, want none", i, r.Stdout)
 			}
-			checkFailure(t, r, tc.want)
+			proctest.CheckFailure(t, r, tc.want)
 		}
 		// Nothing of the failures above took effect (DESIGN.md invariant 7).
 		for _, key := range []string{"k", "visits"} {
 			want := map[string]string{"k": "0", "visits": "7"}[key]
-			if r := mustRun(t, bin, "invoke", "counter.get", "--key", key, "--addr", addrs); strings.TrimSpace(r.stdout) != want {
+			if r := proctest.MustRun(t, bin, "invoke", "counter.get", "--key", key, "--addr", addrs); strings.TrimSpace(r.Stdout) != want {
 				t.Fatalf("counter %s: %v, want %s", key, r, want)
 			}
 		}
@@ -190,16 +191,16 @@ func TestCLI(t *testing.T) {
 	t.Run("StreamRead", func(t *testing.T) {
 		const key, stream = "stream-key", "events"
 		part := strconv.Itoa(partition.PartitionOf([]byte(key), 4))
-		mustRun(t, bin, "stream", "create", stream, "--addr", addrs)
+		proctest.MustRun(t, bin, "stream", "create", stream, "--addr", addrs)
 		for i := range 3 {
 			rec := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "rec-%d", i))
-			r := mustRun(t, bin, "invoke", "stream.append", "--key", key, "--args", `{"Stream": "`+stream+`", "Record": "`+rec+`"}`, "--addr", addrs)
-			if strings.TrimSpace(r.stdout) != strconv.Itoa(i) {
+			r := proctest.MustRun(t, bin, "invoke", "stream.append", "--key", key, "--args", `{"Stream": "`+stream+`", "Record": "`+rec+`"}`, "--addr", addrs)
+			if strings.TrimSpace(r.Stdout) != strconv.Itoa(i) {
 				t.Fatalf("append #%d: %v, want offset %d", i, r, i)
 			}
 		}
-		r := mustRun(t, bin, "stream", "read", stream, "--partition", part, "--from", "0", "-o", "json", "--addr", addrs)
-		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		r := proctest.MustRun(t, bin, "stream", "read", stream, "--partition", part, "--from", "0", "-o", "json", "--addr", addrs)
+		lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
 		if len(lines) != 3 {
 			t.Fatalf("json read: %v", r)
 		}
@@ -210,20 +211,20 @@ func TestCLI(t *testing.T) {
 				t.Fatalf("#%d: %q (%v)", i, line, err)
 			}
 		}
-		r = mustRun(t, bin, "stream", "read", stream, "--partition", part, "--from", "1", "--max", "1", "--addr", addrs)
-		if !strings.Contains(r.stdout, "OFFSET") || !strings.Contains(r.stdout, "rec-1") || strings.Contains(r.stdout, "rec-2") {
+		r = proctest.MustRun(t, bin, "stream", "read", stream, "--partition", part, "--from", "1", "--max", "1", "--addr", addrs)
+		if !strings.Contains(r.Stdout, "OFFSET") || !strings.Contains(r.Stdout, "rec-1") || strings.Contains(r.Stdout, "rec-2") {
 			t.Fatalf("table read from 1, max 1: %v", r)
 		}
-		checkFailure(t, run(t, bin, "stream", "read", stream, "--partition", "99", "--addr", addrs), "partition 99")
+		proctest.CheckFailure(t, proctest.Run(t, bin, "stream", "read", stream, "--partition", "99", "--addr", addrs), "partition 99")
 	})
 
 	t.Run("StreamFollow", func(t *testing.T) {
 		const key, stream = "follow-key", "follow"
 		part := strconv.Itoa(partition.PartitionOf([]byte(key), 4))
-		mustRun(t, bin, "stream", "create", stream, "--addr", addrs)
+		proctest.MustRun(t, bin, "stream", "create", stream, "--addr", addrs)
 		follow := startFollow(t, bin, "stream", "read", stream, "--partition", part, "--follow", "--poll", "50ms", "-o", "json", "--addr", addrs)
 		rec := base64.StdEncoding.EncodeToString([]byte("late"))
-		mustRun(t, bin, "invoke", "stream.append", "--key", key, "--args", `{"Stream": "`+stream+`", "Record": "`+rec+`"}`, "--addr", addrs)
+		proctest.MustRun(t, bin, "invoke", "stream.append", "--key", key, "--args", `{"Stream": "`+stream+`", "Record": "`+rec+`"}`, "--addr", addrs)
 		select {
 		case line := <-follow.lines:
 			if !strings.Contains(line, `"text":"late"`) {
@@ -239,13 +240,13 @@ func TestCLI(t *testing.T) {
 
 	t.Run("AdminHTTP", func(t *testing.T) {
 		hc := testutil.HTTPClient(t)
-		resp, err := hc.Get("https://" + c.nodes[1].admin + "/status")
+		resp, err := hc.Get("https://" + c.Procs[1].Admin + "/status")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
 		var st node.StatusJSON
-		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.NodeID != "n2" || st.ClientAddr != c.nodes[1].client {
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.NodeID != "n2" || st.ClientAddr != c.Procs[1].Client {
 			t.Fatalf("/status: %+v (%v)", st, err)
 		}
 	})
@@ -254,48 +255,48 @@ func TestCLI(t *testing.T) {
 		// A running cluster: the batch sizes come from the admin port named second, after
 		// one where nothing listens.
 		dead := testutil.FreeAddrs(t, 1)[0]
-		r := mustRun(t, bin, "bench", "--addr", addrs, "--admin", dead+","+c.nodes[2].admin, "--workload", "kv", "--mix", "b",
+		r := proctest.MustRun(t, bin, "bench", "--addr", addrs, "--admin", dead+","+c.Procs[2].Admin, "--workload", "kv", "--mix", "b",
 			"--duration", "1s", "--warmup", "200ms", "--clients", "8", "--connections", "2", "--json")
 		var rep benchReport
-		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 			t.Fatalf("bench --json: %v\n%v", err, r)
 		}
 		if rep.Ops == 0 || rep.Errors != 0 || rep.Batches == nil || rep.Batches.Batches == 0 {
 			t.Fatalf("bench: got %d ops, %d errors, batches %+v; want ops, no errors, the batches\n%v", rep.Ops, rep.Errors, rep.Batches, r)
 		}
-		if !strings.Contains(r.stderr, "ops/s") {
+		if !strings.Contains(r.Stderr, "ops/s") {
 			t.Errorf("no progress line on stderr:\n%v", r)
 		}
 	})
 
 	t.Run("JoinByConfigAndRemove", func(t *testing.T) {
 		a := testutil.FreeAddrs(t, 4)
-		n4 := &procNode{id: "n4", raft: a[0], client: a[1], admin: a[2]}
+		n4 := &proctest.Node{ID: "n4", Raft: a[0], Client: a[1], Admin: a[2]}
 		cfg := filepath.Join(t.TempDir(), "n4.yaml")
 		yaml := fmt.Sprintf("id: n4\ndata: %s\nraft: %s\nclient: %s\nadmin: %s\npartitions: 4\nlog-level: debug\n",
-			filepath.Join(t.TempDir(), "n4"), n4.raft, n4.client, a[3])
+			filepath.Join(t.TempDir(), "n4"), n4.Raft, n4.Client, a[3])
 		if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		// The command line wins over the file: the admin server listens on --admin.
-		p := spawnNode(t, bin, "n4", "--config", cfg, "--admin", n4.admin, "--log-level", "warn")
-		p.raft, p.client, p.admin = n4.raft, n4.client, n4.admin
+		p := proctest.SpawnNode(t, bin, "n4", "--config", cfg, "--admin", n4.Admin, "--log-level", "warn")
+		p.Raft, p.Client, p.Admin = n4.Raft, n4.Client, n4.Admin
 		testutil.WaitFor(t, 10*time.Second, func() error {
 			if !p.Running() {
 				t.Fatal("n4 exited")
 			}
-			resp, err := testutil.HTTPClient(t).Get("https://" + p.admin + "/healthz")
+			resp, err := testutil.HTTPClient(t).Get("https://" + p.Admin + "/healthz")
 			if err != nil {
 				return err
 			}
 			resp.Body.Close()
 			return nil
 		})
-		r := mustRun(t, bin, "cluster", "join", "--id", "n4", "--raft", p.raft, "--client", p.client, "--addr", addrs)
-		if !strings.Contains(r.stdout, "n4 joined") {
+		r := proctest.MustRun(t, bin, "cluster", "join", "--id", "n4", "--raft", p.Raft, "--client", p.Client, "--addr", addrs)
+		if !strings.Contains(r.Stdout, "n4 joined") {
 			t.Fatalf("join: %v", r)
 		}
-		if err := p.WaitReady(p.admin, readyTimeout); err != nil {
+		if err := p.WaitReady(p.Admin, proctest.ReadyTimeout); err != nil {
 			t.Fatal(err)
 		}
 		// `cluster join` returns once the leader has applied the node's addresses: status
@@ -303,7 +304,7 @@ func TestCLI(t *testing.T) {
 		if cs := clusterStatus(t, bin, addrs); len(cs.Nodes) != 4 || statusOf(cs, "n4").Error != "" {
 			t.Fatalf("status after join: got %+v, want 4 nodes, n4 among them", cs)
 		}
-		if r := mustRun(t, bin, "cluster", "remove", "n4", "--addr", addrs); !strings.Contains(r.stdout, "removed n4") {
+		if r := proctest.MustRun(t, bin, "cluster", "remove", "n4", "--addr", addrs); !strings.Contains(r.Stdout, "removed n4") {
 			t.Fatalf("remove: %v", r)
 		}
 		p.Kill()
@@ -312,28 +313,28 @@ func TestCLI(t *testing.T) {
 
 	t.Run("JoinByFlagAndRemove", func(t *testing.T) {
 		a := testutil.FreeAddrs(t, 3)
-		p := spawnNode(t, bin, "n5", "--id", "n5", "--data", filepath.Join(t.TempDir(), "n5"), "--raft", a[0],
+		p := proctest.SpawnNode(t, bin, "n5", "--id", "n5", "--data", filepath.Join(t.TempDir(), "n5"), "--raft", a[0],
 			"--client", a[1], "--admin", a[2], "--partitions", "4", "--join", addrs, "--log-level", "warn")
-		p.raft, p.client, p.admin = a[0], a[1], a[2]
+		p.Raft, p.Client, p.Admin = a[0], a[1], a[2]
 		// A node started with --join is ready only once the leader has acknowledged its
 		// join: the leader lists it, and its join loop is over, so the removal below
 		// cannot race with it (a join applied or retried after the removal would leave
 		// a dead member behind).
-		if err := p.WaitReady(p.admin, readyTimeout); err != nil {
+		if err := p.WaitReady(p.Admin, proctest.ReadyTimeout); err != nil {
 			t.Fatal(err)
 		}
 		if cs := clusterStatus(t, bin, addrs); len(cs.Nodes) != 4 || statusOf(cs, "n5").Error != "" {
 			t.Fatalf("status after --join: got %+v, want 4 nodes, n5 among them", cs)
 		}
-		mustRun(t, bin, "cluster", "remove", "n5", "--addr", addrs)
+		proctest.MustRun(t, bin, "cluster", "remove", "n5", "--addr", addrs)
 		p.Kill()
 		checkMembers(t, bin, addrs, "n1", "n2", "n3")
 	})
 
 	t.Run("TransferLeader", func(t *testing.T) {
 		before := clusterStatus(t, bin, addrs).Leader
-		r := mustRun(t, bin, "cluster", "transfer-leader", "--addr", addrs)
-		if !strings.Contains(r.stdout, "leadership moved from "+before+" to ") {
+		r := proctest.MustRun(t, bin, "cluster", "transfer-leader", "--addr", addrs)
+		if !strings.Contains(r.Stdout, "leadership moved from "+before+" to ") {
 			t.Fatalf("transfer-leader: %v", r)
 		}
 		testutil.WaitFor(t, 10*time.Second, func() error {
@@ -345,22 +346,22 @@ func TestCLI(t *testing.T) {
 	})
 
 	t.Run("KillNode", func(t *testing.T) {
-		var victim *procNode
+		var victim *proctest.Node
 		leader := clusterStatus(t, bin, addrs).Leader
-		for _, n := range c.nodes {
-			if n.id != leader {
+		for _, n := range c.Procs {
+			if n.ID != leader {
 				victim = n
 			}
 		}
 		victim.Kill()
-		r := run(t, bin, "cluster", "status", "--addr", addrs)
-		checkFailure(t, r, "1 of 3 nodes did not answer")
-		if !strings.Contains(r.stdout, "unreachable") || !strings.Contains(r.stdout, victim.client) {
-			t.Fatalf("status with %s down: %v", victim.id, r)
+		r := proctest.Run(t, bin, "cluster", "status", "--addr", addrs)
+		proctest.CheckFailure(t, r, "1 of 3 nodes did not answer")
+		if !strings.Contains(r.Stdout, "unreachable") || !strings.Contains(r.Stdout, victim.Client) {
+			t.Fatalf("status with %s down: %v", victim.ID, r)
 		}
 		// The majority goes on.
-		if r := mustRun(t, bin, "invoke", "counter.add", "--key", "visits", "--args", `{"Delta": 1}`, "--addr", addrs); strings.TrimSpace(r.stdout) != "8" {
-			t.Fatalf("counter.add with %s down: %v", victim.id, r)
+		if r := proctest.MustRun(t, bin, "invoke", "counter.add", "--key", "visits", "--args", `{"Delta": 1}`, "--addr", addrs); strings.TrimSpace(r.Stdout) != "8" {
+			t.Fatalf("counter.add with %s down: %v", victim.ID, r)
 		}
 	})
 }
@@ -368,12 +369,7 @@ func TestCLI(t *testing.T) {
 // clusterStatus runs `cluster status --output json` and decodes it.
 func clusterStatus(t *testing.T, bin, addrs string) clusterStatusJSON {
 	t.Helper()
-	r := mustRun(t, bin, "cluster", "status", "--output", "json", "--addr", addrs)
-	var cs clusterStatusJSON
-	if err := json.Unmarshal([]byte(r.stdout), &cs); err != nil {
-		t.Fatalf("cluster status json: %v: %v", err, r)
-	}
-	return cs
+	return proctest.ClusterStatus[clusterStatusJSON](t, bin, addrs)
 }
 
 // checkMembers checks that `cluster status` finds exactly the nodes ids, every one
@@ -490,7 +486,7 @@ func startFollow(t *testing.T, bin string, args ...string) *followProc {
 	t.Helper()
 	f := &followProc{lines: make(chan string, 64)}
 	p := &jepsen.Process{Cmd: exec.Command(bin, args...), Exited: make(chan struct{})}
-	p.Cmd.Env = binaryEnv()
+	p.Cmd.Env = proctest.Env()
 	out, err := p.Cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -517,7 +513,7 @@ func (f *followProc) interrupt(t *testing.T) int {
 	f.node.Cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-f.node.Exited:
-	case <-time.After(commandTimeout):
+	case <-time.After(proctest.CommandTimeout):
 		t.Fatal("--follow did not exit after SIGINT")
 	}
 	return f.node.Cmd.ProcessState.ExitCode()
@@ -527,7 +523,7 @@ func (f *followProc) interrupt(t *testing.T) int {
 // line naming the problem, before contacting any node (--addr names a port where nothing
 // listens) or creating any file.
 func TestCLIUsageErrors(t *testing.T) {
-	bin := buildBinary(t)
+	bin := proctest.BuildBinary(t)
 	dir := t.TempDir()
 	dead := testutil.FreeAddrs(t, 1)[0]
 	for _, tc := range []struct {
@@ -547,7 +543,7 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"cert", "create-node", "--certs-dir", dir}, "create-node: give the node's hosts"},
 		{[]string{"cert", "create-client", "--certs-dir", dir, "a", "b"}, "create-client: give one client name"},
 	} {
-		checkFailure(t, run(t, bin, tc.args...), tc.want)
+		proctest.CheckFailure(t, proctest.Run(t, bin, tc.args...), tc.want)
 	}
 	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
 		t.Fatalf("the refused cert commands left %v in the certificates directory (%v)", ents, err)
@@ -557,11 +553,11 @@ func TestCLIUsageErrors(t *testing.T) {
 // TestCertsDirHelp: the help of --certs-dir shows a value placeholder (urfave/cli and
 // package flag take a back-quoted word of a flag's usage as the placeholder).
 func TestCertsDirHelp(t *testing.T) {
-	bin := buildBinary(t)
+	bin := proctest.BuildBinary(t)
 	for _, args := range [][]string{{"node", "--help"}, {"cluster", "status", "--help"}} {
-		r := mustRun(t, bin, args...)
-		if !strings.Contains(r.stdout, "--certs-dir value") {
-			t.Errorf("%v: --certs-dir without its value placeholder: %s", args, r.stdout)
+		r := proctest.MustRun(t, bin, args...)
+		if !strings.Contains(r.Stdout, "--certs-dir value") {
+			t.Errorf("%v: --certs-dir without its value placeholder: %s", args, r.Stdout)
 		}
 	}
 	// The same with package flag, in examples/customproc.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 	"github.com/lockstepdb/lockstep/jepsen"
 )
 
@@ -18,20 +19,20 @@ import (
 
 // supervise has a jepsen.Supervisor restart the nodes' processes when they exit; the
 // test's end stops it and checks the logs of the processes it started.
-func supervise(t *testing.T, bin string, nodes []*procNode) *jepsen.Supervisor {
+func supervise(t *testing.T, bin string, nodes []*proctest.Node) *jepsen.Supervisor {
 	t.Helper()
-	s := jepsen.NewSupervisor(t.TempDir(), binaryEnv())
+	s := jepsen.NewSupervisor(t.TempDir(), proctest.Env())
 	t.Cleanup(func() {
 		procs, errs := s.Close()
 		for id, p := range procs {
-			checkLog(t, "restarted "+id, p.Log())
+			proctest.CheckLog(t, "restarted "+id, p.Log())
 		}
 		for _, err := range errs {
 			t.Errorf("supervisor: %v", err)
 		}
 	})
 	for _, n := range nodes {
-		if err := s.Watch(n.id, n.Process, bin, append([]string{"node"}, n.args...)...); err != nil {
+		if err := s.Watch(n.ID, n.Process, bin, append([]string{"node"}, n.Args...)...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,29 +53,29 @@ func planOrder(out string) (ids, roles []string) {
 // (the library retries), no acknowledged add is lost, and the replicas end with equal
 // state hashes (DESIGN.md invariants 1, 3, 4).
 func TestRollingRestartUnderLoad(t *testing.T) {
-	bin, c, ctx, load := loadedCluster(t, 5*time.Minute, "rr", 8, 300)
-	sup := supervise(t, bin, c.nodes)
-	leader := leaderNode(t, bin, c)
+	bin, c, ctx, load := proctest.LoadedCluster(t, 5*time.Minute, "rr", 8, 300)
+	sup := supervise(t, bin, c.Procs)
+	leader := proctest.LeaderNode(t, bin, c)
 	script, err := sup.RestartScript()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := runWithin(t, 4*time.Minute, bin, "cluster", "restart-plan", "--addr", c.addrs(), "--execute",
+	r := proctest.RunWithin(t, 4*time.Minute, bin, "cluster", "restart-plan", "--addr", c.AddrFlag(), "--execute",
 		"--restart-cmd", "sh "+script+" {id}", "--node-timeout", "90s")
-	if r.code != 0 {
+	if r.Code != 0 {
 		t.Fatalf("restart-plan: %v", r)
 	}
-	t.Log(r.stdout)
-	ids, roles := planOrder(r.stdout)
-	if len(ids) != 3 || ids[2] != leader.id || roles[2] != "leader" || roles[0] != "follower" || roles[1] != "follower" {
-		t.Fatalf("plan %v %v, want two followers then the leader %s", ids, roles, leader.id)
+	t.Log(r.Stdout)
+	ids, roles := planOrder(r.Stdout)
+	if len(ids) != 3 || ids[2] != leader.ID || roles[2] != "leader" || roles[0] != "follower" || roles[1] != "follower" {
+		t.Fatalf("plan %v %v, want two followers then the leader %s", ids, roles, leader.ID)
 	}
-	if !strings.Contains(r.stdout, leader.id+": leadership moved to ") {
-		t.Fatalf("no leadership transfer away from %s: %v", leader.id, r)
+	if !strings.Contains(r.Stdout, leader.ID+": leadership moved to ") {
+		t.Fatalf("no leadership transfer away from %s: %v", leader.ID, r)
 	}
-	for _, n := range c.nodes {
-		if got := sup.Restarts()[n.id]; got != 1 {
-			t.Errorf("%s restarted %d times, want once", n.id, got)
+	for _, n := range c.Procs {
+		if got := sup.Restarts()[n.ID]; got != 1 {
+			t.Errorf("%s restarted %d times, want once", n.ID, got)
 		}
 	}
 	// The command got each node's id, client and Raft address, by placeholder and in its
@@ -85,61 +86,59 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(rec)), "\n")
 	for i, id := range ids {
-		n := c.nodes[slices.IndexFunc(c.nodes, func(n *procNode) bool { return n.id == id })]
-		if want := fmt.Sprintf("%s %s %s %s", id, id, n.client, n.raft); i >= len(lines) || lines[i] != want {
+		n := c.Procs[slices.IndexFunc(c.Procs, func(n *proctest.Node) bool { return n.ID == id })]
+		if want := fmt.Sprintf("%s %s %s %s", id, id, n.Client, n.Raft); i >= len(lines) || lines[i] != want {
 			t.Fatalf("#%d: restart command saw %q, want %q", i, lines, want)
 		}
 	}
-	load.waitAcked(t, 300)
-	load.halt()
+	load.WaitAcked(t, 300)
+	load.Halt()
 	failed := int64(0)
-	for w := range load.workers {
-		failed += load.unknown[w]
+	for w := range load.Workers {
+		failed += load.Unknown[w]
 	}
 	if failed != 0 {
 		t.Errorf("%d adds failed at the caller during the rolling restart", failed)
 	}
-	load.check(t, ctx, load.cl)
-	waitConvergedVoters(t, bin, c.addrs(), []string{"n1", "n2", "n3"})
-	load.mu.Lock()
-	gap := load.longestGap
-	load.mu.Unlock()
-	t.Logf("%d adds acknowledged, %d failed; longest time without an acknowledgement %v", load.total.Load(), failed, gap)
+	load.Check(t, ctx, load.Client)
+	proctest.WaitConvergedVoters(t, bin, c.AddrFlag(), []string{"n1", "n2", "n3"})
+	gap := load.LongestGap()
+	t.Logf("%d adds acknowledged, %d failed; longest time without an acknowledgement %v", load.Total.Load(), failed, gap)
 }
 
 // TestRestartPlanStops: a rolling restart stops at the first node whose restart command
 // fails, or that is not back within --node-timeout, naming it and the nodes not
 // restarted; a failing command restarts nothing.
 func TestRestartPlanStops(t *testing.T) {
-	bin := buildBinary(t)
-	c := startCluster(t, bin, 3)
-	r := run(t, bin, "cluster", "restart-plan", "--addr", c.addrs())
-	if r.code != 0 {
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartCluster(t, bin, 3)
+	r := proctest.Run(t, bin, "cluster", "restart-plan", "--addr", c.AddrFlag())
+	if r.Code != 0 {
 		t.Fatalf("plan: %v", r)
 	}
-	ids, _ := planOrder(r.stdout)
+	ids, _ := planOrder(r.Stdout)
 	if len(ids) != 3 {
 		t.Fatalf("plan of %v: %v", ids, r)
 	}
-	checkFailure(t, run(t, bin, "cluster", "restart-plan", "--addr", c.addrs(), "--execute", "--restart-cmd", "exit 3"),
+	proctest.CheckFailure(t, proctest.Run(t, bin, "cluster", "restart-plan", "--addr", c.AddrFlag(), "--execute", "--restart-cmd", "exit 3"),
 		fmt.Sprintf("rolling restart stopped at %s (node 1 of 3; not restarted: %s, %s): the restart command for %s failed (exit status 3)",
 			ids[0], ids[1], ids[2], ids[0]))
-	checkFailure(t, run(t, bin, "cluster", "restart-plan", "--addr", c.addrs(), "--execute", "--restart-cmd", "true",
+	proctest.CheckFailure(t, proctest.Run(t, bin, "cluster", "restart-plan", "--addr", c.AddrFlag(), "--execute", "--restart-cmd", "true",
 		"--node-timeout", "2s"), "still runs the process started")
-	checkFailure(t, run(t, bin, "cluster", "restart-plan", "--addr", c.addrs(), "--execute", "--restart-cmd", "sleep 30",
+	proctest.CheckFailure(t, proctest.Run(t, bin, "cluster", "restart-plan", "--addr", c.AddrFlag(), "--execute", "--restart-cmd", "sleep 30",
 		"--restart-timeout", "500ms"), "did not finish within --restart-timeout 500ms")
-	for _, n := range c.nodes {
+	for _, n := range c.Procs {
 		if !n.Running() {
-			t.Fatalf("%s stopped", n.id)
+			t.Fatalf("%s stopped", n.ID)
 		}
 	}
 	// Nothing was restarted: the cluster is as healthy as before.
-	mustRun(t, bin, "cluster", "status", "--addr", c.addrs())
+	proctest.MustRun(t, bin, "cluster", "status", "--addr", c.AddrFlag())
 	// With a node down, a rolling restart would restart a second one: refused, and the
 	// command never runs.
-	c.nodes[0].Kill()
+	c.Procs[0].Kill()
 	marker := filepath.Join(t.TempDir(), "ran")
-	checkFailure(t, run(t, bin, "cluster", "restart-plan", "--addr", c.addrs(), "--execute", "--restart-cmd", "touch "+marker),
+	proctest.CheckFailure(t, proctest.Run(t, bin, "cluster", "restart-plan", "--addr", c.AddrFlag(), "--execute", "--restart-cmd", "touch "+marker),
 		"rolling restart refused: the cluster is not healthy")
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a refused rolling restart ran the restart command")
@@ -185,13 +184,13 @@ func TestRestartCommandFor(t *testing.T) {
 // TestRestartPlanBadInput: flags that cannot work are refused before anything runs, and
 // a cluster that cannot keep its quorum while a voter restarts is refused too.
 func TestRestartPlanBadInput(t *testing.T) {
-	bin := buildBinary(t)
-	checkFailure(t, run(t, bin, "cluster", "restart-plan", "--execute"), "--execute needs --restart-cmd")
-	checkFailure(t, run(t, bin, "cluster", "restart-plan", "--node-timeout", "0s"), "--node-timeout 0s: want a positive duration")
-	checkFailure(t, run(t, bin, "cluster", "restart-plan", "extra"), "takes no arguments")
-	c := startCluster(t, bin, 1)
+	bin := proctest.BuildBinary(t)
+	proctest.CheckFailure(t, proctest.Run(t, bin, "cluster", "restart-plan", "--execute"), "--execute needs --restart-cmd")
+	proctest.CheckFailure(t, proctest.Run(t, bin, "cluster", "restart-plan", "--node-timeout", "0s"), "--node-timeout 0s: want a positive duration")
+	proctest.CheckFailure(t, proctest.Run(t, bin, "cluster", "restart-plan", "extra"), "takes no arguments")
+	c := proctest.StartCluster(t, bin, 1)
 	marker := filepath.Join(t.TempDir(), "ran")
-	checkFailure(t, run(t, bin, "cluster", "restart-plan", "--addr", c.addrs(), "--execute", "--restart-cmd", "touch "+marker),
+	proctest.CheckFailure(t, proctest.Run(t, bin, "cluster", "restart-plan", "--addr", c.AddrFlag(), "--execute", "--restart-cmd", "touch "+marker),
 		"rolling restart refused: 1 voter(s)")
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a refused rolling restart ran the restart command")

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
@@ -15,40 +16,40 @@ func TestCLIGroups(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node process")
 	}
-	bin := buildBinary(t)
-	c := startCluster(t, bin, 1)
-	addrs := c.addrs()
-	mustRun(t, bin, "stream", "create", "events", "--addr", addrs)
-	r := mustRun(t, bin, "group", "list", "--addr", addrs)
-	if strings.Contains(r.stdout, "workers") {
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartCluster(t, bin, 1)
+	addrs := c.AddrFlag()
+	proctest.MustRun(t, bin, "stream", "create", "events", "--addr", addrs)
+	r := proctest.MustRun(t, bin, "group", "list", "--addr", addrs)
+	if strings.Contains(r.Stdout, "workers") {
 		t.Fatalf("list before any join: %v", r)
 	}
 	for _, m := range []string{"a", "b"} {
-		mustRun(t, bin, "invoke", "group.join", "--key", "workers", "--args",
+		proctest.MustRun(t, bin, "invoke", "group.join", "--key", "workers", "--args",
 			`{"Stream": "events", "Member": "`+m+`", "SessionTimeoutMs": 3600000}`, "--addr", addrs)
 	}
-	mustRun(t, bin, "invoke", "group.commit", "--key", "workers", "--args",
+	proctest.MustRun(t, bin, "invoke", "group.commit", "--key", "workers", "--args",
 		`{"Member": "a", "Generation": 2, "Partition": 2, "Offset": 17}`, "--addr", addrs)
-	checkFailure(t, run(t, bin, "invoke", "group.commit", "--key", "workers", "--args",
+	proctest.CheckFailure(t, proctest.Run(t, bin, "invoke", "group.commit", "--key", "workers", "--args",
 		`{"Member": "a", "Generation": 1, "Partition": 0, "Offset": 5}`, "--addr", addrs), "stale consumer group generation")
 
-	r = mustRun(t, bin, "group", "list", "--addr", addrs)
+	r = proctest.MustRun(t, bin, "group", "list", "--addr", addrs)
 	for _, want := range []string{"GROUP", "STREAM", "GENERATION", "workers", "events"} {
-		if !strings.Contains(r.stdout, want) {
+		if !strings.Contains(r.Stdout, want) {
 			t.Fatalf("list table lacks %q: %v", want, r)
 		}
 	}
-	r = mustRun(t, bin, "group", "describe", "workers", "--addr", addrs)
+	r = proctest.MustRun(t, bin, "group", "describe", "workers", "--addr", addrs)
 	for _, want := range []string{"Generation", "MEMBER", "PARTITIONS", "HEARTBEAT", "[0,2]", "[1,3]", "OFFSET", "17"} {
-		if !strings.Contains(r.stdout, want) {
+		if !strings.Contains(r.Stdout, want) {
 			t.Fatalf("describe table lacks %q: %v", want, r)
 		}
 	}
 	var d builtin.GroupDescription
-	if err := json.Unmarshal([]byte(mustRun(t, bin, "group", "describe", "workers", "-o", "json", "--addr", addrs).stdout), &d); err != nil ||
+	if err := json.Unmarshal([]byte(proctest.MustRun(t, bin, "group", "describe", "workers", "-o", "json", "--addr", addrs).Stdout), &d); err != nil ||
 		d.Generation != 2 || len(d.Members) != 2 || len(d.Offsets) != 1 || d.Offsets[0].Offset != 17 {
 		t.Fatalf("describe json: %+v, %v", d, err)
 	}
-	checkFailure(t, run(t, bin, "group", "describe", "nogroup", "--addr", addrs), "unknown consumer group")
-	checkFailure(t, run(t, bin, "group", "describe", "--addr", addrs), "exactly one GROUP")
+	proctest.CheckFailure(t, proctest.Run(t, bin, "group", "describe", "nogroup", "--addr", addrs), "unknown consumer group")
+	proctest.CheckFailure(t, proctest.Run(t, bin, "group", "describe", "--addr", addrs), "exactly one GROUP")
 }

@@ -12,20 +12,21 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 	"github.com/lockstepdb/lockstep/jepsen"
 )
 
 // TestJepsenRunCommand: bad flags are a one-line error; a short run against this binary
 // exits 0 and leaves its results folder.
 func TestJepsenRunCommand(t *testing.T) {
-	bin := buildBinary(t)
-	checkFailure(t, run(t, bin, "jepsen", "run", "--workload", "queue"), `unknown workload "queue"`)
-	checkFailure(t, run(t, bin, "jepsen", "run", "--workload", "counter", "--nemesis", "flood"), `unknown nemesis "flood"`)
+	bin := proctest.BuildBinary(t)
+	proctest.CheckFailure(t, proctest.Run(t, bin, "jepsen", "run", "--workload", "queue"), `unknown workload "queue"`)
+	proctest.CheckFailure(t, proctest.Run(t, bin, "jepsen", "run", "--workload", "counter", "--nemesis", "flood"), `unknown nemesis "flood"`)
 
 	results := t.TempDir()
-	r := mustRun(t, bin, "jepsen", "run", "--workload", "counter", "--nemesis", "pause", "--duration", "6s",
+	r := proctest.MustRun(t, bin, "jepsen", "run", "--workload", "counter", "--nemesis", "pause", "--duration", "6s",
 		"--interval-min", "1s", "--interval-max", "2s", "--seed", "9", "--workers", "2", "--results", results)
-	if !strings.Contains(r.stdout, "seed 9") || !strings.Contains(r.stdout, "PASSED") {
+	if !strings.Contains(r.Stdout, "seed 9") || !strings.Contains(r.Stdout, "PASSED") {
 		t.Fatalf("want the seed and PASSED on stdout: %v", r)
 	}
 	runs, _ := filepath.Glob(filepath.Join(results, "counter-pause-9-*", "summary.json"))
@@ -48,13 +49,13 @@ func TestJepsenRunInterrupted(t *testing.T) {
 		}
 		t.Skipf("the iptables backend cannot run here — run the tests as root with iptables installed: %v", err)
 	}
-	bin := buildBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	bin := proctest.BuildBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), proctest.CommandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "jepsen", "run", "--workload", "counter", "--nemesis", "partition",
 		"--net", "iptables", "--duration", "60s", "--interval-min", "1s", "--interval-max", "1s", "--workers", "2",
 		"--results", t.TempDir())
-	cmd.Env = binaryEnv()
+	cmd.Env = proctest.Env()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

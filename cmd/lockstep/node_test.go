@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 )
 
 // TestCLINodeGracefulShutdown checks that `lockstep node` shuts down cleanly, exit code 0,
@@ -18,21 +19,21 @@ func TestCLINodeGracefulShutdown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
 	}
-	bin := buildBinary(t)
+	bin := proctest.BuildBinary(t)
 	for i, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
 		a := testutil.FreeAddrs(t, 3)
-		p := spawnNode(t, bin, fmt.Sprintf("g%d", i), "--id", "g", "--data", filepath.Join(t.TempDir(), "g"),
+		p := proctest.SpawnNode(t, bin, fmt.Sprintf("g%d", i), "--id", "g", "--data", filepath.Join(t.TempDir(), "g"),
 			"--raft", a[0], "--client", a[1], "--admin", a[2],
 			"--bootstrap", "g="+a[0]+"="+a[1])
-		p.admin = a[2]
-		if err := p.WaitReady(p.admin, readyTimeout); err != nil {
+		p.Admin = a[2]
+		if err := p.WaitReady(p.Admin, proctest.ReadyTimeout); err != nil {
 			t.Fatal(err)
 		}
 		p.Cmd.Process.Signal(sig)
 		select {
 		case <-p.Exited:
-		case <-time.After(commandTimeout):
-			t.Fatalf("#%d: no exit within %v of %v", i, commandTimeout, sig)
+		case <-time.After(proctest.CommandTimeout):
+			t.Fatalf("#%d: no exit within %v of %v", i, proctest.CommandTimeout, sig)
 		}
 		log, _ := os.ReadFile(p.LogPath)
 		if code := p.Cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(string(log), "shutting down") {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 	"github.com/lockstepdb/lockstep/partition"
 )
 
@@ -23,14 +24,14 @@ func TestCLIProcessors(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	bin := buildBinary(t)
-	addrs := startCustomProcNodes(t)
+	bin := proctest.BuildBinary(t)
+	addrs := proctest.StartCustomProcNodes(t)
 	addr := addrs[0]
 	procs := func(node string) []client.ProcessorStatus {
 		t.Helper()
 		var rows []client.ProcessorStatus
-		r := mustRun(t, bin, "processors", "--addr", addr, "--node", node, "-o", "json")
-		if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+		r := proctest.MustRun(t, bin, "processors", "--addr", addr, "--node", node, "-o", "json")
+		if err := json.Unmarshal([]byte(r.Stdout), &rows); err != nil {
 			t.Fatalf("processors -o json: %v\n%v", err, r)
 		}
 		// The built-in click pipeline's processors report too; this test follows its own.
@@ -47,7 +48,7 @@ func TestCLIProcessors(t *testing.T) {
 			t.Fatalf("#%d before the stream exists: %+v", i, r)
 		}
 	}
-	table := mustRun(t, bin, "processors", "--addr", addr).stdout
+	table := proctest.MustRun(t, bin, "processors", "--addr", addr).Stdout
 	head, _, _ := strings.Cut(table, "\n")
 	if want := "PROCESSOR INPUT PARTITION POSITION END LAG WATERMARK LATE DEAD SKIPPED TICKERR STATE"; strings.Join(strings.Fields(head), " ") != want {
 		t.Fatalf("table header: got\n%s\nwant %q", table, want)
@@ -62,10 +63,10 @@ func TestCLIProcessors(t *testing.T) {
 		t.Fatalf("table: %d rows waiting, want %d:\n%s", n, len(rows), table)
 	}
 
-	mustRun(t, bin, "stream", "create", "lines", "--addr", addr)
+	proctest.MustRun(t, bin, "stream", "create", "lines", "--addr", addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cl, err := client.Dial(ctx, client.Config{Addrs: addrs, TLS: testTLS()})
+	cl, err := client.Dial(ctx, client.Config{Addrs: addrs, TLS: proctest.TLS()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestCLIProcessors(t *testing.T) {
 	appendLines(25_000, 29_000, 3_000)
 	waitRow(addrs[1], 23, 29_000, 1)
 
-	table = mustRun(t, bin, "processors", "--addr", addr, "--node", addrs[2]).stdout
+	table = proctest.MustRun(t, bin, "processors", "--addr", addr, "--node", addrs[2]).Stdout
 	want := strings.Fields(fmt.Sprintf("lines.window lines %d 23 23 0 2023-11-14T22:13:49.000Z 1 0 0 0 running", part))
 	found := false
 	for _, line := range strings.Split(table, "\n") {
@@ -119,8 +120,8 @@ func TestCLIProcessors(t *testing.T) {
 
 	// Bad input: a node nobody listens at, and an unknown format.
 	free := testutil.FreeAddrs(t, 1)[0]
-	checkFailure(t, run(t, bin, "processors", "--addr", addr, "--node", free), "--node "+free)
-	checkFailure(t, run(t, bin, "processors", "--addr", addr, "-o", "yaml"), `--output "yaml"`)
+	proctest.CheckFailure(t, proctest.Run(t, bin, "processors", "--addr", addr, "--node", free), "--node "+free)
+	proctest.CheckFailure(t, proctest.Run(t, bin, "processors", "--addr", addr, "-o", "yaml"), `--output "yaml"`)
 }
 
 // TestWindowCells: a processor's WATERMARK is the lowest of its operators', "-" while one

@@ -13,6 +13,7 @@ import (
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/certs"
 	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
@@ -20,8 +21,8 @@ import (
 // (as root); each identity then tries what its role forbids and gets PermissionDenied,
 // and what it allows and succeeds, so the test fails if the checks are absent.
 func TestRoles(t *testing.T) {
-	bin := buildBinary(t)
-	c := startCluster(t, bin, 3)
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartCluster(t, bin, 3)
 	shared := testutil.CertsDir(t)
 	dir := t.TempDir() // the shared CA, plus client certificates for the users of this test
 	for _, f := range []string{"ca.crt", "ca.key"} {
@@ -38,11 +39,11 @@ func TestRoles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustRun(t, bin, "user", "add", "wendy", "--role", "writer", "--addr", c.addrs())
-	mustRun(t, bin, "user", "add", "lim", "--role", "writer", "--addr", c.addrs())
-	mustRun(t, bin, "user", "add", "rita", "--role", "reader", "--addr", c.addrs())
-	mustRun(t, bin, "grant", "lim", "counter.add", "--addr", c.addrs())
-	out := mustRun(t, bin, "user", "list", "--addr", c.addrs()).stdout
+	proctest.MustRun(t, bin, "user", "add", "wendy", "--role", "writer", "--addr", c.AddrFlag())
+	proctest.MustRun(t, bin, "user", "add", "lim", "--role", "writer", "--addr", c.AddrFlag())
+	proctest.MustRun(t, bin, "user", "add", "rita", "--role", "reader", "--addr", c.AddrFlag())
+	proctest.MustRun(t, bin, "grant", "lim", "counter.add", "--addr", c.AddrFlag())
+	out := proctest.MustRun(t, bin, "user", "list", "--addr", c.AddrFlag()).Stdout
 	for _, want := range []string{"root", "wendy", "rita", "lim", "counter.add"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("user list lacks %q:\n%s", want, out)
@@ -52,7 +53,7 @@ func TestRoles(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dial := func(t *testing.T, tlsCfg *tls.Config) *client.Client {
-		cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.addrs(), ","), TLS: tlsCfg})
+		cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.AddrFlag(), ","), TLS: tlsCfg})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +117,7 @@ func TestRoles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.addrs(), ","), TLS: cfg})
+		cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.AddrFlag(), ","), TLS: cfg})
 		if err == nil {
 			cl.Close()
 		}
@@ -130,7 +131,7 @@ func TestRoles(t *testing.T) {
 		node := nodeCert(t, shared)
 		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return node, nil }
 		// client.Open does not open a session (Dial does, and a node may not).
-		cl, err := client.Open(client.Config{Addrs: strings.Split(c.addrs(), ","), TLS: cfg})
+		cl, err := client.Open(client.Config{Addrs: strings.Split(c.AddrFlag(), ","), TLS: cfg})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +139,7 @@ func TestRoles(t *testing.T) {
 		denied(t, "node remove", cl.Cluster().RemoveMember(ctx, other))
 		denied(t, "node transfer-leader", cl.Cluster().TransferLeadership(ctx, ""))
 		denied(t, "node user add", cl.Users().Add(ctx, "x", "admin"))
-		if _, err := cl.Status(ctx, c.nodes[0].client); err != nil {
+		if _, err := cl.Status(ctx, c.Procs[0].Client); err != nil {
 			t.Errorf("node status, a peer call: %v", err)
 		}
 	})
@@ -173,7 +174,16 @@ func TestRoles(t *testing.T) {
 		if len(after) != len(before) || after[len(after)-1].Name != before[len(before)-1].Name {
 			t.Errorf("users changed by refused commands: %v → %v", before, after)
 		}
-		r := run(t, bin, "user", "add", "x", "--role", "superuser", "--addr", c.addrs())
-		checkFailure(t, r, "unknown role")
+		r := proctest.Run(t, bin, "user", "add", "x", "--role", "superuser", "--addr", c.AddrFlag())
+		proctest.CheckFailure(t, r, "unknown role")
 	})
+}
+
+// nodeCert loads dir's node key pair.
+func nodeCert(t *testing.T, dir string) *tls.Certificate {
+	b, err := certs.LoadNode(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &b.Cert
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 )
 
 // TestClusterStatusExitCodes runs `cluster status` against three real node processes as
@@ -17,56 +18,56 @@ func TestClusterStatusExitCodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
 	}
-	bin := buildBinary(t)
-	c := startCluster(t, bin, 3)
-	addrs := c.addrs()
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartCluster(t, bin, 3)
+	addrs := c.AddrFlag()
 
-	r := run(t, bin, "cluster", "status", "--addr", addrs)
-	if r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, "READY") {
+	r := proctest.Run(t, bin, "cluster", "status", "--addr", addrs)
+	if r.Code != 0 || r.Stderr != "" || !strings.Contains(r.Stdout, "READY") {
 		t.Fatalf("healthy cluster: %v, want exit 0, the table and nothing on stderr", r)
 	}
 
 	leader := clusterStatus(t, bin, addrs).Leader
-	var followers []*procNode
-	for _, n := range c.nodes {
-		if n.id != leader {
+	var followers []*proctest.Node
+	for _, n := range c.Procs {
+		if n.ID != leader {
 			followers = append(followers, n)
 		}
 	}
 	followers[0].Kill()
-	r = run(t, bin, "cluster", "status", "--addr", addrs)
+	r = proctest.Run(t, bin, "cluster", "status", "--addr", addrs)
 	checkExit(t, r, exitUnreachable, "1 of 3 nodes did not answer")
-	if !strings.Contains(r.stdout, "unreachable") || !strings.Contains(r.stdout, followers[0].client) {
-		t.Fatalf("with %s down, the table does not show it: %v", followers[0].id, r)
+	if !strings.Contains(r.Stdout, "unreachable") || !strings.Contains(r.Stdout, followers[0].Client) {
+		t.Fatalf("with %s down, the table does not show it: %v", followers[0].ID, r)
 	}
 
 	// Without a majority the survivors lose the leader (the leader's lease ends, the
 	// follower's heartbeat timeout passes): from then on the command says so.
 	followers[1].Kill()
 	testutil.WaitFor(t, 20*time.Second, func() error {
-		r = run(t, bin, "cluster", "status", "--addr", addrs)
-		if r.code != exitNoLeader {
-			return fmt.Errorf("exit %d, want %d (no leader): %s", r.code, exitNoLeader, r.stderr)
+		r = proctest.Run(t, bin, "cluster", "status", "--addr", addrs)
+		if r.Code != exitNoLeader {
+			return fmt.Errorf("exit %d, want %d (no leader): %s", r.Code, exitNoLeader, r.Stderr)
 		}
 		return nil
 	})
 	checkExit(t, r, exitNoLeader, "no leader")
 	for _, want := range []string{"2 of 3 nodes did not answer", leader + ": no leader known"} {
-		if !strings.Contains(r.stderr, want) {
+		if !strings.Contains(r.Stderr, want) {
 			t.Fatalf("stderr does not say %q: %v", want, r)
 		}
 	}
-	if !strings.Contains(r.stdout, leader) {
+	if !strings.Contains(r.Stdout, leader) {
 		t.Fatalf("the table does not show the survivor %s: %v", leader, r)
 	}
 }
 
 // checkExit checks that r failed with exit code want and one stderr line, "lockstep: ..."
 // containing text.
-func checkExit(t *testing.T, r result, want int, text string) {
+func checkExit(t *testing.T, r proctest.Result, want int, text string) {
 	t.Helper()
-	checkFailure(t, r, text)
-	if r.code != want {
-		t.Fatalf("exit %d, want %d: %v", r.code, want, r)
+	proctest.CheckFailure(t, r, text)
+	if r.Code != want {
+		t.Fatalf("exit %d, want %d: %v", r.Code, want, r)
 	}
 }

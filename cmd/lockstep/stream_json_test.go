@@ -2,12 +2,9 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"os/exec"
 	"reflect"
 	"strconv"
 	"strings"
@@ -16,33 +13,12 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/urfave/cli/v2"
 	"github.com/vmihailenco/msgpack/v5"
 )
-
-// runStdin runs the binary with args and stdin, like run.
-func runStdin(t *testing.T, bin, stdin string, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = binaryEnv()
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("run %v: %v", args, err)
-	}
-	return r
-}
 
 // readJSONLines reads every partition of stream with stream read -o json and extra flags.
 func readJSONLines(t *testing.T, bin, addrs, stream string, parts int, extra ...string) []recordJSON {
@@ -50,8 +26,8 @@ func readJSONLines(t *testing.T, bin, addrs, stream string, parts int, extra ...
 	var out []recordJSON
 	for p := range parts {
 		args := append([]string{"stream", "read", stream, "-p", strconv.Itoa(p), "-o", "json", "--addr", addrs}, extra...)
-		r := mustRun(t, bin, args...)
-		for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		r := proctest.MustRun(t, bin, args...)
+		for _, line := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
 			if line == "" {
 				continue
 			}
@@ -75,32 +51,32 @@ func TestCLIStreamJSON(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node process")
 	}
-	bin := buildBinary(t)
-	c := startCluster(t, bin, 1)
-	addrs := c.addrs()
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartCluster(t, bin, 1)
+	addrs := c.AddrFlag()
 	const parts = 4
-	mustRun(t, bin, "stream", "create", "demo.clicks", "--addr", addrs)
+	proctest.MustRun(t, bin, "stream", "create", "demo.clicks", "--addr", addrs)
 
-	r := mustRun(t, bin, "stream", "append", "demo.clicks", "--key", "alice", "--event-time", "2023-11-14T22:13:20.5Z",
+	r := proctest.MustRun(t, bin, "stream", "append", "demo.clicks", "--key", "alice", "--event-time", "2023-11-14T22:13:20.5Z",
 		`{"Page": "/home", "Time": 1700000000000}`, "--addr", addrs)
-	if strings.TrimSpace(r.stdout) != "0" {
+	if strings.TrimSpace(r.Stdout) != "0" {
 		t.Fatalf("append: %v", r)
 	}
-	checkFailure(t, run(t, bin, "stream", "append", "demo.clicks", "--key", "alice", `{"Nope": 1}`, "--addr", addrs), "unknown field")
-	checkFailure(t, run(t, bin, "stream", "append", "demo.clicks", "--key", "alice", `{"Page": 7}`, "--addr", addrs), "wrong type")
-	checkFailure(t, run(t, bin, "stream", "append", "demo.clicks", "--value-type", "nope", "--key", "a", "{}", "--addr", addrs), `--value-type "nope"`)
-	checkFailure(t, run(t, bin, "stream", "append", "demo.clicks", `{"Page": "/x"}`, "--addr", addrs), "non-empty --key")
+	proctest.CheckFailure(t, proctest.Run(t, bin, "stream", "append", "demo.clicks", "--key", "alice", `{"Nope": 1}`, "--addr", addrs), "unknown field")
+	proctest.CheckFailure(t, proctest.Run(t, bin, "stream", "append", "demo.clicks", "--key", "alice", `{"Page": 7}`, "--addr", addrs), "wrong type")
+	proctest.CheckFailure(t, proctest.Run(t, bin, "stream", "append", "demo.clicks", "--value-type", "nope", "--key", "a", "{}", "--addr", addrs), `--value-type "nope"`)
+	proctest.CheckFailure(t, proctest.Run(t, bin, "stream", "append", "demo.clicks", `{"Page": "/x"}`, "--addr", addrs), "non-empty --key")
 	stdin := `{"key_text": "bob", "value": {"Page": "/cart", "User": "bob@example"}, "event_time": 1700000001000}
 
 {"key_text": "carol", "value": {"Page": ""}, "event_time": "2023-11-14T22:13:22Z"}
 `
-	r = runStdin(t, bin, stdin, "stream", "append", "demo.clicks", "-o", "json", "--addr", addrs)
+	r = proctest.RunInput(t, bin, stdin, "stream", "append", "demo.clicks", "-o", "json", "--addr", addrs)
 	var offs []uint64
-	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &offs) != nil || len(offs) != 2 {
+	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &offs) != nil || len(offs) != 2 {
 		t.Fatalf("append from stdin: %v", r)
 	}
-	checkFailure(t, runStdin(t, bin, `{"key_text": "dave", "valu": {}}`, "stream", "append", "demo.clicks", "--addr", addrs), "stdin line 1")
-	checkFailure(t, runStdin(t, bin, "{\"key_text\": \"a\", \"value\": {\"Page\": \"/a\"}}\n{\"value\": {\"Page\": \"/b\"}}\n",
+	proctest.CheckFailure(t, proctest.RunInput(t, bin, `{"key_text": "dave", "valu": {}}`, "stream", "append", "demo.clicks", "--addr", addrs), "stdin line 1")
+	proctest.CheckFailure(t, proctest.RunInput(t, bin, "{\"key_text\": \"a\", \"value\": {\"Page\": \"/a\"}}\n{\"value\": {\"Page\": \"/b\"}}\n",
 		"stream", "append", "demo.clicks", "--addr", addrs), "stdin line 2: no key")
 
 	// The repartitioner turns alice's and bob's clicks into demo.clicks.by_page (created
@@ -146,19 +122,19 @@ func TestCLIStreamJSON(t *testing.T) {
 
 	// The table shows values as JSON too.
 	part := strconv.Itoa(partition.PartitionOf([]byte("alice"), parts))
-	if r := mustRun(t, bin, "stream", "read", "demo.clicks", "-p", part, "--addr", addrs); !strings.Contains(r.stdout, `{"Page":"/home","Time":1700000000000}`) {
+	if r := proctest.MustRun(t, bin, "stream", "read", "demo.clicks", "-p", part, "--addr", addrs); !strings.Contains(r.Stdout, `{"Page":"/home","Time":1700000000000}`) {
 		t.Fatalf("read table: %v", r)
 	}
 
 	// Round trip: stream read's JSON lines, fed to stream append, make an equal copy.
-	mustRun(t, bin, "stream", "create", "copy", "--addr", addrs)
+	proctest.MustRun(t, bin, "stream", "create", "copy", "--addr", addrs)
 	orig := readJSONLines(t, bin, addrs, "demo.clicks", parts)
 	var lines strings.Builder
 	for _, rec := range orig {
 		b, _ := json.Marshal(rec)
 		lines.Write(append(b, '\n'))
 	}
-	if r := runStdin(t, bin, lines.String(), "stream", "append", "copy", "--value-type", "click", "--addr", addrs); r.code != 0 {
+	if r := proctest.RunInput(t, bin, lines.String(), "stream", "append", "copy", "--value-type", "click", "--addr", addrs); r.Code != 0 {
 		t.Fatalf("append copy: %v", r)
 	}
 	dup := readJSONLines(t, bin, addrs, "copy", parts)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 	"github.com/lockstepdb/lockstep/partition"
 )
 
@@ -20,9 +21,9 @@ func TestCLIStreamTail(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node process")
 	}
-	bin := buildBinary(t)
-	c := startCluster(t, bin, 1)
-	addrs := c.addrs()
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartCluster(t, bin, 1)
+	addrs := c.AddrFlag()
 	const stream = "tailed"
 	// Two keys of different partitions.
 	keyA, keyB := "a", ""
@@ -34,10 +35,10 @@ func TestCLIStreamTail(t *testing.T) {
 	appendRec := func(key, value string) {
 		t.Helper()
 		rec := base64.StdEncoding.EncodeToString([]byte(value))
-		mustRun(t, bin, "invoke", "stream.append", "--key", key, "--args", `{"Stream": "`+stream+`", "Record": "`+rec+`"}`, "--addr", addrs)
+		proctest.MustRun(t, bin, "invoke", "stream.append", "--key", key, "--args", `{"Stream": "`+stream+`", "Record": "`+rec+`"}`, "--addr", addrs)
 	}
-	checkFailure(t, run(t, bin, "stream", "tail", "missing", "--addr", addrs), "unknown stream")
-	mustRun(t, bin, "stream", "create", stream, "--addr", addrs)
+	proctest.CheckFailure(t, proctest.Run(t, bin, "stream", "tail", "missing", "--addr", addrs), "unknown stream")
+	proctest.MustRun(t, bin, "stream", "create", stream, "--addr", addrs)
 	appendRec(keyA, "before")
 
 	tail := startFollow(t, bin, "stream", "tail", stream, "--addr", addrs)
@@ -46,7 +47,7 @@ func TestCLIStreamTail(t *testing.T) {
 		select {
 		case line := <-tail.lines:
 			return line
-		case <-time.After(commandTimeout):
+		case <-time.After(proctest.CommandTimeout):
 			t.Fatalf("tail printed no %s", what)
 			return ""
 		}
@@ -79,7 +80,7 @@ func TestCLIStreamTail(t *testing.T) {
 			if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Stream != stream {
 				t.Fatalf("json line %q: %v", line, err)
 			}
-		case <-time.After(commandTimeout):
+		case <-time.After(proctest.CommandTimeout):
 			t.Fatalf("--from-beginning printed %d of 3 records", len(values))
 		}
 		values[string(rec.Data)] = true

@@ -43,6 +43,9 @@ var allowed = map[string][]string{
 	// client/pgsink is a user of the client, as any application is.
 	"client/pgsink":            {"client"},
 	"internal/testutil/pgtest": {},
+	// internal/testutil/proctest is the process-level tests' harness (cmd/lockstep's and
+	// tests/system's): it builds and runs the binary, on jepsen.Cluster, with the client.
+	"internal/testutil/proctest": {"client", "jepsen", "internal/testutil"},
 	// node reads window operators' watermarks (window.ReadOperator) for processor status.
 	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/planted", "internal/ratelog"},
@@ -61,7 +64,7 @@ var allowed = map[string][]string{
 	// through jepsen.Cluster and the client, and read what a test truly needs besides (a
 	// node's sentinels and constants, the shared test certificates, the sink's database).
 	"tests/system": {"client", "client/pgsink", "jepsen", "node", "sequencer", "procedures/builtin", "internal/wire",
-		"internal/certs", "internal/testutil", "internal/testutil/pgtest"},
+		"internal/certs", "internal/testutil", "internal/testutil/pgtest", "internal/testutil/proctest"},
 }
 
 // tagSets are the build-tag sets the import rules are checked under: the default build,

@@ -2,6 +2,7 @@ package system
 
 import (
 	"encoding/json"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 	"testing"
 
 	"github.com/lockstepdb/lockstep/client"
@@ -45,10 +46,5 @@ const (
 // clusterStatus runs `cluster status --output json` and decodes it.
 func clusterStatus(t *testing.T, bin, addrs string) clusterStatusJSON {
 	t.Helper()
-	r := mustRun(t, bin, "cluster", "status", "--output", "json", "--addr", addrs)
-	var cs clusterStatusJSON
-	if err := json.Unmarshal([]byte(r.stdout), &cs); err != nil {
-		t.Fatalf("cluster status json: %v: %v", err, r)
-	}
-	return cs
+	return proctest.ClusterStatus[clusterStatusJSON](t, bin, addrs)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 )
 
 // TestCustomBinaryNode: a node binary of one's own — examples/customproc's node command,
@@ -25,14 +26,14 @@ func TestCustomBinaryNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
 	}
-	bin := buildBinary(t)
-	exe := buildCustomProc(t, "lockstep_nondet")
+	bin := proctest.BuildBinary(t)
+	exe := proctest.BuildCustomProc(t, "lockstep_nondet")
 	certs := filepath.Join(t.TempDir(), "certs")
-	copyDir(t, sharedCerts(), certs) // SIGHUP below breaks and mends a file of its own
-	c := startClusterWith(t, exe, 3, "--certs-dir", certs)
+	copyDir(t, proctest.SharedCerts(), certs) // SIGHUP below breaks and mends a file of its own
+	c := proctest.StartClusterWith(t, exe, 3, "--certs-dir", certs)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.addrs(), ","), TLS: testTLS()})
+	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.AddrFlag(), ","), TLS: proctest.TLS()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,32 +48,32 @@ func TestCustomBinaryNode(t *testing.T) {
 	words("to be or not to be", 4)
 
 	// The automatic rebuild of a divergent follower.
-	leader := leaderNode(t, bin, c)
-	bad := c.nodes[0]
+	leader := proctest.LeaderNode(t, bin, c)
+	bad := c.Procs[0]
 	if bad == leader {
-		bad = c.nodes[1]
+		bad = c.Procs[1]
 	}
-	nondet(t, ctx, cl, "k1", bad.id)
-	badCl, err := client.Open(client.Config{Addrs: []string{bad.client}, TLS: testTLS()})
+	nondet(t, ctx, cl, "k1", bad.ID)
+	badCl, err := client.Open(client.Config{Addrs: []string{bad.Client}, TLS: proctest.TLS()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer badCl.Close()
 	testutil.WaitFor(t, 2*time.Minute, func() error {
-		st, err := badCl.Status(ctx, bad.client)
+		st, err := badCl.Status(ctx, bad.Client)
 		if err != nil {
 			return err // closed for its restart
 		}
 		if st.Rebuilds != 1 || st.Rebuild != "" || st.Suffrage != "voter" || !st.Ready || st.Divergent != "" {
-			return fmt.Errorf("%s: rebuilds %d, rebuild %q (%s), suffrage %q, ready %t, divergent %q", bad.id, st.Rebuilds,
+			return fmt.Errorf("%s: rebuilds %d, rebuild %q (%s), suffrage %q, ready %t, divergent %q", bad.ID, st.Rebuilds,
 				st.Rebuild, st.RebuildNote, st.Suffrage, st.Ready, st.Divergent)
 		}
 		return nil
 	})
 	if !bad.Running() {
-		t.Fatalf("%s exited instead of rebuilding in its process", bad.id)
+		t.Fatalf("%s exited instead of rebuilding in its process", bad.ID)
 	}
-	waitConvergedVoters(t, bin, c.addrs(), []string{"n1", "n2", "n3"})
+	proctest.WaitConvergedVoters(t, bin, c.AddrFlag(), []string{"n1", "n2", "n3"})
 	words("that is the question", 8)
 
 	// SIGHUP reloads the certificate files: a broken one is refused, the node goes on.
@@ -84,13 +85,13 @@ func TestCustomBinaryNode(t *testing.T) {
 	if err := os.WriteFile(crt, []byte("not a certificate"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	hup := c.nodes[2]
+	hup := c.Procs[2]
 	if err := hup.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, 30*time.Second, func() error {
 		if !strings.Contains(string(hup.Log()), "certificate reload failed; keeping the current certificates") {
-			return fmt.Errorf("%s logged no refused reload", hup.id)
+			return fmt.Errorf("%s logged no refused reload", hup.ID)
 		}
 		return nil
 	})
@@ -103,8 +104,8 @@ func TestCustomBinaryNode(t *testing.T) {
 	if _, err := client.InvokeAs[int64](ctx, cl, "words.count", []byte("doc-2"), map[string]string{"line": "hup"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := hup.WaitReady(hup.admin, readyTimeout); err != nil {
-		t.Fatalf("%s after SIGHUP: %v", hup.id, err)
+	if err := hup.WaitReady(hup.Admin, proctest.ReadyTimeout); err != nil {
+		t.Fatalf("%s after SIGHUP: %v", hup.ID, err)
 	}
 
 	// SIGTERM: a clean shutdown.
@@ -113,10 +114,10 @@ func TestCustomBinaryNode(t *testing.T) {
 	}
 	select {
 	case <-hup.Exited:
-	case <-time.After(commandTimeout):
-		t.Fatalf("%s: no exit within %v of SIGTERM", hup.id, commandTimeout)
+	case <-time.After(proctest.CommandTimeout):
+		t.Fatalf("%s: no exit within %v of SIGTERM", hup.ID, proctest.CommandTimeout)
 	}
 	if code := hup.Cmd.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("%s: exit %d after SIGTERM, want 0", hup.id, code)
+		t.Fatalf("%s: exit %d after SIGTERM, want 0", hup.ID, code)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 )
 
 // Damaged data directories with real processes (issue 13, "one flipped byte in a log or
@@ -52,11 +53,11 @@ func flipByte(t *testing.T, path string, i int) {
 
 // checkNodeRefused checks that a `lockstep node` run r refused to start: a non-zero exit
 // and, after whatever the node logged, the one-line error "lockstep: ..." containing want.
-func checkNodeRefused(t *testing.T, r result, want string) {
+func checkNodeRefused(t *testing.T, r proctest.Result, want string) {
 	t.Helper()
-	lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(r.Stderr, "\n"), "\n")
 	last := lines[len(lines)-1]
-	if r.code <= 0 || !strings.HasPrefix(last, "lockstep: ") || !strings.Contains(last, want) {
+	if r.Code <= 0 || !strings.HasPrefix(last, "lockstep: ") || !strings.Contains(last, want) {
 		t.Fatalf("want a refusal to start, ending in a stderr line with %q; got %v", want, r)
 	}
 }
@@ -69,18 +70,18 @@ func checkNodeRefused(t *testing.T, r result, want string) {
 // replay from a wrong snapshot. The intact directory starts, and the node rejoins with the
 // others' state.
 func TestFlippedSnapshotByteRefused(t *testing.T) {
-	bin := buildBinary(t)
-	c := startClusterWith(t, bin, 3, "--snapshot-threshold", "16", "--trailing-logs", "4")
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartClusterWith(t, bin, 3, "--snapshot-threshold", "16", "--trailing-logs", "4")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.addrs(), ","), MaxRetries: -1, TLS: testTLS()})
+	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.AddrFlag(), ","), MaxRetries: -1, TLS: proctest.TLS()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	leader := leaderNode(t, bin, c)
-	var victim *procNode
-	for _, n := range c.nodes {
+	leader := proctest.LeaderNode(t, bin, c)
+	var victim *proctest.Node
+	for _, n := range c.Procs {
 		if n != leader {
 			victim = n
 			break
@@ -89,7 +90,7 @@ func TestFlippedSnapshotByteRefused(t *testing.T) {
 	// Raft takes a snapshot within its snapshot interval (10–20 s) once 16 entries follow
 	// the last one; writes go on until the victim has one.
 	snapshot := func() string { // the newest complete snapshot's directory
-		m, _ := filepath.Glob(filepath.Join(victim.data, "snapshots", "*", "meta.json"))
+		m, _ := filepath.Glob(filepath.Join(victim.Data, "snapshots", "*", "meta.json"))
 		m = slices.DeleteFunc(m, func(p string) bool { return strings.HasSuffix(filepath.Dir(p), ".tmp") })
 		if len(m) == 0 {
 			return ""
@@ -105,7 +106,7 @@ func TestFlippedSnapshotByteRefused(t *testing.T) {
 			i++
 		}
 		if snapshot() == "" {
-			return fmt.Errorf("%s has no snapshot after %d adds", victim.id, i)
+			return fmt.Errorf("%s has no snapshot after %d adds", victim.ID, i)
 		}
 		return nil
 	})
@@ -141,30 +142,30 @@ func TestFlippedSnapshotByteRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "data")
-			copyDir(t, victim.data, data)
-			rel, _ := filepath.Rel(victim.data, snapDir)
+			copyDir(t, victim.Data, data)
+			rel, _ := filepath.Rel(victim.Data, snapDir)
 			flipByte(t, filepath.Join(data, rel, tc.file), tc.at)
-			r := runWithin(t, damageTimeout, bin, "node", "--id", victim.id, "--data", data, "--raft", victim.raft,
-				"--client", victim.client, "--admin", victim.admin, "--partitions", "4", "--log-level", "warn")
+			r := proctest.RunWithin(t, damageTimeout, bin, "node", "--id", victim.ID, "--data", data, "--raft", victim.Raft,
+				"--client", victim.Client, "--admin", victim.Admin, "--partitions", "4", "--log-level", "warn")
 			checkNodeRefused(t, r, "data directory damaged")
-			t.Log(strings.TrimSpace(r.stderr[strings.LastIndex(strings.TrimRight(r.stderr, "\n"), "\n")+1:]))
-			for _, want := range []string{tc.want, "This node must not serve from it", "lockstep cluster remove " + victim.id} {
-				if !strings.Contains(r.stderr, want) {
+			t.Log(strings.TrimSpace(r.Stderr[strings.LastIndex(strings.TrimRight(r.Stderr, "\n"), "\n")+1:]))
+			for _, want := range []string{tc.want, "This node must not serve from it", "lockstep cluster remove " + victim.ID} {
+				if !strings.Contains(r.Stderr, want) {
 					t.Fatalf("the refusal does not say %q: %v", want, r)
 				}
 			}
 		})
 	}
 	// The intact directory is served from: the refusals were the flipped bytes'.
-	back := spawnNode(t, bin, victim.id+"-intact", victim.args...)
-	back.raft, back.client, back.admin, back.data = victim.raft, victim.client, victim.admin, victim.data
-	if err := back.WaitReady(back.admin, readyTimeout); err != nil {
+	back := proctest.SpawnNode(t, bin, victim.ID+"-intact", victim.Args...)
+	back.Raft, back.Client, back.Admin, back.Data = victim.Raft, victim.Client, victim.Admin, victim.Data
+	if err := back.WaitReady(back.Admin, proctest.ReadyTimeout); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cl.CounterAdd(ctx, "after", 1); err != nil {
 		t.Fatal(err)
 	}
-	waitConvergedVoters(t, bin, c.addrs(), []string{"n1", "n2", "n3"})
+	proctest.WaitConvergedVoters(t, bin, c.AddrFlag(), []string{"n1", "n2", "n3"})
 	if bytes.Contains(back.Log(), []byte("snapshot corrupt")) {
 		t.Fatalf("the intact directory was reported damaged:\n%s", back.Log())
 	}

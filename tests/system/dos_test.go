@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/certs"
 	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 	"github.com/lockstepdb/lockstep/internal/wire"
 )
 
@@ -109,19 +109,19 @@ func waitFlood(t *testing.T, open func() int64, want int64) {
 // place for the whole handshake timeout (10s) and each fresh connection was closed at
 // once.
 func TestSilentConnectionsDoNotStarveClients(t *testing.T) {
-	bin := buildBinary(t)
-	c := startCluster(t, bin, 1)
-	nd := c.nodes[0]
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartCluster(t, bin, 1)
+	nd := c.Procs[0]
 	for _, flood := range []int{floodConns, 300} {
 		t.Run(strconv.Itoa(flood), func(t *testing.T) {
-			open, stop := silentFlood(t, nd.client, flood)
+			open, stop := silentFlood(t, nd.Client, flood)
 			defer stop()
 			waitFlood(t, open, 64)
 			var fails []string
 			var slowest time.Duration
 			for i := range 10 {
 				start := time.Now()
-				nc, err := dialProtocol(nd.client)
+				nc, err := dialProtocol(nd.Client)
 				took := time.Since(start)
 				slowest = max(slowest, took)
 				if err != nil {
@@ -130,7 +130,7 @@ func TestSilentConnectionsDoNotStarveClients(t *testing.T) {
 				}
 				nc.Close()
 				if i%3 == 0 { // and a whole client: dial, session, call
-					cl := limitsClient(t, c.addrs())
+					cl := limitsClient(t, c.AddrFlag())
 					adds(t, cl, 50*time.Millisecond)
 					cl.Close()
 				}
@@ -151,14 +151,14 @@ func TestSilentConnectionsDoNotStarveClients(t *testing.T) {
 // within a few election timeouts, flood or not. Before the fix they could not reach each
 // other (every handshake slot held) and stayed leaderless until the flood stopped.
 func TestRaftFloodReelection(t *testing.T) {
-	bin := buildBinary(t)
-	c := startCluster(t, bin, 3)
-	leader := leaderNode(t, bin, c)
-	var survivors []*procNode
-	for _, n := range c.nodes {
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartCluster(t, bin, 3)
+	leader := proctest.LeaderNode(t, bin, c)
+	var survivors []*proctest.Node
+	for _, n := range c.Procs {
 		if n != leader {
 			survivors = append(survivors, n)
-			open, _ := silentFlood(t, n.raft, floodConns)
+			open, _ := silentFlood(t, n.Raft, floodConns)
 			waitFlood(t, open, 64)
 		}
 	}
@@ -169,13 +169,13 @@ func TestRaftFloodReelection(t *testing.T) {
 	for time.Since(start) < 30*time.Second && elected == "" {
 		for _, n := range survivors {
 			if st, err := statusOver(n, time.Second); err == nil && st.State == "Leader" {
-				elected = n.id
+				elected = n.ID
 			}
 		}
-		time.Sleep(pollPause)
+		time.Sleep(proctest.PollPause)
 	}
 	took := time.Since(start)
-	t.Logf("leader %s killed under a Raft-port flood of %d silent connections per follower: %q elected after %v", leader.id, floodConns, elected, took)
+	t.Logf("leader %s killed under a Raft-port flood of %d silent connections per follower: %q elected after %v", leader.ID, floodConns, elected, took)
 	if elected == "" || took > bound {
 		t.Fatalf("new leader %q after %v under the flood, want one within %v", elected, took, bound)
 	}
@@ -187,9 +187,9 @@ func TestRaftFloodReelection(t *testing.T) {
 // out, not one line per request. Before the fix the node wrote one WARN line per refusal:
 // tens of thousands in two seconds.
 func TestRefusedRequestsLogRateLimited(t *testing.T) {
-	bin := buildBinary(t)
-	c := startCluster(t, bin, 1)
-	nd := c.nodes[0]
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartCluster(t, bin, 1)
+	nd := c.Procs[0]
 	dir := copyCA(t, testutil.CertsDir(t))
 	if err := certs.CreateClient(dir, "mallory", certs.Options{}); err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestRefusedRequestsLogRateLimited(t *testing.T) {
 	}
 	cfg = cfg.Clone()
 	cfg.ServerName = "127.0.0.1"
-	tc, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", nd.client, cfg)
+	tc, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", nd.Client, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,15 +289,15 @@ func TestHalfFramesMemoryReturned(t *testing.T) {
 		t.Skip("moves 400 MiB through TLS")
 	}
 	const conns = 200
-	bin := buildBinary(t)
-	c := startCluster(t, bin, 1)
-	nd := c.nodes[0]
-	cl := limitsClient(t, c.addrs())
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartCluster(t, bin, 1)
+	nd := c.Procs[0]
+	cl := limitsClient(t, c.AddrFlag())
 	adds(t, cl, 200*time.Millisecond)
 	// The race detector's shadow memory is never given back: a race build is measured by
 	// its Go heap instead (a scrape of which may collect, so it is the weaker check).
 	mem, what := func() int64 { return rssBytes(t, nd.Cmd.Process.Pid) }, "RSS"
-	if raceBuild {
+	if proctest.RaceBuild {
 		mem, what = func() int64 {
 			f := strings.Fields(nodeMetric(t, nd, "go_memstats_heap_inuse_bytes "))
 			if len(f) != 2 {
@@ -309,33 +309,7 @@ func TestHalfFramesMemoryReturned(t *testing.T) {
 	}
 	base := mem()
 
-	half := make([]byte, wire.DefaultMaxFrameBytes/2)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var held []net.Conn
-	sem := make(chan struct{}, 16)
-	for range conns {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			nc, err := dialProtocol(nd.client)
-			if err != nil {
-				t.Errorf("dial: %v", err)
-				return
-			}
-			mu.Lock()
-			held = append(held, nc)
-			mu.Unlock()
-			var hdr [4]byte
-			binary.BigEndian.PutUint32(hdr[:], wire.DefaultMaxFrameBytes)
-			nc.SetWriteDeadline(time.Now().Add(20 * time.Second))
-			nc.Write(hdr[:])
-			nc.Write(half) // fails once the node closes the connection: expected
-		}()
-	}
-	wg.Wait()
+	held := sendHalfFrames(t, nd.Client, conns)
 	peak := mem()
 	for _, nc := range held {
 		nc.Close()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 	"github.com/lockstepdb/lockstep/sequencer"
 )
 
@@ -26,9 +27,9 @@ type adminStatus struct {
 }
 
 // statusOver fetches the node's admin /status within timeout.
-func statusOver(n *procNode, timeout time.Duration) (adminStatus, error) {
-	hc := &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: testTLS()}}
-	resp, err := hc.Get("https://" + n.admin + "/status")
+func statusOver(n *proctest.Node, timeout time.Duration) (adminStatus, error) {
+	hc := &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: proctest.TLS()}}
+	resp, err := hc.Get("https://" + n.Admin + "/status")
 	if err != nil {
 		return adminStatus{}, err
 	}
@@ -47,11 +48,11 @@ func statusOver(n *procNode, timeout time.Duration) (adminStatus, error) {
 // (the client must not stay pinned to the frozen node), and nothing acknowledged may be
 // lost: every counter ends at its acknowledged adds plus at most the failed ones.
 func TestFrozenLeaderUnderLoad(t *testing.T) {
-	bin := buildBinary(t)
-	c := startCluster(t, bin, 3)
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartCluster(t, bin, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.addrs(), ","), TLS: testTLS()})
+	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.AddrFlag(), ","), TLS: proctest.TLS()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,10 +93,10 @@ func TestFrozenLeaderUnderLoad(t *testing.T) {
 		return nil
 	})
 
-	var victim *procNode
+	var victim *proctest.Node
 	var oldTerm uint64
 	testutil.WaitFor(t, 10*time.Second, func() error {
-		for _, n := range c.nodes {
+		for _, n := range c.Procs {
 			st, err := statusOver(n, time.Second)
 			if err == nil && st.State == "Leader" {
 				victim, oldTerm = n, st.Term
@@ -104,8 +105,8 @@ func TestFrozenLeaderUnderLoad(t *testing.T) {
 		}
 		return fmt.Errorf("no node says it leads")
 	})
-	var others []*procNode
-	for _, n := range c.nodes {
+	var others []*proctest.Node
+	for _, n := range c.Procs {
 		if n != victim {
 			others = append(others, n)
 		}
@@ -134,7 +135,7 @@ func TestFrozenLeaderUnderLoad(t *testing.T) {
 	testutil.WaitFor(t, 30*time.Second, func() error {
 		for _, n := range others {
 			st, err := statusOver(n, time.Second)
-			if err == nil && st.Leader != "" && st.Leader != victim.id && st.Term > oldTerm {
+			if err == nil && st.Leader != "" && st.Leader != victim.ID && st.Term > oldTerm {
 				elected, newLeader = time.Now(), st.Leader
 				return nil
 			}
@@ -150,7 +151,7 @@ func TestFrozenLeaderUnderLoad(t *testing.T) {
 	first := time.Unix(0, firstAfter.Load())
 	budget := sequencer.DefaultElectionTimeout + time.Second
 	t.Logf("leader %s frozen; %s elected after %v; first write after %v, %v after the election (budget %v)",
-		victim.id, newLeader, elected.Sub(paused), first.Sub(paused), first.Sub(elected), budget)
+		victim.ID, newLeader, elected.Sub(paused), first.Sub(paused), first.Sub(elected), budget)
 	if lag := first.Sub(elected); lag > budget {
 		t.Errorf("writes resumed %v after the new leader was elected, want at most %v", lag, budget)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/lockstepdb/lockstep/internal/testutil"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 	"github.com/lockstepdb/lockstep/node"
 )
 
@@ -24,17 +25,17 @@ import (
 // replays its log and ends with the same state hashes as the others. It runs with each
 // log store (--log-store).
 func TestKillNineLeaderUnderLoad(t *testing.T) {
-	bin := buildBinary(t)
+	bin := proctest.BuildBinary(t)
 	for _, store := range []string{node.LogStoreBolt, node.LogStoreWAL} {
 		t.Run("log-store="+store, func(t *testing.T) { testKillNineLeaderUnderLoad(t, bin, store) })
 	}
 }
 
 func testKillNineLeaderUnderLoad(t *testing.T, bin, store string) {
-	c := startClusterWith(t, bin, 3, "--log-store", store)
+	c := proctest.StartClusterWith(t, bin, 3, "--log-store", store)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.addrs(), ","), MaxRetries: -1, TLS: testTLS()})
+	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.AddrFlag(), ","), MaxRetries: -1, TLS: proctest.TLS()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,10 +69,10 @@ func testKillNineLeaderUnderLoad(t *testing.T, bin, store string) {
 		}
 		return nil
 	})
-	leaderID := clusterStatus(t, bin, c.addrs()).Leader
-	var victim *procNode
-	for _, n := range c.nodes {
-		if n.id == leaderID {
+	leaderID := clusterStatus(t, bin, c.AddrFlag()).Leader
+	var victim *proctest.Node
+	for _, n := range c.Procs {
+		if n.ID == leaderID {
 			victim = n
 		}
 	}
@@ -100,14 +101,14 @@ func testKillNineLeaderUnderLoad(t *testing.T, bin, store string) {
 	}
 
 	// Restart the killed node on its data directory: it replays and catches up.
-	restarted := spawnNode(t, bin, victim.id+"-again", "--id", victim.id, "--data", victim.data,
-		"--raft", victim.raft, "--client", victim.client, "--admin", victim.admin, "--partitions", "4", "--log-level", "warn", "--log-store", store)
-	restarted.raft, restarted.client, restarted.admin = victim.raft, victim.client, victim.admin
-	if err := restarted.WaitReady(restarted.admin, readyTimeout); err != nil {
+	restarted := proctest.SpawnNode(t, bin, victim.ID+"-again", "--id", victim.ID, "--data", victim.Data,
+		"--raft", victim.Raft, "--client", victim.Client, "--admin", victim.Admin, "--partitions", "4", "--log-level", "warn", "--log-store", store)
+	restarted.Raft, restarted.Client, restarted.Admin = victim.Raft, victim.Client, victim.Admin
+	if err := restarted.WaitReady(restarted.Admin, proctest.ReadyTimeout); err != nil {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, 30*time.Second, func() error {
-		cs := clusterStatus(t, bin, c.addrs())
+		cs := clusterStatus(t, bin, c.AddrFlag())
 		var hashes [][]string
 		var applied []uint64
 		for _, n := range cs.Nodes {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
@@ -44,7 +45,7 @@ func rssBytes(t *testing.T, pid int) int64 {
 // handshake: what any authenticated client can do before its first request.
 func dialProtocol(addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: 10 * time.Second}
-	tc, err := tls.DialWithDialer(d, "tcp", addr, testTLS())
+	tc, err := tls.DialWithDialer(d, "tcp", addr, proctest.TLS())
 	if err != nil {
 		return nil, err
 	}
@@ -57,10 +58,45 @@ func dialProtocol(addr string) (net.Conn, error) {
 	return tc, nil
 }
 
+// sendHalfFrames opens conns protocol connections to addr, 16 dialing at a time; each
+// announces a maximum frame (wire.DefaultMaxFrameBytes) and sends half of it. It returns
+// the connections once every one has sent (or the node closed it); the caller closes them.
+func sendHalfFrames(t *testing.T, addr string, conns int) []net.Conn {
+	t.Helper()
+	half := make([]byte, wire.DefaultMaxFrameBytes/2)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var held []net.Conn
+	sem := make(chan struct{}, 16)
+	for range conns {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			nc, err := dialProtocol(addr)
+			if err != nil {
+				t.Errorf("dial: %v", err)
+				return
+			}
+			mu.Lock()
+			held = append(held, nc)
+			mu.Unlock()
+			var hdr [4]byte
+			binary.BigEndian.PutUint32(hdr[:], wire.DefaultMaxFrameBytes)
+			nc.SetWriteDeadline(time.Now().Add(20 * time.Second))
+			nc.Write(hdr[:])
+			nc.Write(half) // fails once the node closes the connection: expected
+		}()
+	}
+	wg.Wait()
+	return held
+}
+
 // limitsClient opens a client of the cluster with the test certificates.
 func limitsClient(t testing.TB, addrs string) *client.Client {
 	t.Helper()
-	c, err := client.Open(client.Config{Addrs: strings.Split(addrs, ","), TLS: testTLS()})
+	c, err := client.Open(client.Config{Addrs: strings.Split(addrs, ","), TLS: proctest.TLS()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,40 +131,14 @@ func TestHalfFramesBoundedMemory(t *testing.T) {
 		conns    = 200
 		inflight = 16 << 20
 	)
-	bin := buildBinary(t)
-	c := startClusterWith(t, bin, 1, "--inflight-bytes", strconv.Itoa(inflight))
-	nd := c.nodes[0]
-	cl := limitsClient(t, c.addrs())
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartClusterWith(t, bin, 1, "--inflight-bytes", strconv.Itoa(inflight))
+	nd := c.Procs[0]
+	cl := limitsClient(t, c.AddrFlag())
 	adds(t, cl, 200*time.Millisecond)
 	base := rssBytes(t, nd.Cmd.Process.Pid)
 
-	half := make([]byte, wire.DefaultMaxFrameBytes/2)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var held []net.Conn
-	sem := make(chan struct{}, 16)
-	for range conns {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			nc, err := dialProtocol(nd.client)
-			if err != nil {
-				t.Errorf("dial: %v", err)
-				return
-			}
-			mu.Lock()
-			held = append(held, nc)
-			mu.Unlock()
-			var hdr [4]byte
-			binary.BigEndian.PutUint32(hdr[:], wire.DefaultMaxFrameBytes)
-			nc.SetWriteDeadline(time.Now().Add(20 * time.Second))
-			nc.Write(hdr[:])
-			nc.Write(half) // fails once the node closes the connection: expected
-		}()
-	}
-	wg.Wait()
+	held := sendHalfFrames(t, nd.Client, conns)
 	t.Cleanup(func() {
 		for _, nc := range held {
 			nc.Close()
@@ -140,7 +150,7 @@ func TestHalfFramesBoundedMemory(t *testing.T) {
 	// Documented: 200 KiB per connection plus the budget; twice that for the GC's
 	// headroom, plus 32 MiB of slack.
 	bound := 2*(int64(conns)*200<<10+inflight) + 32<<20
-	if raceBuild {
+	if proctest.RaceBuild {
 		bound *= 2 // the race detector's shadow memory; unprotected growth is still ~1 GiB
 	}
 	t.Logf("RSS %d MiB before, %d MiB with %d half frames (growth bound %d MiB)", base>>20, peak>>20, conns, bound>>20)
@@ -277,15 +287,15 @@ func BenchmarkIdleConnections(b *testing.B) {
 func holdIdle(tb testing.TB, total int, before func(*client.Client)) (held, refused int, cl *client.Client) {
 	total = fdsFor(tb, total)
 	maxConns := total * 3 / 4
-	bin := buildBinary(tb)
-	c := startClusterWith(tb, bin, 1, "--max-conns", strconv.Itoa(maxConns), "--max-conns-per-addr", strconv.Itoa(total+10),
+	bin := proctest.BuildBinary(tb)
+	c := proctest.StartClusterWith(tb, bin, 1, "--max-conns", strconv.Itoa(maxConns), "--max-conns-per-addr", strconv.Itoa(total+10),
 		"--max-handshakes-per-addr", strconv.Itoa(2*openIdleParallel))
-	cl = limitsClient(tb, c.addrs())
+	cl = limitsClient(tb, c.AddrFlag())
 	adds(tb, cl, 200*time.Millisecond)
 	if before != nil {
 		before(cl)
 	}
-	conns, refused := openIdle(tb, c.nodes[0].client, total, nil)
+	conns, refused := openIdle(tb, c.Procs[0].Client, total, nil)
 	// The client's own connection is one of the listener's.
 	if len(conns) > maxConns-1 || refused < total-maxConns+1 {
 		tb.Errorf("%d of %d connections held, %d refused; cap %d", len(conns), total, refused, maxConns)
@@ -302,11 +312,11 @@ func TestIdleConnectionsClosed(t *testing.T) {
 	}
 	total := fdsFor(t, 2000)
 	const idle = 3 * time.Second
-	bin := buildBinary(t)
-	c := startClusterWith(t, bin, 1, "--max-conns", strconv.Itoa(total+10), "--max-conns-per-addr", strconv.Itoa(total+10),
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartClusterWith(t, bin, 1, "--max-conns", strconv.Itoa(total+10), "--max-conns-per-addr", strconv.Itoa(total+10),
 		"--max-handshakes-per-addr", strconv.Itoa(2*openIdleParallel), "--idle-timeout", idle.String())
-	nd := c.nodes[0]
-	cl := limitsClient(t, c.addrs())
+	nd := c.Procs[0]
+	cl := limitsClient(t, c.AddrFlag())
 	stop := make(chan struct{})
 	busy := make(chan int)
 	go func() { // a client that is never idle
@@ -332,7 +342,7 @@ func TestIdleConnectionsClosed(t *testing.T) {
 	var mu sync.Mutex
 	var late []time.Duration
 	const slack = 10 * time.Second
-	held, refused := openIdle(t, nd.client, total, func(hc heldConn) {
+	held, refused := openIdle(t, nd.Client, total, func(hc heldConn) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 	"github.com/lockstepdb/lockstep/jepsen"
 	"github.com/lockstepdb/lockstep/node"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
@@ -99,18 +100,18 @@ func onlyTo(addr string) func(ctx context.Context, a string) (net.Conn, error) {
 // above the leader's, never going back). After the links heal it catches up: its
 // records, applied index and state hashes equal the voters'.
 func TestReadReplicaPartition(t *testing.T) {
-	bin := buildBinary(t)
+	bin := proctest.BuildBinary(t)
 	var (
 		addrs, peers, seeds []string
 		nt                  *jepsen.ProxyNet
-		voters              []*procNode
+		voters              []*proctest.Node
 	)
-	start := func(i int, id string, extra ...string) *procNode {
+	start := func(i int, id string, extra ...string) *proctest.Node {
 		args := append([]string{"--id", id, "--data", filepath.Join(t.TempDir(), id), "--raft", addrs[3*i],
 			"--client", addrs[3*i+1], "--admin", addrs[3*i+2], "--partitions", fmt.Sprint(rrPartitions),
 			"--log-level", "warn"}, extra...)
-		n := spawnNodeEnv(t, bin, id, nt.NodeEnv(i), args...)
-		n.raft, n.client, n.admin = addrs[3*i], addrs[3*i+1], addrs[3*i+2]
+		n := proctest.SpawnNodeEnv(t, bin, id, nt.NodeEnv(i), args...)
+		n.Raft, n.Client, n.Admin = addrs[3*i], addrs[3*i+1], addrs[3*i+2]
 		return n
 	}
 	// The voters, started again on new ports if one was taken between choosing and binding.
@@ -133,8 +134,8 @@ func TestReadReplicaPartition(t *testing.T) {
 			voters = append(voters, start(i, fmt.Sprintf("n%d", i+1), "--bootstrap", strings.Join(peers, ",")))
 		}
 		for _, n := range voters {
-			if err = n.WaitReady(n.admin, readyTimeout); err != nil {
-				err = fmt.Errorf("%s: %w", n.id, err)
+			if err = n.WaitReady(n.Admin, proctest.ReadyTimeout); err != nil {
+				err = fmt.Errorf("%s: %w", n.ID, err)
 				break
 			}
 		}
@@ -152,7 +153,7 @@ func TestReadReplicaPartition(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cl, err := client.Dial(ctx, client.Config{Addrs: seeds, MaxRetries: -1, TLS: testTLS()})
+	cl, err := client.Dial(ctx, client.Config{Addrs: seeds, MaxRetries: -1, TLS: proctest.TLS()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,10 +162,10 @@ func TestReadReplicaPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	replica := start(3, "r1", "--join", strings.Join(seeds, ","), "--read-replica")
-	if err := replica.WaitReady(replica.admin, readyTimeout); err != nil {
+	if err := replica.WaitReady(replica.Admin, proctest.ReadyTimeout); err != nil {
 		t.Fatal(err)
 	}
-	rcl, err := client.Open(client.Config{Addrs: []string{replica.client}, TLS: testTLS(), Dial: onlyTo(replica.client),
+	rcl, err := client.Open(client.Config{Addrs: []string{replica.Client}, TLS: proctest.TLS(), Dial: onlyTo(replica.Client),
 		MaxRetries: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +184,7 @@ func TestReadReplicaPartition(t *testing.T) {
 			leaderAddr = n.Addr
 		}
 	}
-	lcl, err := client.Open(client.Config{Addrs: []string{leaderAddr}, TLS: testTLS(), Dial: onlyTo(leaderAddr), MaxRetries: 2})
+	lcl, err := client.Open(client.Config{Addrs: []string{leaderAddr}, TLS: proctest.TLS(), Dial: onlyTo(leaderAddr), MaxRetries: 2})
 	if err != nil {
 		t.Fatalf("leader %q at %q: %v", cs.Leader, leaderAddr, err)
 	}
@@ -287,7 +288,7 @@ func TestReadReplicaPartition(t *testing.T) {
 	// pass, then asks once: waiting for the stated time is the claim under test, not a
 	// retry, and however slow the machine the answer must be "not ready".
 	<-time.After(time.Until(settled.Add(node.DefaultLeaderLease)))
-	if st, err := rcl.Status(ctx, replica.client); err != nil {
+	if st, err := rcl.Status(ctx, replica.Client); err != nil {
 		t.Fatal(err)
 	} else if st.Ready {
 		t.Errorf("the replica, cut off, reports ready %v after its last message from the leader (the bound is %v)",
@@ -311,7 +312,7 @@ func TestReadReplicaPartition(t *testing.T) {
 	if err := writerErr(); err != nil {
 		t.Fatalf("writer: %v", err)
 	}
-	all := strings.Join(append(slices.Clone(seeds), replica.client), ",")
+	all := strings.Join(append(slices.Clone(seeds), replica.Client), ",")
 	testutil.WaitFor(t, 60*time.Second, func() error {
 		cs := statusAnyHealth(t, bin, all)
 		if len(cs.Nodes) != 4 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 )
 
 // Automatic rebuild of a divergent replica (issue 13 item 5) with real processes of a
@@ -26,11 +27,11 @@ func nondet(t *testing.T, ctx context.Context, cl *client.Client, key, id string
 }
 
 // nodeMetric returns the line of metric name{labels} of node n's /metrics, or "".
-func nodeMetric(t *testing.T, n *procNode, prefix string) string {
+func nodeMetric(t *testing.T, n *proctest.Node, prefix string) string {
 	t.Helper()
-	resp, err := testutil.HTTPClient(t).Get("https://" + n.admin + "/metrics")
+	resp, err := testutil.HTTPClient(t).Get("https://" + n.Admin + "/metrics")
 	if err != nil {
-		t.Fatalf("metrics of %s: %v", n.id, err)
+		t.Fatalf("metrics of %s: %v", n.ID, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
@@ -50,24 +51,24 @@ func nodeMetric(t *testing.T, n *procNode, prefix string) string {
 // second divergence of the same node leaves it fenced, saying why in `cluster status`,
 // while the cluster keeps serving (DESIGN.md invariant 6).
 func TestDivergentReplicaRebuiltUnderLoad(t *testing.T) {
-	bin := buildBinary(t, "lockstep_nondet")
-	c := startCluster(t, bin, 3)
+	bin := proctest.BuildBinary(t, "lockstep_nondet")
+	c := proctest.StartCluster(t, bin, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
-	load := startLoad(t, ctx, strings.Split(c.addrs(), ","), "d", 8)
-	load.waitAcked(t, 300)
-	bad := leaderNode(t, bin, c)
+	load := proctest.StartLoad(t, ctx, strings.Split(c.AddrFlag(), ","), "d", 8)
+	load.WaitAcked(t, 300)
+	bad := proctest.LeaderNode(t, bin, c)
 	start := time.Now()
-	nondet(t, ctx, load.cl, "k1", bad.id)
+	nondet(t, ctx, load.Client, "k1", bad.ID)
 
-	badCl, err := client.Open(client.Config{Addrs: []string{bad.client}, TLS: testTLS()})
+	badCl, err := client.Open(client.Config{Addrs: []string{bad.Client}, TLS: proctest.TLS()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer badCl.Close()
 	seen := map[string]bool{}
 	testutil.WaitFor(t, 2*time.Minute, func() error {
-		st, err := badCl.Status(ctx, bad.client)
+		st, err := badCl.Status(ctx, bad.Client)
 		if err != nil {
 			return err // closed for its restart
 		}
@@ -78,51 +79,51 @@ func TestDivergentReplicaRebuiltUnderLoad(t *testing.T) {
 			seen[st.Rebuild] = true
 		}
 		if st.Rebuilds != 1 || st.Rebuild != "" || st.Suffrage != "voter" || !st.Ready || st.Divergent != "" {
-			return fmt.Errorf("%s: rebuilds %d, rebuild %q (%s), suffrage %q, ready %t, divergent %q", bad.id, st.Rebuilds,
+			return fmt.Errorf("%s: rebuilds %d, rebuild %q (%s), suffrage %q, ready %t, divergent %q", bad.ID, st.Rebuilds,
 				st.Rebuild, st.RebuildNote, st.Suffrage, st.Ready, st.Divergent)
 		}
 		return nil
 	})
-	t.Logf("divergence injected → %s a verified voter again: %v (states seen: %v)", bad.id, time.Since(start).Round(time.Millisecond), seen)
+	t.Logf("divergence injected → %s a verified voter again: %v (states seen: %v)", bad.ID, time.Since(start).Round(time.Millisecond), seen)
 	if !seen["rebuilding"] {
-		t.Errorf("%s never reported itself rebuilding", bad.id)
+		t.Errorf("%s never reported itself rebuilding", bad.ID)
 	}
-	if l := leaderNode(t, bin, c); l == bad {
-		t.Errorf("%s leads again", bad.id) // possible only after its promotion; the hand-off happened first
+	if l := proctest.LeaderNode(t, bin, c); l == bad {
+		t.Errorf("%s leads again", bad.ID) // possible only after its promotion; the hand-off happened first
 	}
-	load.waitAcked(t, 300)
+	load.WaitAcked(t, 300)
 	for _, want := range []string{`lockstep_rebuilds_total{outcome="finished"} 1`, `lockstep_rebuilds_total{outcome="started"} 1`} {
 		if got := nodeMetric(t, bad, want[:strings.Index(want, "}")+1]); got != want {
 			t.Errorf("metric: got %q, want %q", got, want)
 		}
 	}
-	load.halt()
+	load.Halt()
 	var failed int64
-	for _, u := range load.unknown {
+	for _, u := range load.Unknown {
 		failed += u
 	}
 	if failed != 0 {
 		t.Errorf("%d client requests failed during the rebuild; every one should have been retried to an answer", failed)
 	}
-	load.check(t, ctx, load.cl)
-	waitConvergedVoters(t, bin, c.addrs(), []string{"n1", "n2", "n3"})
+	load.Check(t, ctx, load.Client)
+	proctest.WaitConvergedVoters(t, bin, c.AddrFlag(), []string{"n1", "n2", "n3"})
 
 	// A second divergence: fenced for good, and `cluster status` says why.
-	nondet(t, ctx, load.cl, "k2", bad.id)
+	nondet(t, ctx, load.Client, "k2", bad.ID)
 	testutil.WaitFor(t, time.Minute, func() error {
-		r := run(t, bin, "cluster", "status", "--addr", c.addrs())
-		if !strings.Contains(r.stdout, "rebuild "+bad.id+": fenced: diverged again after 1 automatic rebuild") {
-			return fmt.Errorf("no fenced note in\n%s", r.stdout)
+		r := proctest.Run(t, bin, "cluster", "status", "--addr", c.AddrFlag())
+		if !strings.Contains(r.Stdout, "rebuild "+bad.ID+": fenced: diverged again after 1 automatic rebuild") {
+			return fmt.Errorf("no fenced note in\n%s", r.Stdout)
 		}
-		if r.code != exitDivergent {
-			return fmt.Errorf("exit %d, want %d", r.code, exitDivergent)
+		if r.Code != exitDivergent {
+			return fmt.Errorf("exit %d, want %d", r.Code, exitDivergent)
 		}
 		return nil
 	})
 	if got := nodeMetric(t, bad, `lockstep_rebuilds_total{outcome="failed"}`); got != `lockstep_rebuilds_total{outcome="failed"} 1` {
 		t.Errorf("metric: got %q", got)
 	}
-	if _, err := load.cl.CounterAdd(ctx, "after-fence", 1); err != nil {
+	if _, err := load.Client.CounterAdd(ctx, "after-fence", 1); err != nil {
 		t.Fatalf("cluster does not serve with one fenced replica: %v", err)
 	}
 }
@@ -130,35 +131,35 @@ func TestDivergentReplicaRebuiltUnderLoad(t *testing.T) {
 // TestAutoRebuildDisabled: nodes started with --auto-rebuild=false keep a divergent
 // replica fenced, a voter still, and `cluster status` says why (exit code 3).
 func TestAutoRebuildDisabled(t *testing.T) {
-	bin := buildBinary(t, "lockstep_nondet")
-	c := startClusterWith(t, bin, 3, "--auto-rebuild=false")
+	bin := proctest.BuildBinary(t, "lockstep_nondet")
+	c := proctest.StartClusterWith(t, bin, 3, "--auto-rebuild=false")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.addrs(), ","), TLS: testTLS()})
+	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.AddrFlag(), ","), TLS: proctest.TLS()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	var bad *procNode
-	for _, n := range c.nodes {
-		if n != leaderNode(t, bin, c) {
+	var bad *proctest.Node
+	for _, n := range c.Procs {
+		if n != proctest.LeaderNode(t, bin, c) {
 			bad = n
 			break
 		}
 	}
-	nondet(t, ctx, cl, "k", bad.id)
+	nondet(t, ctx, cl, "k", bad.ID)
 	testutil.WaitFor(t, time.Minute, func() error {
-		r := run(t, bin, "cluster", "status", "--addr", c.addrs())
-		if !strings.Contains(r.stdout, "rebuild "+bad.id+": fenced: automatic rebuild disabled (--auto-rebuild=false)") {
-			return fmt.Errorf("no fenced note in\n%s", r.stdout)
+		r := proctest.Run(t, bin, "cluster", "status", "--addr", c.AddrFlag())
+		if !strings.Contains(r.Stdout, "rebuild "+bad.ID+": fenced: automatic rebuild disabled (--auto-rebuild=false)") {
+			return fmt.Errorf("no fenced note in\n%s", r.Stdout)
 		}
-		if r.code != exitDivergent {
-			return fmt.Errorf("exit %d, want %d", r.code, exitDivergent)
+		if r.Code != exitDivergent {
+			return fmt.Errorf("exit %d, want %d", r.Code, exitDivergent)
 		}
 		return nil
 	})
-	for _, n := range statusAnyHealth(t, bin, c.addrs()).Nodes {
-		if n.NodeID == bad.id && (n.Suffrage != "voter" || n.Rebuilds != 0) {
+	for _, n := range statusAnyHealth(t, bin, c.AddrFlag()).Nodes {
+		if n.NodeID == bad.ID && (n.Suffrage != "voter" || n.Rebuilds != 0) {
 			t.Fatalf("%s: suffrage %q, rebuilds %d; want a fenced voter never rebuilt", n.NodeID, n.Suffrage, n.Rebuilds)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/certs"
 	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 	"github.com/lockstepdb/lockstep/internal/wire"
 )
 
@@ -33,28 +34,28 @@ import (
 
 // TestSecurity: mutual TLS on every port of a secure cluster.
 func TestSecurity(t *testing.T) {
-	bin := buildBinary(t)
-	c := startCluster(t, bin, 3)
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartCluster(t, bin, 3)
 	shared := testutil.CertsDir(t)
 
 	t.Run("PlaintextRefusedInHandshake", func(t *testing.T) {
-		n := c.nodes[0]
+		n := c.Procs[0]
 		// Client port: the protocol's Hello in plaintext gets no Hello back.
-		nc := dialT(t, n.client)
+		nc := dialT(t, n.Client)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if _, err := wire.ClientHandshake(ctx, nc, ""); err == nil {
 			t.Error("client port: a plaintext handshake succeeded")
 		}
 		// Raft port: a plaintext connection is closed without a byte of Raft.
-		nc = dialT(t, n.raft)
+		nc = dialT(t, n.Raft)
 		nc.Write(bytes.Repeat([]byte{0}, 64))
 		nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 		if b, err := io.ReadAll(nc); isTimeout(err) {
 			t.Errorf("raft port: a plaintext connection is still open after 10s (read %q)", b)
 		}
 		// Admin port: plain HTTP gets no status.
-		resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + n.admin + "/status")
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + n.Admin + "/status")
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -63,14 +64,14 @@ func TestSecurity(t *testing.T) {
 			}
 		}
 		// A plaintext Lockstep client is told, at once, that the node requires TLS.
-		r := run(t, bin, "cluster", "status", "--insecure", "--addr", n.client, "--timeout", "20s")
-		checkFailure(t, r, "requires TLS")
-		if r.took > 10*time.Second {
-			t.Errorf("an insecure client gave up after %v, want a prompt refusal", r.took)
+		r := proctest.Run(t, bin, "cluster", "status", "--insecure", "--addr", n.Client, "--timeout", "20s")
+		proctest.CheckFailure(t, r, "requires TLS")
+		if r.Took > 10*time.Second {
+			t.Errorf("an insecure client gave up after %v, want a prompt refusal", r.Took)
 		}
 		// With the shared client certificate, the same ports answer (the node's status, led
 		// or not yet: an election may be under way).
-		if r := run(t, bin, "cluster", "status", "--addr", n.client); r.code == exitUnreachable || !strings.Contains(r.stdout, "LAST-INDEX") {
+		if r := proctest.Run(t, bin, "cluster", "status", "--addr", n.Client); r.Code == exitUnreachable || !strings.Contains(r.Stdout, "LAST-INDEX") {
 			t.Fatalf("cluster status with the right certificate: %v", r)
 		}
 	})
@@ -80,8 +81,8 @@ func TestSecurity(t *testing.T) {
 		if err := certs.CreateLoopback(other, "root"); err != nil {
 			t.Fatal(err)
 		}
-		r := run(t, bin, "cluster", "status", "--addr", c.nodes[0].client, "--certs-dir", other, "--timeout", "10s")
-		checkFailure(t, r, "certificate")
+		r := proctest.Run(t, bin, "cluster", "status", "--addr", c.Procs[0].Client, "--certs-dir", other, "--timeout", "10s")
+		proctest.CheckFailure(t, r, "certificate")
 		// The Go client fails at once with ErrTLS: no retry can cure it.
 		cfg, err := client.LoadTLS(other, "root")
 		if err != nil {
@@ -90,7 +91,7 @@ func TestSecurity(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		start := time.Now()
-		_, err = client.Dial(ctx, client.Config{Addrs: strings.Split(c.addrs(), ","), TLS: cfg})
+		_, err = client.Dial(ctx, client.Config{Addrs: strings.Split(c.AddrFlag(), ","), TLS: cfg})
 		if !errors.Is(err, client.ErrTLS) || time.Since(start) > 10*time.Second {
 			t.Fatalf("Dial with another CA's certificate: %v after %v, want ErrTLS at once", err, time.Since(start))
 		}
@@ -136,18 +137,18 @@ func TestSecurity(t *testing.T) {
 		mk("early", future)
 		for _, tt := range []struct{ user, want string }{{"expired", "expired at"}, {"early", "valid from"}} {
 			// The CLI refuses to use them, naming the file and the date.
-			r := run(t, bin, "cluster", "status", "--addr", c.nodes[0].client, "--certs-dir", dir, "--user", tt.user)
-			checkFailure(t, r, tt.want)
+			r := proctest.Run(t, bin, "cluster", "status", "--addr", c.Procs[0].Client, "--certs-dir", dir, "--user", tt.user)
+			proctest.CheckFailure(t, r, tt.want)
 			// Presented anyway, the node refuses them in the handshake and logs why.
 			pair, err := tls.LoadX509KeyPair(filepath.Join(dir, certs.ClientCertFile(tt.user)), filepath.Join(dir, certs.ClientKeyFile(tt.user)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := tlsProbe(c.nodes[0].client, &pair, dir); err == nil {
+			if err := tlsProbe(c.Procs[0].Client, &pair, dir); err == nil {
 				t.Errorf("%s: the node accepted the certificate", tt.user)
 			}
 			testutil.WaitFor(t, 10*time.Second, func() error {
-				if !bytes.Contains(c.nodes[0].Log(), []byte(tt.want)) {
+				if !bytes.Contains(c.Procs[0].Log(), []byte(tt.want)) {
 					return fmt.Errorf("the node's log does not say %q", tt.want)
 				}
 				return nil
@@ -159,16 +160,16 @@ func TestSecurity(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := testutil.FreeAddrs(t, 3)
-		r := run(t, bin, "node", "--id", "x", "--data", t.TempDir(), "--certs-dir", nodeDir,
+		r := proctest.Run(t, bin, "node", "--id", "x", "--data", t.TempDir(), "--certs-dir", nodeDir,
 			"--raft", a[0], "--client", a[1], "--admin", a[2])
-		checkFailure(t, r, "node.crt expired at")
+		proctest.CheckFailure(t, r, "node.crt expired at")
 	})
 }
 
 // TestCertReloadOnSIGHUP: a renewed node certificate is served after SIGHUP, by every
 // node, while the cluster goes on serving the same client.
 func TestCertReloadOnSIGHUP(t *testing.T) {
-	bin := buildBinary(t)
+	bin := proctest.BuildBinary(t)
 	dir := copyCA(t, testutil.CertsDir(t))
 	if err := certs.CreateNode(dir, certs.LoopbackHosts, certs.Options{}); err != nil {
 		t.Fatal(err)
@@ -176,14 +177,14 @@ func TestCertReloadOnSIGHUP(t *testing.T) {
 	if err := certs.CreateClient(dir, "root", certs.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	c := startClusterWith(t, bin, 3, "--certs-dir", dir)
+	c := proctest.StartClusterWith(t, bin, 3, "--certs-dir", dir)
 	cfg, err := client.LoadTLS(dir, "root")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.addrs(), ","), TLS: cfg, MaxRetries: -1})
+	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(c.AddrFlag(), ","), TLS: cfg, MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestCertReloadOnSIGHUP(t *testing.T) {
 	if _, err := cl.CounterAdd(ctx, "k", 1); err != nil {
 		t.Fatal(err)
 	}
-	old := servedSerial(t, c.nodes[0].client, dir)
+	old := servedSerial(t, c.Procs[0].Client, dir)
 	if err := certs.CreateNode(dir, certs.LoopbackHosts, certs.Options{Overwrite: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -204,23 +205,23 @@ func TestCertReloadOnSIGHUP(t *testing.T) {
 		t.Fatal("the renewal kept the serial number")
 	}
 	// Before the signal, the nodes still serve the old certificate.
-	if got := servedSerial(t, c.nodes[0].client, dir); got != old {
+	if got := servedSerial(t, c.Procs[0].Client, dir); got != old {
 		t.Fatalf("before SIGHUP: serial %s, want the old %s", got, old)
 	}
-	for _, n := range c.nodes {
+	for _, n := range c.Procs {
 		n.Cmd.Process.Signal(syscall.SIGHUP)
 	}
-	for _, n := range c.nodes {
-		for _, addr := range []string{n.client, n.admin} {
+	for _, n := range c.Procs {
+		for _, addr := range []string{n.Client, n.Admin} {
 			testutil.WaitFor(t, 10*time.Second, func() error {
 				if got := servedSerial(t, addr, dir); got != want {
-					return fmt.Errorf("%s %s serves serial %s, want %s", n.id, addr, got, want)
+					return fmt.Errorf("%s %s serves serial %s, want %s", n.ID, addr, got, want)
 				}
 				return nil
 			})
 		}
 		if !n.Running() {
-			t.Fatalf("%s exited on SIGHUP", n.id)
+			t.Fatalf("%s exited on SIGHUP", n.ID)
 		}
 	}
 	// The same client, on the connections it had, and the cluster's Raft (now dialing
@@ -230,17 +231,17 @@ func TestCertReloadOnSIGHUP(t *testing.T) {
 			t.Fatalf("write %d after the reload: %v", i, err)
 		}
 	}
-	mustRun(t, bin, "cluster", "status", "--addr", c.addrs(), "--certs-dir", dir)
+	proctest.MustRun(t, bin, "cluster", "status", "--addr", c.AddrFlag(), "--certs-dir", dir)
 }
 
 // TestInsecureMode: without certificates a node refuses to start, unless --insecure; an
 // insecure node warns, says so in its status, and is then open to the forged
 // RequestVote that a secure cluster refuses (the check of ForgedRequestVote can fail).
 func TestInsecureMode(t *testing.T) {
-	bin := buildBinary(t)
+	bin := proctest.BuildBinary(t)
 	a := testutil.FreeAddrs(t, 3)
 	var env []string
-	for _, kv := range binaryEnv() {
+	for _, kv := range proctest.Env() {
 		if !strings.HasPrefix(kv, testutil.CertsDirEnv+"=") {
 			env = append(env, kv)
 		}
@@ -253,18 +254,18 @@ func TestInsecureMode(t *testing.T) {
 		t.Fatalf("a node without certificates: %v, stderr %q; want a refusal naming --certs-dir and --insecure", err, stderr.String())
 	}
 
-	c := startClusterWith(t, bin, 3, "--insecure")
-	if !bytes.Contains(c.nodes[0].Log(), []byte("INSECURE MODE")) {
-		t.Errorf("no warning in the log of an insecure node:\n%s", c.nodes[0].Log())
+	c := proctest.StartClusterWith(t, bin, 3, "--insecure")
+	if !bytes.Contains(c.Procs[0].Log(), []byte("INSECURE MODE")) {
+		t.Errorf("no warning in the log of an insecure node:\n%s", c.Procs[0].Log())
 	}
 	if st := secStatus(t, bin, c); len(st.Nodes) != 3 || !st.Nodes[0].Insecure {
 		t.Fatalf("status of an insecure cluster: %+v", st)
 	}
-	if r := mustRun(t, bin, "cluster", "status", "--insecure", "--addr", c.addrs()); !strings.Contains(r.stdout, "insecure") {
-		t.Errorf("the status table does not say insecure:\n%s", r.stdout)
+	if r := proctest.MustRun(t, bin, "cluster", "status", "--insecure", "--addr", c.AddrFlag()); !strings.Contains(r.Stdout, "insecure") {
+		t.Errorf("the status table does not say insecure:\n%s", r.Stdout)
 	}
 	// A secure client does not talk to it: the address does not speak TLS.
-	checkFailure(t, run(t, bin, "cluster", "status", "--addr", c.nodes[0].client), "TLS")
+	proctest.CheckFailure(t, proctest.Run(t, bin, "cluster", "status", "--addr", c.Procs[0].Client), "TLS")
 	// The attack works here: a forged RequestVote changes the term.
 	before := terms(t, bin, c)
 	if err := forgeVotes(t, bin, c, newForgeLayer(t, nil)); err != nil {
@@ -281,16 +282,16 @@ func TestInsecureMode(t *testing.T) {
 // forgeVotes sends RequestVote (term+1, leadership transfer, in the name of a follower)
 // to the leader over layer with hashicorp/raft's own transport, as the attack of issue 11
 // did; it returns the error of the call, nil if Raft answered.
-func forgeVotes(t *testing.T, bin string, c *procCluster, layer raft.StreamLayer) error {
+func forgeVotes(t *testing.T, bin string, c *proctest.Cluster, layer raft.StreamLayer) error {
 	t.Helper()
 	st := secStatus(t, bin, c)
-	var leader, follower *procNode
+	var leader, follower *proctest.Node
 	var term uint64
 	for _, n := range st.Nodes {
 		term = max(term, n.Term)
 	}
-	for _, n := range c.nodes {
-		if n.id == st.Leader {
+	for _, n := range c.Procs {
+		if n.ID == st.Leader {
 			leader = n
 		} else if follower == nil {
 			follower = n
@@ -302,14 +303,14 @@ func forgeVotes(t *testing.T, bin string, c *procCluster, layer raft.StreamLayer
 	trans := raft.NewNetworkTransport(layer, 1, 5*time.Second, io.Discard)
 	defer trans.Close()
 	req := &raft.RequestVoteRequest{
-		RPCHeader:          raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(follower.id), Addr: []byte(follower.raft)},
+		RPCHeader:          raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(follower.ID), Addr: []byte(follower.Raft)},
 		Term:               term + 1,
 		LastLogIndex:       1 << 40,
 		LastLogTerm:        term + 1,
 		LeadershipTransfer: true,
 	}
 	var resp raft.RequestVoteResponse
-	return trans.RequestVote(raft.ServerID(leader.id), raft.ServerAddress(leader.raft), req, &resp)
+	return trans.RequestVote(raft.ServerID(leader.ID), raft.ServerAddress(leader.Raft), req, &resp)
 }
 
 // forgeLayer is a raft.StreamLayer that dials in plaintext (cert nil) or TLS with cert
@@ -354,17 +355,17 @@ func nodeCert(t *testing.T, dir string) *tls.Certificate {
 
 // secStatus returns the status of every node, as `cluster status --output json`
 // prints it.
-func secStatus(t *testing.T, bin string, c *procCluster) securityStatus {
+func secStatus(t *testing.T, bin string, c *proctest.Cluster) securityStatus {
 	t.Helper()
-	args := []string{"cluster", "status", "--addr", c.addrs(), "--output", "json"}
-	if c.nodes[0].CertsDir == "" {
+	args := []string{"cluster", "status", "--addr", c.AddrFlag(), "--output", "json"}
+	if c.Procs[0].CertsDir == "" {
 		args = append(args, "--insecure")
 	} else {
-		args = append(args, "--certs-dir", c.nodes[0].CertsDir)
+		args = append(args, "--certs-dir", c.Procs[0].CertsDir)
 	}
-	r := run(t, bin, args...)
+	r := proctest.Run(t, bin, args...)
 	var st securityStatus
-	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || len(st.Nodes) == 0 {
+	if err := json.Unmarshal([]byte(r.Stdout), &st); err != nil || len(st.Nodes) == 0 {
 		t.Fatalf("cluster status: %v\n%v", err, r)
 	}
 	return st
@@ -381,7 +382,7 @@ type securityStatus struct {
 }
 
 // terms returns every node's Raft term.
-func terms(t *testing.T, bin string, c *procCluster) []uint64 {
+func terms(t *testing.T, bin string, c *proctest.Cluster) []uint64 {
 	var out []uint64
 	for _, s := range secStatus(t, bin, c).Nodes {
 		out = append(out, s.Term)
@@ -460,15 +461,15 @@ func isTimeout(err error) bool {
 // TestCertCommands: `lockstep cert` makes a usable directory, lists it, and refuses bad
 // input with one clear line, changing nothing.
 func TestCertCommands(t *testing.T) {
-	bin := buildBinary(t)
+	bin := proctest.BuildBinary(t)
 	dir := filepath.Join(t.TempDir(), "certs")
-	mustRun(t, bin, "cert", "create-ca", "--certs-dir", dir)
-	mustRun(t, bin, "cert", "create-node", "--certs-dir", dir, "127.0.0.1", "localhost")
-	mustRun(t, bin, "cert", "create-client", "--certs-dir", dir, "alice")
-	r := mustRun(t, bin, "cert", "list", "--certs-dir", dir)
+	proctest.MustRun(t, bin, "cert", "create-ca", "--certs-dir", dir)
+	proctest.MustRun(t, bin, "cert", "create-node", "--certs-dir", dir, "127.0.0.1", "localhost")
+	proctest.MustRun(t, bin, "cert", "create-client", "--certs-dir", dir, "alice")
+	r := proctest.MustRun(t, bin, "cert", "list", "--certs-dir", dir)
 	for _, want := range []string{"ca.crt", "node.crt", "localhost,127.0.0.1", "client.alice.crt", "alice"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("list lacks %q:\n%s", want, r.stdout)
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("list lacks %q:\n%s", want, r.Stdout)
 		}
 	}
 	for _, f := range []string{certs.CAKeyFile, certs.NodeKeyFile, certs.ClientKeyFile("alice")} {
@@ -487,8 +488,8 @@ func TestCertCommands(t *testing.T) {
 		{[]string{"cert", "create-client", "--certs-dir", t.TempDir(), "bob"}, "missing file"},
 		{[]string{"cert", "list", "--certs-dir", filepath.Join(dir, "nope")}, "no such file"},
 	} {
-		r := run(t, bin, tt.args...)
-		if r.code == 0 || !strings.Contains(r.stderr, tt.want) {
+		r := proctest.Run(t, bin, tt.args...)
+		if r.Code == 0 || !strings.Contains(r.Stderr, tt.want) {
 			t.Errorf("#%d: %v: got %v, want a failure saying %q", i, tt.args, r, tt.want)
 		}
 	}
@@ -502,8 +503,8 @@ func TestCertCommands(t *testing.T) {
 	}
 	key, _ := os.ReadFile(filepath.Join(other, certs.ClientKeyFile("alice")))
 	os.WriteFile(filepath.Join(dir, certs.ClientKeyFile("alice")), key, 0o600)
-	r = run(t, bin, "cert", "list", "--certs-dir", dir)
-	if r.code == 0 || !strings.Contains(r.stdout, "does not belong") {
+	r = proctest.Run(t, bin, "cert", "list", "--certs-dir", dir)
+	if r.Code == 0 || !strings.Contains(r.Stdout, "does not belong") {
 		t.Errorf("list with a mismatched key: %v", r)
 	}
 }

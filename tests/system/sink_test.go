@@ -19,6 +19,7 @@ import (
 	"github.com/lockstepdb/lockstep/client/pgsink"
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/internal/testutil/pgtest"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 	"github.com/lockstepdb/lockstep/jepsen"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
@@ -43,7 +44,7 @@ func sinkRecords(t *testing.T) int {
 // table "events", and the binary.
 type sinkFixture struct {
 	bin string
-	c   *procCluster
+	c   *proctest.Cluster
 	cl  *client.Client
 	db  *pgtest.DB
 	run int // sink processes started, to name their logs
@@ -53,11 +54,11 @@ func newSinkFixture(t *testing.T, nodes int) *sinkFixture {
 	t.Helper()
 	db := pgtest.New(t)
 	db.Exec(t, fmt.Sprintf(pgsink.TableSchema, "events"))
-	f := &sinkFixture{bin: buildBinary(t), db: db}
-	f.c = startCluster(t, f.bin, nodes)
+	f := &sinkFixture{bin: proctest.BuildBinary(t), db: db}
+	f.c = proctest.StartCluster(t, f.bin, nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(f.c.addrs(), ","), MaxRetries: -1, TLS: testTLS()})
+	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(f.c.AddrFlag(), ","), MaxRetries: -1, TLS: proctest.TLS()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +75,8 @@ func (f *sinkFixture) startSink(t *testing.T, extra ...string) *jepsen.Process {
 	t.Helper()
 	f.run++
 	args := append([]string{"sink", "postgres", "--stream", "s", "--table", "events", "--dsn", f.db.DSN,
-		"--addr", f.c.addrs(), "--timeout", "20s"}, extra...)
-	p, err := jepsen.StartProcess(filepath.Join(t.TempDir(), fmt.Sprintf("sink%d.log", f.run)), binaryEnv(), nil, f.bin, args...)
+		"--addr", f.c.AddrFlag(), "--timeout", "20s"}, extra...)
+	p, err := jepsen.StartProcess(filepath.Join(t.TempDir(), fmt.Sprintf("sink%d.log", f.run)), proctest.Env(), nil, f.bin, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,18 +224,18 @@ func compare(t *testing.T, stream, table map[rowID]rowData, n map[rowID]int) (du
 	return duplicated
 }
 
-// leader returns the index in f.c.nodes of the current leader, waiting for one.
+// leader returns the index in f.c.Procs of the current leader, waiting for one.
 func (f *sinkFixture) leader(t *testing.T) int {
 	t.Helper()
 	idx := -1
 	testutil.WaitFor(t, 30*time.Second, func() error {
-		r := run(t, f.bin, "cluster", "status", "--output", "json", "--addr", f.c.addrs())
+		r := proctest.Run(t, f.bin, "cluster", "status", "--output", "json", "--addr", f.c.AddrFlag())
 		var cs clusterStatusJSON
-		if err := json.Unmarshal([]byte(r.stdout), &cs); err != nil {
+		if err := json.Unmarshal([]byte(r.Stdout), &cs); err != nil {
 			return fmt.Errorf("cluster status: %v: %v", err, r)
 		}
-		for i, n := range f.c.nodes {
-			if n.id == cs.Leader {
+		for i, n := range f.c.Procs {
+			if n.ID == cs.Leader {
 				idx = i
 				return nil
 			}
@@ -247,15 +248,15 @@ func (f *sinkFixture) leader(t *testing.T) int {
 // killAndRestartNode kills node i with SIGKILL and starts it again on its data directory.
 func (f *sinkFixture) killAndRestartNode(t *testing.T, i int) {
 	t.Helper()
-	v := f.c.nodes[i]
+	v := f.c.Procs[i]
 	v.Kill()
-	n := spawnNode(t, f.bin, v.id+"-again", "--id", v.id, "--data", v.data,
-		"--raft", v.raft, "--client", v.client, "--admin", v.admin, "--partitions", "4", "--log-level", "warn")
-	n.id, n.raft, n.client, n.admin, n.data = v.id, v.raft, v.client, v.admin, v.data
-	if err := n.WaitReady(n.admin, readyTimeout); err != nil {
+	n := proctest.SpawnNode(t, f.bin, v.ID+"-again", "--id", v.ID, "--data", v.Data,
+		"--raft", v.Raft, "--client", v.Client, "--admin", v.Admin, "--partitions", "4", "--log-level", "warn")
+	n.ID, n.Raft, n.Client, n.Admin, n.Data = v.ID, v.Raft, v.Client, v.Admin, v.Data
+	if err := n.WaitReady(n.Admin, proctest.ReadyTimeout); err != nil {
 		t.Fatal(err)
 	}
-	f.c.nodes[i] = n
+	f.c.Procs[i] = n
 }
 
 // sinkUnderKills appends records while the sink process is killed with SIGKILL every
@@ -287,7 +288,7 @@ func sinkUnderKills(t *testing.T, extra ...string) (duplicated int) {
 		kills++
 		if el := time.Since(start); nodeKills == 0 && el > producing/3 || nodeKills == 1 && el > 2*producing/3 {
 			i := f.leader(t)
-			t.Logf("killing the leader, node %s", f.c.nodes[i].id)
+			t.Logf("killing the leader, node %s", f.c.Procs[i].ID)
 			f.killAndRestartNode(t, i)
 			nodeKills++
 		}
@@ -383,7 +384,7 @@ func TestSinkBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gm.Close()
-	base := []string{"sink", "postgres", "--addr", f.c.addrs(), "--timeout", "10s"}
+	base := []string{"sink", "postgres", "--addr", f.c.AddrFlag(), "--timeout", "10s"}
 	cases := []struct {
 		args []string
 		want string
@@ -398,7 +399,7 @@ func TestSinkBadInput(t *testing.T) {
 		{[]string{"--stream", "other", "--table", "events", "--dsn", f.db.DSN, "--group", "g"}, `join group "g"`},
 	}
 	for _, tc := range cases {
-		checkFailure(t, run(t, f.bin, append(base, tc.args...)...), tc.want)
+		proctest.CheckFailure(t, proctest.Run(t, f.bin, append(base, tc.args...)...), tc.want)
 	}
 	if rows, _ := f.tableRows(t); rows != 0 {
 		t.Fatalf("%d rows written", rows)

@@ -1,6 +1,7 @@
 package system
 
 import (
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +19,9 @@ func TestWrongPort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node process")
 	}
-	bin := buildBinary(t)
-	c := startCluster(t, bin, 1)
-	n := c.nodes[0]
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartCluster(t, bin, 1)
+	n := c.Procs[0]
 	const timeout = "--timeout=30s"
 
 	for _, tt := range []struct {
@@ -29,31 +30,31 @@ func TestWrongPort(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"status at the admin address", []string{"cluster", "status", timeout, "--addr", n.admin}, exitUnreachable,
-			[]string{"speaks HTTP", "admin", n.admin}},
-		{"invoke at the admin address", []string{"invoke", "counter.add", "--key", "k", timeout, "--addr", n.admin}, 1,
-			[]string{"speaks HTTP", "admin", n.admin}},
-		{"status of another cluster", []string{"cluster", "status", timeout, "--cluster-id", "other", "--addr", n.client}, exitUnreachable,
+		{"status at the admin address", []string{"cluster", "status", timeout, "--addr", n.Admin}, exitUnreachable,
+			[]string{"speaks HTTP", "admin", n.Admin}},
+		{"invoke at the admin address", []string{"invoke", "counter.add", "--key", "k", timeout, "--addr", n.Admin}, 1,
+			[]string{"speaks HTTP", "admin", n.Admin}},
+		{"status of another cluster", []string{"cluster", "status", timeout, "--cluster-id", "other", "--addr", n.Client}, exitUnreachable,
 			[]string{"cluster mismatch", "other"}},
-		{"invoke in another cluster", []string{"invoke", "counter.add", "--key", "k", timeout, "--cluster-id", "other", "--addr", n.client}, 1,
+		{"invoke in another cluster", []string{"invoke", "counter.add", "--key", "k", timeout, "--cluster-id", "other", "--addr", n.Client}, 1,
 			[]string{"cluster mismatch", "other"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := run(t, bin, tt.args...)
-			checkFailure(t, r, tt.want[0])
-			if r.code != tt.code {
-				t.Errorf("exit %d, want %d: %v", r.code, tt.code, r)
+			r := proctest.Run(t, bin, tt.args...)
+			proctest.CheckFailure(t, r, tt.want[0])
+			if r.Code != tt.code {
+				t.Errorf("exit %d, want %d: %v", r.Code, tt.code, r)
 			}
 			for _, w := range tt.want[1:] {
-				if !strings.Contains(r.stderr, w) {
+				if !strings.Contains(r.Stderr, w) {
 					t.Errorf("stderr does not mention %q: %v", w, r)
 				}
 			}
-			if strings.Contains(r.stderr, "frame too large") || strings.Contains(r.stderr, "timeout") {
+			if strings.Contains(r.Stderr, "frame too large") || strings.Contains(r.Stderr, "timeout") {
 				t.Errorf("stderr speaks of a frame or a timeout: %v", r)
 			}
-			if r.took > quickly {
-				t.Errorf("took %v, want at most %v: %v", r.took, quickly, r)
+			if r.Took > quickly {
+				t.Errorf("took %v, want at most %v: %v", r.Took, quickly, r)
 			}
 		})
 	}
@@ -65,19 +66,19 @@ func TestVersion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a node process")
 	}
-	bin := buildBinary(t)
-	r := mustRun(t, bin, "--version")
-	version, ok := strings.CutPrefix(strings.TrimSpace(r.stdout), "lockstep version ")
+	bin := proctest.BuildBinary(t)
+	r := proctest.MustRun(t, bin, "--version")
+	version, ok := strings.CutPrefix(strings.TrimSpace(r.Stdout), "lockstep version ")
 	if !ok || version == "" || version == "unknown" || strings.Contains(version, "\n") {
-		t.Fatalf("--version printed %q, want \"lockstep version V\"", r.stdout)
+		t.Fatalf("--version printed %q, want \"lockstep version V\"", r.Stdout)
 	}
-	c := startCluster(t, bin, 1)
-	cs := clusterStatus(t, bin, c.addrs())
+	c := proctest.StartCluster(t, bin, 1)
+	cs := clusterStatus(t, bin, c.AddrFlag())
 	if len(cs.Nodes) != 1 || cs.Nodes[0].Version != version {
 		t.Fatalf("the node reports version %q, --version says %q: %+v", cs.Nodes[0].Version, version, cs)
 	}
-	r = mustRun(t, bin, "cluster", "status", "--addr", c.addrs())
-	if !strings.Contains(r.stdout, "VERSION") || !strings.Contains(r.stdout, version) {
+	r = proctest.MustRun(t, bin, "cluster", "status", "--addr", c.AddrFlag())
+	if !strings.Contains(r.Stdout, "VERSION") || !strings.Contains(r.Stdout, version) {
 		t.Fatalf("the table does not show the version %q: %v", version, r)
 	}
 }
