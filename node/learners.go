@@ -246,6 +246,17 @@ func (n *Node) isReadReplica() bool {
 	return n.cfg.ReadReplica || n.fsm.Nodes()[n.cfg.ID].ReadReplica
 }
 
+// joinApplied reports whether the applied log records this node's own incarnation (or a
+// record without one, from before incarnations): only a voter configuration that comes
+// after that record in the log is this node's promotion.
+func (n *Node) joinApplied() bool {
+	rec, ok := n.fsm.Nodes()[n.cfg.ID]
+	n.mu.Lock()
+	own := n.identity.Incarnation
+	n.mu.Unlock()
+	return ok && (rec.Incarnation == "" || own == "" || rec.Incarnation == own)
+}
+
 // awaitPromotion keeps a learner not ready (ErrLearner) until the leader promotes it.
 func (n *Node) awaitPromotion() {
 	n.admission.set(ErrLearner)
@@ -254,6 +265,12 @@ func (n *Node) awaitPromotion() {
 	for {
 		switch n.seq.Suffrage() {
 		case sequencer.SuffrageVoter:
+			if !n.joinApplied() {
+				// A configuration from before this node's join: a node that replaced an
+				// earlier incarnation under the same id replays the log from its start,
+				// and the bootstrap's configuration names that one a voter.
+				break
+			}
 			n.log.Info("promoted to voter")
 			n.finishRebuild()
 			n.admission.set(nil)
