@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/procedures"
 )
@@ -63,15 +61,9 @@ func TestSilentConnectionsHoldNoHandshakePlace(t *testing.T) {
 // TestHandshakesPerAddr: one remote host takes at most MaxHandshakesPerAddr places; a
 // member's host (on the Raft port) is exempt and may use the places kept for members.
 func TestHandshakesPerAddr(t *testing.T) {
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := newLimitMetrics(prometheus.NewRegistry())
 	lim := DefaultLimits()
 	lim.MaxHandshakes, lim.MaxHandshakesPerAddr = 8, 3
-	ln := newLimitListener(raw, "raft", lim, m)
-	defer ln.Close()
+	ln, m := testLimitListener(t, "raft", lim)
 	for i := range 3 {
 		if !ln.startHandshake("10.0.0.1") {
 			t.Fatalf("#%d: handshake refused under the per-address share", i)

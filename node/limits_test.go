@@ -18,15 +18,9 @@ import (
 // TestLimitListenerCaps: the per-listener and per-address caps close the connections past
 // them, count each, and free a place when a held connection closes.
 func TestLimitListenerCaps(t *testing.T) {
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := newLimitMetrics(prometheus.NewRegistry())
 	lim := DefaultLimits()
 	lim.MaxConns, lim.MaxConnsPerAddr = 3, 2
-	ln := newLimitListener(raw, "client", lim, m)
-	defer ln.Close()
+	ln, m := testLimitListener(t, "client", lim)
 	accepted := make(chan net.Conn, 10)
 	go func() {
 		for {
@@ -39,7 +33,7 @@ func TestLimitListenerCaps(t *testing.T) {
 	}()
 	dial := func(local string) net.Conn {
 		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
-		c, err := d.Dial("tcp", raw.Addr().String())
+		c, err := d.Dial("tcp", ln.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,15 +71,9 @@ func TestLimitListenerCaps(t *testing.T) {
 
 // TestLimitListenerHandshakes: past MaxHandshakes in progress, startHandshake refuses.
 func TestLimitListenerHandshakes(t *testing.T) {
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := newLimitMetrics(prometheus.NewRegistry())
 	lim := DefaultLimits()
 	lim.MaxHandshakes = 2
-	ln := newLimitListener(raw, "raft", lim, m)
-	defer ln.Close()
+	ln, m := testLimitListener(t, "raft", lim)
 	const h = "127.0.0.1"
 	if !ln.startHandshake(h) || !ln.startHandshake(h) {
 		t.Fatal("handshake refused under the cap")
@@ -237,4 +225,18 @@ func TestLimitsWithDefaults(t *testing.T) {
 	if got := given.withDefaults(); got != given {
 		t.Errorf("given limits: got %+v, want %+v", got, given)
 	}
+}
+
+// testLimitListener is a limitListener named name with lim over a fresh loopback listener,
+// with its own metrics; the test closes it when it ends.
+func testLimitListener(t *testing.T, name string, lim Limits) (*limitListener, *limitMetrics) {
+	t.Helper()
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newLimitMetrics(prometheus.NewRegistry())
+	ln := newLimitListener(raw, name, lim, m)
+	t.Cleanup(func() { ln.Close() })
+	return ln, m
 }
