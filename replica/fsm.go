@@ -31,9 +31,10 @@ type FSM struct {
 
 	// Replicated state besides the partitions; changed only on the apply goroutine.
 	sess     *sessions
-	lastTime int64         // highest batch time applied; batch time never goes backwards
-	conf     ClusterConfig // the replicated cluster configuration (clusterconfig.go)
-	dep      Deployment    // the cluster version and active registrations (versions.go)
+	lastTime int64                      // highest batch time applied; batch time never goes backwards
+	conf     ClusterConfig              // the replicated cluster configuration (clusterconfig.go)
+	dep      Deployment                 // the cluster version and active registrations (versions.go)
+	procCode []procedures.ProcessorCode // each processor's active code, from dep (resolveProcessorCode)
 
 	mu           sync.Mutex // guards the fields below, read by status and the divergence checker
 	cluster      *batch.ClusterInfo

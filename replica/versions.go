@@ -142,6 +142,31 @@ func (f *FSM) useDeployment(d Deployment) {
 	f.dep = d
 	c := d.clone()
 	f.depView.Store(&c)
+	f.resolveProcessorCode()
+}
+
+// resolveProcessorCode fills f.procCode, by position in the registry's processor list, with
+// the code of each processor's active version, so that a record's run does not look it up
+// (processorCode); a zero entry runs the processor's default code. It runs when the
+// deployment changes, on the apply goroutine.
+func (f *FSM) resolveProcessorCode() {
+	procs := f.reg.Processors()
+	if len(f.procCode) != len(procs) {
+		f.procCode = make([]procedures.ProcessorCode, len(procs))
+	}
+	for i, p := range procs {
+		f.procCode[i] = procedures.ProcessorCode{}
+		if f.dep.Version < VersionActiveRegistrations {
+			continue
+		}
+		g, ok := f.dep.find(p.Name, true)
+		if !ok {
+			continue // every node has the same processors (the rest fingerprint)
+		}
+		if c, ok := f.reg.ProcessorVersion(p.Name, g.Version); ok {
+			f.procCode[i] = c // else unreachable: a node that lacks it is incompatible and applies nothing
+		}
+	}
 }
 
 // resolve returns the registry key of the version of the procedure name that runs at this
@@ -216,23 +241,15 @@ func newestProcessors(reg *procedures.Registry) []batch.Registration {
 	return out
 }
 
-// processorCode returns the code of the processor name that runs at this point of the log:
-// its active version from cluster version 2 on, else def (its lowest). It runs on the
-// partition goroutines during a processor phase, while the apply goroutine, the only one
-// that changes f.dep, waits for the phase.
-func (f *FSM) processorCode(name string, def procedures.ProcessorCode) procedures.ProcessorCode {
-	if f.dep.Version < VersionActiveRegistrations {
-		return def
+// processorCode returns the code of processor i (its position in the registry's list)
+// that runs at this point of the log: its active version from cluster version 2 on, else
+// def (its lowest). It runs on the partition goroutines during a processor phase, while
+// the apply goroutine, the only one that changes f.dep and f.procCode, waits for the phase.
+func (f *FSM) processorCode(i int, def procedures.ProcessorCode) procedures.ProcessorCode {
+	if c := f.procCode[i]; c.Process != nil {
+		return c
 	}
-	g, ok := f.dep.find(name, true)
-	if !ok {
-		return def // every node has the same processors (the rest fingerprint)
-	}
-	c, ok := f.reg.ProcessorVersion(name, g.Version)
-	if !ok {
-		return def // unreachable: a node that lacks it is incompatible and applies nothing
-	}
-	return c
+	return def
 }
 
 // versionedProcessors returns reg's processors for the engine, each running the code of
@@ -240,14 +257,13 @@ func (f *FSM) processorCode(name string, def procedures.ProcessorCode) procedure
 func (f *FSM) versionedProcessors() []partition.Processor {
 	procs := f.reg.Processors()
 	for i := range procs {
-		name := procs[i].Name
 		def := procedures.ProcessorCode{Process: procs[i].Process, OnTick: procs[i].OnTick}
 		procs[i].Process = func(tx *partition.Tx, rec partition.Record) error {
-			return f.processorCode(name, def).Process(tx, rec)
+			return f.processorCode(i, def).Process(tx, rec)
 		}
 		if def.OnTick != nil {
 			procs[i].OnTick = func(tx *partition.Tx) error {
-				return f.processorCode(name, def).OnTick(tx)
+				return f.processorCode(i, def).OnTick(tx)
 			}
 		}
 	}
