@@ -14,6 +14,10 @@ import (
 // it still has a leader, so an abstaining node would never vote in the election that
 // replaces a dead leader, and a cluster that needs its vote would stay leaderless (see
 // sequencer/leadership.go). It may then win that election; it hands off again at once.
+//
+// A replica that cannot run the cluster's log (replica.ErrIncompatible: a binary without
+// the active cluster version or code) does the same: it refuses every client too, and as
+// leader it would stall the cluster until it was stopped.
 
 // handOffTimeout bounds one leadership hand-off; Raft's own bound is twice the election
 // timeout.
@@ -21,7 +25,7 @@ const handOffTimeout = 10 * time.Second
 
 // errStillLeading is returned by keepOutOfLeadership when a hand-off returned but the
 // node leads again.
-var errStillLeading = errors.New("divergent replica still leads after handing leadership off")
+var errStillLeading = errors.New("unfit replica still leads after handing leadership off")
 
 // wakeAbstain asks abstainLoop to check the node's part in elections now. Never blocks.
 func (n *Node) wakeAbstain() {
@@ -31,9 +35,10 @@ func (n *Node) wakeAbstain() {
 	}
 }
 
-// abstainLoop keeps a divergent node out of leadership: it runs keepOutOfLeadership when
-// the replica diverges (FSM.OnDivergent), when the node becomes leader while divergent
-// (leaderLoop), and, while the node is divergent or still abstains, every quarter of the
+// abstainLoop keeps an unfit node (unfitToLead) out of leadership: it runs
+// keepOutOfLeadership when the replica diverges or finds itself incompatible
+// (FSM.OnDivergent, FSM.OnIncompatible), when the node becomes leader while unfit
+// (leaderLoop), and, while the node is unfit or still abstains, every quarter of the
 // leader lease, so it retries a hand-off that failed, hands off a leadership it was given
 // anyway, and follows the leader's comings and goings.
 func (n *Node) abstainLoop() {
@@ -52,28 +57,33 @@ func (n *Node) abstainLoop() {
 			return
 		}
 		if err != nil && err.Error() != lastErr {
-			n.log.Warn("divergent replica: leadership hand-off failed; retrying", "err", err)
+			n.log.Warn("unfit replica: leadership hand-off failed; retrying", "err", err)
 		}
 		lastErr = ""
 		if err != nil {
 			lastErr = err.Error()
 		}
 		recheck = nil
-		if n.fsm.Divergent() != nil || n.staleIdentity() != nil || n.seq.Abstaining() {
+		if n.unfitToLead() || n.seq.Abstaining() {
 			recheck = time.After(n.leaderLease() / 4)
 		}
 	}
 }
 
-// keepOutOfLeadership brings the node's part in elections in line with its state: a
-// divergent replica hands off a leadership it holds, and abstains from elections while it
-// hears from a leader; a replica that is not (or no longer) divergent stands for election.
+// unfitToLead reports whether this node must keep out of leadership: its replica diverged
+// or cannot run the cluster's log, or its identity is stale (identity.go: its log is not
+// the one the cluster counted on).
+func (n *Node) unfitToLead() bool {
+	return n.fsm.Divergent() != nil || n.fsm.Incompatible() != nil || n.staleIdentity() != nil
+}
+
+// keepOutOfLeadership brings the node's part in elections in line with its state: an
+// unfit replica hands off a leadership it holds, and abstains from elections while it
+// hears from a leader; a replica that is not (or no longer) unfit stands for election.
 func (n *Node) keepOutOfLeadership() error {
-	// A node with a stale identity (identity.go) keeps out of leadership like a divergent
-	// one: its log is not the one the cluster counted on.
-	divergent := n.fsm.Divergent() != nil || n.staleIdentity() != nil
-	if divergent && n.seq.IsLeader() {
-		n.log.Warn("divergent replica leads: handing leadership off")
+	unfit := n.unfitToLead()
+	if unfit && n.seq.IsLeader() {
+		n.log.Warn("unfit replica leads: handing leadership off")
 		ctx, cancel := context.WithTimeout(n.ctx, handOffTimeout)
 		defer cancel()
 		if err := n.seq.HandOffLeadership(ctx); err != nil {
@@ -83,9 +93,9 @@ func (n *Node) keepOutOfLeadership() error {
 			return errStillLeading
 		}
 		id, _ := n.seq.Leader()
-		n.log.Warn("divergent replica handed leadership off", "leader", id)
+		n.log.Warn("unfit replica handed leadership off", "leader", id)
 	}
-	abstain := divergent && n.hearsLeader()
+	abstain := unfit && n.hearsLeader()
 	if abstain == n.seq.Abstaining() {
 		return nil
 	}
@@ -94,11 +104,11 @@ func (n *Node) keepOutOfLeadership() error {
 	}
 	switch {
 	case abstain:
-		n.log.Warn("divergent replica: no longer stands for election")
-	case divergent:
-		n.log.Warn("divergent replica: no leader heard from; votes (and may stand) in the next election")
+		n.log.Warn("unfit replica: no longer stands for election")
+	case unfit:
+		n.log.Warn("unfit replica: no leader heard from; votes (and may stand) in the next election")
 	default:
-		n.log.Info("replica no longer divergent: stands for election again")
+		n.log.Info("replica no longer unfit: stands for election again")
 	}
 	return nil
 }

@@ -294,6 +294,10 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		n.wakeRebuild()
 		n.applied.fire() // subscriptions see the replica stop serving
 	})
+	fsm.OnIncompatible(func() {
+		n.wakeAbstain()
+		n.applied.fire()
+	})
 	n.fsm, n.allPartitions = fsm, partition.AllPartitions(fsm.Partitions())
 	if n.ln, err = net.Listen("tcp", cfg.ClientAddr); err != nil {
 		return fail(fmt.Errorf("client listener: %w", err))
@@ -498,8 +502,8 @@ func (n *Node) leaderLoop() {
 			return
 		case isLeader := <-n.seq.LeaderChanges():
 			n.readyTerm.Store(0)
-			if isLeader && n.fsm.Divergent() != nil {
-				n.wakeAbstain() // a divergent replica does not lead: it hands off
+			if isLeader && n.unfitToLead() {
+				n.wakeAbstain() // a divergent or incompatible replica does not lead: it hands off
 				continue
 			}
 			if isLeader {

@@ -43,6 +43,7 @@ type FSM struct {
 	incompatible error
 	divergent    error
 	onDivergent  func() // called once when divergent is set: see OnDivergent
+	onIncompat   func() // called when incompatible is set: see OnIncompatible
 	applied      uint64
 
 	sessionCount atomic.Int64
@@ -392,9 +393,12 @@ func (f *FSM) initCluster(index uint64, payload []byte) error {
 	f.initDeployment(index, &info)
 	f.mu.Lock()
 	f.cluster = &info
-	f.checkCompatLocked()
+	refused := f.checkCompatLocked()
 	f.updateServingLocked()
 	f.mu.Unlock()
+	if refused {
+		f.notifyIncompatible()
+	}
 	return nil
 }
 
@@ -410,13 +414,14 @@ func (f *FSM) Serving() bool { return f.serving.Load() }
 
 // checkCompatLocked refuses a cluster whose partition count, cluster version or
 // procedures this node cannot run: applying its log here would give different state (see
-// deploymentIncompatible). f.mu is held; it runs on the apply goroutine, where the
-// deployment changes.
-func (f *FSM) checkCompatLocked() {
+// deploymentIncompatible). It reports whether it refused; the caller then calls
+// notifyIncompatible once it has released f.mu. f.mu is held; it runs on the apply
+// goroutine, where the deployment changes.
+func (f *FSM) checkCompatLocked() (refused bool) {
 	info := f.cluster
 	switch {
 	case info == nil:
-		return
+		return false
 	case info.Partitions != f.cfg.Partitions:
 		f.incompatible = fmt.Errorf("%w: the cluster has %d partitions, this node %d: start it with --partitions %d",
 			ErrIncompatible, info.Partitions, f.cfg.Partitions, info.Partitions)
@@ -425,6 +430,27 @@ func (f *FSM) checkCompatLocked() {
 	}
 	if f.incompatible != nil {
 		f.log.Error("refusing to apply the cluster's log", "err", f.incompatible)
+	}
+	return f.incompatible != nil
+}
+
+// OnIncompatible sets fn to be called, on the apply goroutine and without the FSM's lock,
+// when this replica finds it cannot run the cluster's log; the node uses it to give up
+// leadership, which such a replica could hold without serving a single request. fn must
+// not block.
+func (f *FSM) OnIncompatible(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.onIncompat = fn
+}
+
+// notifyIncompatible calls the function given to OnIncompatible. f.mu is not held.
+func (f *FSM) notifyIncompatible() {
+	f.mu.Lock()
+	fn := f.onIncompat
+	f.mu.Unlock()
+	if fn != nil {
+		fn()
 	}
 }
 

@@ -152,9 +152,12 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		f.nodes[n.ID] = n
 	}
 	f.hashes = m.Hashes
-	f.checkCompatLocked()
+	refused := f.checkCompatLocked()
 	f.updateServingLocked()
 	f.mu.Unlock()
+	if refused {
+		f.notifyIncompatible()
+	}
 	if err := f.verifySnapshotState(&m); err != nil {
 		return err
 	}

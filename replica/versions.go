@@ -356,10 +356,14 @@ func (f *FSM) activate(index uint64, c *batch.ConfigChange) error {
 // recheckCompat runs the compatibility check again after the deployment changed.
 func (f *FSM) recheckCompat() {
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	refused := false
 	if f.incompatible == nil {
-		f.checkCompatLocked()
+		refused = f.checkCompatLocked()
 		f.updateServingLocked()
+	}
+	f.mu.Unlock()
+	if refused {
+		f.notifyIncompatible()
 	}
 }
 
