@@ -91,6 +91,14 @@ func (s *Supervisor) writePID(id string, p *Process) error {
 	return os.Rename(tmp, filepath.Join(s.dir, id+".pid"))
 }
 
+// Current returns the latest process the supervisor started for node id, nil if it
+// started none yet (the process given to Watch still runs).
+func (s *Supervisor) Current(id string) *Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current[id]
+}
+
 // Restarts returns how many times each node was started again.
 func (s *Supervisor) Restarts() map[string]int {
 	s.mu.Lock()
