@@ -102,7 +102,13 @@ func (l *scoreLoad) waitAcked(t *testing.T, n int64) {
 	from := l.acked.Load()
 	testutil.WaitFor(t, 60*time.Second, func() error {
 		if got := l.acked.Load() - from; got < n {
-			return fmt.Errorf("%d of %d more score.add calls acknowledged", got, n)
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			last := "none"
+			if k := len(l.failed); k > 0 {
+				last = l.failed[k-1]
+			}
+			return fmt.Errorf("%d of %d more score.add calls acknowledged; %d failed so far, the last: %s", got, n, len(l.failed), last)
 		}
 		return nil
 	})
