@@ -64,13 +64,15 @@ func (s *Supervisor) watch(id string, p *Process, bin string, args []string) {
 		k := s.starts[id]
 		s.mu.Unlock()
 		np, err := StartProcess(filepath.Join(s.dir, fmt.Sprintf("%s.%d.log", id, k)), s.env, nil, bin, args...)
+		s.mu.Lock()
+		if np != nil {
+			s.current[id] = np // before the PID file: whoever sees the new PID finds it here
+		}
+		s.mu.Unlock()
 		if err == nil {
 			err = s.writePID(id, np)
 		}
 		s.mu.Lock()
-		if np != nil {
-			s.current[id] = np
-		}
 		if err != nil {
 			s.errs = append(s.errs, fmt.Errorf("restart %s: %w", id, err))
 		}
