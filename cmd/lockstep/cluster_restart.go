@@ -269,7 +269,7 @@ func (r *restarter) moveLeadership(ctx context.Context, id string) error {
 		return fmt.Errorf("transfer leadership away from %s: %w", id, err)
 	}
 	var next string
-	err := r.waitCluster(ctx, "a new leader and a healthy cluster", func(cs clusterStatusJSON) error {
+	err := r.waitCluster(ctx, "new leader and healthy cluster", func(cs clusterStatusJSON) error {
 		if cs.Leader == "" || cs.Leader == id {
 			return fmt.Errorf("leader %q", cs.Leader)
 		}
