@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
+	"github.com/lockstepdb/lockstep/node"
 )
 
 // Rolling restarts (`lockstep cluster restart-plan`, issue 13 item 8) with real processes.
@@ -234,4 +235,47 @@ func docBlockAfter(doc, command string) (string, bool) {
 		return b.String(), true
 	}
 	return "", false
+}
+
+// TestRestartPlanUpgradeSteps: with --upgrade and --activate, `restart-plan --execute`
+// runs "cluster upgrade" and "deploy activate" once every node is back and prints what
+// each answers; a step the leader refuses stops it, saying that every node runs the new
+// binary and which command to run again, with the leader's reason.
+func TestRestartPlanUpgradeSteps(t *testing.T) {
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartCluster(t, bin, 3)
+	sup := proctest.Supervise(t, c.Procs, func(*proctest.Node) string { return bin })
+	script, err := sup.RestartScript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := fmt.Sprint(node.MaxClusterVersion)
+	plan := func(activate string) proctest.Result {
+		return proctest.RunWithin(t, 3*time.Minute, bin, "cluster", "restart-plan", "--addr", c.AddrFlag(), "--execute",
+			"--restart-cmd", "sh "+script+" {id}", "--node-timeout", "60s", "--upgrade", v, "--activate", activate)
+	}
+	r := plan("counter.add@1")
+	if r.Code != 0 {
+		t.Fatalf("restart-plan: %v", r)
+	}
+	for _, want := range []string{
+		`(?m)^rolling restart done: 3 nodes in .*\nlockstep cluster upgrade ` + v + `:\ncluster version\s+` + v + `$`,
+		`(?m)^lockstep deploy activate counter\.add@1:\ncluster version\s+` + v + `$`,
+		`(?m)^active\s+counter\.add@1$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(r.Stdout) {
+			t.Errorf("restart-plan printed no %q: %v", want, r)
+		}
+	}
+	r = plan("counter.add@1,nosuch.proc@1")
+	proctest.CheckFailure(t, r, "rolling upgrade stopped after the roll: every node runs the new binary; "+
+		"lockstep deploy activate counter.add@1 nosuch.proc@1 failed (run it again once the cause is fixed): ")
+	if !strings.Contains(r.Stderr, "does not carry nosuch.proc@1") || !strings.Contains(r.Stdout, "rolling restart done: 3 nodes") {
+		t.Fatalf("want the roll done and the leader's refusal naming nosuch.proc@1: %v", r)
+	}
+	for _, n := range c.Procs {
+		if got := sup.Restarts()[n.ID]; got != 2 {
+			t.Errorf("%s restarted %d times, want twice", n.ID, got)
+		}
+	}
 }

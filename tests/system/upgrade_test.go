@@ -28,15 +28,17 @@ var upgradeActivations = []string{"score.add@2"}
 // TestRollingUpgradeProcesses: the documented rolling upgrade (docs/operations.md,
 // Upgrading a cluster) of three examples/upgradeapp node processes from build A (score.add@1
 // only; cluster versions up to one below this Lockstep's) to build B (score.add@1 and @2;
-// this Lockstep's newest), performed by `lockstep cluster restart-plan --execute --upgrade
-// --activate` while four workers call score.add: each node in turn, followers first and
-// the leader last after a leadership transfer, is stopped, its installed binary replaced,
-// started again and waited for; then the cluster version moves forward and score.add@2 is
-// activated. No request of the load fails; every call runs exactly once, with version 1
-// until the switch and version 2 after it; a node restarted afterwards replays the log
-// (snapshots are off) with the version active at each index and ends with the others'
-// hashes; a node restarted on build A refuses to serve, naming why, and hands off a
-// leadership it is given (issue 22, Show; issue 26 item 2; DESIGN.md section 10).
+// this Lockstep's newest) while four workers call score.add. Steps 1 and 2 are `lockstep
+// cluster restart-plan --execute --upgrade`: each node in turn, followers first and the
+// leader last after a leadership transfer, is stopped, its installed binary replaced,
+// started again and waited for; then the cluster version moves forward. Step 3 is
+// `lockstep deploy activate score.add@2`. No request of the load fails; every call runs
+// exactly once, with version 1 until the activation (after the upgrade too) and version 2
+// after it; a node restarted afterwards replays the log (snapshots are off) with the
+// version active at each index and ends with the others' hashes; a node restarted on build
+// A refuses to serve, naming why, and hands off a leadership it is given; activating
+// score.add@1 again goes back to the old code (issue 22, Show; issue 26 item 2; DESIGN.md
+// section 10).
 func TestRollingUpgradeProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
@@ -84,12 +86,11 @@ func TestRollingUpgradeProcesses(t *testing.T) {
 	proctest.CheckFailure(t, proctest.Run(t, bin, "cluster", "upgrade", fmt.Sprint(to), "--addr", addrs),
 		fmt.Sprintf("supports cluster versions 1..%d, not %d", from, to))
 
-	// The upgrade: the roll, the new cluster version, the activation.
+	// The upgrade, steps 1 and 2: the roll and the new cluster version, in one command.
 	restartCmd := fmt.Sprintf(`ln -sfn %s %s.new && mv -T %[2]s.new %[2]s && sh %s "$LOCKSTEP_RESTART_ID"`,
 		shellWord(buildB), `"`+inst+`/$LOCKSTEP_RESTART_ID/upgradeapp"`, shellWord(script))
 	r := proctest.RunWithin(t, 3*time.Minute, bin, "cluster", "restart-plan", "--addr", addrs, "--execute",
-		"--restart-cmd", restartCmd, "--node-timeout", "60s", "--upgrade", fmt.Sprint(to),
-		"--activate", strings.Join(upgradeActivations, ","))
+		"--restart-cmd", restartCmd, "--node-timeout", "60s", "--upgrade", fmt.Sprint(to))
 	t.Logf("restart-plan:\n%s", r.Stdout)
 	if r.Code != 0 {
 		t.Fatalf("restart-plan: %v", r)
@@ -100,12 +101,18 @@ func TestRollingUpgradeProcesses(t *testing.T) {
 			t.Errorf("%s restarted %d times during the roll, want once", n.ID, got)
 		}
 	}
-	list := proctest.MustRun(t, bin, "deploy", "list", "--addr", addrs).Stdout
-	for _, want := range append([]string{fmt.Sprintf(`cluster version\s+%d`, to)}, activeRE(upgradeActivations)...) {
-		if !regexp.MustCompile(want).MatchString(list) {
-			t.Errorf("deploy list after the upgrade: no %q in\n%s", want, list)
-		}
+	// The new cluster version runs the old code until the activation.
+	var res scoreResult
+	if err := load.cl.Invoke(ctx, "score.add", []byte("probe"), struct{}{}, &res); err != nil || res.Version != 1 {
+		t.Fatalf("score.add after the upgrade, before the activation: %+v %v; want version 1", res, err)
 	}
+	// Step 3: the new code, switched at one log index.
+	activated := proctest.MustRun(t, bin, append([]string{"deploy", "activate", "--addr", addrs}, upgradeActivations...)...).Stdout
+	checkDeployment(t, "deploy activate", activated, to, upgradeActivations)
+	if err := load.cl.Invoke(ctx, "score.add", []byte("probe"), struct{}{}, &res); err != nil || res.Version != 2 || res.Score != 1+10 {
+		t.Fatalf("score.add after the activation: %+v %v; want version 2, score 11", res, err)
+	}
+	checkDeployment(t, "deploy list", proctest.MustRun(t, bin, "deploy", "list", "--addr", addrs).Stdout, to, upgradeActivations)
 	load.waitAcked(t, 40)
 
 	// A follower restarted on build B replays the old entries with score.add@1 and the
@@ -170,10 +177,7 @@ func TestRollingUpgradeProcesses(t *testing.T) {
 	// The way back for code (not for the cluster version): the previous registration
 	// activated again runs from a new index on.
 	back := proctest.MustRun(t, bin, "deploy", "activate", "score.add@1", "--addr", addrs).Stdout
-	if !regexp.MustCompile(`(?m)^active\s+score\.add@1$`).MatchString(back) {
-		t.Errorf("deploy activate score.add@1 printed\n%s", back)
-	}
-	var res scoreResult
+	checkDeployment(t, "deploy activate score.add@1", back, to, []string{"score.add@1"})
 	if err := load.cl.Invoke(ctx, "score.add", []byte("player-0"), struct{}{}, &res); err != nil || res.Version != 1 {
 		t.Fatalf("score.add after activating @1 again: %+v %v", res, err)
 	}
@@ -185,10 +189,9 @@ func TestRollingUpgradeProcesses(t *testing.T) {
 	}
 }
 
-// checkUpgradeOutput checks what `restart-plan --execute --upgrade --activate` printed
-// against docs/operations.md: the plan (followers first, the leader last after a
-// transfer, then the cluster-wide steps), each node back, and the deployment after each
-// cluster-wide step.
+// checkUpgradeOutput checks what `restart-plan --execute --upgrade` printed against
+// docs/operations.md: the plan (followers first, the leader last after a transfer, then
+// the cluster-wide step), each node back, and the deployment after the upgrade.
 func checkUpgradeOutput(t *testing.T, out string, to uint64) {
 	t.Helper()
 	var roles []string
@@ -202,13 +205,11 @@ func checkUpgradeOutput(t *testing.T, out string, to uint64) {
 	wants := []string{
 		`rolling upgrade of 3 nodes, one at a time \(read replicas and followers first, the leader last, then the cluster-wide steps\):`,
 		fmt.Sprintf(`(?m)^\s+4\. move the cluster version forward: lockstep cluster upgrade %d$`, to),
-		`(?m)^\s+5\. switch the running code at one log index: lockstep deploy activate ` + regexp.QuoteMeta(strings.Join(upgradeActivations, " ")) + `$`,
 		regexp.QuoteMeta(leader) + `: leadership moved to `,
 		`rolling restart done: 3 nodes in `,
 		fmt.Sprintf(`(?m)^lockstep cluster upgrade %d:\ncluster version\s+%d$`, to, to),
-		`(?m)^lockstep deploy activate ` + regexp.QuoteMeta(strings.Join(upgradeActivations, " ")) + `:\ncluster version\s+` + fmt.Sprint(to) + `$`,
+		`(?m)^active\s+score\.add@1$`, // from version 1 to 2, each procedure's version 1
 	}
-	wants = append(wants, activeRE(upgradeActivations)...)
 	for _, want := range wants {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("restart-plan printed no %q", want)
@@ -222,13 +223,19 @@ func checkUpgradeOutput(t *testing.T, out string, to uint64) {
 	}
 }
 
-// activeRE returns the patterns of deployment lines that show regs active.
-func activeRE(regs []string) []string {
-	var out []string
+// checkDeployment checks a deployment as `deploy list|activate` print it: the cluster
+// version and, among the active registrations, regs.
+func checkDeployment(t *testing.T, what, out string, version uint64, regs []string) {
+	t.Helper()
+	wants := []string{fmt.Sprintf(`(?m)^cluster version\s+%d$`, version)}
 	for _, g := range regs {
-		out = append(out, `(?m)^active\s+`+regexp.QuoteMeta(g)+`$`)
+		wants = append(wants, `(?m)^active\s+`+regexp.QuoteMeta(g)+`$`)
 	}
-	return out
+	for _, want := range wants {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("%s printed no %q:\n%s", what, want, out)
+		}
+	}
 }
 
 // restartSupervised stops node id's process with the supervisor's restart script (as
