@@ -1,8 +1,9 @@
 package main
 
-// `lockstep cluster restart-plan`: a rolling restart, one node at a time, that keeps the
-// cluster serving. It prints the plan; with --execute it carries it out over the admin
-// API (status, leadership transfer) and the operator's restart command.
+// `lockstep cluster restart-plan`: a rolling restart (or upgrade, cluster_restart_upgrade.go),
+// one node at a time, that keeps the cluster serving. It prints the plan; with --execute
+// it carries it out over the admin API (status, leadership transfer) and the operator's
+// restart command.
 
 import (
 	"context"
