@@ -64,13 +64,15 @@ func (s *Supervisor) watch(id string, p *Process, bin string, args []string) {
 		k := s.starts[id]
 		s.mu.Unlock()
 		np, err := StartProcess(filepath.Join(s.dir, fmt.Sprintf("%s.%d.log", id, k)), s.env, nil, bin, args...)
+		s.mu.Lock()
+		if np != nil {
+			s.current[id] = np // before the PID file: whoever sees the new PID finds it here
+		}
+		s.mu.Unlock()
 		if err == nil {
 			err = s.writePID(id, np)
 		}
 		s.mu.Lock()
-		if np != nil {
-			s.current[id] = np
-		}
 		if err != nil {
 			s.errs = append(s.errs, fmt.Errorf("restart %s: %w", id, err))
 		}
@@ -89,6 +91,14 @@ func (s *Supervisor) writePID(id string, p *Process) error {
 		return err
 	}
 	return os.Rename(tmp, filepath.Join(s.dir, id+".pid"))
+}
+
+// Current returns the latest process the supervisor started for node id, nil if it
+// started none yet (the process given to Watch still runs).
+func (s *Supervisor) Current(id string) *Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current[id]
 }
 
 // Restarts returns how many times each node was started again.

@@ -19,6 +19,13 @@ import (
 // refuses what a member could not run, and puts the command into the log, where every
 // replica applies it at one index and checks it again (replica/versions.go).
 
+// The cluster versions this binary runs (replica/versions.go). A node's
+// Config.Replica.MaxClusterVersion may lower the newest, to run as an older binary would.
+const (
+	MinClusterVersion = replica.MinClusterVersion
+	MaxClusterVersion = replica.MaxClusterVersion
+)
+
 // carried returns this binary's registrations as "name@N" (procedures) and
 // "processor:name@N".
 func carried(reg *procedures.Registry) []string {

@@ -1,8 +1,9 @@
 package main
 
-// `lockstep cluster restart-plan`: a rolling restart, one node at a time, that keeps the
-// cluster serving. It prints the plan; with --execute it carries it out over the admin
-// API (status, leadership transfer) and the operator's restart command.
+// `lockstep cluster restart-plan`: a rolling restart (or upgrade, cluster_restart_upgrade.go),
+// one node at a time, that keeps the cluster serving. It prints the plan; with --execute
+// it carries it out over the admin API (status, leadership transfer) and the operator's
+// restart command.
 
 import (
 	"context"
@@ -51,7 +52,7 @@ var (
 func clusterRestartCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "restart-plan",
-		Usage: "print, and with --execute perform, a rolling restart: one node at a time, the leader last",
+		Usage: "print, and with --execute perform, a rolling restart or upgrade: one node at a time, the leader last",
 		Description: `Prints the order in which to restart the cluster's nodes so that it keeps serving: read
 replicas and followers first (by id), the leader last. With --execute and --restart-cmd
 it performs the plan, one node at a time:
@@ -82,16 +83,25 @@ LOCKSTEP_RESTART_RAFT, and in place of the placeholders {id}, {client} and {raft
 command's stderr. It may return as soon as the node is restarting: the wait is step 3.
 On a timeout its process group gets SIGTERM, then SIGKILL 5s later.
 
+A rolling upgrade onto a new binary is the same roll, with a restart command that installs
+the new binary before it starts the node again, followed by the steps --upgrade VERSION
+("lockstep cluster upgrade VERSION") and --activate NAME@N ("lockstep deploy activate
+NAME@N"), printed at the end of the plan and, with --execute, performed once every node is
+back (docs/operations.md, Upgrading a cluster). If one of them fails, every node runs the
+new binary already: fix the cause and run that command by hand.
+
 Examples:
   lockstep cluster restart-plan --addr 10.0.0.1:8001
   lockstep cluster restart-plan --addr 10.0.0.1:8001 --execute --restart-cmd 'ssh {id} sudo systemctl restart lockstep'
-  lockstep cluster restart-plan --execute --restart-cmd 'kubectl delete pod "lockstep-$LOCKSTEP_RESTART_ID"'`,
-		Flags: withClientFlags(
+  lockstep cluster restart-plan --execute --restart-cmd 'kubectl delete pod "lockstep-$LOCKSTEP_RESTART_ID"'
+  lockstep cluster restart-plan --execute --restart-cmd 'ssh {id} sudo /usr/local/bin/install-lockstep-and-restart' \
+    --upgrade 2 --activate clicks.count@2`,
+		Flags: withClientFlags(append([]cli.Flag{
 			&cli.BoolFlag{Name: "execute", Usage: "perform the plan (needs --restart-cmd)"},
 			&cli.StringFlag{Name: "restart-cmd", Usage: "shell command that restarts one node ({id}, {client}, {raft}; or $LOCKSTEP_RESTART_ID, ...)"},
 			&cli.DurationFlag{Name: "restart-timeout", Usage: "longest a run of the restart command may take", Value: 2 * time.Minute},
 			&cli.DurationFlag{Name: "node-timeout", Usage: "longest wait for a node to be back, caught up and the cluster healthy (and for a leadership transfer)", Value: 5 * time.Minute},
-		),
+		}, upgradeFlags()...)...),
 		Action: runRestartPlan,
 	}
 }
@@ -116,12 +126,16 @@ func runRestartPlan(c *cli.Context) error {
 			return fmt.Errorf("--%s %v: want a positive duration", f, d)
 		}
 	}
+	upgrade, err := parseUpgradeSteps(c)
+	if err != nil {
+		return err
+	}
 	cl, err := openClient(c)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	r := &restarter{cl: cl, out: c.App.Writer, errOut: c.App.ErrWriter, command: command,
+	r := &restarter{cl: cl, out: c.App.Writer, errOut: c.App.ErrWriter, command: command, upgrade: upgrade,
 		pollTimeout: c.Duration("timeout"), cmdTimeout: c.Duration("restart-timeout"), nodeTimeout: c.Duration("node-timeout")}
 	if r.errOut == nil {
 		r.errOut = os.Stderr
@@ -154,7 +168,7 @@ func runRestartPlan(c *cli.Context) error {
 		}
 	}
 	fmt.Fprintf(r.out, "rolling restart done: %d nodes in %v\n", len(plan), time.Since(start).Round(time.Millisecond))
-	return nil
+	return r.runUpgradeSteps(c.Context)
 }
 
 // restartPlan orders the nodes of cs for a rolling restart: read replicas and learners,
@@ -197,25 +211,34 @@ type restarter struct {
 	cl          *client.Client
 	out, errOut io.Writer
 	command     string
+	upgrade     upgradeSteps  // the steps after the roll, if any
 	pollTimeout time.Duration // bounds one status round
 	cmdTimeout  time.Duration // bounds one run of the restart command
 	nodeTimeout time.Duration // bounds each wait for the cluster
 }
 
 func (r *restarter) printPlan(plan []restartStep) {
-	fmt.Fprintf(r.out, "rolling restart of %d nodes, one at a time (read replicas and followers first, the leader last):\n", len(plan))
+	what, then := "restart", ""
+	if r.upgrade.any() {
+		what, then = "upgrade", ", then the cluster-wide steps"
+	}
+	fmt.Fprintf(r.out, "rolling %s of %d nodes, one at a time (read replicas and followers first, the leader last%s):\n", what, len(plan), then)
 	for i, s := range plan {
 		fmt.Fprintf(r.out, "%3d. %s (%s, client %s, raft %s)\n", i+1, s.id, s.role, s.client, s.raft)
 		if s.role == "leader" {
 			fmt.Fprintln(r.out, "       transfer leadership to another voter; wait for the new leader and a healthy cluster")
 		}
 		run := "run the restart command"
+		if r.upgrade.any() {
+			run = "run the restart command: stop the node, install the new binary, start it with its flags and data directory"
+		}
 		if r.command != "" {
 			run = "run: " + restartCommandFor(r.command, s)
 		}
 		fmt.Fprintf(r.out, "       %s\n", run)
-		fmt.Fprintln(r.out, "       wait until it answers from a new process, has applied the leader's commit index, is a voter (read replicas and learners: not asked) and ready, and the cluster is healthy")
+		fmt.Fprintln(r.out, "       wait until it is back: a new process, caught up with the leader, a voter again (read replicas and learners: not asked), ready, the cluster healthy")
 	}
+	r.printUpgradeSteps(len(plan) + 1)
 }
 
 // restart performs one step of the plan: leadership away, the restart command, the wait.
@@ -247,7 +270,7 @@ func (r *restarter) moveLeadership(ctx context.Context, id string) error {
 		return fmt.Errorf("transfer leadership away from %s: %w", id, err)
 	}
 	var next string
-	err := r.waitCluster(ctx, "a new leader and a healthy cluster", func(cs clusterStatusJSON) error {
+	err := r.waitCluster(ctx, "new leader and healthy cluster", func(cs clusterStatusJSON) error {
 		if cs.Leader == "" || cs.Leader == id {
 			return fmt.Errorf("leader %q", cs.Leader)
 		}

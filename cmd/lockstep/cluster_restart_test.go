@@ -12,32 +12,10 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
-	"github.com/lockstepdb/lockstep/jepsen"
+	"github.com/lockstepdb/lockstep/node"
 )
 
 // Rolling restarts (`lockstep cluster restart-plan`, issue 13 item 8) with real processes.
-
-// supervise has a jepsen.Supervisor restart the nodes' processes when they exit; the
-// test's end stops it and checks the logs of the processes it started.
-func supervise(t *testing.T, bin string, nodes []*proctest.Node) *jepsen.Supervisor {
-	t.Helper()
-	s := jepsen.NewSupervisor(t.TempDir(), proctest.Env())
-	t.Cleanup(func() {
-		procs, errs := s.Close()
-		for id, p := range procs {
-			proctest.CheckLog(t, "restarted "+id, p.Log())
-		}
-		for _, err := range errs {
-			t.Errorf("supervisor: %v", err)
-		}
-	})
-	for _, n := range nodes {
-		if err := s.Watch(n.ID, n.Process, bin, append([]string{"node"}, n.Args...)...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return s
-}
 
 // planOrder returns the node ids of a printed restart plan, in order, with their roles.
 func planOrder(out string) (ids, roles []string) {
@@ -54,7 +32,7 @@ func planOrder(out string) (ids, roles []string) {
 // state hashes (DESIGN.md invariants 1, 3, 4).
 func TestRollingRestartUnderLoad(t *testing.T) {
 	bin, c, ctx, load := proctest.LoadedCluster(t, 5*time.Minute, "rr", 8, 300)
-	sup := supervise(t, bin, c.Procs)
+	sup := proctest.Supervise(t, c.Procs, func(*proctest.Node) string { return bin })
 	leader := proctest.LeaderNode(t, bin, c)
 	script, err := sup.RestartScript()
 	if err != nil {
@@ -181,18 +159,123 @@ func TestRestartCommandFor(t *testing.T) {
 	}
 }
 
-// TestRestartPlanBadInput: flags that cannot work are refused before anything runs, and
-// a cluster that cannot keep its quorum while a voter restarts is refused too.
+// TestRestartPlanBadInput: flags that cannot work (a malformed upgrade step among them) are
+// refused before anything runs, and a cluster that cannot keep its quorum while a voter
+// restarts is refused too.
 func TestRestartPlanBadInput(t *testing.T) {
 	bin := proctest.BuildBinary(t)
 	proctest.CheckFailure(t, proctest.Run(t, bin, "cluster", "restart-plan", "--execute"), "--execute needs --restart-cmd")
 	proctest.CheckFailure(t, proctest.Run(t, bin, "cluster", "restart-plan", "--node-timeout", "0s"), "--node-timeout 0s: want a positive duration")
 	proctest.CheckFailure(t, proctest.Run(t, bin, "cluster", "restart-plan", "extra"), "takes no arguments")
+	proctest.CheckFailure(t, proctest.Run(t, bin, "cluster", "restart-plan", "--upgrade", "0"), "--upgrade 0: want a cluster version")
+	proctest.CheckFailure(t, proctest.Run(t, bin, "cluster", "restart-plan", "--activate", "score.add"), `--activate "score.add": want NAME@N`)
+	proctest.CheckFailure(t, proctest.Run(t, bin, "cluster", "restart-plan", "--activate", "score.add@x"), `--activate "score.add@x": want NAME@N`)
 	c := proctest.StartCluster(t, bin, 1)
 	marker := filepath.Join(t.TempDir(), "ran")
 	proctest.CheckFailure(t, proctest.Run(t, bin, "cluster", "restart-plan", "--addr", c.AddrFlag(), "--execute", "--restart-cmd", "touch "+marker),
 		"rolling restart refused: 1 voter(s)")
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a refused rolling restart ran the restart command")
+	}
+}
+
+// TestRestartPlanMatchesDoc: what `cluster restart-plan` prints, for a restart and for an
+// upgrade (--upgrade, --activate), is what docs/operations.md shows after the command
+// line it gives, line for line: the plan follows the documented procedure (followers
+// first, the leader last after a transfer, then the cluster-wide steps).
+func TestRestartPlanMatchesDoc(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(id, state string) nodeRow {
+		var r nodeRow
+		r.NodeID, r.State, r.Suffrage = id, client.Role(state), "voter"
+		r.ClientAddr, r.RaftAddr = "10.0.0."+id[1:]+":8001", "10.0.0."+id[1:]+":7001"
+		return r
+	}
+	cs := clusterStatusJSON{Leader: "n1", Nodes: []nodeRow{row("n1", "Leader"), row("n2", "Follower"), row("n3", "Follower")}}
+	for i, tc := range []struct {
+		command string
+		upgrade upgradeSteps
+	}{
+		{"$ lockstep cluster restart-plan --addr 10.0.0.1:8001", upgradeSteps{}},
+		{"$ lockstep cluster restart-plan --addr 10.0.0.1:8001 --upgrade 2 --activate clicks.count@2",
+			upgradeSteps{version: 2, activate: []string{"clicks.count@2"}}},
+	} {
+		want, ok := docBlockAfter(string(doc), tc.command)
+		if !ok {
+			t.Fatalf("#%d: docs/operations.md shows no output of %q", i, tc.command)
+		}
+		var out strings.Builder
+		r := &restarter{out: &out, upgrade: tc.upgrade}
+		plan, _ := restartPlan(cs)
+		r.printPlan(plan)
+		if got := out.String(); got != want {
+			t.Errorf("#%d: %s prints\n%s\ndocs/operations.md shows\n%s", i, tc.command, got, want)
+		}
+	}
+}
+
+// docBlockAfter returns the lines of the indented code block of doc that follow the line
+// command in it, unindented, each ending in a newline.
+func docBlockAfter(doc, command string) (string, bool) {
+	lines := strings.Split(doc, "\n")
+	for i, l := range lines {
+		if strings.TrimSpace(l) != command || !strings.HasPrefix(l, "    ") {
+			continue
+		}
+		var b strings.Builder
+		for _, l := range lines[i+1:] {
+			if !strings.HasPrefix(l, "    ") {
+				break
+			}
+			b.WriteString(l[4:] + "\n")
+		}
+		return b.String(), true
+	}
+	return "", false
+}
+
+// TestRestartPlanUpgradeSteps: with --upgrade and --activate, `restart-plan --execute`
+// runs "cluster upgrade" and "deploy activate" once every node is back and prints what
+// each answers; a step the leader refuses stops it, saying that every node runs the new
+// binary and which command to run again, with the leader's reason.
+func TestRestartPlanUpgradeSteps(t *testing.T) {
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartCluster(t, bin, 3)
+	sup := proctest.Supervise(t, c.Procs, func(*proctest.Node) string { return bin })
+	script, err := sup.RestartScript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := fmt.Sprint(node.MaxClusterVersion)
+	plan := func(activate string) proctest.Result {
+		return proctest.RunWithin(t, 3*time.Minute, bin, "cluster", "restart-plan", "--addr", c.AddrFlag(), "--execute",
+			"--restart-cmd", "sh "+script+" {id}", "--node-timeout", "60s", "--upgrade", v, "--activate", activate)
+	}
+	r := plan("counter.add@1")
+	if r.Code != 0 {
+		t.Fatalf("restart-plan: %v", r)
+	}
+	for _, want := range []string{
+		`(?m)^rolling restart done: 3 nodes in .*\nlockstep cluster upgrade ` + v + `:\ncluster version\s+` + v + `$`,
+		`(?m)^lockstep deploy activate counter\.add@1:\ncluster version\s+` + v + `$`,
+		`(?m)^active\s+counter\.add@1$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(r.Stdout) {
+			t.Errorf("restart-plan printed no %q: %v", want, r)
+		}
+	}
+	r = plan("counter.add@1,nosuch.proc@1")
+	proctest.CheckFailure(t, r, "rolling upgrade stopped after the roll: every node runs the new binary; "+
+		"lockstep deploy activate counter.add@1 nosuch.proc@1 failed (run it again once the cause is fixed): ")
+	if !strings.Contains(r.Stderr, "does not carry nosuch.proc@1") || !strings.Contains(r.Stdout, "rolling restart done: 3 nodes") {
+		t.Fatalf("want the roll done and the leader's refusal naming nosuch.proc@1: %v", r)
+	}
+	for _, n := range c.Procs {
+		if got := sup.Restarts()[n.ID]; got != 2 {
+			t.Errorf("%s restarted %d times, want twice", n.ID, got)
+		}
 	}
 }

@@ -60,6 +60,8 @@ var allowed = map[string][]string{
 	"internal/chart":      {},
 	"internal/demo":       {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "benchmarks/loadgen"}, // `lockstep demo`
 	"examples/customproc": {"client", "node", "node/runner", "partition", "procedures", "procedures/builtin", "procedures/window"},
+	// examples/upgradeapp: one application in two builds (tag lockstep_upgrade_old), the sides of a rolling upgrade.
+	"examples/upgradeapp": {"node", "node/runner", "partition", "procedures"},
 	// tests/system is test files only (see withTests): process-level tests drive the binary
 	// through jepsen.Cluster and the client, and read what a test truly needs besides (a
 	// node's sentinels and constants, the shared test certificates, the sink's database).
@@ -68,8 +70,9 @@ var allowed = map[string][]string{
 }
 
 // tagSets are the build-tag sets the import rules are checked under: the default build,
-// the determinism-test build and each planted bug's build (internal/planted). A file behind
-// a build tag imports only in its tag's build, so each set is checked on its own.
+// the determinism-test build, each planted bug's build (internal/planted) and
+// examples/upgradeapp's old build. A file behind a build tag imports only in its tag's
+// build, so each set is checked on its own.
 // TestTagSetsCoverEveryTag keeps the list complete.
 var tagSets = [][]string{
 	nil,
@@ -80,6 +83,7 @@ var tagSets = [][]string{
 	{"jepsen_nodedup"},
 	{"jepsen_nosync"},
 	{"jepsen_staleread"},
+	{"lockstep_upgrade_old"},
 }
 
 // withTests are the packages whose test files' imports are checked too: packages made of

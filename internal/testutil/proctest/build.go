@@ -1,6 +1,7 @@
 package proctest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -65,7 +66,38 @@ func BuildBinary(t testing.TB, tags ...string) string {
 // the tests run with it, and returns the binary's path (in a temp dir of the test).
 func BuildCustomProc(t testing.TB, tags ...string) string {
 	t.Helper()
-	exe := filepath.Join(t.TempDir(), "customproc")
+	exe, err := buildProgram(t.TempDir(), "customproc", tags...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+// BuildUpgradeApp builds examples/upgradeapp's two builds at once (with -race when the
+// tests run with it): old is build A (tag lockstep_upgrade_old), new build B. Both are in
+// a temp dir of the test.
+func BuildUpgradeApp(t testing.TB) (old, new string) {
+	t.Helper()
+	var errA, errB error
+	var wg sync.WaitGroup
+	dirA, dirB := t.TempDir(), t.TempDir()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		old, errA = buildProgram(dirA, "upgradeapp", "lockstep_upgrade_old")
+	}()
+	new, errB = buildProgram(dirB, "upgradeapp")
+	wg.Wait()
+	if err := errors.Join(errA, errB); err != nil {
+		t.Fatal(err)
+	}
+	return old, new
+}
+
+// buildProgram builds examples/NAME with tags into dir, with -race when the tests run with
+// it, and returns the binary's path.
+func buildProgram(dir, name string, tags ...string) (string, error) {
+	exe := filepath.Join(dir, name)
 	args := []string{"build", "-o", exe}
 	if RaceBuild {
 		args = append(args, "-race")
@@ -73,8 +105,8 @@ func BuildCustomProc(t testing.TB, tags ...string) string {
 	if len(tags) > 0 {
 		args = append(args, "-tags", strings.Join(tags, ","))
 	}
-	if out, err := exec.Command("go", append(args, "github.com/lockstepdb/lockstep/examples/customproc")...).CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if out, err := exec.Command("go", append(args, "github.com/lockstepdb/lockstep/examples/"+name)...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s %v: %v\n%s", name, tags, err, out)
 	}
-	return exe
+	return exe, nil
 }
