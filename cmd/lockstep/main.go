@@ -51,7 +51,7 @@ func exitCode(err error) int {
 
 // newApp assembles the commands.
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:                 "lockstep",
 		Usage:                "a replicated, deterministic-execution stream database",
 		Version:              node.Version(), // --version; nodes report the same in their status
@@ -73,9 +73,15 @@ func newApp() *cli.App {
 			demoCommand(),
 			jepsenCommand(),
 			benchCommand(),
+			putCommand(),
+			getCommand(),
+			delCommand(),
+			contextCommand(),
 			completionCommand(),
 		},
 	}
+	applyContexts(app.Commands)
+	return app
 }
 
 // oneLine folds a multi-line error message (errors.Join makes them) into one line.

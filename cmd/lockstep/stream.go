@@ -142,6 +142,9 @@ func oneStreamName(c *cli.Context, cmd string) (string, error) {
 	return c.Args().First(), nil
 }
 
+// tableText is a result that the table format prints as it is, on a line.
+type tableText string
+
 // withSession runs call with a client holding a session (the stream.* built-ins go
 // through the log) within --timeout, and prints its result in the --output format.
 func withSession(c *cli.Context, call func(*client.Client) (any, error)) error {
@@ -166,6 +169,10 @@ func withSession(c *cli.Context, call func(*client.Client) (any, error)) error {
 	}
 	if format == outputJSON {
 		return writeJSON(c.App.Writer, v)
+	}
+	if s, ok := v.(tableText); ok {
+		_, err := fmt.Fprintln(c.App.Writer, string(s))
+		return err
 	}
 	if d, ok := v.(builtin.GroupDescription); ok {
 		return writeGroupDescription(c.App.Writer, d)
