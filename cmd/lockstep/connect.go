@@ -113,7 +113,7 @@ func dialFailed(addrs []string, timeout time.Duration, err error) error {
 	case errors.Is(err, client.ErrBadConfig), errors.Is(err, context.Canceled):
 		return err
 	}
-	return fmt.Errorf("cannot reach the cluster at %s within %v: %w", at, timeout, err)
+	return fmt.Errorf("%w at %s within %v: %w", errCannotReach, at, timeout, err)
 }
 
 // openClient returns a Go client for the cluster at --addr without contacting it: admin

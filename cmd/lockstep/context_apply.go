@@ -9,18 +9,27 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// applyContexts makes every command with the connection flags (clientFlags) apply the
-// context in use before its action (applyContext).
-func applyContexts(cmds []*cli.Command) {
+// prepareCommands makes every command check its --output value, and every command with
+// the connection flags (clientFlags) apply the context in use (applyContext), before its
+// action does anything.
+func prepareCommands(cmds []*cli.Command) {
 	for _, cmd := range cmds {
-		applyContexts(cmd.Subcommands)
-		if !hasFlag(cmd.Flags, contextFlag) {
+		prepareCommands(cmd.Subcommands)
+		output, conn := hasFlag(cmd.Flags, "output"), hasFlag(cmd.Flags, contextFlag)
+		if !output && !conn {
 			continue
 		}
 		before := cmd.Before
 		cmd.Before = func(c *cli.Context) error {
-			if err := applyContext(c); err != nil {
-				return err
+			if output {
+				if _, err := outputFormat(c); err != nil {
+					return err
+				}
+			}
+			if conn {
+				if err := applyContext(c); err != nil {
+					return err
+				}
 			}
 			if before != nil {
 				return before(c)

@@ -18,12 +18,11 @@
 //	lockstep completion bash  the shell completion script
 //	lockstep --version        the binary's version, as nodes report it in their status
 //
-// Every command exits 0 on success, and non-zero with a one-line error on stderr: 1, or
-// for `cluster status` a code that says what is unhealthy (see its help).
+// Every command exits 0 on success, and non-zero with a one-line error on stderr: the
+// code of exitcodes.go's table, which docs/cli.md documents.
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -38,15 +37,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "lockstep:", oneLine(err.Error()))
 		os.Exit(exitCode(err))
 	}
-}
-
-// exitCode is 1, or the code an error asks for (cluster status's health codes).
-func exitCode(err error) int {
-	var ec interface{ exitStatus() int }
-	if errors.As(err, &ec) {
-		return ec.exitStatus()
-	}
-	return 1
 }
 
 // newApp assembles the commands.
@@ -80,7 +70,7 @@ func newApp() *cli.App {
 			completionCommand(),
 		},
 	}
-	applyContexts(app.Commands)
+	prepareCommands(app.Commands)
 	return app
 }
 
