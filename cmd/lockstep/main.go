@@ -10,12 +10,14 @@
 //	lockstep procedures       list the procedures
 //	lockstep processors       the stream processors per partition: position, lag, watermark
 //	lockstep deploy ...       list, activate: the running versions of compiled-in procedures
-//	lockstep stream read S    print an output stream's records
+//	lockstep stream ...       create, list, describe, delete, append, read, tail streams
+//	lockstep put|get|del K    the kv built-ins: values in and out, JSON with --json / -o json
+//	lockstep context ...      set, use, list, show, delete: named connection settings
 //	lockstep sink postgres    copy a stream into a PostgreSQL table exactly once
 //	lockstep demo             an embedded 3-node cluster under load, with failover
 //	lockstep jepsen run       fault-injection run: workload, nemesis, history checkers
 //	lockstep bench            load a cluster (or an embedded one): throughput, latency, batches
-//	lockstep completion bash  the shell completion script
+//	lockstep completion SHELL the shell completion script: bash, zsh or fish
 //	lockstep --version        the binary's version, as nodes report it in their status
 //
 // Every command exits 0 on success, and non-zero with a one-line error on stderr: the

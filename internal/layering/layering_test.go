@@ -50,9 +50,12 @@ var allowed = map[string][]string{
 	"internal/testutil/proctest": {"client", "jepsen", "internal/testutil"},
 	// node reads window operators' watermarks (window.ReadOperator) for processor status.
 	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
-		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/planted", "internal/ratelog"},
+		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/planted", "internal/ratelog",
+		"node/statuspage"},
 	// node/runner is `lockstep node` for any binary: flags, config file, signals, rebuild.
-	"node/runner":        {"node", "procedures", "internal/faultenv"},
+	"node/runner": {"node", "procedures", "internal/faultenv"},
+	// node/statuspage renders the admin port's HTML status page from plain values.
+	"node/statuspage":    {},
 	"cmd/lockstep":       {"client", "client/pgsink", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},
