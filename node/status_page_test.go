@@ -202,3 +202,21 @@ func TestEventLogBounded(t *testing.T) {
 		t.Errorf("oldest kept: got %q, want %q", got[maxEvents-1].Message, want)
 	}
 }
+
+// TestHashRows: members at one applied index with different hashes mark the partition
+// and say DIFFER; members at different indexes are not compared.
+func TestHashRows(t *testing.T) {
+	st := func(id string, applied uint64, hs ...uint64) client.Status {
+		return client.Status{NodeID: id, AppliedIndex: applied, Hashes: hs}
+	}
+	rows, sum := hashRows([]client.Status{st("n1", 9, 1, 2), st("n2", 9, 1, 3)})
+	if len(rows) != 2 || rows[0].Differ || !rows[1].Differ || !strings.Contains(sum, "DIFFER on 1 partitions at applied index 9") {
+		t.Errorf("differing: %+v %q", rows, sum)
+	}
+	if rows, sum := hashRows([]client.Status{st("n1", 9, 1, 2), st("n2", 10, 1, 3)}); rows[1].Differ || !strings.Contains(sum, "different applied indexes") {
+		t.Errorf("different indexes: %+v %q", rows, sum)
+	}
+	if _, sum := hashRows([]client.Status{st("n1", 9, 1, 2), st("n2", 9, 1, 2)}); !strings.Contains(sum, "state hashes equal") {
+		t.Errorf("equal: %q", sum)
+	}
+}
