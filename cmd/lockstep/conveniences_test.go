@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -291,5 +292,39 @@ func TestCompletionScripts(t *testing.T) {
 	app.Writer = &bytes.Buffer{}
 	if err := app.Run([]string{"lockstep", "completion", "tcsh"}); err == nil || !strings.Contains(err.Error(), "bash, zsh, fish") {
 		t.Errorf("completion tcsh: got %v", err)
+	}
+}
+
+// TestCertJSON: the cert commands print JSON with -o json: the files written, and the
+// certificates listed with their checks.
+func TestCertJSON(t *testing.T) {
+	dir := t.TempDir()
+	run := func(args ...string) string {
+		t.Helper()
+		app := newApp()
+		var out bytes.Buffer
+		app.Writer = &out
+		if err := app.Run(flagsFirst(app, append([]string{"lockstep"}, args...))); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return out.String()
+	}
+	var wrote struct {
+		Dir   string
+		Files []string
+	}
+	if err := json.Unmarshal([]byte(run("cert", "create-ca", "--certs-dir", dir, "-o", "json")), &wrote); err != nil ||
+		wrote.Dir != dir || !slices.Equal(wrote.Files, []string{"ca.crt", "ca.key"}) {
+		t.Fatalf("create-ca -o json: %+v, %v", wrote, err)
+	}
+	run("cert", "create-client", "alice", "--certs-dir", dir)
+	var rows []certJSON
+	if err := json.Unmarshal([]byte(run("cert", "list", "--certs-dir", dir, "-o", "json")), &rows); err != nil || len(rows) != 2 {
+		t.Fatalf("cert list -o json: %+v, %v", rows, err)
+	}
+	for i, r := range rows {
+		if r.Status != "ok" || r.Expires == "" || r.Kind == "" {
+			t.Errorf("#%d: %+v", i, r)
+		}
 	}
 }
