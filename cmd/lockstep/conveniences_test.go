@@ -45,7 +45,6 @@ var notPrinting = map[string]string{
 	"lockstep node":                 "runs a node until a signal; it logs, it prints no result",
 	"lockstep sink postgres":        "runs a sink until a signal; it logs, it prints no result",
 	"lockstep demo":                 "a narrated run for people; its exit code is the check",
-	"lockstep cluster restart-plan": "narrates each step as it runs it, for the operator watching",
 	"lockstep completion":           "prints a shell script: the shell is its format",
 }
 
