@@ -34,12 +34,15 @@ type adminServer struct {
 // AdminHandler returns the node's HTTP admin endpoints, the handler the server at
 // Config.AdminAddr serves; a program may also mount it on a server of its own.
 //
+//	GET /         the status page: HTML, the cluster's members, hashes, this node's
+//	              processors and fault events (node/statuspage); it reloads itself
 //	GET /metrics  Prometheus text format, from Metrics().Registry
 //	GET /status   the node's status as JSON (StatusJSON)
 //	GET /healthz  200 "ok" while the process serves HTTP
 //	GET /readyz   200 "ready" if Readiness() is nil, else 503 and "not ready: " + the reason
 func (n *Node) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", n.serveStatusPage)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(n.metrics.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

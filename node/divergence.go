@@ -44,6 +44,9 @@ func (n *Node) hashCompareLoop() {
 			peers = append(peers, recs)
 		}
 		n.fsm.CompareHashes(peers)
+		if err := n.fsm.Divergent(); err != nil {
+			n.recordEvent(EventDivergent, err.Error())
+		}
 	}
 }
 

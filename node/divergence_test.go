@@ -47,6 +47,15 @@ func TestDivergentReplicaStopsServing(t *testing.T) {
 			}
 			return nil
 		})
+		// The status page's event ring records it.
+		testutil.WaitFor(t, 5*time.Second, func() error {
+			for _, e := range bad.Events() {
+				if e.Kind == EventDivergent {
+					return nil
+				}
+			}
+			return fmt.Errorf("no divergence event: %v", bad.Events())
+		})
 		for i, n := range c.Nodes[:2] {
 			if err := n.fsm.Divergent(); err != nil {
 				t.Fatalf("#%d: healthy node marked divergent: %v", i, err)

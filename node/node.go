@@ -221,6 +221,7 @@ type Node struct {
 	peers         *client.Client        // this node's calls to its peers (hash checks), on kept connections
 	peer          client.Peer           // the node-to-node calls (ReadIndex) over peers
 	admin         *adminServer          // nil without Config.AdminAddr
+	events        eventLog              // recent fault events, for the status page
 	certs         *certs.Store          // the node's certificates; nil on an insecure node
 	clientTLS     *tls.Config           // the client port's TLS configuration; nil if insecure
 	abstainCh     chan struct{}         // wakes abstainLoop (capacity 1): see wakeAbstain
@@ -502,6 +503,11 @@ func (n *Node) leaderLoop() {
 			return
 		case isLeader := <-n.seq.LeaderChanges():
 			n.readyTerm.Store(0)
+			if isLeader {
+				n.recordEvent(EventLeader, fmt.Sprintf("%s became the leader (term %d)", n.cfg.ID, n.seq.Term()))
+			} else {
+				n.recordEvent(EventLeader, fmt.Sprintf("%s stopped leading (term %d)", n.cfg.ID, n.seq.Term()))
+			}
 			if isLeader && n.unfitToLead() {
 				n.wakeAbstain() // a divergent or incompatible replica does not lead: it hands off
 				continue

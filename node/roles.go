@@ -58,6 +58,7 @@ func (cc *clientConn) authorize(req *wire.Request) bool {
 		return true
 	}
 	cc.n.metrics.authz.WithLabelValues("denied", req.Op.String()).Inc()
+	cc.n.recordEvent(EventRefused, fmt.Sprintf("permission denied: %s (%s) %s %s: %v", cc.who.Name, cc.who.Kind, req.Op, req.Procedure, err))
 	cc.n.refusals.denied.Log("identity", cc.who.Name, "kind", cc.who.Kind.String(), "op", req.Op.String(), "procedure", req.Procedure, "reason", err.Error())
 	if req.Op == wire.OpCredit {
 		<-cc.sem // one-way: no answer frees the slot

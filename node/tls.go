@@ -99,6 +99,8 @@ func (n *Node) acceptTLS(ctx context.Context, pc *prefixConn) (net.Conn, Identit
 	if err := tc.HandshakeContext(ctx); err != nil {
 		if n.ctx.Err() == nil {
 			n.refusals.client.Log("remote", nc.RemoteAddr().String(), "err", err)
+			host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
+			n.recordEvent(EventRefused, fmt.Sprintf("client TLS handshake from %s failed: %v", host, err))
 		}
 		return nil, Identity{}, err
 	}

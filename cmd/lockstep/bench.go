@@ -81,7 +81,8 @@ Examples:
 			&cli.StringFlag{Name: "consistency", Usage: "kv reads: linearizable or any", Value: "linearizable"},
 			&cli.StringFlag{Name: "stream", Usage: "append: the stream (created with a retention of 100,000 records per partition if missing)", Value: "bench"},
 			&cli.StringSliceFlag{Name: "admin", Usage: "admin addresses of the cluster's nodes, for the batch sizes (from the first that answers) and the commit round's stages (from all: give every node's) in their metrics"},
-			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
+			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON (the same as --output json)"},
+			outputFlag(outputTable),
 			&cli.StringFlag{Name: "chart", Usage: "write an SVG chart of throughput and latency per second to this `FILE`"},
 			&cli.BoolFlag{Name: "no-progress", Usage: "no progress line on stderr"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of this process (the load generator and any embedded cluster) over the warm-up and the measured time to `FILE`"},
@@ -208,7 +209,7 @@ func runBench(c *cli.Context) error {
 	}
 	batches, round := watch()
 	rep := newBenchReport(spec, c, res, batches, round)
-	if c.Bool("json") {
+	if c.Bool("json") || c.String("output") == outputJSON {
 		err = writeJSON(c.App.Writer, rep)
 	} else {
 		err = rep.writeText(c.App.Writer)

@@ -20,6 +20,7 @@ func certCommand() *cli.Command {
 		return []cli.Flag{dirFlag(),
 			&cli.DurationFlag{Name: "lifetime", Usage: "how long the certificate is valid (" + lifetimeHelp + ")"},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace existing files"},
+			outputFlag(outputTable),
 		}
 	}
 	opts := func(c *cli.Context) certs.Options {
@@ -81,7 +82,7 @@ with mode 0600. See docs/security.md.`,
 				Name:      "list",
 				Usage:     "list the certificates of a directory and check them",
 				ArgsUsage: " ",
-				Flags:     []cli.Flag{dirFlag()},
+				Flags:     []cli.Flag{dirFlag(), outputFlag(outputTable)},
 				Action:    listCerts,
 			},
 		},
@@ -101,8 +102,8 @@ func reportWritten(c *cli.Context, err error, files ...string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.App.Writer, "wrote %s in %s\n", strings.Join(files, " and "), c.String("certs-dir"))
-	return nil
+	return printDone(c, map[string]any{"dir": c.String("certs-dir"), "files": files},
+		"wrote %s in %s", strings.Join(files, " and "), c.String("certs-dir"))
 }
 
 // listCerts prints one line per certificate; it fails if one is unusable.
@@ -114,9 +115,26 @@ func listCerts(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	bad := 0
+	if c.String("output") == outputJSON {
+		rows := []certJSON{}
+		for _, in := range infos {
+			r := certJSON{File: in.File, Kind: in.Kind.String(), Name: in.Name, Hosts: in.Hosts, Status: "ok"}
+			if !in.NotAfter.IsZero() {
+				r.Expires = in.NotAfter.UTC().Format(time.RFC3339)
+			}
+			if in.Err != nil {
+				r.Status, bad = in.Err.Error(), bad+1
+			}
+			rows = append(rows, r)
+		}
+		if err := writeJSON(c.App.Writer, rows); err != nil {
+			return err
+		}
+		return certsUnusable(bad, len(infos))
+	}
 	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "FILE\tKIND\tNAME\tHOSTS\tEXPIRES\tSTATUS")
-	bad := 0
 	for _, in := range infos {
 		status := "ok"
 		if in.Err != nil {
@@ -129,8 +147,22 @@ func listCerts(c *cli.Context) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", in.File, in.Kind, in.Name, strings.Join(in.Hosts, ","), expires, status)
 	}
 	w.Flush()
+	return certsUnusable(bad, len(infos))
+}
+
+// certJSON is one certificate of `cert list --output json`.
+type certJSON struct {
+	File    string   `json:"file"`
+	Kind    string   `json:"kind"`
+	Name    string   `json:"name"`
+	Hosts   []string `json:"hosts,omitempty"`
+	Expires string   `json:"expires,omitempty"`
+	Status  string   `json:"status"`
+}
+
+func certsUnusable(bad, n int) error {
 	if bad > 0 {
-		return fmt.Errorf("%d of %d certificates are not usable", bad, len(infos))
+		return fmt.Errorf("%d of %d certificates are not usable", bad, n)
 	}
 	return nil
 }

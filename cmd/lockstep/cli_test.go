@@ -157,6 +157,8 @@ func TestCLI(t *testing.T) {
 		})
 	})
 
+	t.Run("DataVerbs", func(t *testing.T) { testDataVerbs(t, bin, addrs) })
+
 	t.Run("InvokeErrors", func(t *testing.T) {
 		for i, tc := range []struct {
 			args []string

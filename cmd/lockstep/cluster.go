@@ -46,6 +46,7 @@ Example:
 					&cli.StringFlag{Name: "raft", Usage: "the new node's Raft address", Required: true},
 					&cli.StringFlag{Name: "client", Usage: "the new node's client address", Required: true},
 					&cli.IntFlag{Name: "partitions", Usage: "the new node's partition count (0: the cluster's)"},
+					outputFlag(outputTable),
 				),
 				Action: runClusterJoin,
 			},
@@ -59,7 +60,7 @@ Removing a voter makes the majority smaller: keep an odd number of voters.
 
 Example:
   lockstep cluster remove n3 --addr 127.0.0.1:8001`,
-				Flags:  clientFlags(),
+				Flags:  withClientFlags(outputFlag(outputTable)),
 				Action: runClusterRemove,
 			},
 			{
@@ -73,7 +74,7 @@ stopping the leader for maintenance.
 Example:
   lockstep cluster transfer-leader n2
   lockstep cluster transfer-leader --addr 127.0.0.1:8001,127.0.0.1:8002,127.0.0.1:8003`,
-				Flags:  clientFlags(),
+				Flags:  withClientFlags(outputFlag(outputTable)),
 				Action: runTransferLeader,
 			},
 		},
@@ -119,8 +120,8 @@ func runClusterJoin(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("join %s: %w", id, err)
 	}
-	fmt.Fprintf(c.App.Writer, "%s joined as a learner (raft %s, client %s); it catches up from the leader and is promoted to voter when caught up\n", id, c.String("raft"), c.String("client"))
-	return nil
+	return printDone(c, map[string]any{"joined": id, "raft": c.String("raft"), "client": c.String("client"), "suffrage": "learner"},
+		"%s joined as a learner (raft %s, client %s); it catches up from the leader and is promoted to voter when caught up", id, c.String("raft"), c.String("client"))
 }
 
 func runClusterRemove(c *cli.Context) error {
@@ -136,8 +137,7 @@ func runClusterRemove(c *cli.Context) error {
 	if err := cl.Cluster().RemoveMember(ctx, id); err != nil {
 		return err // it names the removal ("client: remove n4: ...")
 	}
-	fmt.Fprintf(c.App.Writer, "removed %s from the cluster\n", id)
-	return nil
+	return printDone(c, map[string]any{"removed": id}, "removed %s from the cluster", id)
 }
 
 func runTransferLeader(c *cli.Context) error {
@@ -157,8 +157,7 @@ func runTransferLeader(c *cli.Context) error {
 	}
 	old := st.LeaderID
 	if target != "" && target == old {
-		fmt.Fprintf(c.App.Writer, "%s leads already\n", target)
-		return nil
+		return printDone(c, map[string]any{"from": old, "to": target, "moved": false}, "%s leads already", target)
 	}
 	if err := cl.Cluster().TransferLeadership(ctx, target); err != nil {
 		return err // it names the transfer ("client: transfer leadership to n2: ...")
@@ -167,8 +166,7 @@ func runTransferLeader(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("leadership transfer from %s acknowledged, but no new leader seen: %w", old, err)
 	}
-	fmt.Fprintf(c.App.Writer, "leadership moved from %s to %s\n", old, next)
-	return nil
+	return printDone(c, map[string]any{"from": old, "to": next, "moved": true}, "leadership moved from %s to %s", old, next)
 }
 
 // firstStatus returns the status of the first node of addrs that answers.

@@ -32,6 +32,7 @@ Example, a three-node cluster where only n1 survived:
 			&cli.StringSliceFlag{Name: "members", Usage: "the voters after recovery, ID=RAFTADDR,... (this node among them)", Required: true},
 			&cli.IntFlag{Name: "partitions", Usage: "the cluster's partition count", Value: node.DefaultPartitions},
 			&cli.StringFlag{Name: "cluster-id", Usage: "the cluster's id (default: from the data directory's identity)"},
+			outputFlag(outputTable),
 		},
 		Action: runClusterRecover,
 	}
@@ -61,7 +62,6 @@ func runClusterRecover(c *cli.Context) error {
 	for _, m := range members {
 		ids = append(ids, m.ID)
 	}
-	fmt.Fprintf(c.App.Writer, "recovered node %s in %s: the voters are now %s; start the node as before\n",
-		id, cfg.DataDir, strings.Join(ids, ", "))
-	return nil
+	return printDone(c, map[string]any{"recovered": id, "data": cfg.DataDir, "voters": ids},
+		"recovered node %s in %s: the voters are now %s; start the node as before", id, cfg.DataDir, strings.Join(ids, ", "))
 }

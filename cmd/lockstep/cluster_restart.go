@@ -82,6 +82,8 @@ LOCKSTEP_RESTART_RAFT, and in place of the placeholders {id}, {client} and {raft
 --restart-cmd, each inserted as one single-quoted shell word. Its output goes to this
 command's stderr. It may return as soon as the node is restarting: the wait is step 3.
 On a timeout its process group gets SIGTERM, then SIGKILL 5s later.
+--output json prints the plan (and, with --execute, once done, that it was carried out)
+as JSON on stdout; the narration goes to stderr.
 
 A rolling upgrade onto a new binary is the same roll, with a restart command that installs
 the new binary before it starts the node again, followed by the steps --upgrade VERSION
@@ -101,7 +103,7 @@ Examples:
 			&cli.StringFlag{Name: "restart-cmd", Usage: "shell command that restarts one node ({id}, {client}, {raft}; or $LOCKSTEP_RESTART_ID, ...)"},
 			&cli.DurationFlag{Name: "restart-timeout", Usage: "longest a run of the restart command may take", Value: 2 * time.Minute},
 			&cli.DurationFlag{Name: "node-timeout", Usage: "longest wait for a node to be back, caught up and the cluster healthy (and for a leadership transfer)", Value: 5 * time.Minute},
-		}, upgradeFlags()...)...),
+		}, append(upgradeFlags(), outputFlag(outputTable))...)...),
 		Action: runRestartPlan,
 	}
 }
@@ -145,8 +147,16 @@ func runRestartPlan(c *cli.Context) error {
 		return err
 	}
 	plan, voters := restartPlan(cs)
-	r.printPlan(plan)
+	asJSON := c.String("output") == outputJSON
+	if asJSON {
+		r.out = r.errOut // the narration; stdout gets the plan and the outcome alone
+	} else {
+		r.printPlan(plan)
+	}
 	if !execute {
+		if asJSON {
+			return writeJSON(c.App.Writer, r.planJSON(plan, false, 0))
+		}
 		return nil
 	}
 	if err := checkHealth(cs); err != nil {
@@ -168,7 +178,42 @@ func runRestartPlan(c *cli.Context) error {
 		}
 	}
 	fmt.Fprintf(r.out, "rolling restart done: %d nodes in %v\n", len(plan), time.Since(start).Round(time.Millisecond))
-	return r.runUpgradeSteps(c.Context)
+	if err := r.runUpgradeSteps(c.Context); err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(c.App.Writer, r.planJSON(plan, true, time.Since(start)))
+	}
+	return nil
+}
+
+// restartPlanJSON is the output of `cluster restart-plan --output json`: the plan and,
+// with --execute, that it was carried out.
+type restartPlanJSON struct {
+	Steps    []restartStepJSON `json:"steps"`
+	Executed bool              `json:"executed"`
+	TookMs   int64             `json:"took_ms,omitempty"`
+}
+
+// restartStepJSON is one node of the plan, in restart order.
+type restartStepJSON struct {
+	ID      string `json:"id"`
+	Role    string `json:"role"`
+	Client  string `json:"client"`
+	Raft    string `json:"raft"`
+	Command string `json:"command,omitempty"`
+}
+
+func (r *restarter) planJSON(plan []restartStep, executed bool, took time.Duration) restartPlanJSON {
+	out := restartPlanJSON{Steps: []restartStepJSON{}, Executed: executed, TookMs: took.Milliseconds()}
+	for _, s := range plan {
+		st := restartStepJSON{ID: s.id, Role: s.role, Client: s.client, Raft: s.raft}
+		if r.command != "" {
+			st.Command = restartCommandFor(r.command, s)
+		}
+		out.Steps = append(out.Steps, st)
+	}
+	return out
 }
 
 // restartPlan orders the nodes of cs for a rolling restart: read replicas and learners,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -97,6 +98,13 @@ func TestRestartPlanStops(t *testing.T) {
 	ids, _ := planOrder(r.Stdout)
 	if len(ids) != 3 {
 		t.Fatalf("plan of %v: %v", ids, r)
+	}
+	// The same plan as JSON, the leader last.
+	var plan restartPlanJSON
+	r = proctest.MustRun(t, bin, "cluster", "restart-plan", "--addr", c.AddrFlag(), "-o", "json", "--restart-cmd", "restart {id}")
+	if err := json.Unmarshal([]byte(r.Stdout), &plan); err != nil || len(plan.Steps) != 3 || plan.Executed ||
+		plan.Steps[2].Role != "leader" || plan.Steps[0].ID != ids[0] || plan.Steps[0].Command != "restart '"+ids[0]+"'" {
+		t.Fatalf("plan -o json: %+v, %v: %v", plan, err, r)
 	}
 	proctest.CheckFailure(t, proctest.Run(t, bin, "cluster", "restart-plan", "--addr", c.AddrFlag(), "--execute", "--restart-cmd", "exit 3"),
 		fmt.Sprintf("rolling restart stopped at %s (node 1 of 3; not restarted: %s, %s): the restart command for %s failed (exit status 3)",

@@ -25,7 +25,7 @@ uptime, addresses, version; then, from the leader, each learner's catch-up progr
 address is enough.
 
 After printing, it checks the cluster's health and says on stderr what is wrong.
-Exit codes (when several hold, the first in this list):
+Exit codes (when several hold, the first in this list; docs/cli.md has every command's):
   0  healthy: a leader, every member answered, ready and not divergent
   1  the command failed (bad flags, no output), as every lockstep command
   2  no leader: no node that answered leads or knows a leader
@@ -86,46 +86,39 @@ func runClusterStatus(c *cli.Context) error {
 	return checkHealth(cs)
 }
 
-// Exit codes of `lockstep cluster status` for an unhealthy cluster; 1 stays every
-// command's code for a failure of its own (bad flags, usage).
-const (
-	exitNoLeader    = 2
-	exitDivergent   = 3
-	exitUnreachable = 4
-	exitNotReady    = 5
-)
-
-// healthError is an unhealthy cluster: what is wrong, and the exit code (main uses it).
+// healthError is an unhealthy cluster: what is wrong, wrapping the error of the worst
+// problem (exitTable gives its exit code).
 type healthError struct {
-	code     int
+	worst    error
 	problems []string
 }
 
 func (e *healthError) Error() string { return strings.Join(e.problems, "; ") }
 
-// exitStatus is the process's exit code for e.
-func (e *healthError) exitStatus() int { return e.code }
+// Unwrap returns the error of the worst problem.
+func (e *healthError) Unwrap() error { return e.worst }
 
-// exitCodes maps each kind of problem to the exit code it gives.
-var exitCodes = map[client.ProblemKind]int{
-	client.ProblemNoLeader:    exitNoLeader,
-	client.ProblemDivergent:   exitDivergent,
-	client.ProblemUnreachable: exitUnreachable,
-	client.ProblemNotReady:    exitNotReady,
+// problemErrs maps each kind of problem to its error.
+var problemErrs = map[client.ProblemKind]error{
+	client.ProblemNoLeader:    errNoLeader,
+	client.ProblemDivergent:   errReplicaDivergent,
+	client.ProblemUnreachable: errMemberUnreachable,
+	client.ProblemNotReady:    errMemberNotReady,
 }
 
 // checkHealth returns nil for a healthy cluster, else a *healthError naming every problem
-// (client.ClusterStatus.Problems) with the code of the worst: no leader, then divergent
-// replicas, then members that did not answer, then members not ready for another reason.
+// (client.ClusterStatus.Problems) and wrapping the worst's error: no leader, then
+// divergent replicas, then members that did not answer, then members not ready for
+// another reason (their exit codes' order).
 func checkHealth(cs clusterStatusJSON) error {
 	e := &healthError{}
 	for _, p := range cs.status.Problems() {
-		if code := exitCodes[p.Kind]; e.code == 0 || code < e.code {
-			e.code = code
+		if err := problemErrs[p.Kind]; e.worst == nil || exitCode(err) < exitCode(e.worst) {
+			e.worst = err
 		}
 		e.problems = append(e.problems, p.Message)
 	}
-	if e.code == 0 {
+	if e.worst == nil {
 		return nil
 	}
 	return e

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -24,21 +25,66 @@ _lockstep_complete() {
 complete -o bashdefault -o default -F _lockstep_complete lockstep
 `
 
+// zshCompletion is urfave/cli's zsh script (its autocomplete/zsh_autocomplete) for
+// lockstep: it asks the binary, as bash's does; with $0 ending in zsh, urfave/cli answers
+// "name:usage" lines that _describe shows with their descriptions.
+const zshCompletion = `#compdef lockstep
+# zsh completion for lockstep; load with: source <(lockstep completion zsh)
+_lockstep_complete() {
+  local -a opts
+  local cur
+  cur=${words[-1]}
+  if [[ "$cur" == "-"* ]]; then
+    opts=("${(@f)$(env 0=zsh ${words[@]:0:#words[@]-1} ${cur} --generate-bash-completion 2>/dev/null)}")
+  else
+    opts=("${(@f)$(env 0=zsh ${words[@]:0:#words[@]-1} --generate-bash-completion 2>/dev/null)}")
+  fi
+  if [[ "${opts[1]}" != "" ]]; then
+    _describe 'values' opts
+  else
+    _files
+  fi
+}
+compdef _lockstep_complete lockstep
+`
+
+// completionShells are the shells `lockstep completion` writes scripts for.
+var completionShells = []string{"bash", "zsh", "fish"}
+
 func completionCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "completion",
-		Usage:     "print the bash completion script",
-		ArgsUsage: "bash",
-		Description: `Prints a bash script that completes lockstep's commands and flags (zsh users: run
-"autoload -U bashcompinit && bashcompinit" first).
+		Usage:     "print the shell completion script: bash, zsh or fish",
+		ArgsUsage: "bash|zsh|fish",
+		Description: `Prints a script that completes lockstep's commands and flags. bash and zsh ask the binary
+for the words that may follow (urfave/cli's --generate-bash-completion); fish's script
+lists every command and flag, generated from the binary (urfave/cli's ToFishCompletion).
 
-Example:
-  source <(lockstep completion bash)`,
+Examples:
+  source <(lockstep completion bash)
+  source <(lockstep completion zsh)
+  lockstep completion fish > ~/.config/fish/completions/lockstep.fish`,
 		Action: func(c *cli.Context) error {
-			if shell := c.Args().First(); shell != "bash" || c.NArg() != 1 {
-				return fmt.Errorf("completion %q: only bash is supported", shell)
+			shell := c.Args().First()
+			if c.NArg() != 1 {
+				shell = ""
 			}
-			_, err := fmt.Fprint(c.App.Writer, bashCompletion)
+			var script string
+			switch shell {
+			case "bash":
+				script = bashCompletion
+			case "zsh":
+				script = zshCompletion
+			case "fish":
+				s, err := c.App.ToFishCompletion()
+				if err != nil {
+					return err
+				}
+				script = s
+			default:
+				return fmt.Errorf("completion %q: want one of %s", shell, strings.Join(completionShells, ", "))
+			}
+			_, err := fmt.Fprint(c.App.Writer, script)
 			return err
 		},
 	}

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/client/profile"
 	"github.com/urfave/cli/v2"
 )
 
@@ -61,16 +63,22 @@ func clientConfig(c *cli.Context) (client.Config, error) {
 }
 
 // clientTLS reads the connection security flags: --certs-dir (or $LOCKSTEP_CERTS_DIR)
-// with --user, or --insecure.
+// with --user, or --insecure (or $LOCKSTEP_INSECURE). On the command line the two exclude
+// each other; one given there wins over the environment's other, and in the environment
+// --insecure's variable wins over the certificates directory's (exported for node and
+// cert commands too).
 func clientTLS(c *cli.Context) (*tls.Config, bool, error) {
 	dir, insecure := c.String("certs-dir"), c.Bool("insecure")
+	envInsecure, _ := strconv.ParseBool(os.Getenv(profile.EnvInsecure))
+	cmdDir := dir != "" && dir != os.Getenv(certsDirEnv)
+	cmdInsecure := insecure && !envInsecure
 	switch {
-	case insecure && dir != "" && dir != os.Getenv(certsDirEnv): // --insecure wins over the variable
+	case cmdDir && cmdInsecure:
 		return nil, false, fmt.Errorf("--certs-dir and --insecure: give one of them")
-	case insecure:
+	case cmdInsecure || (insecure && !cmdDir):
 		return nil, true, nil
 	case dir == "":
-		return nil, false, fmt.Errorf("no certificates: give --certs-dir (or set %s), or --insecure for a node started with --insecure", certsDirEnv)
+		return nil, false, fmt.Errorf("no certificates: give --certs-dir (or set %s, or a context: lockstep context set), or --insecure for a node started with --insecure", certsDirEnv)
 	}
 	cfg, err := client.LoadTLS(dir, c.String("user"))
 	return cfg, false, err
@@ -105,7 +113,7 @@ func dialFailed(addrs []string, timeout time.Duration, err error) error {
 	case errors.Is(err, client.ErrBadConfig), errors.Is(err, context.Canceled):
 		return err
 	}
-	return fmt.Errorf("cannot reach the cluster at %s within %v: %w", at, timeout, err)
+	return fmt.Errorf("%w at %s within %v: %w", errCannotReach, at, timeout, err)
 }
 
 // openClient returns a Go client for the cluster at --addr without contacting it: admin

@@ -48,7 +48,7 @@ generation, each member (id, session timeout, last heartbeat by batch time, part
 assigned in this generation) and the committed offset of each partition (the next
 offset to consume, and the generation it was committed in). Describing removes no one:
 a member past its session timeout is listed until the next group call removes it.
-An unknown group is an error (exit status 1).
+An unknown group is an error (exit status 7, not-found).
 
 Examples:
   lockstep group describe workers

@@ -68,6 +68,7 @@ Example:
 					&cli.BoolFlag{Name: "crash-store", Usage: "nodes' Raft logs lose their unsynced writes at every kill (power loss): raft-wal on a test-only file system, or a test-only journal for bolt"},
 					&cli.StringFlag{Name: "log-store", Usage: "the nodes' --log-store: wal or bolt (empty: the node's default)"},
 					&cli.StringFlag{Name: "net", Usage: "network fault backend: auto, iptables (root) or proxy", Value: jepsen.NetAuto},
+					outputFlag(outputTable),
 				},
 				Action: runJepsen,
 			},
@@ -103,12 +104,20 @@ func runJepsen(c *cli.Context) error {
 		Net:           c.String("net"),
 		Out:           c.App.Writer,
 	}
+	if c.String("output") == outputJSON {
+		cfg.Out = c.App.ErrWriter // the run's narration; stdout gets the report alone
+	}
 	// Run checks the workload, nemesis and network before it writes or starts anything.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	rep, err := jepsen.Run(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	if c.String("output") == outputJSON {
+		if err := writeJSON(c.App.Writer, rep); err != nil {
+			return err
+		}
 	}
 	if !rep.Valid || !rep.Passed {
 		return fmt.Errorf("%w: see %s", errJepsenFailed, rep.Dir)

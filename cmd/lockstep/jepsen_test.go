@@ -39,7 +39,7 @@ func TestJepsenRunCommand(t *testing.T) {
 }
 
 // TestJepsenRunInterrupted: Ctrl-C (SIGINT) in the middle of a fault of a run on the
-// iptables backend ends the run — reported invalid, exit 1 — and leaves no iptables
+// iptables backend ends the run — reported invalid, a non-zero exit (10, check-failed) — and leaves no iptables
 // chain of the process behind (the chain's name carries its pid), nor its nodes' private
 // folder.
 func TestJepsenRunInterrupted(t *testing.T) {

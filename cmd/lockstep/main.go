@@ -10,20 +10,21 @@
 //	lockstep procedures       list the procedures
 //	lockstep processors       the stream processors per partition: position, lag, watermark
 //	lockstep deploy ...       list, activate: the running versions of compiled-in procedures
-//	lockstep stream read S    print an output stream's records
+//	lockstep stream ...       create, list, describe, delete, append, read, tail streams
+//	lockstep put|get|del K    the kv built-ins: values in and out, JSON with --json / -o json
+//	lockstep context ...      set, use, list, show, delete: named connection settings
 //	lockstep sink postgres    copy a stream into a PostgreSQL table exactly once
 //	lockstep demo             an embedded 3-node cluster under load, with failover
 //	lockstep jepsen run       fault-injection run: workload, nemesis, history checkers
 //	lockstep bench            load a cluster (or an embedded one): throughput, latency, batches
-//	lockstep completion bash  the shell completion script
+//	lockstep completion SHELL the shell completion script: bash, zsh or fish
 //	lockstep --version        the binary's version, as nodes report it in their status
 //
-// Every command exits 0 on success, and non-zero with a one-line error on stderr: 1, or
-// for `cluster status` a code that says what is unhealthy (see its help).
+// Every command exits 0 on success, and non-zero with a one-line error on stderr: the
+// code of exitcodes.go's table, which docs/cli.md documents.
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -40,18 +41,9 @@ func main() {
 	}
 }
 
-// exitCode is 1, or the code an error asks for (cluster status's health codes).
-func exitCode(err error) int {
-	var ec interface{ exitStatus() int }
-	if errors.As(err, &ec) {
-		return ec.exitStatus()
-	}
-	return 1
-}
-
 // newApp assembles the commands.
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:                 "lockstep",
 		Usage:                "a replicated, deterministic-execution stream database",
 		Version:              node.Version(), // --version; nodes report the same in their status
@@ -73,9 +65,15 @@ func newApp() *cli.App {
 			demoCommand(),
 			jepsenCommand(),
 			benchCommand(),
+			putCommand(),
+			getCommand(),
+			delCommand(),
+			contextCommand(),
 			completionCommand(),
 		},
 	}
+	prepareCommands(app.Commands)
+	return app
 }
 
 // oneLine folds a multi-line error message (errors.Join makes them) into one line.

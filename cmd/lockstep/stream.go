@@ -25,9 +25,9 @@ same on every replica, so a consumer may switch nodes without gaps or duplicates
 stream has one log per partition; "lockstep cluster status" shows the partition count.
 --output json prints one JSON object per line: stream, partition, offset, key (base64),
 key_text, event_time, data (base64) and text (key and value as strings, when valid UTF-8),
-and, for a stream whose value type is known (the built-in pipeline's streams, dead-letter
-streams; see --value-type and stream append), value: the value as JSON of its type (in
-the table too). Such lines are what stream append reads from stdin.
+and value: for a stream whose value type is known (the built-in pipeline's streams,
+dead-letter streams; see --value-type and stream append) the value as JSON of its type
+(in the table too), for a stream of raw bytes the bytes when they are a JSON document. Such lines are what stream append reads from stdin.
 An offset below the first one retention kept is an error naming that first offset.
 
 Examples:
@@ -142,6 +142,9 @@ func oneStreamName(c *cli.Context, cmd string) (string, error) {
 	return c.Args().First(), nil
 }
 
+// tableText is a result that the table format prints as it is, on a line.
+type tableText string
+
 // withSession runs call with a client holding a session (the stream.* built-ins go
 // through the log) within --timeout, and prints its result in the --output format.
 func withSession(c *cli.Context, call func(*client.Client) (any, error)) error {
@@ -166,6 +169,10 @@ func withSession(c *cli.Context, call func(*client.Client) (any, error)) error {
 	}
 	if format == outputJSON {
 		return writeJSON(c.App.Writer, v)
+	}
+	if s, ok := v.(tableText); ok {
+		_, err := fmt.Fprintln(c.App.Writer, string(s))
+		return err
 	}
 	if d, ok := v.(builtin.GroupDescription); ok {
 		return writeGroupDescription(c.App.Writer, d)

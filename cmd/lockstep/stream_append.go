@@ -37,18 +37,23 @@ Without VALUE, reads records from stdin, one JSON object a line, and appends the
 batches of 256, each batch all or nothing, printing each record's offset. A line has the
 fields stream read --output json prints (so its output can be fed back): key_text (or key,
 base64), event_time (RFC 3339, or a number of milliseconds; absent: the batch time), and
-value (JSON of the value type; used if the stream's value type is known), else data
-(base64) or text (the value as a string); stream, partition, offset and value_error are
-ignored. --timeout bounds the whole command.
+value (JSON of the value type, if the stream's value type is known), else data (base64)
+or text (the value as a string), else value (for a stream of raw bytes: the value's JSON
+text, compacted, is the bytes); stream, partition, offset and value_error are ignored.
+--json with VALUE refuses a VALUE that is not JSON, for a stream of raw bytes.
+--timeout bounds the whole command.
 
 Examples:
   lockstep stream create demo.clicks
   lockstep stream append demo.clicks --key alice '{"Page": "/home", "Time": 1700000000000}'
   lockstep stream append events --key k1 --event-time 2023-11-14T22:13:20Z hello
+  lockstep stream append events --key k2 --json '{"user": 7, "action": "login"}'
+  echo '{"key_text": "k3", "value": {"user": 8}}' | lockstep stream append events
   lockstep stream read demo.clicks -p 0 -o json | lockstep stream append copy --value-type click`,
 		Flags: withClientFlags(
 			&cli.StringFlag{Name: "key", Aliases: []string{"k"}, Usage: "the record's key, with VALUE"},
 			&cli.StringFlag{Name: "event-time", Usage: "the record's event time, with VALUE: RFC 3339 or Unix milliseconds"},
+			&cli.BoolFlag{Name: "json", Usage: "with VALUE, for a stream of raw bytes: VALUE must be JSON"},
 			valueTypeFlag(),
 			outputFlag(outputTable),
 		),
@@ -161,7 +166,11 @@ func argRecord(c *cli.Context, vt *schema.Type) (client.StreamRecord, error) {
 			}
 		}
 	}
-	v, err := encodeValue(vt, []byte(c.Args().Get(1)))
+	text := []byte(c.Args().Get(1))
+	if vt == nil && c.Bool("json") && !json.Valid(text) {
+		return client.StreamRecord{}, fmt.Errorf("VALUE %s: not JSON (--json)", text)
+	}
+	v, err := encodeValue(vt, text)
 	if err != nil {
 		return client.StreamRecord{}, err
 	}
@@ -243,7 +252,12 @@ func lineRecord(line []byte, vt *schema.Type) (client.StreamRecord, error) {
 	case l.Text != nil:
 		rec.Value = []byte(*l.Text)
 	case len(l.Value) > 0:
-		return rec, errors.New("a value, but the stream's value type is not known: give --value-type, or data or text")
+		// A stream of raw bytes holding JSON documents: the value's JSON text is the bytes.
+		var b bytes.Buffer
+		if err := json.Compact(&b, l.Value); err != nil {
+			return rec, fmt.Errorf("value: %w", err)
+		}
+		rec.Value = b.Bytes()
 	}
 	return rec, nil
 }

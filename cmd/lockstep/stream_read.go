@@ -35,7 +35,8 @@ type recordJSON struct {
 	Data []byte  `json:"data"`
 	Text *string `json:"text,omitempty"`
 	// Value is the value as JSON of its type, for a stream whose value type is known
-	// (--value-type); ValueError says why a value is not one of that type.
+	// (--value-type), or, for a stream of raw bytes, the bytes themselves when they are a
+	// JSON document; ValueError says why a value is not one of the stream's type.
 	Value      any    `json:"value,omitempty"`
 	ValueError string `json:"value_error,omitempty"`
 }
@@ -133,12 +134,15 @@ func printRecords(w io.Writer, format, stream string, part int, vt *schema.Type,
 			k := string(r.Key)
 			line.KeyText = &k
 		}
-		if vt != nil {
+		switch {
+		case vt != nil:
 			if v, err := decodeValue(vt, r.Data); err != nil {
 				line.ValueError = err.Error()
 			} else {
 				line.Value = v
 			}
+		case json.Valid(r.Data):
+			line.Value = json.RawMessage(r.Data) // raw bytes that are a JSON document
 		}
 		b, err := json.Marshal(line)
 		if err != nil {

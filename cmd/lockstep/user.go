@@ -32,7 +32,7 @@ user may do nothing; a node certificate may only make the calls nodes make.`,
 Example:
   lockstep cert create-client --certs-dir certs alice
   lockstep user add alice --role writer`,
-				Flags:  withClientFlags(&cli.StringFlag{Name: "role", Usage: "admin, writer or reader", Required: true}),
+				Flags:  withClientFlags(&cli.StringFlag{Name: "role", Usage: "admin, writer or reader", Required: true}, outputFlag(outputTable)),
 				Action: runUserAdd,
 			},
 			{
@@ -44,7 +44,7 @@ already are refused at their next request).
 
 Example:
   lockstep user remove alice`,
-				Flags:  clientFlags(),
+				Flags:  withClientFlags(outputFlag(outputTable)),
 				Action: runUserRemove,
 			},
 			{
@@ -74,7 +74,7 @@ every procedure again. Every PROC must be a procedure of the cluster.
 Example:
   lockstep grant alice kv.put kv.delete
   lockstep grant alice '*'`,
-		Flags:  clientFlags(),
+		Flags:  withClientFlags(outputFlag(outputTable)),
 		Action: func(c *cli.Context) error { return runGrant(c, true) },
 	}
 }
@@ -90,7 +90,7 @@ be limited ("lockstep revoke NAME '*'", then "lockstep grant NAME PROC...").
 
 Example:
   lockstep revoke alice kv.delete`,
-		Flags:  clientFlags(),
+		Flags:  withClientFlags(outputFlag(outputTable)),
 		Action: func(c *cli.Context) error { return runGrant(c, false) },
 	}
 }
@@ -112,8 +112,7 @@ func runUserAdd(c *cli.Context) error {
 	if err := cl.Users().Add(ctx, name, role); err != nil {
 		return fmt.Errorf("user add %s: %w", name, err)
 	}
-	fmt.Fprintf(c.App.Writer, "added user %s with role %s\n", name, role)
-	return nil
+	return printDone(c, map[string]any{"added": name, "role": string(role)}, "added user %s with role %s", name, role)
 }
 
 func runUserRemove(c *cli.Context) error {
@@ -129,8 +128,7 @@ func runUserRemove(c *cli.Context) error {
 	if err := cl.Users().Remove(ctx, name); err != nil {
 		return fmt.Errorf("user remove %s: %w", name, err)
 	}
-	fmt.Fprintf(c.App.Writer, "removed user %s\n", name)
-	return nil
+	return printDone(c, map[string]any{"removed": name}, "removed user %s", name)
 }
 
 func runUserList(c *cli.Context) error {
@@ -190,6 +188,5 @@ func runGrant(c *cli.Context, grant bool) error {
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", verb, name, err)
 	}
-	fmt.Fprintf(c.App.Writer, "%s %s: %s\n", verb, name, strings.Join(procs, " "))
-	return nil
+	return printDone(c, map[string]any{"user": name, verb: procs}, "%s %s: %s", verb, name, strings.Join(procs, " "))
 }

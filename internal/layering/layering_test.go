@@ -41,17 +41,22 @@ var allowed = map[string][]string{
 	"internal/certs":      {},
 	"client":              {"internal/wire", "internal/certs", "procedures/builtin", "procedures/schema"},
 	// client/pgsink is a user of the client, as any application is.
-	"client/pgsink":            {"client"},
+	"client/pgsink": {"client"},
+	// client/profile is the CLI's connection settings: contexts file, precedence.
+	"client/profile":           {},
 	"internal/testutil/pgtest": {},
 	// internal/testutil/proctest is the process-level tests' harness (cmd/lockstep's and
 	// tests/system's): it builds and runs the binary, on jepsen.Cluster, with the client.
 	"internal/testutil/proctest": {"client", "jepsen", "internal/testutil"},
 	// node reads window operators' watermarks (window.ReadOperator) for processor status.
 	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
-		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/planted", "internal/ratelog"},
+		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/planted", "internal/ratelog",
+		"node/statuspage"},
 	// node/runner is `lockstep node` for any binary: flags, config file, signals, rebuild.
-	"node/runner":        {"node", "procedures", "internal/faultenv"},
-	"cmd/lockstep":       {"client", "client/pgsink", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo"},
+	"node/runner": {"node", "procedures", "internal/faultenv"},
+	// node/statuspage renders the admin port's HTML status page from plain values.
+	"node/statuspage":    {},
+	"cmd/lockstep":       {"client", "client/pgsink", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},
 	// benchmarks/report reads the node's metric names (node.Metric...), nothing else of it.
