@@ -10,6 +10,8 @@
 //	lockstep procedures       list the procedures
 //	lockstep processors       the stream processors per partition: position, lag, watermark
 //	lockstep deploy ...       list, activate: the running versions of compiled-in procedures
+//	lockstep backup --out F   a backup of the whole replicated state at one log index
+//	lockstep restore F        a new cluster's data directory from a backup (offline)
 //	lockstep stream read S    print an output stream's records
 //	lockstep sink postgres    copy a stream into a PostgreSQL table exactly once
 //	lockstep demo             an embedded 3-node cluster under load, with failover
@@ -67,6 +69,8 @@ func newApp() *cli.App {
 			proceduresCommand(),
 			processorsCommand(),
 			deployCommand(),
+			backupCommand(),
+			restoreCommand(),
 			streamCommand(),
 			sinkCommand(),
 			groupCommand(),

@@ -27,6 +27,7 @@ var allowed = map[string][]string{
 	"procedures/modules":  {"partition", "procedures"},
 	"internal/batch":      {"internal/planted"},
 	"internal/wire":       {},
+	"backup":              {},
 	"internal/latency":    {},
 	"internal/testutil":   {"internal/certs"},
 	"internal/layering":   {},
@@ -47,11 +48,11 @@ var allowed = map[string][]string{
 	// tests/system's): it builds and runs the binary, on jepsen.Cluster, with the client.
 	"internal/testutil/proctest": {"client", "jepsen", "internal/testutil"},
 	// node reads window operators' watermarks (window.ReadOperator) for processor status.
-	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
+	"node": {"backup", "partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/planted", "internal/ratelog"},
 	// node/runner is `lockstep node` for any binary: flags, config file, signals, rebuild.
 	"node/runner":        {"node", "procedures", "internal/faultenv"},
-	"cmd/lockstep":       {"client", "client/pgsink", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo"},
+	"cmd/lockstep":       {"backup", "client", "client/pgsink", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},
 	// benchmarks/report reads the node's metric names (node.Metric...), nothing else of it.
