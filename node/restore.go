@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/lockstepdb/lockstep/backup"
@@ -113,18 +114,28 @@ func Restore(cfg Config, reg *procedures.Registry, path string, members []Peer, 
 	if err != nil {
 		return res, err
 	}
-	if err := sequencer.WriteSnapshot(cfg.DataDir, h.Index, servers, snap); err != nil {
-		return res, err
-	}
 	// A voter of the snapshot's configuration from its first start: confirmed at once, as
 	// a bootstrapping node is (identity.go, rule 4).
 	id := DataIdentity{ClusterID: cfg.ClusterID, NodeID: cfg.ID, Incarnation: newIncarnation(), Confirmed: true}
-	if err := writeIdentity(cfg.DataDir, id); err != nil {
+	err = sequencer.WriteSnapshot(cfg.DataDir, h.Index, servers, snap)
+	if err == nil {
+		err = writeIdentity(cfg.DataDir, id)
+	}
+	if err != nil {
+		emptyDir(cfg.DataDir) // it was empty: leave it so, for another try
 		return res, err
 	}
 	st := fsm.StateHashes()
 	res.Hashes, res.Meta = st.Hashes, st.Meta
 	return res, nil
+}
+
+// emptyDir removes everything in dir.
+func emptyDir(dir string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
 }
 
 // checkRestoreTarget refuses members that do not name cfg.ID once, or name an id twice,

@@ -105,7 +105,11 @@ func WriteSnapshot(dir string, index uint64, members []Server, snap raft.FSMSnap
 	if err != nil {
 		return err
 	}
-	sink, err := snaps.Create(raft.SnapshotVersionMax, index, RestoreTerm, conf, index, nil)
+	// The store encodes the configuration in the old peers format too, through a
+	// transport; nothing is sent.
+	_, trans := raft.NewInmemTransport(raft.ServerAddress(members[0].Addr))
+	defer trans.Close()
+	sink, err := snaps.Create(raft.SnapshotVersionMax, index, RestoreTerm, conf, index, trans)
 	if err != nil {
 		return fmt.Errorf("sequencer: write snapshot: %w", err)
 	}
