@@ -64,7 +64,7 @@ var allowed = map[string][]string{
 	// tests/system is test files only (see withTests): process-level tests drive the binary
 	// through jepsen.Cluster and the client, and read what a test truly needs besides (a
 	// node's sentinels and constants, the shared test certificates, the sink's database).
-	"tests/system": {"client", "client/pgsink", "jepsen", "node", "sequencer", "procedures/builtin", "internal/wire",
+	"tests/system": {"backup", "client", "client/pgsink", "jepsen", "node", "sequencer", "procedures/builtin", "internal/wire",
 		"internal/certs", "internal/testutil", "internal/testutil/pgtest", "internal/testutil/proctest"},
 }
 
