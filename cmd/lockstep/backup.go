@@ -76,8 +76,9 @@ func restoreCommand() *cli.Command {
 the backup's state as node --id of a new cluster whose voters are --members. Run it once
 for each new node, with the same FILE, --members and --cluster-id; then start each node
 as after a restart — no --bootstrap, no --join:
-  lockstep node --id ID --data DIR --cluster-id NEWID --raft RAFT --client CLIENT ...
-with the addresses --members gives it. The nodes elect a leader and go on from the
+  lockstep node --id ID --data DIR --cluster-id NEWID --partitions P --raft RAFT --client CLIENT ...
+with the addresses --members gives it and the source's partition count P (the command
+prints it). The nodes elect a leader and go on from the
 backup's index. The new cluster needs a new --cluster-id, unless --same-id keeps the
 backup's (for a cluster that replaces the source, whose nodes are gone).
 
@@ -118,7 +119,7 @@ func runRestore(c *cli.Context) error {
 	} else if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.App.Writer, "restored %s (cluster %s, index %d) into %s as node %s of cluster %s; start it with --id %s --data %s --cluster-id %s\n",
-		c.Args().First(), res.Backup.ClusterID, res.Backup.Index, cfg.DataDir, cfg.ID, res.ClusterID, cfg.ID, cfg.DataDir, res.ClusterID)
+	fmt.Fprintf(c.App.Writer, "restored %s (cluster %s, index %d) into %s as node %s of cluster %s; start it with --id %s --data %s --cluster-id %s --partitions %d and its addresses in --members\n",
+		c.Args().First(), res.Backup.ClusterID, res.Backup.Index, cfg.DataDir, cfg.ID, res.ClusterID, cfg.ID, cfg.DataDir, res.ClusterID, res.Backup.Partitions)
 	return nil
 }
