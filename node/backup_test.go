@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,6 +73,28 @@ func TestBackupFromFollower(t *testing.T) {
 	}
 	if _, err := Restore(cfg, procedures.Builtins(), path, members, false); !errors.Is(err, ErrBadRestore) {
 		t.Errorf("restore into a used directory: got %v, want ErrBadRestore", err)
+	}
+	// The cluster id: a new one, or the backup's with sameID only.
+	for i, tt := range []struct {
+		id     string
+		sameID bool
+		want   string // "": refused
+	}{
+		{"", false, ""},
+		{"lockstep", false, ""},
+		{"other", true, ""},
+		{"", true, "lockstep"},
+		{"lockstep", true, "lockstep"},
+	} {
+		c := cfg
+		c.DataDir, c.ClusterID = filepath.Join(dir, fmt.Sprintf("id%d", i)), tt.id
+		res, err := Restore(c, procedures.Builtins(), path, members, tt.sameID)
+		switch {
+		case tt.want == "" && !errors.Is(err, ErrBadRestore):
+			t.Errorf("#%d: cluster id %q, same id %v: got %v, want ErrBadRestore", i, tt.id, tt.sameID, err)
+		case tt.want != "" && (err != nil || res.ClusterID != tt.want):
+			t.Errorf("#%d: cluster id %q, same id %v: got %q, %v; want %q", i, tt.id, tt.sameID, res.ClusterID, err, tt.want)
+		}
 	}
 	writeFile(t, path, files[1][:len(files[1])-10])
 	cfg.DataDir = filepath.Join(dir, "r2")
