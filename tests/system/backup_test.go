@@ -154,6 +154,34 @@ func TestBackupRestoreUnderLoad(t *testing.T) {
 	})
 	load.halt()
 
+	// The header's hashes are the source's: with the writes stopped and the source's
+	// nodes at the same partition hashes, a second backup, from another node, records them.
+	var quietHashes []uint64
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		quietHashes = nil
+		for _, n := range src.Procs {
+			st, err := cl.Status(ctx, n.Client)
+			if err != nil {
+				return err
+			}
+			if quietHashes != nil && !slices.Equal(st.Hashes, quietHashes) {
+				return fmt.Errorf("source %s at %d: hashes %x, another node %x", n.ID, st.AppliedIndex, st.Hashes, quietHashes)
+			}
+			quietHashes = st.Hashes
+		}
+		return nil
+	})
+	quiet := filepath.Join(tmp, "quiet.lsb")
+	proctest.MustRun(t, bin, "backup", "--out", quiet, "--addr", src.Procs[1].Client)
+	hq, err := backup.Verify(quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hq.Node != "n2" || hq.Index <= h.Index || !slices.Equal(hq.Hashes, quietHashes) || slices.Equal(hq.Hashes, h.Hashes) {
+		t.Errorf("second backup: node %s, index %d after %d, hashes %x; want the source's %x (not the first backup's %x)",
+			hq.Node, hq.Index, h.Index, hq.Hashes, quietHashes, h.Hashes)
+	}
+
 	// The new cluster's nodes: members with new addresses.
 	addrs := testutil.FreeAddrs(t, 9)
 	var members []string
