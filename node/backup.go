@@ -38,27 +38,35 @@ type backupStream struct {
 
 // backups is a connection's backup in progress: one at a time.
 type backups struct {
-	mu   sync.Mutex
-	cur  *backupStream
-	next uint64
+	mu     sync.Mutex
+	cur    *backupStream
+	next   uint64
+	closed bool // the connection has closed: no backup starts
 }
 
-// replace makes s the connection's backup, ending the one before.
-func (b *backups) replace(s *backupStream) {
+// replace makes s the connection's backup, ending the one before; false (s closed) if the
+// connection has closed meanwhile.
+func (b *backups) replace(s *backupStream) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		s.rc.Close()
+		return false
+	}
 	if b.cur != nil {
 		b.cur.rc.Close()
 	}
 	b.next++
 	s.id = b.next
 	b.cur = s
+	return true
 }
 
-// close ends the connection's backup, if any.
+// close ends the connection's backup, if any, and any later start.
 func (b *backups) close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.closed = true
 	if b.cur != nil {
 		b.cur.rc.Close()
 		b.cur = nil
@@ -87,7 +95,9 @@ func (cc *clientConn) backup(req *wire.Request) {
 			cc.fail(id, fmt.Errorf("backup: %w", err))
 			return
 		}
-		cc.backups.replace(s)
+		if !cc.backups.replace(s) {
+			return // nobody to answer
+		}
 		v, err := msgpack.Marshal(&wire.BackupStart{ID: s.id, Index: s.index, Size: s.size, Header: s.prefix[len(backup.Magic) : len(s.prefix)-1]})
 		if err != nil {
 			cc.fail(id, err)
