@@ -76,12 +76,12 @@ func (b *backups) close() {
 // backup serves OpBackup.
 func (cc *clientConn) backup(req *wire.Request) {
 	n := cc.n
-	if err := n.ready(); err != nil {
-		cc.fail(req.ID, err)
+	if req.Sub != 0 {
+		cc.backupChunk(req) // of a snapshot taken: the node's readiness since changes nothing
 		return
 	}
-	if req.Sub != 0 {
-		cc.backupChunk(req)
+	if err := n.ready(); err != nil {
+		cc.fail(req.ID, err)
 		return
 	}
 	id := req.ID
