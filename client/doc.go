@@ -169,7 +169,8 @@ the Client's connections, Config and limits:
 
   - Client.Cluster: Members (the membership as the leader records it), Status (every
     node the seeds lead to, reachable or not: a ClusterStatus), AddMember, RemoveMember
-    and TransferLeadership;
+    and TransferLeadership, Backup (the whole replicated state at one log index, as a
+    backup file, while writes go on);
   - Client.Users: Add (with a UserRole: RoleAdmin, RoleWriter or RoleReader; any other
     is refused with ErrBadArguments before anything is sent), Remove, Grant, Revoke and
     List;

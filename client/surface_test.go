@@ -38,7 +38,7 @@ func TestAPISurface(t *testing.T) {
 			"KVDelete", "KVGet", "KVPut", "Leader", "Procedures", "Query", "QueryBounded", "QueryMulti",
 			"ReadStream", "SessionID", "Status", "Streams", "Subscribe", "SubscribeAll", "SubscribePartitions",
 			"Users", "Vote", "VoterAreaTotals", "VoterInit", "VoterResults"}},
-		{Cluster{}, []string{"AddMember", "Config", "Members", "RemoveMember", "SetConfig", "Status", "TransferLeadership", "Upgrade"}},
+		{Cluster{}, []string{"AddMember", "Backup", "Config", "Members", "RemoveMember", "SetConfig", "Status", "TransferLeadership", "Upgrade"}},
 		{Users{}, []string{"Add", "Grant", "List", "Remove", "Revoke"}},
 		{Streams{}, []string{"Create", "Delete", "Describe", "List"}},
 		{Groups{}, []string{"Describe", "List", "Offsets"}},

@@ -39,7 +39,10 @@
 //     gets only connections from node certificates of the cluster's CA, the client and
 //     admin ports node or client certificates, each client connection knows its peer's
 //     Identity, and ReloadCerts (SIGHUP) renews them; without certificates a node runs
-//     only with Config.Insecure, and says so in its status.
+//     only with Config.Insecure, and says so in its status;
+//  9. serves backups of its applied state to admins (backup.go, wire.OpBackup), and, offline,
+//     Restore makes a new cluster's data directories from one (restore.go), as Recover
+//     rewrites a stopped node's membership.
 //
 // Usage:
 //

@@ -51,7 +51,7 @@ func peerOp(op wire.Op) bool {
 func (cc *clientConn) authorize(req *wire.Request) bool {
 	err := cc.permitted(req)
 	if err == nil {
-		if isAdminOp(req) && cc.who.Kind != certs.KindNone {
+		if isAdminOp(req) && cc.who.Kind != certs.KindNone && (req.Op != wire.OpBackup || req.Sub == 0) { // a backup is logged once, not per part
 			cc.n.metrics.authz.WithLabelValues("admin", req.Op.String()).Inc()
 			cc.n.log.Info("admin action", "identity", cc.who.Name, "kind", cc.who.Kind.String(), "op", req.Op.String(), "key", string(req.Key))
 		}
@@ -68,11 +68,11 @@ func (cc *clientConn) authorize(req *wire.Request) bool {
 	return false
 }
 
-// isAdminOp reports whether req is an admin action: membership, leadership, users and
-// the cluster configuration.
+// isAdminOp reports whether req is an admin action: membership, leadership, users, the
+// cluster configuration and backups.
 func isAdminOp(req *wire.Request) bool {
 	switch req.Op {
-	case wire.OpJoin, wire.OpRemove, wire.OpTransferLeader, wire.OpUsers, wire.OpRebuild, wire.OpClusterConfig:
+	case wire.OpJoin, wire.OpRemove, wire.OpTransferLeader, wire.OpUsers, wire.OpRebuild, wire.OpClusterConfig, wire.OpBackup:
 		return true
 	}
 	return false

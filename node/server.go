@@ -46,6 +46,8 @@ type clientConn struct {
 	who  Identity      // the peer's verified certificate: what roles will check
 	sem  chan struct{} // one slot per request being served
 	subs subscriptions // push subscriptions (subscribe.go)
+	// backups is the backup being read on the connection, if any (backup.go).
+	backups backups
 }
 
 // serveConn handshakes and serves one connection. A frame that cannot be read closes
@@ -83,6 +85,7 @@ func (n *Node) serveConn(nc net.Conn) {
 		delete(n.conns, c)
 		n.mu.Unlock()
 		cc.closeSubscriptions()
+		cc.backups.close()
 		c.Close()
 	}()
 	for {
@@ -233,6 +236,8 @@ func (cc *clientConn) handle(req *wire.Request) {
 		cc.users(req)
 	case wire.OpClusterConfig:
 		cc.clusterConfig(req)
+	case wire.OpBackup:
+		cc.backup(req)
 	case wire.OpConfirmLeader:
 		cc.confirmLeader(req)
 	case wire.OpReadIndex:

@@ -43,7 +43,10 @@
 //   - compaction by bytes as well as by entries (compaction.go: SnapshotBytes,
 //     TrailingBytes);
 //   - Recover rewrites a stopped node's configuration after a lost quorum, with
-//     hashicorp/raft's RecoverCluster on the node's own stores (datadir.go).
+//     hashicorp/raft's RecoverCluster on the node's own stores (datadir.go);
+//   - backups: Backup takes a snapshot for the purpose and opens it as a stream, while
+//     applies go on; WriteSnapshot writes a restored state into a new data directory as
+//     the snapshot Raft starts from, with the new voters as its configuration (backup.go).
 //
 // Usage:
 //

@@ -544,6 +544,11 @@ func TestCLIUsageErrors(t *testing.T) {
 			"--batch and --group-session-timeout must be positive"},
 		{[]string{"cert", "create-node", "--certs-dir", dir}, "create-node: give the node's hosts"},
 		{[]string{"cert", "create-client", "--certs-dir", dir, "a", "b"}, "create-client: give one client name"},
+		{[]string{"backup", "--out", os.Args[0], "--addr", dead}, "exists: give a new file"},
+		{[]string{"restore", "--id", "n1", "--data-dir", filepath.Join(dir, "r"), "--members", "n1=a=b"}, "want one backup FILE"},
+		{[]string{"restore", "f", "--id", "n1", "--data-dir", filepath.Join(dir, "r"), "--members", "n1=a"}, "want ID=RAFTADDR=CLIENTADDR"},
+		{[]string{"restore", filepath.Join(dir, "none"), "--id", "n1", "--data-dir", filepath.Join(dir, "r"), "--members", "n1=a=b", "--cluster-id", "x"},
+			"no such file"},
 	} {
 		proctest.CheckFailure(t, proctest.Run(t, bin, tc.args...), tc.want)
 	}

@@ -13,6 +13,8 @@
 //	lockstep stream ...       create, list, describe, delete, append, read, tail streams
 //	lockstep put|get|del K    the kv built-ins: values in and out, JSON with --json / -o json
 //	lockstep context ...      set, use, list, show, delete: named connection settings
+//	lockstep backup --out F   a backup of the whole replicated state at one log index
+//	lockstep restore F        a new cluster's data directory from a backup (offline)
 //	lockstep sink postgres    copy a stream into a PostgreSQL table exactly once
 //	lockstep demo             an embedded 3-node cluster under load, with failover
 //	lockstep jepsen run       fault-injection run: workload, nemesis, history checkers
@@ -59,6 +61,8 @@ func newApp() *cli.App {
 			proceduresCommand(),
 			processorsCommand(),
 			deployCommand(),
+			backupCommand(),
+			restoreCommand(),
 			streamCommand(),
 			sinkCommand(),
 			groupCommand(),

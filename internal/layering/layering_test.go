@@ -27,6 +27,7 @@ var allowed = map[string][]string{
 	"procedures/modules":  {"partition", "procedures"},
 	"internal/batch":      {"internal/planted"},
 	"internal/wire":       {},
+	"internal/backup":     {},
 	"internal/latency":    {},
 	"internal/testutil":   {"internal/certs"},
 	"internal/layering":   {},
@@ -49,14 +50,14 @@ var allowed = map[string][]string{
 	// tests/system's): it builds and runs the binary, on jepsen.Cluster, with the client.
 	"internal/testutil/proctest": {"client", "jepsen", "internal/testutil"},
 	// node reads window operators' watermarks (window.ReadOperator) for processor status.
-	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
+	"node": {"internal/backup", "partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/planted", "internal/ratelog",
 		"node/statuspage"},
 	// node/runner is `lockstep node` for any binary: flags, config file, signals, rebuild.
 	"node/runner": {"node", "procedures", "internal/faultenv"},
 	// node/statuspage renders the admin port's HTML status page from plain values.
 	"node/statuspage":    {},
-	"cmd/lockstep":       {"client", "client/pgsink", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo"},
+	"cmd/lockstep":       {"internal/backup", "client", "client/pgsink", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},
 	// benchmarks/report reads the node's metric names (node.Metric...), nothing else of it.
@@ -70,7 +71,7 @@ var allowed = map[string][]string{
 	// tests/system is test files only (see withTests): process-level tests drive the binary
 	// through jepsen.Cluster and the client, and read what a test truly needs besides (a
 	// node's sentinels and constants, the shared test certificates, the sink's database).
-	"tests/system": {"client", "client/pgsink", "jepsen", "node", "sequencer", "procedures/builtin", "internal/wire",
+	"tests/system": {"internal/backup", "client", "client/pgsink", "jepsen", "node", "sequencer", "procedures/builtin", "internal/wire",
 		"internal/certs", "internal/testutil", "internal/testutil/pgtest", "internal/testutil/proctest"},
 }
 

@@ -190,7 +190,7 @@ func TestOpString(t *testing.T) {
 		{OpRemove, "Remove"}, {OpTransferLeader, "TransferLeader"}, {OpProcedures, "Procedures"},
 		{OpProcessors, "Processors"}, {OpSubscribe, "Subscribe"}, {OpCredit, "Credit"},
 		{OpUnsubscribe, "Unsubscribe"}, {OpUsers, "Users"}, {OpConfirmLeader, "ConfirmLeader"}, {OpReadIndex, "ReadIndex"},
-		{OpRebuild, "Rebuild"}, {OpClusterConfig, "ClusterConfig"}, {Op(0), "Op(0)"}, {Op(20), "Op(20)"},
+		{OpRebuild, "Rebuild"}, {OpClusterConfig, "ClusterConfig"}, {OpBackup, "Backup"}, {Op(0), "Op(0)"}, {Op(21), "Op(21)"},
 	}
 	for i, tt := range tests {
 		if got := tt.op.String(); got != tt.want {
@@ -203,7 +203,7 @@ func TestOpString(t *testing.T) {
 	}{{OpInvoke, 1}, {OpOpenSession, 2}, {OpCloseSession, 3}, {OpStatus, 4}, {OpStreamRead, 5}, {OpPing, 6},
 		{OpJoin, 7}, {OpRemove, 8}, {OpTransferLeader, 9}, {OpProcedures, 10}, {OpProcessors, 11},
 		{OpSubscribe, 12}, {OpCredit, 13}, {OpUnsubscribe, 14}, {OpUsers, 15}, {OpConfirmLeader, 16}, {OpReadIndex, 17},
-		{OpRebuild, 18}, {OpClusterConfig, 19}}
+		{OpRebuild, 18}, {OpClusterConfig, 19}, {OpBackup, 20}}
 	for i, p := range pinned {
 		if uint8(p.op) != p.num {
 			t.Errorf("#%d: got %d, want %d", i, uint8(p.op), p.num)

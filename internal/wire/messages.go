@@ -109,7 +109,29 @@ const (
 	// BadArguments and changes nothing. The Response carries the configuration after the
 	// command, a msgpack ClusterConfigInfo, in Value.
 	OpClusterConfig Op = 19
+	// OpBackup reads a backup of the node's whole replicated state at one log index
+	// (docs/operations.md, "Backup and restore"). It needs the admin role; any node
+	// answers, from a snapshot of its applied state, while writes go on. Without Sub, it
+	// starts a backup: the node snapshots its state and the Response carries a msgpack
+	// BackupStart in Value. Then each OpBackup with Sub the backup's id and Offset the
+	// bytes received so far reads the next part of the file, at most Max bytes (0: the
+	// node's choice), in Value; the node ends the backup when its last byte is read, when
+	// another starts on the connection, or when the connection closes. An Offset other
+	// than the next byte is BadArguments.
+	OpBackup Op = 20
 )
+
+// BackupStart is the answer to the OpBackup that starts a backup.
+type BackupStart struct {
+	// ID names the backup in the OpBackup requests that read it.
+	ID uint64 `msgpack:"id"`
+	// Index is the log index the backup's state is at.
+	Index uint64 `msgpack:"idx"`
+	// Size is the length of the whole backup file, in bytes.
+	Size int64 `msgpack:"size"`
+	// Header is the file's header line (package backup's Header, as JSON).
+	Header []byte `msgpack:"hdr"`
+}
 
 // Cluster configuration commands (ClusterConfigArgs.Cmd).
 const (
@@ -261,6 +283,8 @@ func (o Op) String() string {
 		return "Rebuild"
 	case OpClusterConfig:
 		return "ClusterConfig"
+	case OpBackup:
+		return "Backup"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }
