@@ -452,6 +452,11 @@ func (f *FSM) Modules() []ModuleView {
 				}
 			}
 			slices.Sort(v.Procedures)
+			if reg := tab.regs[m.Name]; reg != nil {
+				for _, p := range reg.ListProcessors() {
+					v.Processors = append(v.Processors, p.Name)
+				}
+			}
 		}
 		out = append(out, v)
 	}
