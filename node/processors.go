@@ -66,8 +66,9 @@ func (n *Node) processorStatus() ([]wire.ProcessorStatus, error) {
 	out := make([]wire.ProcessorStatus, len(sts))
 	for i, st := range sts {
 		info := infos[st.Processor]
+		ver, origin := n.fsm.ProcessorOrigin(st.Processor)
 		out[i] = wire.ProcessorStatus{
-			Processor: st.Processor, Input: info.Input, Partition: st.Partition, Waiting: st.Waiting,
+			Processor: st.Processor, Input: info.Input, Partition: st.Partition, Version: ver, Origin: origin, Waiting: st.Waiting,
 			Position: st.Position, End: st.NextOffset, Lag: st.Lag, DeadLetters: st.DeadLetters, Skipped: st.Skipped,
 			TickErrors: st.TickErrors, TickFailing: st.TickFailing,
 		}
