@@ -223,8 +223,8 @@ processors = {
 		}
 	}
 	err := cl.Invoke(ctx, "bad.loop", []byte("k"), nil, nil)
-	if !errors.Is(err, client.ErrProcedure) || !strings.Contains(err.Error(), "module limit exceeded") {
-		t.Fatalf("looping procedure: %v, want a procedure error naming the limit", err)
+	if !errors.Is(err, client.ErrLimitExceeded) || !strings.Contains(err.Error(), "steps") {
+		t.Fatalf("looping procedure: %v, want ErrLimitExceeded naming the limit", err)
 	}
 	var dead [][]string
 	testutil.WaitFor(t, 60*time.Second, func() error {

@@ -11,6 +11,7 @@ import (
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/procedures/modules"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -214,5 +215,34 @@ func TestModuleNeedsVersion3(t *testing.T) {
 	})
 	if err := out[1].(*batch.Results).Items[0].Err; !errors.Is(err, ErrNeedsVersion) || !strings.Contains(err.Error(), "cluster version 3") {
 		t.Fatalf("deploy at version 2: got %v", err)
+	}
+}
+
+// TestLimitExceededGated: a module's procedure past its step budget fails with
+// CodeLimitExceeded from cluster version 3 on, and with CodeProcedureError, as before, in
+// a cluster at version 2 (the code is in the replicated session cache).
+func TestLimitExceededGated(t *testing.T) {
+	src := []byte("def loop(tx, args):\n    while True:\n        pass\n\nprocedures = {\"t.loop\": loop}\n")
+	for _, tc := range []struct {
+		version uint64
+		want    Code
+	}{{2, CodeProcedureError}, {3, CodeLimitExceeded}} {
+		reg := procedures.Builtins()
+		if err := (modules.Compiler{}).Compile("loop", src, reg); err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{Partitions: verParts, MaxClusterVersion: tc.version}
+		f := newFSMWith(t, cfg, reg)
+		info := batch.ClusterInfo{ClusterID: "c", Partitions: verParts, Procedures: reg.Fingerprint()}
+		BootstrapInfo(cfg, reg, &info)
+		out := f.ApplyBatch([]*raft.Log{
+			commandLog(1, &batch.Entry{Time: 1e9, Items: []batch.Item{{Kind: batch.KindInitCluster, Args: marshal(t, &info)}}}),
+			commandLog(2, &batch.Entry{Time: 2e9, Items: []batch.Item{invokeItem("t.loop", "k")}}),
+		})
+		err := out[1].(*batch.Results).Items[0].Err
+		if got := CodeOf(err); got != tc.want || !strings.Contains(fmt.Sprint(err), "steps") {
+			t.Errorf("version %d: got %v (%v), want %v", tc.version, got, err, tc.want)
+		}
+		f.Close()
 	}
 }
