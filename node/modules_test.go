@@ -48,9 +48,16 @@ type outRecord struct {
 // module's outputs are, offset by offset, those of a single-threaded reference that
 // switches from v1 to v2 at the offset where the outputs switch and stops where they stop:
 // no input doubled or skipped across a switch, every replica alike, and a restarted node
-// replays the log to the same hashes (issue 22, Show: a Starlark module under load).
+// replays the log to the same hashes (issue 22, Show: a Starlark module under load). With
+// snapshots on, the restarted node restores a snapshot that carries the modules.
 func TestModuleDeployUnderLoad(t *testing.T) {
-	c := startCluster(t, clusterOptions{nodes: 3, patientRaft: true})
+	for _, snaps := range []bool{false, true} {
+		t.Run(fmt.Sprintf("snapshots=%t", snaps), func(t *testing.T) { testModuleDeployUnderLoad(t, snaps) })
+	}
+}
+
+func testModuleDeployUnderLoad(t *testing.T, snapshots bool) {
+	c := startCluster(t, clusterOptions{nodes: 3, patientRaft: true, snapshots: snapshots})
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	cl := c.dial(ctx)
