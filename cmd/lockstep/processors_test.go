@@ -109,7 +109,7 @@ func TestCLIProcessors(t *testing.T) {
 	waitRow(addrs[1], 23, 29_000, 1)
 
 	table = proctest.MustRun(t, bin, "processors", "--addr", addr, "--node", addrs[2]).Stdout
-	want := strings.Fields(fmt.Sprintf("lines.window lines %d 23 23 0 2023-11-14T22:13:49.000Z 1 0 0 0 running", part))
+	want := strings.Fields(fmt.Sprintf("lines.window lines %d 23 23 0 2023-11-14T22:13:49.000Z 1 0 0 0 running 1 binary", part))
 	found := false
 	for _, line := range strings.Split(table, "\n") {
 		found = found || strings.Join(strings.Fields(line), " ") == strings.Join(want, " ")
