@@ -246,3 +246,39 @@ func TestLimitExceededGated(t *testing.T) {
 		f.Close()
 	}
 }
+
+// TestModuleNamesAgainstBinary: the leader's check refuses a module that defines a name its
+// binary carries inactive (a later activation would clash), and an activation of
+// compiled-in code under a module's name is refused on apply, alike everywhere.
+func TestModuleNamesAgainstBinary(t *testing.T) {
+	reg := procedures.Builtins()
+	procedures.MustRegister(reg, "m.add@2", countBy("go", 1))
+	f := newFSMWith(t, Config{Partitions: verParts}, reg)
+	defer f.Close()
+	init := batch.ClusterInfo{ClusterID: "c", Partitions: verParts, Procedures: reg.Fingerprint()}
+	BootstrapInfo(Config{}, procedures.Builtins(), &init) // m.add@2 carried, not active
+	f.ApplyBatch([]*raft.Log{
+		commandLog(1, &batch.Entry{Time: 1e9, Items: []batch.Item{{Kind: batch.KindInitCluster, Args: marshal(t, &init)}}}),
+		commandLog(2, &batch.Entry{Time: 2e9, Items: []batch.Item{createStreamItem(verParts, "in")}}),
+	})
+	if err := f.Incompatible(); err != nil {
+		t.Fatal(err)
+	}
+	carried := []string{"m.add@2"}
+	if err := f.CheckModule("app", ModuleKindStarlark, modSource("v1", 1), carried); !errors.Is(err, ErrRedefined) || !strings.Contains(err.Error(), "m.add") {
+		t.Fatalf("leader check: got %v, want ErrRedefined naming m.add", err)
+	}
+	if err := f.CheckModule("app", ModuleKindStarlark, modSource("v1", 1), nil); err != nil {
+		t.Fatalf("leader check without the carried name: %v", err)
+	}
+	out := f.ApplyBatch([]*raft.Log{
+		commandLog(3, &batch.Entry{Time: 3e9, Items: []batch.Item{deployItem(t, "app", modSource("v1", 1))}}),
+		commandLog(4, &batch.Entry{Time: 4e9, Items: []batch.Item{activateItem(t, reg, "m.add", 2)}}),
+	})
+	if err := out[0].(*batch.Results).Items[0].Err; err != nil {
+		t.Fatalf("deploy: %v", err)
+	}
+	if err := out[1].(*batch.Results).Items[0].Err; !errors.Is(err, ErrRedefined) || !strings.Contains(err.Error(), "module app's") {
+		t.Fatalf("activating m.add@2 over the module's m.add: got %v, want ErrRedefined", err)
+	}
+}
