@@ -73,6 +73,9 @@ const (
 	CodePermissionDenied Code = Code(wire.CodePermissionDenied)
 	// CodeUnknownUser: a user command named a user the cluster does not know.
 	CodeUnknownUser Code = Code(wire.CodeUnknownUser)
+	// CodeLimitExceeded: a module's code ran past its step or size budget; it had no
+	// effect, alike on every replica.
+	CodeLimitExceeded Code = Code(wire.CodeLimitExceeded)
 )
 
 // String returns the code's stable name ("NotLeader", "ProcedureError", ...), or
@@ -212,6 +215,9 @@ var (
 	// ErrUnknownUser: a user command named a user that is not in the cluster's users
 	// table. Nothing changed; not retried.
 	ErrUnknownUser error = codeError(CodeUnknownUser)
+	// ErrLimitExceeded: a deployed module's procedure ran past its deterministic step or
+	// size budget (docs/procedures.md, Limits). Definite: it had no effect.
+	ErrLimitExceeded error = codeError(CodeLimitExceeded)
 )
 
 // ErrSpeaksHTTP is returned when the address answered the handshake in HTTP: it is an

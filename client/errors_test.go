@@ -42,6 +42,7 @@ var sentinelOf = map[wire.Code]error{
 	wire.CodeNotAssigned:      ErrNotAssigned,
 	wire.CodePermissionDenied: ErrPermissionDenied,
 	wire.CodeUnknownUser:      ErrUnknownUser,
+	wire.CodeLimitExceeded:    ErrLimitExceeded,
 }
 
 // catalogue returns every code of the wire catalogue but OK: the codes from 1 on whose

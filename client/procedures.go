@@ -24,6 +24,10 @@ type Procedure struct {
 	// Args describes the msgpack encoding of the arguments, Result that of the result.
 	Args   schema.Type `json:"args"`
 	Result schema.Type `json:"result"`
+	// Version is the running version (name@N of compiled-in code, a module's version),
+	// Origin where its code comes from: "binary" or "module NAME vN".
+	Version uint32 `json:"version,omitempty"`
+	Origin  string `json:"origin,omitempty"`
 }
 
 // Procedures is the procedure part of a Client's admin API: the catalogue of the
@@ -64,5 +68,6 @@ func (p Procedures) Catalog(ctx context.Context) ([]Procedure, error) {
 // knows both types: a field added to schema.Procedure needs a line here
 // (TestProcedureFromWireCoversEveryField fails until it has one).
 func procedureFromWire(p *schema.Procedure) Procedure {
-	return Procedure{Name: p.Name, Doc: p.Doc, ReadOnly: p.ReadOnly, Multi: p.Multi, Args: p.Args, Result: p.Result}
+	return Procedure{Name: p.Name, Doc: p.Doc, ReadOnly: p.ReadOnly, Multi: p.Multi, Args: p.Args, Result: p.Result,
+		Version: p.Version, Origin: p.Origin}
 }

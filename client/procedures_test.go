@@ -19,6 +19,8 @@ func TestProcedureFromWireCoversEveryField(t *testing.T) {
 			f.SetString("s" + strconv.Itoa(i))
 		case reflect.Bool:
 			f.SetBool(true)
+		case reflect.Uint32:
+			f.SetUint(uint64(i + 1))
 		case reflect.Struct: // a schema.Type
 			f.Set(reflect.ValueOf(schema.Type{Kind: schema.Kind("k" + strconv.Itoa(i))}))
 		default:

@@ -16,6 +16,10 @@ type ProcessorStatus struct {
 	Processor string `json:"processor"`
 	Input     string `json:"input"`
 	Partition int    `json:"partition"`
+	// Version is the running version of its code (name@N of compiled-in code, a module's
+	// version), Origin where the code comes from: "binary" or "module NAME vN".
+	Version uint32 `json:"version,omitempty"`
+	Origin  string `json:"origin,omitempty"`
 	// Waiting is set while the input stream does not exist on the partition (or the
 	// processor has had no phase since it appeared); the offsets and counts are then zero.
 	Waiting bool `json:"waiting"`
@@ -95,6 +99,8 @@ func processorFromWire(w *wire.ProcessorStatus) ProcessorStatus {
 		Processor:   w.Processor,
 		Input:       w.Input,
 		Partition:   w.Partition,
+		Version:     w.Version,
+		Origin:      w.Origin,
 		Waiting:     w.Waiting,
 		Position:    w.Position,
 		End:         w.End,

@@ -42,7 +42,7 @@ func TestAPISurface(t *testing.T) {
 		{Users{}, []string{"Add", "Grant", "List", "Remove", "Revoke"}},
 		{Streams{}, []string{"Create", "Delete", "Describe", "List"}},
 		{Groups{}, []string{"Describe", "List", "Offsets"}},
-		{Procedures{}, []string{"Activate", "Catalog", "Deployment", "Processors"}},
+		{Procedures{}, []string{"Activate", "Catalog", "DeployModule", "Deployment", "Module", "Modules", "Processors", "RemoveModule"}},
 		{Peer{}, []string{"ConfirmLeader", "ReadIndex", "RequestRebuild"}},
 	} {
 		if got := exported(tt.v); !slices.Equal(got, tt.want) {

@@ -51,6 +51,10 @@ type Status struct {
 	// RestFingerprint summarises the binary's replicated tables, processors and
 	// changelogs, which must be the cluster's from cluster version 2 on.
 	RestFingerprint uint64 `json:"rest,omitempty"`
+	// TablesFingerprint summarises the binary's replicated tables and changelogs, which
+	// must be the cluster's from cluster version 3 on (processors are then compared one
+	// by one, by their active registrations).
+	TablesFingerprint uint64 `json:"tables,omitempty"`
 	// State is the node's Raft role.
 	State Role `json:"state"`
 	// LeaderID is the id of the leader the node knows, empty if none; LeaderClientAddr
@@ -162,43 +166,44 @@ type HashCheck struct {
 // fails until it has one).
 func statusFromWire(w *wire.Status) Status {
 	st := Status{
-		NodeID:           w.NodeID,
-		ClusterID:        w.ClusterID,
-		ClientAddr:       w.ClientAddr,
-		RaftAddr:         w.RaftAddr,
-		Version:          w.Version,
-		Build:            w.Build,
-		MinVersion:       w.MinVersion,
-		MaxVersion:       w.MaxVersion,
-		ClusterVersion:   w.ClusterVersion,
-		Carries:          w.Carries,
-		RestFingerprint:  w.RestFingerprint,
-		State:            Role(w.State),
-		LeaderID:         w.LeaderID,
-		LeaderClientAddr: w.LeaderClientAddr,
-		Term:             w.Term,
-		LastLogIndex:     w.LastLogIndex,
-		CommitIndex:      w.CommitIndex,
-		AppliedIndex:     w.AppliedIndex,
-		Partitions:       w.Partitions,
-		Hashes:           w.Hashes,
-		Sessions:         w.Sessions,
-		Divergent:        w.Divergent,
-		Incompatible:     w.Incompatible,
-		Ready:            w.Ready,
-		NotReadyReason:   w.NotReadyReason,
-		UptimeMs:         w.UptimeMs,
-		Batches:          w.Batches,
-		Inputs:           w.Inputs,
-		QueueDepth:       w.QueueDepth,
-		Insecure:         w.Insecure,
-		Suffrage:         w.Suffrage,
-		Incarnation:      w.Incarnation,
-		ReadReplica:      w.ReadReplica,
-		Rebuild:          w.Rebuild,
-		RebuildNote:      w.RebuildNote,
-		Rebuilds:         w.Rebuilds,
-		RebuildFrom:      w.RebuildFrom,
+		NodeID:            w.NodeID,
+		ClusterID:         w.ClusterID,
+		ClientAddr:        w.ClientAddr,
+		RaftAddr:          w.RaftAddr,
+		Version:           w.Version,
+		Build:             w.Build,
+		MinVersion:        w.MinVersion,
+		MaxVersion:        w.MaxVersion,
+		ClusterVersion:    w.ClusterVersion,
+		Carries:           w.Carries,
+		RestFingerprint:   w.RestFingerprint,
+		TablesFingerprint: w.TablesFingerprint,
+		State:             Role(w.State),
+		LeaderID:          w.LeaderID,
+		LeaderClientAddr:  w.LeaderClientAddr,
+		Term:              w.Term,
+		LastLogIndex:      w.LastLogIndex,
+		CommitIndex:       w.CommitIndex,
+		AppliedIndex:      w.AppliedIndex,
+		Partitions:        w.Partitions,
+		Hashes:            w.Hashes,
+		Sessions:          w.Sessions,
+		Divergent:         w.Divergent,
+		Incompatible:      w.Incompatible,
+		Ready:             w.Ready,
+		NotReadyReason:    w.NotReadyReason,
+		UptimeMs:          w.UptimeMs,
+		Batches:           w.Batches,
+		Inputs:            w.Inputs,
+		QueueDepth:        w.QueueDepth,
+		Insecure:          w.Insecure,
+		Suffrage:          w.Suffrage,
+		Incarnation:       w.Incarnation,
+		ReadReplica:       w.ReadReplica,
+		Rebuild:           w.Rebuild,
+		RebuildNote:       w.RebuildNote,
+		Rebuilds:          w.Rebuilds,
+		RebuildFrom:       w.RebuildFrom,
 	}
 	for _, l := range w.Learners {
 		st.Learners = append(st.Learners, LearnerProgress{ID: l.ID, Applied: l.Applied, Target: l.Target, Note: l.Note})

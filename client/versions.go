@@ -18,6 +18,9 @@ type Deployment struct {
 	// Active are the running registrations, "name@N", by name; empty below version 2,
 	// where every procedure runs its version 1.
 	Active []string `json:"active,omitempty"`
+	// Modules are the active modules, "name@N" (N the module's version), from cluster
+	// version 3 on.
+	Modules []string `json:"modules,omitempty"`
 }
 
 // Deployment reads the cluster version and the active registrations, through the log. It
@@ -71,5 +74,5 @@ func (c *Client) deployCall(ctx context.Context, what string, a wire.ClusterConf
 	if err := c.decode(resp.Value, &info); err != nil {
 		return Deployment{}, fmt.Errorf("client: %s: %w: %w", what, ErrMalformed, err)
 	}
-	return Deployment{ClusterVersion: max(info.ClusterVersion, 1), Active: info.Active}, nil
+	return Deployment{ClusterVersion: max(info.ClusterVersion, 1), Active: info.Active, Modules: info.Modules}, nil
 }

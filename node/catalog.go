@@ -1,6 +1,10 @@
 package node
 
 import (
+	"slices"
+	"strings"
+
+	"github.com/lockstepdb/lockstep/procedures/schema"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/lockstepdb/lockstep/internal/wire"
@@ -20,6 +24,10 @@ func (cc *clientConn) procedures(req *wire.Request) {
 			active[g.Name] = g.Version
 		}
 		cat = reg.CatalogAt(func(name string) (uint32, bool) { v, ok := active[name]; return v, ok })
+	}
+	if mods := cc.n.fsm.ModuleCatalog(); len(mods) > 0 {
+		cat = append(cat, mods...)
+		slices.SortFunc(cat, func(a, b schema.Procedure) int { return strings.Compare(a.Name, b.Name) })
 	}
 	v, err := msgpack.Marshal(cat)
 	if err != nil {

@@ -20,8 +20,15 @@ func (cc *clientConn) clusterConfig(req *wire.Request) {
 		cc.fail(req.ID, fmt.Errorf("%w: cluster configuration command: %w", wire.ErrMalformed, err))
 		return
 	}
-	if a.Cmd == wire.ConfigUpgrade || a.Cmd == wire.ConfigActivate {
+	switch a.Cmd {
+	case wire.ConfigUpgrade, wire.ConfigActivate:
 		cc.versionCommand(req.ID, a)
+		return
+	case wire.ConfigDeployModule, wire.ConfigRemoveModule:
+		cc.moduleCommand(req.ID, a)
+		return
+	case wire.ConfigModules:
+		cc.listModules(req.ID)
 		return
 	}
 	change, err := configChange(&a)

@@ -23,8 +23,11 @@ type proposer interface {
 // stateMachine is what the server needs of the replica: the procedures it runs, its
 // partition count, and reads of the state applied so far.
 type stateMachine interface {
-	// Registry returns the procedures the replica runs.
+	// Registry returns the procedures the replica's binary carries.
 	Registry() *procedures.Registry
+	// LookupProcedure returns the procedure clients invoke as name, a deployed module's
+	// or the registry's.
+	LookupProcedure(name string) (procedures.Info, bool)
 	// Partitions returns the partition count.
 	Partitions() int
 	// Query runs a read-only procedure on the applied state.

@@ -29,6 +29,7 @@ var wireCodes = [...]wire.Code{
 	replica.CodeStaleGeneration:  wire.CodeStaleGeneration,
 	replica.CodeNotAssigned:      wire.CodeNotAssigned,
 	replica.CodeUnknownUser:      wire.CodeUnknownUser,
+	replica.CodeLimitExceeded:    wire.CodeLimitExceeded,
 }
 
 // toWire is the one translation of the errors of the layers below — sequencer, replica,

@@ -22,9 +22,8 @@ import (
 // are log entries, so every replica runs the same processor phases.
 func (n *Node) processorTickLoop() {
 	defer n.wg.Done()
-	if len(n.fsm.Registry().Processors()) == 0 {
-		return
-	}
+	// Not only when the binary carries processors: modules deployed through the log
+	// bring their own.
 	t := time.NewTicker(n.cfg.ProcessorTickInterval)
 	defer t.Stop()
 	var inflight atomic.Bool
@@ -59,7 +58,7 @@ func (n *Node) processorTickLoop() {
 func (n *Node) processorStatus() ([]wire.ProcessorStatus, error) {
 	var errs []error
 	infos := map[string]procedures.ProcessorInfo{}
-	for _, p := range n.fsm.Registry().ListProcessors() {
+	for _, p := range n.fsm.ProcessorInfos() {
 		infos[p.Name] = p
 	}
 	parts := n.fsm.Engine().Partitions()
@@ -67,8 +66,9 @@ func (n *Node) processorStatus() ([]wire.ProcessorStatus, error) {
 	out := make([]wire.ProcessorStatus, len(sts))
 	for i, st := range sts {
 		info := infos[st.Processor]
+		ver, origin := n.fsm.ProcessorOrigin(st.Processor)
 		out[i] = wire.ProcessorStatus{
-			Processor: st.Processor, Input: info.Input, Partition: st.Partition, Waiting: st.Waiting,
+			Processor: st.Processor, Input: info.Input, Partition: st.Partition, Version: ver, Origin: origin, Waiting: st.Waiting,
 			Position: st.Position, End: st.NextOffset, Lag: st.Lag, DeadLetters: st.DeadLetters, Skipped: st.Skipped,
 			TickErrors: st.TickErrors, TickFailing: st.TickFailing,
 		}

@@ -55,8 +55,8 @@ func TestProcessorsOp(t *testing.T) {
 	cl := c.dial(ctx)
 	noWM := []client.WindowStatus{{Operator: "sums.w"}}
 	waiting := []client.ProcessorStatus{
-		{Processor: "sums", Input: "events", Partition: 0, Waiting: true, Windows: noWM},
-		{Processor: "sums", Input: "events", Partition: 1, Waiting: true, Windows: noWM},
+		{Processor: "sums", Input: "events", Partition: 0, Version: 1, Origin: "binary", Waiting: true, Windows: noWM},
+		{Processor: "sums", Input: "events", Partition: 1, Version: 1, Origin: "binary", Waiting: true, Windows: noWM},
 	}
 	for _, cfg := range c.cfgs {
 		got, err := cl.Procedures().Processors(ctx, cfg.ClientAddr)
@@ -86,10 +86,10 @@ func TestProcessorsOp(t *testing.T) {
 	}
 	part := partition.PartitionOf([]byte("k"), 2)
 	want := []client.ProcessorStatus{
-		{Processor: "sums", Input: "events", Partition: 0, Windows: noWM},
-		{Processor: "sums", Input: "events", Partition: 1, Windows: noWM},
+		{Processor: "sums", Input: "events", Partition: 0, Version: 1, Origin: "binary", Windows: noWM},
+		{Processor: "sums", Input: "events", Partition: 1, Version: 1, Origin: "binary", Windows: noWM},
 	}
-	want[part] = client.ProcessorStatus{Processor: "sums", Input: "events", Partition: part,
+	want[part] = client.ProcessorStatus{Processor: "sums", Input: "events", Partition: part, Version: 1, Origin: "binary",
 		Position: offs[4] + 1, End: offs[4] + 1, DeadLetters: 1,
 		Windows: []client.WindowStatus{{Operator: "sums.w", Watermark: 25_000, HasWatermark: true, Late: 1}}}
 	for _, cfg := range c.cfgs {

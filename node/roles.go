@@ -107,7 +107,7 @@ func (cc *clientConn) permitted(req *wire.Request) error {
 	if req.Op != wire.OpInvoke {
 		return nil
 	}
-	info, ok := cc.n.state.Registry().Lookup(req.Procedure)
+	info, ok := cc.n.state.LookupProcedure(req.Procedure)
 	switch {
 	case !ok:
 		return nil // invoke answers UnknownProcedure
@@ -154,7 +154,7 @@ func (n *Node) checkUserCommand(a *wire.UserArgs) error {
 			return fmt.Errorf("%w: %s names no procedure", wire.ErrBadArguments, a.Cmd)
 		}
 		for _, p := range a.Procedures {
-			if _, ok := n.state.Registry().Lookup(p); !ok && p != replica.AllProcedures {
+			if _, ok := n.state.LookupProcedure(p); !ok && p != replica.AllProcedures {
 				return fmt.Errorf("%w: %q", wire.ErrUnknownProcedure, p)
 			}
 		}

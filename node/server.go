@@ -330,7 +330,7 @@ func queryInput(it *batch.Item) *partition.Input {
 // Nothing invalid enters the log.
 func (cc *clientConn) invoke(req *wire.Request) {
 	n := cc.n
-	info, ok := n.state.Registry().Lookup(req.Procedure)
+	info, ok := n.state.LookupProcedure(req.Procedure)
 	if !ok {
 		cc.fail(req.ID, fmt.Errorf("%w: %q", wire.ErrUnknownProcedure, req.Procedure))
 		return

@@ -159,7 +159,12 @@ func (n *Node) checkJoinVersions(id string, st *client.Status) error {
 	if d.Version < replica.VersionActiveRegistrations {
 		return nil
 	}
-	if st.RestFingerprint != d.Rest {
+	if d.Version >= replica.VersionProcessorSets {
+		if st.TablesFingerprint != d.Rest {
+			return refuse("has other replicated tables or changelogs than the cluster (fingerprints: node %016x, cluster %016x)",
+				st.TablesFingerprint, d.Rest)
+		}
+	} else if st.RestFingerprint != d.Rest {
 		return refuse("has other replicated tables, processors or changelogs than the cluster (fingerprints: node %016x, cluster %016x)",
 			st.RestFingerprint, d.Rest)
 	}

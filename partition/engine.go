@@ -18,7 +18,8 @@ type Engine struct {
 	phase   sync.WaitGroup
 	stop    sync.WaitGroup
 
-	procs     []procDef      // Config.Processors by name
+	procs     []procDef      // Config.Processors by name, or SetProcessors's
+	procsMu   sync.RWMutex   // held to change procs, and by readers off the Execute goroutine
 	procStats []ProcessStats // per partition, of the running processor phase
 	procPhase ProcessorPhase // the running processor phase
 	settle    []*stream      // streams deliver appended to

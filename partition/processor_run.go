@@ -287,6 +287,8 @@ func (e *Engine) updatePending() bool {
 // ProcessorStatus returns every processor's state on every partition, by processor
 // name, then partition.
 func (e *Engine) ProcessorStatus() []ProcessorStatus {
+	e.procsMu.RLock()
+	defer e.procsMu.RUnlock()
 	out := make([]ProcessorStatus, 0, len(e.procs)*len(e.parts))
 	for i := range e.procs {
 		d := &e.procs[i]

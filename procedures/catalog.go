@@ -6,6 +6,9 @@ import "github.com/lockstepdb/lockstep/procedures/schema"
 // and the msgpack encoding of its argument and result types (schema.Of). A node serves it
 // to clients (OpProcedures), so that programs without the Go types can call any procedure.
 // Each name appears once, at the version Lookup gives it.
+// OriginBinary is the origin of code compiled into the binary (schema.Procedure.Origin).
+const OriginBinary = "binary"
+
 func (r *Registry) Catalog() []schema.Procedure {
 	return r.CatalogAt(func(name string) (uint32, bool) {
 		info, ok := r.Lookup(name)
@@ -23,7 +26,7 @@ func (r *Registry) CatalogAt(at func(name string) (uint32, bool)) []schema.Proce
 			continue
 		}
 		out = append(out, schema.Procedure{Name: info.Name, Doc: info.Doc, ReadOnly: info.ReadOnly, Multi: info.Multi,
-			Args: schema.Of(info.Args), Result: schema.Of(info.Result)})
+			Args: schema.Of(info.Args), Result: schema.Of(info.Result), Version: info.Version, Origin: OriginBinary})
 	}
 	return out
 }

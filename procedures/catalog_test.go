@@ -18,7 +18,7 @@ func TestCatalog(t *testing.T) {
 	}
 	for i, info := range list {
 		want := schema.Procedure{Name: info.Name, Doc: info.Doc, ReadOnly: info.ReadOnly, Multi: info.Multi,
-			Args: schema.Of(info.Args), Result: schema.Of(info.Result)}
+			Args: schema.Of(info.Args), Result: schema.Of(info.Result), Version: info.Version, Origin: OriginBinary}
 		if !reflect.DeepEqual(cat[i], want) {
 			t.Errorf("#%d: got %+v, want %+v", i, cat[i], want)
 		}

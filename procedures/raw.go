@@ -23,15 +23,22 @@ func RegisterRaw(r *Registry, name string, fn func(tx *partition.Tx, args []byte
 	if len(name) == 0 || len(name) > MaxNameBytes {
 		return fmt.Errorf("%w: %q", ErrBadName, name)
 	}
+	base, version, err := ParseVersioned(name)
+	if err != nil {
+		return err
+	}
+	name = VersionKey(base, version)
 	if _, ok := r.procs[name]; ok {
 		return fmt.Errorf("%w: %s", ErrDuplicate, name)
 	}
-	info := Info{Name: name, Args: reflect.TypeFor[Raw](), Result: reflect.TypeFor[Raw]()}
+	info := Info{Name: base, Version: version, Args: reflect.TypeFor[Raw](), Result: reflect.TypeFor[Raw]()}
 	for _, o := range opts {
 		o(&info)
 	}
 	inst := &rawInst{name: name, fn: fn, readOnly: info.ReadOnly}
-	e := &entry{info: info, id: len(r.byID), canon: true, newInst: func() instance { return inst }}
+	// base and version as register's: a raw procedure is a registration like any other
+	// (it had neither, and a binary carrying a module's procedures listed them as "@0").
+	e := &entry{info: info, base: base, version: version, id: len(r.byID), canon: true, newInst: func() instance { return inst }}
 	r.procs[name] = e
 	r.byID = append(r.byID, e)
 	return nil

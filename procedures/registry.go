@@ -187,13 +187,24 @@ func (r *Registry) writeRest(d *xxhash.Digest) {
 	for _, t := range r.replicated {
 		fmt.Fprintf(d, "replicated|%s\n", t)
 	}
+	r.writeProcessors(d)
+	d.WriteString(r.changelogFingerprint())
+}
+
+func (r *Registry) writeTables(d *xxhash.Digest) {
+	for _, t := range r.replicated {
+		fmt.Fprintf(d, "replicated|%s\n", t)
+	}
+	d.WriteString(r.changelogFingerprint())
+}
+
+func (r *Registry) writeProcessors(d *xxhash.Digest) {
 	for _, p := range r.ListProcessors() {
 		fmt.Fprintf(d, "processor|%q|%q|%q|%t|%t\n", p.Name, p.Input, p.Emits, p.StartLatest, p.Tick)
 		for _, o := range p.Outputs {
 			fmt.Fprintf(d, "output|%q|%q|%+v\n", p.Name, o.Name, o.Config)
 		}
 	}
-	d.WriteString(r.changelogFingerprint())
 }
 
 // NewHandler returns a partition.Handler that runs this registry's procedures. An engine

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/lockstepdb/lockstep/partition"
 )
 
 // Versioned registrations (docs/procedures.md, Deploying and upgrading). A procedure is
@@ -109,6 +110,16 @@ func (r *Registry) RestFingerprint() uint64 {
 	return d.Sum64()
 }
 
+// TablesFingerprint summarises the replicated tables and the changelogs: what must be
+// identical on every node from cluster version 3 on, where the processors that run are
+// the active ones (each compared by its registration's signature) and a binary may carry
+// others.
+func (r *Registry) TablesFingerprint() uint64 {
+	d := xxhash.New()
+	r.writeTables(d)
+	return d.Sum64()
+}
+
 // Processor versions: registered as "name@N" like procedures (RegisterProcessor); a
 // cluster at cluster version 2 or later replicates which version of each runs.
 
@@ -160,4 +171,21 @@ func (r *Registry) DefaultProcessorVersion(name string) uint32 {
 		return 0
 	}
 	return slices.Min(slices.Collect(maps.Keys(e.versions)))
+}
+
+// ProcessorDef returns the processor name as the engine runs it with the code of its
+// version v: a cluster from cluster version 3 on runs only its active processors, each at
+// its active version.
+func (r *Registry) ProcessorDef(name string, v uint32) (partition.Processor, bool) {
+	e, ok := r.processors[name]
+	if !ok {
+		return partition.Processor{}, false
+	}
+	c, ok := e.versions[v]
+	if !ok {
+		return partition.Processor{}, false
+	}
+	p := e.partition()
+	p.Process, p.OnTick = c.Process, c.OnTick
+	return p, true
 }

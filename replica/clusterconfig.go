@@ -203,6 +203,8 @@ type ConfigView struct {
 	// ClusterVersion and Active: the deployment (versions.go), Active as "name@N".
 	ClusterVersion uint64   `msgpack:"cv,omitempty"`
 	Active         []string `msgpack:"active,omitempty"`
+	// Modules are the active modules as "name@N" (N the module's version).
+	Modules []string `msgpack:"mods,omitempty"`
 }
 
 // View returns c as text.
@@ -301,6 +303,14 @@ func (f *FSM) configCommand(index uint64, payload []byte) ([]byte, error) {
 		if err := f.activate(index, &c); err != nil {
 			return nil, err
 		}
+	case "deploy-module":
+		if err := f.deployModule(index, &c); err != nil {
+			return nil, err
+		}
+	case "remove-module":
+		if err := f.removeModule(index, &c); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("%w: unknown command %q", ErrBadClusterConfig, c.Cmd)
 	}
@@ -308,6 +318,11 @@ func (f *FSM) configCommand(index uint64, payload []byte) ([]byte, error) {
 	view.ClusterVersion = f.dep.Version
 	for _, g := range f.dep.Active {
 		view.Active = append(view.Active, g.Key())
+	}
+	for i := range f.dep.Modules {
+		if m := &f.dep.Modules[i]; m.Active() {
+			view.Modules = append(view.Modules, fmt.Sprintf("%s@%d", m.Name, m.Current().Version))
+		}
 	}
 	v, err := msgpack.Marshal(view)
 	if err != nil {

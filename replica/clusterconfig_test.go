@@ -281,6 +281,10 @@ func FuzzConfigCommand(f *testing.F) {
 	f.Add([]byte{0x81, 0xa3, 'c', 'm', 'd', 0xa3, 's', 'e', 't'})
 	f.Add(mustMarshalF(&batch.ConfigChange{Cmd: "upgrade", To: 2, Members: []batch.MemberVersions{{ID: "n1", Min: 1, Max: 2}}}))
 	f.Add(mustMarshalF(&batch.ConfigChange{Cmd: "activate", Activate: []batch.Registration{{Name: "t.step", Version: 2, Signature: "s"}}}))
+	f.Add(mustMarshalF(&batch.ConfigChange{Cmd: "deploy-module", Module: "app", Kind: ModuleKindStarlark,
+		Source: []byte("def f(tx, a):\n    return 1\nprocedures = {\"app.f\": f}\n")}))
+	f.Add(mustMarshalF(&batch.ConfigChange{Cmd: "deploy-module", Module: "app", Kind: ModuleKindStarlark, Source: []byte("def f(:")}))
+	f.Add(mustMarshalF(&batch.ConfigChange{Cmd: "remove-module", Module: "app"}))
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		fsm := newTestFSM(t, Config{})
 		defer fsm.Close()

@@ -60,6 +60,11 @@ type Config struct {
 	// means MaxClusterVersion, the binary's own. Lower only to run as an older binary would
 	// (tests of rolling upgrades).
 	MaxClusterVersion uint64
+	// Compilers compile deployed modules, by kind (modules.go). Default DefaultCompilers().
+	// What a compiler makes of a source decides replicated results: every node of a
+	// cluster must compile a kind alike (the interpreter is pinned by go.mod and the
+	// cluster version admits the kind).
+	Compilers map[string]Compiler
 }
 
 // DefaultProcessorBudgetPerAppend is Config.ProcessorBudgetPerAppend's default.
@@ -82,6 +87,9 @@ func DefaultConfig() Config {
 
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
+	if c.Compilers == nil {
+		c.Compilers = DefaultCompilers()
+	}
 	if c.Partitions == 0 {
 		c.Partitions = d.Partitions
 	}

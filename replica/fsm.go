@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,10 @@ type FSM struct {
 	conf     ClusterConfig              // the replicated cluster configuration (clusterconfig.go)
 	dep      Deployment                 // the cluster version and active registrations (versions.go)
 	procCode []procedures.ProcessorCode // each processor's active code, from dep (resolveProcessorCode)
+	compiled map[string]*compiledModule // the active modules' code, by name (modules.go)
+	modErr   map[string]error           // active modules that do not compile here
+	// setFollows: the engine's processor set is the deployment's (processorset.go).
+	setFollows bool
 
 	mu           sync.Mutex // guards the fields below, read by status and the divergence checker
 	cluster      *batch.ClusterInfo
@@ -55,6 +60,7 @@ type FSM struct {
 	users     atomic.Pointer[Users]         // the users table: see Users (users.go)
 	confView  atomic.Pointer[ClusterConfig] // a copy of conf: see ClusterConfig
 	depView   atomic.Pointer[Deployment]    // a copy of dep: see Deployment
+	modView   atomic.Pointer[moduleTable]   // the active modules' procedures, from dep
 
 	// Scratch reused between applies.
 	metaBuf  []byte
@@ -107,10 +113,13 @@ func New(cfg Config, reg *procedures.Registry, log *slog.Logger) (*FSM, error) {
 	}
 	f := &FSM{
 		cfg: cfg, reg: reg, log: log,
-		sess:    newSessions(cfg),
-		nodes:   map[string]batch.NodeInfo{},
-		inFlush: map[[2]uint64]int{},
+		sess:     newSessions(cfg),
+		nodes:    map[string]batch.NodeInfo{},
+		inFlush:  map[[2]uint64]int{},
+		compiled: map[string]*compiledModule{},
+		modErr:   map[string]error{},
 	}
+	f.modView.Store(&moduleTable{})
 	eng, err := partition.NewEngine(partition.Config{
 		Partitions:       cfg.Partitions,
 		ReplicatedTables: reg.ReplicatedTables(),
@@ -118,12 +127,12 @@ func New(cfg Config, reg *procedures.Registry, log *slog.Logger) (*FSM, error) {
 		Sequential:       cfg.Sequential,
 		MaxResultBytes:   cfg.MaxResultBytes,
 		Processors:       f.versionedProcessors(),
-	}, reg.NewHandler)
+	}, f.newHandler)
 	if err != nil {
 		return nil, err
 	}
 	f.eng = eng
-	f.handlers.New = func() any { return reg.NewHandler() }
+	f.handlers.New = func() any { return f.newHandler() }
 	f.useConfig(clusterConfigOf(cfg)) // until the log sets the cluster's
 	f.useDeployment(Deployment{})
 	return f, nil
@@ -322,6 +331,11 @@ func (f *FSM) flush() {
 	for k := range results {
 		r := &results[k]
 		p := &f.pend[k]
+		if r.Err != nil && f.dep.Version < VersionModules && CodeOf(r.Err) == CodeLimitExceeded {
+			// Before cluster version 3 a module's limit was a procedure error: its code
+			// is in the session cache, replicated.
+			r.Err = &Error{Code: CodeProcedureError, Message: r.Err.Error()}
+		}
 		var v []byte
 		if r.Err == nil {
 			start := len(arena)
@@ -456,6 +470,12 @@ func (f *FSM) notifyIncompatible() {
 
 // procedureName returns the registry's copy of name, safe to keep; "unknown" if none.
 func (f *FSM) procedureName(name string) string {
+	if m, ok := strings.CutPrefix(name, "@"); ok {
+		if p, ok := f.modView.Load().procs[m]; ok {
+			return p.info.Name
+		}
+		return "unknown"
+	}
 	if info, ok := f.reg.Lookup(name); ok {
 		return info.Name
 	}
@@ -517,7 +537,7 @@ func (f *FSM) Sessions() int { return int(f.sessionCount.Load()) }
 func (f *FSM) Query(in *partition.Input) partition.Result {
 	h := f.handlers.Get().(partition.Handler)
 	defer f.handlers.Put(h)
-	key, err := resolveIn(f.depView.Load(), in.Procedure)
+	key, err := resolveIn(f.depView.Load(), f.modView.Load(), in.Procedure)
 	if err != nil {
 		return partition.Result{Err: err}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/procedures/modules"
 )
 
 // Code classifies the outcome of one log item as every replica records it: in results,
@@ -61,6 +62,9 @@ const (
 	CodeNotAssigned
 	// CodeUnknownUser: a user command named a user not in the users table; nothing changed.
 	CodeUnknownUser
+	// CodeLimitExceeded: a module's code ran past its step or size budget (from cluster
+	// version 3; before, such an error is CodeProcedureError); the effects were undone.
+	CodeLimitExceeded
 )
 
 var codeNames = [...]string{
@@ -71,7 +75,7 @@ var codeNames = [...]string{
 	CodeUnknownStream: "UnknownStream", CodeStreamExists: "StreamExists",
 	CodeUnknownGroup: "UnknownGroup", CodeNotGroupMember: "NotGroupMember",
 	CodeStaleGeneration: "StaleGeneration", CodeNotAssigned: "NotAssigned",
-	CodeUnknownUser: "UnknownUser",
+	CodeUnknownUser: "UnknownUser", CodeLimitExceeded: "LimitExceeded",
 }
 
 // String returns the code's name, as metrics label outcomes with it.
@@ -134,6 +138,8 @@ func CodeOf(err error) Code {
 		return CodeUnknownProcedure
 	case errors.Is(err, partition.ErrBadScope), errors.Is(err, procedures.ErrWrongScope):
 		return CodeBadScope
+	case errors.Is(err, modules.ErrLimitExceeded):
+		return CodeLimitExceeded
 	case errors.Is(err, procedures.ErrProcedure), errors.Is(err, partition.ErrPanic),
 		errors.Is(err, procedures.ErrReadOnly), errors.Is(err, partition.ErrReadOnlyTx),
 		errors.Is(err, partition.ErrOutOfScope), errors.Is(err, partition.ErrReplicatedWrite):

@@ -25,6 +25,11 @@ import (
 //	   ("activate"), a node must carry every active registration with the same
 //	   signature and may carry more; the rest of the registry (replicated tables,
 //	   processors, changelogs) must still be identical (Registry.RestFingerprint).
+//	3  processor sets and modules: the engine runs only the active processors (a binary
+//	   may carry inactive ones; activating one the cluster never ran adds it at that
+//	   index), only the replicated tables and changelogs must be identical
+//	   (Registry.TablesFingerprint), and modules (Starlark code, modules.go) are
+//	   deployed, replaced and removed through the log; snapshots carry them.
 //
 // Every later change of replicated behaviour — a built-in's semantics, the entry or the
 // snapshot format — is a new cluster version, and the code keeps the old behaviour while
@@ -35,10 +40,17 @@ const (
 	// MinClusterVersion is the oldest cluster version this binary runs.
 	MinClusterVersion = 1
 	// MaxClusterVersion is the newest: a cluster this binary bootstraps starts at it.
-	MaxClusterVersion = 2
+	MaxClusterVersion = 3
 	// VersionActiveRegistrations is the cluster version from which active registrations
 	// are replicated.
 	VersionActiveRegistrations = 2
+	// VersionProcessorSets is the cluster version from which the engine's processor set
+	// follows the deployment (only active processors run) and the rest fingerprint leaves
+	// the processors out.
+	VersionProcessorSets = 3
+	// VersionModules is the cluster version from which modules are deployed through the
+	// log (and snapshots and hashes carry them).
+	VersionModules = 3
 )
 
 // Errors of the "upgrade" and "activate" commands; each wraps ErrBadClusterConfig, and
@@ -81,8 +93,11 @@ type Deployment struct {
 	Index uint64 `msgpack:"i"`
 	// Active are the running registrations, by name (from version 2 on; nil before).
 	Active []batch.Registration `msgpack:"active,omitempty"`
-	// Rest is the fingerprint of the unversioned part of the registry (version 2 on).
+	// Rest is the fingerprint of the unversioned part of the registry (version 2 on;
+	// from version 3 on only its replicated tables and changelogs).
 	Rest uint64 `msgpack:"rest,omitempty"`
+	// Modules are the deployed modules, by name (version 3 on; modules.go).
+	Modules []Module `msgpack:"mods,omitempty"`
 }
 
 // Effective returns the version the cluster runs: Version, or 1 for 0.
@@ -113,6 +128,13 @@ func compareRegs(a, b batch.Registration) int {
 func (d *Deployment) clone() Deployment {
 	c := *d
 	c.Active = slices.Clone(d.Active)
+	c.Modules = make([]Module, len(d.Modules))
+	for i := range d.Modules {
+		c.Modules[i] = d.Modules[i].clone()
+	}
+	if d.Modules == nil {
+		c.Modules = nil
+	}
 	return c
 }
 
@@ -129,6 +151,7 @@ func (d *Deployment) hash(u func(uint64), str func(string)) {
 		u(uint64(g.Version))
 		str(g.Signature)
 	}
+	d.moduleHash(u, str)
 }
 
 // Deployment returns the cluster version and the active registrations as applied so far.
@@ -143,6 +166,12 @@ func (f *FSM) useDeployment(d Deployment) {
 	c := d.clone()
 	f.depView.Store(&c)
 	f.resolveProcessorCode()
+	f.refreshModules(&f.dep)
+	if err := f.applyProcessorSet(); err != nil {
+		// Every deployment reaching here was checked (checkDeployment) or was the
+		// cluster's when a snapshot was written.
+		panic(fmt.Sprintf("replica: invariant violated: the processor set of deployment at index %d: %v", d.Index, err))
+	}
 }
 
 // resolveProcessorCode fills f.procCode, by position in the registry's processor list, with
@@ -172,10 +201,10 @@ func (f *FSM) resolveProcessorCode() {
 // resolve returns the registry key of the version of the procedure name that runs at this
 // point of the log, or an error every replica gives alike for a name that is not active.
 func (f *FSM) resolve(name string) (string, error) {
-	return resolveIn(&f.dep, name)
+	return resolveIn(&f.dep, f.modView.Load(), name)
 }
 
-func resolveIn(d *Deployment, name string) (string, error) {
+func resolveIn(d *Deployment, tab *moduleTable, name string) (string, error) {
 	if strings.IndexByte(name, '@') >= 0 {
 		// A client names the procedure, the cluster picks its version: "p@2" run directly
 		// would run on the replicas that carry it and fail on the others.
@@ -183,6 +212,9 @@ func resolveIn(d *Deployment, name string) (string, error) {
 	}
 	if d.Version < VersionActiveRegistrations {
 		return name, nil
+	}
+	if _, ok := tab.procs[name]; ok && d.Version >= VersionModules {
+		return moduleKey(name), nil
 	}
 	g, ok := d.active(name)
 	if !ok {
@@ -210,6 +242,9 @@ func BootstrapInfo(cfg Config, reg *procedures.Registry, info *batch.ClusterInfo
 	if info.ClusterVersion >= VersionActiveRegistrations {
 		info.Active = append(toBatch(reg.Newest()), newestProcessors(reg)...)
 		info.Rest = reg.RestFingerprint()
+	}
+	if info.ClusterVersion >= VersionProcessorSets {
+		info.Rest = reg.TablesFingerprint()
 	}
 }
 
@@ -310,6 +345,12 @@ func (f *FSM) upgrade(index uint64, c *batch.ConfigChange) error {
 		d.Active = sortedRegs(d.Active)
 		d.Rest = f.reg.RestFingerprint()
 	}
+	if cur < VersionProcessorSets && c.To >= VersionProcessorSets {
+		// Version 2 required identical processor sets, all active: the engine runs the
+		// same processors on both sides of the upgrade. Only what stays identical is
+		// fingerprinted from now on.
+		d.Rest = f.reg.TablesFingerprint()
+	}
 	d.Version, d.Index = c.To, index
 	f.useDeployment(d)
 	f.recheckCompat()
@@ -348,6 +389,9 @@ func (f *FSM) activate(index uint64, c *batch.ConfigChange) error {
 	}
 	d.Active = sortedRegs(slices.Collect(maps.Values(byName)))
 	d.Index = index
+	if err := f.checkDeployment(&d); err != nil {
+		return err
+	}
 	f.useDeployment(d)
 	f.recheckCompat()
 	return nil
@@ -381,6 +425,16 @@ func (f *FSM) deploymentIncompatible(info *batch.ClusterInfo) error {
 				ErrIncompatible, info.Procedures, f.reg.Fingerprint())
 		}
 		return nil
+	}
+	if d.Version >= VersionProcessorSets {
+		if d.Rest != f.reg.TablesFingerprint() {
+			return fmt.Errorf("%w: this node's replicated tables or changelogs are not the cluster's "+
+				"(fingerprints: cluster %016x, this node %016x)", ErrIncompatible, d.Rest, f.reg.TablesFingerprint())
+		}
+		if err := MissingActive(d.Active, f.reg); err != nil {
+			return err
+		}
+		return f.missingCompiler(d)
 	}
 	if d.Rest != f.reg.RestFingerprint() {
 		return fmt.Errorf("%w: this node's replicated tables, processors or changelogs are not the cluster's "+

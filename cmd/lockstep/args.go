@@ -27,8 +27,8 @@ func flagsFirst(app *cli.App, args []string) []string {
 		}
 		cmd, cmds = next, next.Subcommands
 	}
-	if cmd == nil || len(cmd.Subcommands) > 0 {
-		return args // no command, or a group whose subcommand was not named
+	if cmd == nil || (len(cmd.Subcommands) > 0 && cmd.Action == nil) {
+		return args // no command, or a group whose subcommand was not named (and that does nothing itself)
 	}
 	out := append([]string(nil), args[:i]...)
 	var positional []string

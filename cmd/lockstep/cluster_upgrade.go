@@ -73,5 +73,8 @@ func writeDeployment(w io.Writer, format string, d client.Deployment) error {
 	for _, a := range d.Active {
 		fmt.Fprintf(tw, "active\t%s\n", a)
 	}
+	for _, m := range d.Modules {
+		fmt.Fprintf(tw, "module\t%s\n", m)
+	}
 	return tw.Flush()
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +36,14 @@ func TestDeployCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lc.Close()
+	dir := t.TempDir()
+	star, bad := filepath.Join(dir, "app.star"), filepath.Join(dir, "bad.star")
+	if err := os.WriteFile(star, []byte("def hello(tx, args):\n    return \"hi\"\n\nprocedures = {\"app.hello\": hello}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("def hello(:\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cli := func(args ...string) (string, error) {
 		var out bytes.Buffer
 		app := newApp()
@@ -50,9 +60,20 @@ func TestDeployCommands(t *testing.T) {
 	}{
 		{args: []string{"deploy", "list"}, want: "t.echo@2"},
 		{args: []string{"deploy", "activate", "t.echo@1"}, want: "t.echo@1", notWant: "t.echo@2"},
-		{args: []string{"deploy", "list", "--output", "json"}, want: `"cluster_version": 2`},
-		{args: []string{"cluster", "upgrade", "2"}, want: "cluster version"},
-		{args: []string{"cluster", "upgrade", "3"}, fails: true, want: "supports cluster versions 1..2, not 3"},
+		{args: []string{"deploy", "list", "--output", "json"}, want: `"cluster_version": 3`},
+		{args: []string{"cluster", "upgrade", "3"}, want: "cluster version"},
+		{args: []string{"cluster", "upgrade", "4"}, fails: true, want: "supports cluster versions 1..3, not 4"},
+		{args: []string{"deploy", star}, want: "app@1"},
+		{args: []string{"procedures"}, want: "module app v1"},
+		{args: []string{"deploy", "--name", "app", star}, want: "app@2"},
+		{args: []string{"deploy", "list"}, want: "app@2"},
+		{args: []string{"deploy", "show", "app"}, want: "app.hello"},
+		{args: []string{"deploy", "show", "app"}, want: `return "hi"`},
+		{args: []string{"deploy", "remove", "app"}, notWant: "app@"},
+		{args: []string{"deploy", "show", "app"}, want: "removed at index"},
+		{args: []string{"deploy", "remove", "app"}, fails: true, want: "no such module"},
+		{args: []string{"deploy", bad}, fails: true, want: "does not compile"},
+		{args: []string{"deploy", "show", "nosuch"}, fails: true, want: "no module"},
 		{args: []string{"cluster", "upgrade", "1"}, fails: true, want: "downgrade"},
 		{args: []string{"deploy", "activate", "t.echo@3"}, fails: true, want: "does not carry t.echo@3"},
 		{args: []string{"deploy", "activate", "t.echo@x"}, fails: true, want: "name@N"},

@@ -48,6 +48,10 @@ type procedureJSON struct {
 	ReadOnly bool `json:"read_only"`
 	// Doc is the registry's one-line description.
 	Doc string `json:"doc"`
+	// Version is the running version; Origin where its code comes from: "binary" or
+	// "module NAME vN" (lockstep deploy).
+	Version uint32 `json:"version,omitempty"`
+	Origin  string `json:"origin,omitempty"`
 }
 
 func runProcedures(c *cli.Context) error {
@@ -69,7 +73,7 @@ func runProcedures(c *cli.Context) error {
 		}
 		rows = append(rows, procedureJSON{
 			Name: p.Name, Args: p.Args.Shape(), ArgsExample: example, Result: p.Result.Shape(),
-			Partitioning: partitioning(p.Multi), ReadOnly: p.ReadOnly, Doc: p.Doc,
+			Partitioning: partitioning(p.Multi), ReadOnly: p.ReadOnly, Doc: p.Doc, Version: p.Version, Origin: p.Origin,
 		})
 	}
 	out := c.App.Writer
@@ -77,13 +81,13 @@ func runProcedures(c *cli.Context) error {
 		return writeJSON(out, rows)
 	}
 	tw := newTable(out)
-	fmt.Fprintln(tw, "NAME\tPARTITIONING\tREAD-ONLY\tARGS\tRESULT\tDOC")
+	fmt.Fprintln(tw, "NAME\tVERSION\tORIGIN\tPARTITIONING\tREAD-ONLY\tARGS\tRESULT\tDOC")
 	for _, r := range rows {
 		ro := "no"
 		if r.ReadOnly {
 			ro = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Partitioning, ro, r.Args, r.Result, r.Doc)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Version, dash(r.Origin), r.Partitioning, ro, r.Args, r.Result, r.Doc)
 	}
 	return tw.Flush()
 }
@@ -93,7 +97,8 @@ func builtinCatalog() []client.Procedure {
 	cat := procedures.Builtins().Catalog()
 	out := make([]client.Procedure, len(cat))
 	for i, p := range cat {
-		out[i] = client.Procedure{Name: p.Name, Doc: p.Doc, ReadOnly: p.ReadOnly, Multi: p.Multi, Args: p.Args, Result: p.Result}
+		out[i] = client.Procedure{Name: p.Name, Doc: p.Doc, ReadOnly: p.ReadOnly, Multi: p.Multi, Args: p.Args, Result: p.Result,
+			Version: p.Version, Origin: p.Origin}
 	}
 	return out
 }

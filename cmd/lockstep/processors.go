@@ -32,6 +32,8 @@ partition:
              with "tick" set and the error text)
   STATE      running; waiting while its input stream does not exist; tick-failing
              while its last OnTick call failed (a window whose output stream is gone)
+  VERSION    the running version of its code (name@N, or the module's version)
+  ORIGIN     where the code comes from: binary, or module NAME vN (lockstep deploy)
 
 Any node answers, ready or not, from the state it has applied: every replica has the
 same state at the same applied index, and one behind the leader shows an older one.
@@ -77,9 +79,17 @@ func runProcessors(c *cli.Context) error {
 // are Unix milliseconds).
 const watermarkLayout = "2006-01-02T15:04:05.000Z07:00"
 
+// dash renders an empty cell as "-".
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 func writeProcessorsTable(w io.Writer, sts []client.ProcessorStatus) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "PROCESSOR\tINPUT\tPARTITION\tPOSITION\tEND\tLAG\tWATERMARK\tLATE\tDEAD\tSKIPPED\tTICKERR\tSTATE")
+	fmt.Fprintln(tw, "PROCESSOR\tINPUT\tPARTITION\tPOSITION\tEND\tLAG\tWATERMARK\tLATE\tDEAD\tSKIPPED\tTICKERR\tSTATE\tVERSION\tORIGIN")
 	for _, st := range sts {
 		wm, late := windowCells(st.Windows)
 		state := "running"
@@ -89,8 +99,8 @@ func writeProcessorsTable(w io.Writer, sts []client.ProcessorStatus) error {
 		case st.TickFailing:
 			state = "tick-failing"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\n", st.Processor, st.Input, st.Partition,
-			st.Position, st.End, st.Lag, wm, late, st.DeadLetters, st.Skipped, st.TickErrors, state)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%s\n", st.Processor, st.Input, st.Partition,
+			st.Position, st.End, st.Lag, wm, late, st.DeadLetters, st.Skipped, st.TickErrors, state, st.Version, dash(st.Origin))
 	}
 	return tw.Flush()
 }

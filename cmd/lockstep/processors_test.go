@@ -50,7 +50,7 @@ func TestCLIProcessors(t *testing.T) {
 	}
 	table := proctest.MustRun(t, bin, "processors", "--addr", addr).Stdout
 	head, _, _ := strings.Cut(table, "\n")
-	if want := "PROCESSOR INPUT PARTITION POSITION END LAG WATERMARK LATE DEAD SKIPPED TICKERR STATE"; strings.Join(strings.Fields(head), " ") != want {
+	if want := "PROCESSOR INPUT PARTITION POSITION END LAG WATERMARK LATE DEAD SKIPPED TICKERR STATE VERSION ORIGIN"; strings.Join(strings.Fields(head), " ") != want {
 		t.Fatalf("table header: got\n%s\nwant %q", table, want)
 	}
 	waitingRows := 0
@@ -109,7 +109,7 @@ func TestCLIProcessors(t *testing.T) {
 	waitRow(addrs[1], 23, 29_000, 1)
 
 	table = proctest.MustRun(t, bin, "processors", "--addr", addr, "--node", addrs[2]).Stdout
-	want := strings.Fields(fmt.Sprintf("lines.window lines %d 23 23 0 2023-11-14T22:13:49.000Z 1 0 0 0 running", part))
+	want := strings.Fields(fmt.Sprintf("lines.window lines %d 23 23 0 2023-11-14T22:13:49.000Z 1 0 0 0 running 1 binary", part))
 	found := false
 	for _, line := range strings.Split(table, "\n") {
 		found = found || strings.Join(strings.Fields(line), " ") == strings.Join(want, " ")
@@ -152,8 +152,8 @@ func TestWindowCells(t *testing.T) {
 func TestProcessorsTableTickErrors(t *testing.T) {
 	var b strings.Builder
 	err := writeProcessorsTable(&b, []client.ProcessorStatus{
-		{Processor: "w", Input: "in", Partition: 0, Position: 4, End: 4, TickErrors: 7, TickFailing: true},
-		{Processor: "w", Input: "in", Partition: 1, Position: 2, End: 3, Lag: 1, TickErrors: 2},
+		{Processor: "w", Input: "in", Partition: 0, Position: 4, End: 4, TickErrors: 7, TickFailing: true, Version: 2, Origin: "binary"},
+		{Processor: "w", Input: "in", Partition: 1, Position: 2, End: 3, Lag: 1, TickErrors: 2, Version: 3, Origin: "module m v3"},
 		{Processor: "w", Input: "in", Partition: 2, Waiting: true},
 	})
 	if err != nil {
@@ -164,9 +164,9 @@ func TestProcessorsTableTickErrors(t *testing.T) {
 		got = append(got, strings.Join(strings.Fields(line), " "))
 	}
 	want := []string{
-		"w in 0 4 4 0 - - 0 0 7 tick-failing",
-		"w in 1 2 3 1 - - 0 0 2 running",
-		"w in 2 0 0 0 - - 0 0 0 waiting",
+		"w in 0 4 4 0 - - 0 0 7 tick-failing 2 binary",
+		"w in 1 2 3 1 - - 0 0 2 running 3 module m v3",
+		"w in 2 0 0 0 - - 0 0 0 waiting 0 -",
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("table rows:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -84,8 +84,9 @@ type Setting struct {
 // cluster configuration. The replicas check every value; a change with any bad one is
 // refused whole, alike on every replica.
 type ConfigChange struct {
-	// Cmd is "get" (change nothing), "set", "upgrade" (move the cluster version to To)
-	// or "activate" (make the registrations Activate the running versions).
+	// Cmd is "get" (change nothing), "set", "upgrade" (move the cluster version to To),
+	// "activate" (make the registrations Activate the running versions), "deploy-module"
+	// or "remove-module" (cluster version 3 on).
 	Cmd string `msgpack:"cmd"`
 	// Set are the settings a "set" changes, each name at most once.
 	Set []Setting `msgpack:"set,omitempty"`
@@ -95,6 +96,13 @@ type ConfigChange struct {
 	Members []MemberVersions `msgpack:"members,omitempty"`
 	// Activate are the registrations an "activate" makes active, one per name.
 	Activate []Registration `msgpack:"activate,omitempty"`
+	// Module names the module a "deploy-module" deploys (or replaces) or a
+	// "remove-module" removes; Kind is the language of Source ("starlark"; a later layer
+	// adds kinds, the replicas look up a compiler per kind), Source its code, compiled
+	// again by every replica when it applies the item.
+	Module string `msgpack:"mod,omitempty"`
+	Kind   string `msgpack:"kind,omitempty"`
+	Source []byte `msgpack:"src,omitempty"`
 }
 
 // NodeInfo is the payload of KindNodeInfo: where to reach a node.

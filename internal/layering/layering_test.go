@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	"internal/planted":    {},
 	"internal/ratelog":    {},
 	"sequencer":           {"internal/batch", "internal/planted"},
-	"replica":             {"partition", "procedures", "procedures/builtin", "internal/batch", "internal/planted"},
+	"replica":             {"partition", "procedures", "procedures/builtin", "procedures/modules", "procedures/schema", "internal/batch", "internal/planted"},
 	"internal/certs":      {},
 	"client":              {"internal/wire", "internal/certs", "procedures/builtin", "procedures/schema"},
 	// client/pgsink is a user of the client, as any application is.
@@ -49,8 +49,9 @@ var allowed = map[string][]string{
 	// internal/testutil/proctest is the process-level tests' harness (cmd/lockstep's and
 	// tests/system's): it builds and runs the binary, on jepsen.Cluster, with the client.
 	"internal/testutil/proctest": {"client", "jepsen", "internal/testutil"},
-	// node reads window operators' watermarks (window.ReadOperator) for processor status.
-	"node": {"internal/backup", "partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
+	// node reads window operators' watermarks (window.ReadOperator) for processor status,
+	// and merges modules' procedures into the catalogue (procedures/schema).
+	"node": {"internal/backup", "partition", "procedures", "procedures/builtin", "procedures/schema", "procedures/window", "internal/batch",
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/planted", "internal/ratelog",
 		"node/statuspage"},
 	// node/runner is `lockstep node` for any binary: flags, config file, signals, rebuild.

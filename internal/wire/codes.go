@@ -86,9 +86,13 @@ const (
 	// CodeUnknownUser means a user command named a user that is not in the cluster's users
 	// table. Nothing changed.
 	CodeUnknownUser Code = 28
+	// CodeLimitExceeded means a module's code ran past its deterministic step or size
+	// budget (procedures/modules.LimitError): the invocation failed alike on every replica
+	// and had no effect.
+	CodeLimitExceeded Code = 29
 
 	// lastCode is the highest code in the catalogue.
-	lastCode = CodeUnknownUser
+	lastCode = CodeLimitExceeded
 )
 
 // describe returns the stable name and the human-readable text of a catalogued code.
@@ -150,6 +154,8 @@ func (c Code) describe() (name, text string, ok bool) {
 		return "NotAssigned", "partition not assigned to the member", true
 	case CodePermissionDenied:
 		return "PermissionDenied", "permission denied", true
+	case CodeLimitExceeded:
+		return "LimitExceeded", "limit exceeded", true
 	case CodeUnknownUser:
 		return "UnknownUser", "unknown user", true
 	}
@@ -238,6 +244,8 @@ var (
 	ErrPermissionDenied error = codeError(CodePermissionDenied)
 	// ErrUnknownUser matches CodeUnknownUser.
 	ErrUnknownUser error = codeError(CodeUnknownUser)
+	// ErrLimitExceeded matches CodeLimitExceeded.
+	ErrLimitExceeded error = codeError(CodeLimitExceeded)
 )
 
 // Error is a non-OK outcome carried by a Response: what a client gets back from

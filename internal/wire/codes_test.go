@@ -44,6 +44,7 @@ func TestCodeCatalogueIsAppendOnly(t *testing.T) {
 		{CodeStaleGeneration, 26, "StaleGeneration"},
 		{CodeNotAssigned, 27, "NotAssigned"},
 		{CodeUnknownUser, 28, "UnknownUser"},
+		{CodeLimitExceeded, 29, "LimitExceeded"},
 	}
 	for i, p := range pinned {
 		if uint16(p.code) != p.num {
@@ -85,7 +86,7 @@ func sentinels() []error {
 		ErrProtocolVersion, ErrClusterMismatch, ErrUnknownOutcome, ErrInternal, ErrTooLarge,
 		ErrShuttingDown, ErrNotReady, ErrBadScope, ErrUnknownSession, ErrUnknownStream, ErrStreamExists,
 		ErrOffsetTrimmed, ErrOffsetPastEnd, ErrPermissionDenied,
-		ErrUnknownGroup, ErrNotGroupMember, ErrStaleGeneration, ErrNotAssigned, ErrUnknownUser}
+		ErrUnknownGroup, ErrNotGroupMember, ErrStaleGeneration, ErrNotAssigned, ErrUnknownUser, ErrLimitExceeded}
 }
 
 // TestSentinelPerCode checks that sentinel i has code i and that a decoded *Error matches

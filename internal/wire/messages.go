@@ -143,6 +143,14 @@ const (
 	ConfigUpgrade = "upgrade"
 	// ConfigActivate makes the registrations Activate ("name@N") the running versions.
 	ConfigActivate = "activate"
+	// ConfigDeployModule deploys (or replaces) the module Module of kind Kind with Source
+	// through the log (cluster version 3 on).
+	ConfigDeployModule = "deploy-module"
+	// ConfigRemoveModule removes the module Module through the log.
+	ConfigRemoveModule = "remove-module"
+	// ConfigModules lists the deployed modules, with sources and histories, as the
+	// answering node applied them (not through the log); the value is []ModuleInfo.
+	ConfigModules = "modules"
 )
 
 // ClusterConfigArgs is the argument of OpClusterConfig.
@@ -155,6 +163,31 @@ type ClusterConfigArgs struct {
 	To uint64 `msgpack:"to,omitempty"`
 	// Activate are the registrations a ConfigActivate makes active, as "name@N".
 	Activate []string `msgpack:"activate,omitempty"`
+	// Module, Kind and Source are a ConfigDeployModule's (Module alone a
+	// ConfigRemoveModule's).
+	Module string `msgpack:"mod,omitempty"`
+	Kind   string `msgpack:"kind,omitempty"`
+	Source []byte `msgpack:"src,omitempty"`
+}
+
+// ModuleInfo is one deployed module (ConfigModules).
+type ModuleInfo struct {
+	Name       string              `msgpack:"n"`
+	Kind       string              `msgpack:"k"`
+	Version    uint32              `msgpack:"v"`
+	Active     bool                `msgpack:"a"`
+	Source     []byte              `msgpack:"src,omitempty"`
+	History    []ModuleVersionInfo `msgpack:"hist"`
+	Procedures []string            `msgpack:"procs,omitempty"`
+	Processors []string            `msgpack:"processors,omitempty"`
+}
+
+// ModuleVersionInfo is one deploy or removal of a module.
+type ModuleVersionInfo struct {
+	Version    uint32 `msgpack:"v"`
+	Index      uint64 `msgpack:"i"`
+	SourceHash uint64 `msgpack:"h"`
+	Removed    bool   `msgpack:"rm,omitempty"`
 }
 
 // ConfigSetting is one setting of the cluster configuration: its name and its value as
@@ -178,6 +211,9 @@ type ClusterConfigInfo struct {
 	// from cluster version 2 on.
 	ClusterVersion uint64   `msgpack:"cv,omitempty"`
 	Active         []string `msgpack:"active,omitempty"`
+	// Modules are the active modules, "name@N" (N the module's version), from cluster
+	// version 3 on.
+	Modules []string `msgpack:"mods,omitempty"`
 }
 
 // User commands (UserArgs.Cmd).

@@ -8,6 +8,10 @@ type ProcessorStatus struct {
 	Processor string `msgpack:"name" json:"processor"`
 	Input     string `msgpack:"input" json:"input"`
 	Partition int    `msgpack:"part" json:"partition"`
+	// Version is the running version of its code, Origin where the code comes from:
+	// "binary" or "module NAME vN".
+	Version uint32 `msgpack:"ver,omitempty" json:"version,omitempty"`
+	Origin  string `msgpack:"origin,omitempty" json:"origin,omitempty"`
 	// Waiting is set while the input stream does not exist (or the processor has had no
 	// phase since it appeared); the offsets and counts are then zero.
 	Waiting bool `msgpack:"waiting,omitempty" json:"waiting"`

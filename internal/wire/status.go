@@ -22,14 +22,17 @@ type Status struct {
 	Carries        []string `msgpack:"carries,omitempty" json:"carries,omitempty"`
 	// RestFingerprint is procedures.Registry.RestFingerprint of the binary: its replicated
 	// tables, processors and changelogs, which must be the cluster's.
-	RestFingerprint  uint64 `msgpack:"rest,omitempty" json:"rest,omitempty"`
-	State            string `msgpack:"state" json:"state"` // Leader, Follower, Candidate, Shutdown
-	LeaderID         string `msgpack:"leader" json:"leader"`
-	LeaderClientAddr string `msgpack:"leader_client" json:"leader_client"`
-	Term             uint64 `msgpack:"term" json:"term"`
-	LastLogIndex     uint64 `msgpack:"last_index" json:"last_index"`
-	CommitIndex      uint64 `msgpack:"commit_index" json:"commit_index"`
-	AppliedIndex     uint64 `msgpack:"applied_index" json:"applied_index"`
+	RestFingerprint uint64 `msgpack:"rest,omitempty" json:"rest,omitempty"`
+	// TablesFingerprint is procedures.Registry.TablesFingerprint of the binary: its
+	// replicated tables and changelogs, which must be the cluster's from cluster version 3.
+	TablesFingerprint uint64 `msgpack:"tables,omitempty" json:"tables,omitempty"`
+	State             string `msgpack:"state" json:"state"` // Leader, Follower, Candidate, Shutdown
+	LeaderID          string `msgpack:"leader" json:"leader"`
+	LeaderClientAddr  string `msgpack:"leader_client" json:"leader_client"`
+	Term              uint64 `msgpack:"term" json:"term"`
+	LastLogIndex      uint64 `msgpack:"last_index" json:"last_index"`
+	CommitIndex       uint64 `msgpack:"commit_index" json:"commit_index"`
+	AppliedIndex      uint64 `msgpack:"applied_index" json:"applied_index"`
 	// Partitions is the partition count and Hashes each partition's current state hash.
 	Partitions int      `msgpack:"partitions" json:"partitions"`
 	Hashes     []uint64 `msgpack:"hashes" json:"hashes"`

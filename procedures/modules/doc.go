@@ -25,6 +25,10 @@ procedures and processors:
 
 # Usage
 
+A running cluster deploys modules through the log (lockstep deploy app.star): every
+replica compiles the source with Compiler, the "starlark" kind of replica.Compiler, at the
+deploy's log index. A program can also compile one into its binary:
+
 	m, err := modules.Compile("app.star", source, modules.Options{Existing: builtinNames})
 	...
 	reg := procedures.Builtins()

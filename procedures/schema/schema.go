@@ -121,4 +121,9 @@ type Procedure struct {
 	// Args and Result describe the argument and result types.
 	Args   Type `msgpack:"args" json:"args"`
 	Result Type `msgpack:"result" json:"result"`
+	// Version is the running version: the registration's (name@N) for compiled-in code,
+	// the module's for a module's procedure. Origin says where the code comes from:
+	// "binary", or "module NAME vN". Empty from a node that does not report them.
+	Version uint32 `msgpack:"ver,omitempty" json:"version,omitempty"`
+	Origin  string `msgpack:"origin,omitempty" json:"origin,omitempty"`
 }
