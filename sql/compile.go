@@ -1,0 +1,114 @@
+package sql
+
+import (
+	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/sql/plan"
+	pg "github.com/pganalyze/pg_query_go/v6"
+)
+
+// Options configure Compile.
+type Options struct {
+	// Catalog holds the schemas of the streams, tables and views deployed before (see
+	// plan.Plan.Schemas): a view may read them, and the script may not define their names
+	// again. Default none.
+	Catalog []plan.Schema
+	// Defaults for CREATE STREAM options a statement does not set, in milliseconds.
+	// OutOfOrdernessMs defaults to 0, IdleTimeoutMs to DefaultIdleTimeoutMs.
+	OutOfOrdernessMs, IdleTimeoutMs int64
+}
+
+// DefaultIdleTimeoutMs is the idle timeout of a stream that does not set idle_timeout:
+// that of the built-in click pipeline (10 s).
+const DefaultIdleTimeoutMs = 10_000
+
+// Artifact is a compiled SQL deployment: the text and its plan. It has the shape of a
+// compiled module (procedures/modules): Register registers its processors in a
+// registry. The log carries SQL and Plan (Encode); replicas run the plan they decode
+// (plan.Decode), never the parser, so a parser upgrade cannot change a running query.
+type Artifact struct {
+	// SQL is the script as deployed.
+	SQL string
+	// Plan is the compiled plan.
+	Plan *plan.Plan
+}
+
+// Compile parses and plans a script of CREATE STREAM, CREATE TABLE and CREATE
+// MATERIALIZED VIEW statements. Every error is an *Error naming a line and column of
+// src; on error nothing is returned, so nothing can be half-deployed.
+func Compile(src string, opts Options) (*Artifact, error) {
+	s := &source{text: src}
+	stmts, err := parse(s)
+	if err != nil {
+		return nil, err
+	}
+	if len(stmts) == 0 {
+		return nil, s.errAt(ErrSyntax, -1, "no statements")
+	}
+	c := &compiler{src: s, opts: opts, names: map[string]*plan.Schema{}, p: &plan.Plan{Version: plan.Version}}
+	if c.opts.IdleTimeoutMs == 0 {
+		c.opts.IdleTimeoutMs = DefaultIdleTimeoutMs
+	}
+	for i := range opts.Catalog {
+		c.names[opts.Catalog[i].Name] = &opts.Catalog[i]
+	}
+	for _, st := range stmts {
+		if err := c.statement(st); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.p.Validate(); err != nil {
+		// The planner builds only valid plans: this is a bug, but still no deployment.
+		return nil, s.errAt(ErrDefinition, -1, "internal: the plan does not validate: %v", err)
+	}
+	if _, err := c.p.ProcessorNames(); err != nil {
+		return nil, s.errAt(ErrDefinition, -1, "%v", err)
+	}
+	return &Artifact{SQL: src, Plan: c.p}, nil
+}
+
+// Register registers the artifact's processors in r (plan.Plan.Register): all or none.
+func (a *Artifact) Register(r *procedures.Registry) error { return a.Plan.Register(r) }
+
+// Encode returns the plan's encoding, what the log carries beside SQL.
+func (a *Artifact) Encode() ([]byte, error) { return a.Plan.Encode() }
+
+type compiler struct {
+	src   *source
+	opts  Options
+	names map[string]*plan.Schema // every relation and view, deployed or defined here
+	p     *plan.Plan
+}
+
+func (c *compiler) statement(st statement) error {
+	if st.emit != "" {
+		if ct := st.node.GetCreateTableAsStmt(); ct == nil || ct.Objtype != pg.ObjectType_OBJECT_MATVIEW {
+			return c.src.errAt(ErrUnsupported, st.emitAt, "EMIT applies only to CREATE MATERIALIZED VIEW")
+		}
+	}
+	switch x := st.node.GetNode().(type) {
+	case *pg.Node_CreateStmt:
+		return c.createRelation(st, x.CreateStmt)
+	case *pg.Node_CreateTableAsStmt:
+		if x.CreateTableAsStmt.Objtype != pg.ObjectType_OBJECT_MATVIEW {
+			return c.src.errAt(ErrUnsupported, st.start, "CREATE TABLE AS: write CREATE MATERIALIZED VIEW")
+		}
+		return c.createView(st, x.CreateTableAsStmt)
+	case *pg.Node_InsertStmt:
+		return c.src.errAt(ErrUnsupported, st.start, "INSERT is not part of a deployment: encode it with EncodeInsert and append the rows")
+	case *pg.Node_ViewStmt:
+		return c.src.errAt(ErrUnsupported, st.start, "CREATE VIEW: write CREATE MATERIALIZED VIEW (views are maintained, not computed on read)")
+	}
+	return c.src.errAt(ErrUnsupported, st.start, "statement %s is not supported (CREATE STREAM, CREATE TABLE, CREATE MATERIALIZED VIEW)", nodeName(st.node))
+}
+
+// define reserves a name for a new relation or view.
+func (c *compiler) define(s *plan.Schema, at int32) error {
+	if _, ok := c.names[s.Name]; ok {
+		return c.src.errAt(ErrDefinition, at, "%s already exists", s.Name)
+	}
+	c.names[s.Name] = s
+	return nil
+}
+
+// Schemas returns the schemas an artifact defines, for the Catalog of later compiles.
+func (a *Artifact) Schemas() []plan.Schema { return a.Plan.Schemas() }
