@@ -225,6 +225,13 @@ func (c *converter) binary(op plan.Op, ln, rn *pg.Node, at int32) (*plan.Expr, e
 			return nil, err
 		}
 	}
+	if op == plan.OpConcat { // text || x casts x to text, as PostgreSQL does
+		if l.Type == plan.TypeText && r.Type != plan.TypeText && plan.CastType(r.Type, plan.TypeText) {
+			r = &plan.Expr{Op: plan.OpCast, Type: plan.TypeText, Args: []*plan.Expr{r}}
+		} else if r.Type == plan.TypeText && l.Type != plan.TypeText && plan.CastType(l.Type, plan.TypeText) {
+			l = &plan.Expr{Op: plan.OpCast, Type: plan.TypeText, Args: []*plan.Expr{l}}
+		}
+	}
 	t, err := plan.BinaryType(op, l.Type, r.Type)
 	if err != nil {
 		return nil, c.src.errAt(ErrType, at, "%v", err)

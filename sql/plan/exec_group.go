@@ -27,6 +27,7 @@ type exchanged struct {
 // window.Config.Add cannot return.
 type groupRecord struct {
 	key, row []byte
+	time     int64 // the row's event time
 	vals     []any
 	err      *error
 }
@@ -177,7 +178,7 @@ func windowed(v *View) ([]processorDef, error) {
 			return v.publish(tx, appendTime(bytes.Clone(r.Key), r.Start), group, r.End)
 		},
 		Late: func(tx *partition.Tx, l window.LateRecord[groupRecord]) error {
-			_, err := tx.Append(late, l.Value.key, l.Value.row, l.EventTime)
+			_, err := tx.Append(late, l.Value.key, l.Value.row, l.Value.time)
 			return err
 		},
 	})
@@ -190,7 +191,14 @@ func windowed(v *View) ([]processorDef, error) {
 			if err != nil {
 				return err
 			}
-			if err := agg.ProcessStamped(tx, rec.Key, rec.EventTime, x.Stamp, g); err != nil {
+			t := rec.EventTime
+			if v.Window.Kind == WindowHop {
+				if t, err = v.hopTime(tx, t, x.Stamp); err != nil {
+					return err
+				}
+			}
+			g.time = rec.EventTime
+			if err := agg.ProcessStamped(tx, rec.Key, t, x.Stamp, g); err != nil {
 				return err
 			}
 			return *g.err
@@ -200,6 +208,25 @@ func windowed(v *View) ([]processorDef, error) {
 			procedures.WindowOperators(v.Name + SuffixOperator),
 			procedures.ProcessorDoc("sql: view " + v.Name + ": windowed aggregation")}}
 	return []processorDef{router(v, src), agg2}, nil
+}
+
+// hopTime returns the event time to give the window operator for a HOP row of event
+// time t stamped with stamp. A row whose earliest window has closed is late as a whole,
+// even if later windows are still open: it gets a time all of whose windows have closed,
+// so the operator counts it in none and sends it to the late stream. Otherwise a row
+// would count in some of its windows and not others, and no set of on-time rows would
+// give the view (docs/sql.md, "Late rows").
+func (v *View) hopTime(tx *partition.Tx, t, stamp int64) (int64, error) {
+	st, err := window.ReadOperator(tx, v.Name+SuffixOperator)
+	if err != nil {
+		return 0, err
+	}
+	wm := max(st.Watermark, stamp)
+	firstEnd := floorDiv(t, v.Window.SlideMs)*v.Window.SlideMs + v.Window.SlideMs
+	if wm == partition.NoWatermark || firstEnd+v.AllowedLatenessMs > wm {
+		return t, nil
+	}
+	return firstEnd - v.Window.SizeMs - 1, nil
 }
 
 // grouped is an unwindowed aggregated view's processors: the router, then a running

@@ -200,7 +200,9 @@ func CastType(from, to Type) bool {
 	}
 	switch to {
 	case TypeText:
-		return from != TypeBytea
+		// Timestamps and intervals have no text form here yet (PostgreSQL's depends on
+		// settings such as DateStyle).
+		return from == TypeBigint || from == TypeDouble || from == TypeBoolean
 	case TypeBigint, TypeDouble:
 		return from.Numeric() || from == TypeText || from == TypeBoolean && to == TypeBigint
 	case TypeBoolean:
