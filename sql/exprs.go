@@ -515,8 +515,12 @@ func location(n *pg.Node) int32 {
 		return x.RangeVar.Location
 	case *pg.Node_ResTarget:
 		return x.ResTarget.Location
-	case *pg.Node_RangeSubselect, *pg.Node_JoinExpr:
-		return -1
+	case *pg.Node_RangeFunction:
+		if fs := x.RangeFunction.Functions; len(fs) > 0 {
+			if items := fs[0].GetList().GetItems(); len(items) > 0 {
+				return location(items[0])
+			}
+		}
 	}
 	return -1
 }

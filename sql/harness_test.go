@@ -158,3 +158,8 @@ func (h *harness) stream(name string) []partition.Record {
 	}
 	return out
 }
+
+type (
+	partitionTx     = partition.Tx
+	partitionRecord = partition.Record
+)

@@ -2,6 +2,7 @@ package sql
 
 import (
 	"encoding/hex"
+	"errors"
 	"strings"
 
 	"github.com/lockstepdb/lockstep/sql/plan"
@@ -82,8 +83,8 @@ func encodeInsert(src *source, ins *pg.InsertStmt, catalog []plan.Schema) ([]App
 	var out []Append
 	for _, vl := range sel.ValuesLists {
 		items := vl.GetList().GetItems()
-		if len(items) != len(cols) {
-			return nil, src.errAt(ErrDefinition, location(vl), "%d values for %d columns", len(items), len(cols))
+		if len(items) != len(cols) || len(items) == 0 {
+			return nil, src.errAt(ErrDefinition, location(items[0]), "%d values for %d columns", len(items), len(cols))
 		}
 		row := make([]any, len(sch.Columns))
 		for k, it := range items {
@@ -103,7 +104,16 @@ func encodeInsert(src *source, ins *pg.InsertStmt, catalog []plan.Schema) ([]App
 		}
 		b, err := sch.EncodeRow(row)
 		if err != nil {
-			return nil, src.errAt(ErrType, location(vl), "%v", err)
+			at := location(items[0])
+			var re *plan.RowError
+			if errors.As(err, &re) {
+				for k := range items {
+					if sch.Columns[cols[k]].Name == re.Column {
+						at = location(items[k])
+					}
+				}
+			}
+			return nil, src.errAt(ErrType, at, "%v", err)
 		}
 		out = append(out, Append{Stream: sch.Name, Key: plan.KeyBytes(row[sch.Key]), Value: b, EventTimeMs: sch.RecordTime(row, 0)})
 	}
