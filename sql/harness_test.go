@@ -37,6 +37,11 @@ func newHarness(t testing.TB, parts int, script string) *harness {
 }
 
 func newHarnessFor(t testing.TB, parts int, art *sql.Artifact) *harness {
+	return newHarnessWith(t, replica.Config{Partitions: parts}, art)
+}
+
+func newHarnessWith(t testing.TB, cfg replica.Config, art *sql.Artifact) *harness {
+	parts := cfg.Partitions
 	t.Helper()
 	// What the log carries is the plan's encoding: run the decoded plan, as a replica does.
 	b, err := art.Encode()
@@ -51,7 +56,7 @@ func newHarnessFor(t testing.TB, parts int, art *sql.Artifact) *harness {
 	if err := p.Register(reg); err != nil {
 		t.Fatalf("register: %v", err)
 	}
-	f, err := replica.New(replica.Config{Partitions: parts}, reg, slog.New(slog.DiscardHandler))
+	f, err := replica.New(cfg, reg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,37 +107,7 @@ func TestViewsMatchPostgres(t *testing.T) {
 func runOracleCase(t *testing.T, conn *pgx.Conn, r *rand.Rand, c *oracleCase) int {
 	h := newHarness(t, c.parts, c.script())
 	ev := h.art.Plan.Relations[0]
-	// The log: random entries of 1..8 rows, batch time moving 0..300 ms, some ticks,
-	// applied in ApplyBatch groups of 1..5 entries.
-	var entries []batch.Entry
-	now := h.now
-	for i := 0; i < len(c.rows); {
-		now += int64(r.IntN(300)) * 1e6
-		e := batch.Entry{Time: now}
-		if r.IntN(10) == 0 {
-			e.Items = []batch.Item{{Kind: batch.KindTick}}
-		}
-		for n := 1 + r.IntN(8); n > 0 && i < len(c.rows); n-- {
-			b, err := ev.EncodeRow(c.rows[i])
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.Items = append(e.Items, h.appendItem(sql.Append{Stream: "ev", Key: plan.KeyBytes(c.rows[i][0]), Value: b, EventTimeMs: c.rows[i][4].(int64)}))
-			i++
-		}
-		entries = append(entries, e)
-	}
-	for i := 0; i < 4; i++ { // past the idle timeout: every partition idle, the watermark at its highest
-		now += 3e9
-		entries = append(entries, batch.Entry{Time: now, Items: []batch.Item{{Kind: batch.KindTick}}})
-	}
-	var groups [][]batch.Entry
-	for i := 0; i < len(entries); {
-		n := min(1+r.IntN(5), len(entries)-i)
-		groups = append(groups, entries[i:i+n])
-		i += n
-	}
-	h.apply(groups)
+	h.apply(randomGroups(r, oracleEntries(t, r, h, c)))
 	if dead := h.stream("ev.dead"); len(dead) > 0 {
 		t.Fatalf("%d dead letters, first %q", len(dead), dead[0].Value)
 	}
@@ -200,6 +170,47 @@ func runOracleCase(t *testing.T, conn *pgx.Conn, r *rand.Rand, c *oracleCase) in
 	}
 	pgExec(t, conn, "DROP SCHEMA "+schema+" CASCADE")
 	return late
+}
+
+// oracleEntries is the log of a case: random entries of 1..8 rows, batch time moving
+// 0..300 ms, some ticks, then ticks past the idle timeout, so that every partition is
+// idle and the watermark at its highest.
+func oracleEntries(t testing.TB, r *rand.Rand, h *harness, c *oracleCase) []batch.Entry {
+	ev := h.art.Plan.Relations[0]
+	var entries []batch.Entry
+	now := h.now
+	for i := 0; i < len(c.rows); {
+		now += int64(r.IntN(300)) * 1e6
+		e := batch.Entry{Time: now}
+		if r.IntN(10) == 0 {
+			e.Items = []batch.Item{{Kind: batch.KindTick}}
+		}
+		for n := 1 + r.IntN(8); n > 0 && i < len(c.rows); n-- {
+			b, err := ev.EncodeRow(c.rows[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Items = append(e.Items, h.appendItem(sql.Append{Stream: "ev", Key: plan.KeyBytes(c.rows[i][0]), Value: b, EventTimeMs: c.rows[i][4].(int64)}))
+			i++
+		}
+		entries = append(entries, e)
+	}
+	for i := 0; i < 4; i++ {
+		now += 3e9
+		entries = append(entries, batch.Entry{Time: now, Items: []batch.Item{{Kind: batch.KindTick}}})
+	}
+	return entries
+}
+
+// randomGroups splits entries into ApplyBatch groups of 1..5.
+func randomGroups(r *rand.Rand, entries []batch.Entry) [][]batch.Entry {
+	var groups [][]batch.Entry
+	for i := 0; i < len(entries); {
+		n := min(1+r.IntN(5), len(entries)-i)
+		groups = append(groups, entries[i:i+n])
+		i += n
+	}
+	return groups
 }
 
 // lateRows decodes a view's late stream.
