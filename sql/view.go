@@ -68,6 +68,9 @@ func (c *compiler) createView(st statement, ct *pg.CreateTableAsStmt) error {
 		}
 	}
 	aggregated := len(sel.GroupClause) > 0 || v.Window != nil || sel.HavingClause != nil || c.hasAggregate(in, sel.TargetList)
+	if aggregated && in.schema.Kind == plan.KindTable {
+		return c.src.errAt(ErrUnsupported, location(sel.FromClause[0]), "aggregates over table %s need retractions: a later step", in.schema.Name)
+	}
 	if !aggregated {
 		if err := c.project(&v, ic, sel); err != nil {
 			return err
@@ -168,8 +171,8 @@ func (c *compiler) from(sel *pg.SelectStmt, v *plan.View) (*inputScope, error) {
 	if !ok {
 		return nil, c.src.errAt(ErrUnknown, at, "stream %s", rv)
 	}
-	if s.Kind != plan.KindStream {
-		return nil, c.src.errAt(ErrUnsupported, at, "%s is a %s: views read streams (over tables and views: a later step)", rv, s.Kind)
+	if s.Kind == plan.KindView || (s.Kind == plan.KindTable && fc != nil) {
+		return nil, c.src.errAt(ErrUnsupported, at, "%s is a %s: views read streams, and tables without windows or aggregates (the rest is a later step)", rv, s.Kind)
 	}
 	in := &inputScope{src: c.src, schema: s, names: []string{rv}}
 	if alias != nil {

@@ -154,8 +154,10 @@ func materializer(s *Schema) processorDef {
 		opts: []procedures.ProcessorOption{procedures.ProcessorDoc("sql: keeps table " + s.Name + ", the latest row of each key")}}
 }
 
-// projector maintains an unaggregated view: each input row that passes WHERE is a row of
-// the view, keyed by its record's key and offset, so that no two rows share a key.
+// projector maintains an unaggregated view. Over a stream, each input row that passes
+// WHERE is a row of the view, keyed by its record's key and offset, so that no two rows
+// share a key. Over a table, the view's row of a key follows the table's: replaced when
+// the new row passes WHERE, removed when it does not.
 func projector(v *View) processorDef {
 	return processorDef{name: v.Name + SuffixProject, input: v.Input.Name,
 		fn: func(tx *partition.Tx, rec partition.Record) error {
@@ -163,15 +165,24 @@ func projector(v *View) processorDef {
 			if err != nil {
 				return err
 			}
-			if ok, err := v.where(row); err != nil || !ok {
+			key := appendEscaped(nil, rec.Key)
+			if v.Input.Kind == KindStream {
+				key = appendTime(key, int64(rec.Offset))
+			}
+			ok, err := v.where(row)
+			switch {
+			case err != nil:
 				return err
+			case !ok && v.Input.Kind == KindTable:
+				// The table's row of this key changed and no longer passes: retract it.
+				return v.remove(tx, key, 0)
+			case !ok:
+				return nil
 			}
 			out, err := v.output(row)
 			if err != nil {
 				return err
 			}
-			key := appendEscaped(nil, rec.Key)
-			key = appendTime(key, int64(rec.Offset))
 			return v.upsert(tx, key, out, 0)
 		},
 		opts: []procedures.ProcessorOption{procedures.Output(v.Name, partition.StreamConfig{}),

@@ -194,7 +194,7 @@ func (v *View) validate() error {
 	if err := v.Schema.Validate(); err != nil {
 		return err
 	}
-	if v.Schema.Name != v.Name || v.Schema.Kind != KindView || v.Input.Kind != KindStream {
+	if v.Schema.Name != v.Name || v.Schema.Kind != KindView || (v.Input.Kind != KindStream && (v.Input.Kind != KindTable || v.Aggregated())) {
 		return fmt.Errorf("%w: view schema %s (%s) over %s (%s)", ErrBadPlan, v.Schema.Name, v.Schema.Kind, v.Input.Name, v.Input.Kind)
 	}
 	in := make([]Type, len(v.Input.Columns))
