@@ -66,6 +66,17 @@ func Compile(src string, opts Options) (*Artifact, error) {
 	return &Artifact{SQL: src, Plan: c.p}, nil
 }
 
+// Load returns the artifact a replica runs from what the log carries: the SQL text and
+// the encoded plan. It never parses text (so a parser upgrade cannot change what runs):
+// it decodes and validates the plan (plan.ErrVersion, plan.ErrBadPlan).
+func Load(text string, encodedPlan []byte) (*Artifact, error) {
+	p, err := plan.Decode(encodedPlan)
+	if err != nil {
+		return nil, err
+	}
+	return &Artifact{SQL: text, Plan: p}, nil
+}
+
 // Register registers the artifact's processors in r (plan.Plan.Register): all or none.
 func (a *Artifact) Register(r *procedures.Registry) error { return a.Plan.Register(r) }
 

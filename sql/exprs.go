@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -527,6 +528,6 @@ func location(n *pg.Node) int32 {
 
 // nodeName names a node's kind for messages.
 func nodeName(n *pg.Node) string {
-	s := strings.TrimPrefix(strings.TrimPrefix(typeName(n.GetNode()), "*pg_query.Node_"), "*pg.Node_")
+	s := strings.TrimPrefix(fmt.Sprintf("%T", n.GetNode()), "*pg_query.Node_")
 	return strings.ToLower(s)
 }

@@ -48,10 +48,11 @@ func newHarnessWith(t testing.TB, cfg replica.Config, art *sql.Artifact) *harnes
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := plan.Decode(b)
+	loaded, err := sql.Load(art.SQL, b)
 	if err != nil {
-		t.Fatalf("decode plan: %v", err)
+		t.Fatalf("load plan: %v", err)
 	}
+	p := loaded.Plan
 	reg := procedures.Builtins()
 	if err := p.Register(reg); err != nil {
 		t.Fatalf("register: %v", err)

@@ -107,31 +107,72 @@ func (e *Expr) prepare(cols []Type) error {
 		if n != 1 {
 			return bad("one operand")
 		}
+		a := e.Args[0].Type
+		switch {
+		case e.Op == OpNot && (!isBool(a) || e.Type != TypeBoolean):
+			return bad("NOT of " + a.String())
+		case e.Op == OpNeg && (!(a.Numeric() || a == TypeInterval || a == TypeNull) || e.Type != a):
+			return bad("- of " + a.String())
+		case (e.Op == OpIsNull || e.Op == OpIsNotNull) && e.Type != TypeBoolean:
+			return bad("IS NULL is boolean")
+		case e.Op == OpCast && (!e.Type.Valid() || !CastType(a, e.Type)):
+			return bad("cast of " + a.String() + " to " + e.Type.String())
+		}
 	case OpCase:
 		if n < 3 || n%2 == 0 {
 			return bad("CASE operands")
 		}
-	case OpCoalesce, OpIn:
+		for i := 0; i+1 < n; i += 2 {
+			if !isBool(e.Args[i].Type) || !assignable(e.Args[i+1].Type, e.Type) {
+				return bad("CASE branch types")
+			}
+		}
+		if !assignable(e.Args[n-1].Type, e.Type) {
+			return bad("CASE ELSE type")
+		}
+	case OpCoalesce:
 		if n < 2 {
 			return bad("operands")
+		}
+		for _, a := range e.Args {
+			if !assignable(a.Type, e.Type) {
+				return bad("COALESCE types")
+			}
+		}
+	case OpIn:
+		if n < 2 || e.Type != TypeBoolean {
+			return bad("operands")
+		}
+		for _, a := range e.Args[1:] {
+			if _, err := BinaryType(OpEq, e.Args[0].Type, a.Type); err != nil {
+				return bad(err.Error())
+			}
 		}
 	case OpCall:
 		f, ok := funcs[e.Name]
 		if !ok {
 			return bad("unknown function " + e.Name)
 		}
-		if _, err := f.check(argTypes(e.Args)); err != nil {
-			return bad(err.Error())
+		if t, err := f.check(argTypes(e.Args)); err != nil || t != e.Type {
+			return bad(fmt.Sprintf("%s is %s, not %s (%v)", e.Name, t, e.Type, err))
 		}
 	default:
 		if n != 2 {
 			return bad("two operands")
 		}
-		if _, err := BinaryType(e.Op, e.Args[0].Type, e.Args[1].Type); err != nil {
-			return bad(err.Error())
+		if t, err := BinaryType(e.Op, e.Args[0].Type, e.Args[1].Type); err != nil || t != e.Type {
+			return bad(fmt.Sprintf("result %s, not %s (%v)", t, e.Type, err))
 		}
 	}
 	return nil
+}
+
+func isBool(t Type) bool { return t == TypeBoolean || t == TypeNull }
+
+// assignable reports whether a value of type from can be the value of an expression of
+// type to: the same type, NULL, or a bigint where a double is wanted.
+func assignable(from, to Type) bool {
+	return from == to || from == TypeNull || (from == TypeBigint && to == TypeDouble)
 }
 
 func argTypes(args []*Expr) []Type {
