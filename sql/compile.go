@@ -12,6 +12,10 @@ type Options struct {
 	// plan.Plan.Schemas): a view may read them, and the script may not define their names
 	// again. Default none.
 	Catalog []plan.Schema
+	// Exists, if set, reports whether a stream or table of this name already exists in
+	// the cluster outside the catalog (a built-in's, one made with stream.create): no
+	// new relation, view or name derived from one (docs/sql.md, "Names") may take it.
+	Exists func(name string) bool
 	// Defaults for CREATE STREAM options a statement does not set, in milliseconds.
 	// OutOfOrdernessMs defaults to 0, IdleTimeoutMs to DefaultIdleTimeoutMs.
 	OutOfOrdernessMs, IdleTimeoutMs int64
@@ -48,8 +52,11 @@ func Compile(src string, opts Options) (*Artifact, error) {
 	if c.opts.IdleTimeoutMs == 0 {
 		c.opts.IdleTimeoutMs = DefaultIdleTimeoutMs
 	}
+	c.reserved = map[string]string{}
 	for i := range opts.Catalog {
-		c.names[opts.Catalog[i].Name] = &opts.Catalog[i]
+		s := &opts.Catalog[i]
+		c.names[s.Name] = s
+		c.reserve(s.Name, s.Kind)
 	}
 	for _, st := range stmts {
 		if err := c.statement(st); err != nil {
@@ -87,7 +94,17 @@ type compiler struct {
 	src   *source
 	opts  Options
 	names map[string]*plan.Schema // every relation and view, deployed or defined here
-	p     *plan.Plan
+	// reserved maps every stream, table and processor name the relations and views use
+	// (the derived ones: v.by_key, v.late, …) to the relation or view that uses it.
+	reserved map[string]string
+	p        *plan.Plan
+}
+
+// reserve records the names a relation or view of kind named name uses.
+func (c *compiler) reserve(name string, kind plan.Kind) {
+	for _, n := range plan.DerivedNames(name, kind) {
+		c.reserved[n] = name
+	}
 }
 
 func (c *compiler) statement(st statement) error {
@@ -112,12 +129,20 @@ func (c *compiler) statement(st statement) error {
 	return c.src.errAt(ErrUnsupported, st.start, "statement %s is not supported (CREATE STREAM, CREATE TABLE, CREATE MATERIALIZED VIEW)", nodeName(st.node))
 }
 
-// define reserves a name for a new relation or view.
-func (c *compiler) define(s *plan.Schema, at int32) error {
-	if _, ok := c.names[s.Name]; ok {
-		return c.src.errAt(ErrDefinition, at, "%s already exists", s.Name)
+// checkFree refuses a new relation or view named name if it, or a name derived from it,
+// is taken.
+func (c *compiler) checkFree(name string, kind plan.Kind, at int32) error {
+	if _, ok := c.names[name]; ok {
+		return c.src.errAt(ErrDefinition, at, "%s already exists", name)
 	}
-	c.names[s.Name] = s
+	for _, n := range plan.DerivedNames(name, kind) {
+		if owner, ok := c.reserved[n]; ok {
+			return c.src.errAt(ErrDefinition, at, "%s: the name %s is used by %s", name, n, owner)
+		}
+		if c.opts.Exists != nil && c.opts.Exists(n) {
+			return c.src.errAt(ErrDefinition, at, "%s: a stream or table named %s exists", name, n)
+		}
+	}
 	return nil
 }
 

@@ -92,9 +92,10 @@ func (c *compiler) createRelation(st statement, cs *pg.CreateStmt) error {
 	if s.Key < 0 {
 		return c.src.errAt(ErrDefinition, rv.Location, "%s %s needs a key: WITH (key = 'column')", kind, s.Name)
 	}
-	if err := c.define(&s, rv.Location); err != nil {
+	if err := c.checkFree(s.Name, kind, rv.Location); err != nil {
 		return err
 	}
+	c.reserve(s.Name, kind)
 	c.p.Relations = append(c.p.Relations, s)
 	c.names[s.Name] = &c.p.Relations[len(c.p.Relations)-1]
 	return nil

@@ -37,6 +37,8 @@ func TestCompileErrors(t *testing.T) {
 		{badBase + "CREATE MATERIALIZED VIEW v AS SELECT window_start FROM HOP(s, ts, INTERVAL '40 seconds', INTERVAL '1 minute') GROUP BY 1;", sql.ErrDefinition, 3, 56},
 		{badBase + "CREATE MATERIALIZED VIEW s AS SELECT k FROM s;", sql.ErrDefinition, 3, 26},
 		{"CREATE STREAM t (a bigint);", sql.ErrDefinition, 1, 15},
+		{badBase + "CREATE MATERIALIZED VIEW v AS SELECT n, count(*) FROM s GROUP BY n;\nCREATE MATERIALIZED VIEW \"v.late\" AS SELECT k FROM s;", sql.ErrDefinition, 4, 26},
+		{badBase + "CREATE MATERIALIZED VIEW \"v.late\" AS SELECT k FROM s;\nCREATE MATERIALIZED VIEW v AS SELECT k FROM s;", sql.ErrDefinition, 4, 26},
 		{"CREATE STREAM t (a bigint, b text) WITH (key = 'c');", sql.ErrUnknown, 1, 42},
 		{"CREATE STREAM t (a bigint, b text) WITH (key = 'a', event_time = 'b');", sql.ErrType, 1, 53},
 		{"CREATE STREAM t (a bigint, b blob) WITH (key = 'a');", sql.ErrUnknown, 1, 30},
@@ -141,5 +143,22 @@ func TestDecodeRefuses(t *testing.T) {
 	b, _ = p2.Encode()
 	if _, err := plan.Decode(b); !errors.Is(err, plan.ErrBadPlan) {
 		t.Errorf("column out of range: got %v, want ErrBadPlan", err)
+	}
+}
+
+// A name taken in the cluster outside the catalog (Options.Exists) is refused, and so is
+// one a view would derive from its own.
+func TestCompileRefusesExistingNames(t *testing.T) {
+	exists := func(name string) bool { return name == "taken" || name == "w.by_key" }
+	for i, src := range []string{
+		"CREATE STREAM taken (a bigint) WITH (key = 'a');",
+		badBase + "CREATE MATERIALIZED VIEW w AS SELECT n, count(*) FROM s GROUP BY n;",
+	} {
+		if _, err := sql.Compile(src, sql.Options{Exists: exists}); !errors.Is(err, sql.ErrDefinition) {
+			t.Errorf("#%d: got %v, want ErrDefinition", i, err)
+		}
+	}
+	if _, err := sql.Compile(badBase, sql.Options{Exists: exists}); err != nil {
+		t.Errorf("free names: %v", err)
 	}
 }

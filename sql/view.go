@@ -26,8 +26,8 @@ func (c *compiler) createView(st statement, ct *pg.CreateTableAsStmt) error {
 	if len(into.ColNames) > 0 {
 		return c.src.errAt(ErrUnsupported, into.Rel.Location, "a column list after the view's name: name the columns with AS in the SELECT")
 	}
-	if _, ok := c.names[name]; ok {
-		return c.src.errAt(ErrDefinition, into.Rel.Location, "%s already exists", name)
+	if err := c.checkFree(name, plan.KindView, into.Rel.Location); err != nil {
+		return err
 	}
 	v := plan.View{Name: name, SQL: strings.TrimSpace(c.statementText(st)), Emit: plan.EmitChanges}
 	var latenessAt int32 = -1
@@ -93,6 +93,7 @@ func (c *compiler) createView(st statement, ct *pg.CreateTableAsStmt) error {
 	v.Schema.Name, v.Schema.Kind, v.Schema.Key, v.Schema.EventTime = name, plan.KindView, -1, -1
 	c.p.Views = append(c.p.Views, v)
 	c.names[name] = &c.p.Views[len(c.p.Views)-1].Schema
+	c.reserve(name, plan.KindView)
 	return nil
 }
 

@@ -27,6 +27,24 @@ const (
 	SuffixOperator    = ".w"
 )
 
+// DerivedNames returns every stream, table and processor name a relation or view of
+// kind named name uses, itself first: two relations or views whose derived names meet
+// would write each other's streams or tables.
+func DerivedNames(name string, kind Kind) []string {
+	switch kind {
+	case KindTable:
+		return []string{name, name + SuffixMaterialize}
+	case KindView:
+		out := []string{name, name + SuffixProject, name + SuffixByKey, name + SuffixWindow, name + SuffixGroup,
+			name + SuffixLate, name + SuffixState}
+		for _, t := range []string{".wm", ".win", ".fire", ".close"} {
+			out = append(out, name+SuffixOperator+t)
+		}
+		return out
+	}
+	return []string{name}
+}
+
 // StreamDef is a stream the deployment must create (stream.create through the log)
 // before its processors can run: the streams of CREATE STREAM and CREATE TABLE. The
 // streams views write are created by the runtime (their processors declare them).
