@@ -2,6 +2,7 @@ package sql
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lockstepdb/lockstep/sql/plan"
@@ -68,6 +69,9 @@ func (c *compiler) createView(st statement, ct *pg.CreateTableAsStmt) error {
 		}
 	}
 	aggregated := len(sel.GroupClause) > 0 || v.Window != nil || sel.HavingClause != nil || c.hasAggregate(in, sel.TargetList)
+	if aggregated && v.Join != nil {
+		return c.src.errAt(ErrUnsupported, location(sel.FromClause[0]), "aggregates over a join are a later step")
+	}
 	if aggregated && in.schema.Kind == plan.KindTable {
 		return c.src.errAt(ErrUnsupported, location(sel.FromClause[0]), "aggregates over table %s need retractions: a later step", in.schema.Name)
 	}
@@ -162,7 +166,7 @@ func (c *compiler) from(sel *pg.SelectStmt, v *plan.View) (*inputScope, error) {
 		rv = fc.Args[0].GetColumnRef().Fields[0].GetString_().GetSval()
 		at = location(fc.Args[0])
 	case *pg.Node_JoinExpr:
-		return nil, c.src.errAt(ErrUnsupported, location(x.JoinExpr.Larg), "joins are not supported yet")
+		return c.join(x.JoinExpr, v)
 	case *pg.Node_RangeSubselect:
 		return nil, c.src.errAt(ErrUnsupported, -1, "subqueries in FROM are not supported")
 	default:
@@ -249,23 +253,48 @@ type inputScope struct {
 	schema *plan.Schema
 	names  []string // the stream's name and its alias
 	aggs   func(*converter, *pg.FuncCall) (*plan.Expr, error)
+	// join, for a join view, is the joined table, named joinNames; its columns follow
+	// the stream's in the input row.
+	join      *plan.Schema
+	joinNames []string
 }
 
 func (s *inputScope) column(q, name string, at int32) (*plan.Expr, error) {
+	inStream, inTable := q == "", q == ""
 	if q != "" {
-		found := false
-		for _, n := range s.names {
-			found = found || n == q
-		}
-		if !found {
+		inStream, inTable = slices.Contains(s.names, q), s.join != nil && slices.Contains(s.joinNames, q)
+		if !inStream && !inTable {
 			return nil, s.src.errAt(ErrUnknown, at, "%s.%s: FROM has no %s", q, name, q)
 		}
 	}
-	i := s.schema.Column(name)
-	if i < 0 {
-		return nil, s.src.errAt(ErrUnknown, at, "column %s of %s", name, s.schema.Name)
+	i, j := -1, -1
+	if inStream {
+		i = s.schema.Column(name)
 	}
-	return plan.ColumnRef(i, s.schema.Columns[i].Type), nil
+	if inTable && s.join != nil {
+		j = s.join.Column(name)
+	}
+	switch {
+	case i >= 0 && j >= 0:
+		return nil, s.src.errAt(ErrDefinition, at, "column %s is ambiguous: %s.%s or %s.%s", name, s.names[len(s.names)-1], name, s.joinNames[len(s.joinNames)-1], name)
+	case i >= 0:
+		return plan.ColumnRef(i, s.schema.Columns[i].Type), nil
+	case j >= 0:
+		return plan.ColumnRef(len(s.schema.Columns)+j, s.join.Columns[j].Type), nil
+	}
+	if q != "" && inTable {
+		return nil, s.src.errAt(ErrUnknown, at, "column %s of %s", name, s.join.Name)
+	}
+	return nil, s.src.errAt(ErrUnknown, at, "column %s of %s", name, s.schema.Name)
+}
+
+// columns returns every column of the input row, for SELECT *.
+func (s *inputScope) columns() []plan.Column {
+	out := slices.Clone(s.schema.Columns)
+	if s.join != nil {
+		out = append(out, s.join.Columns...)
+	}
+	return out
 }
 
 func (s *inputScope) aggregate(c *converter, fc *pg.FuncCall) (*plan.Expr, error) {
@@ -299,7 +328,7 @@ func (c *compiler) project(v *plan.View, ic *converter, sel *pg.SelectStmt) erro
 		rt := t.GetResTarget()
 		if cr := rt.Val.GetColumnRef(); cr != nil {
 			if _, star := cr.Fields[len(cr.Fields)-1].GetNode().(*pg.Node_AStar); star {
-				for i, col := range ic.scope.(*inputScope).schema.Columns {
+				for i, col := range ic.scope.(*inputScope).columns() {
 					if err := c.addColumn(v, col.Name, plan.ColumnRef(i, col.Type), rt.Location); err != nil {
 						return err
 					}
@@ -344,4 +373,67 @@ func (c *compiler) addColumn(v *plan.View, name string, e *plan.Expr, at int32) 
 	v.Schema.Columns = append(v.Schema.Columns, plan.Column{Name: name, Type: t})
 	v.Output = append(v.Output, e)
 	return nil
+}
+
+// join resolves FROM stream [AS a] [LEFT] JOIN table [AS b] ON a.col = b.key: a lookup
+// of the table's row whose key is the stream row's column.
+func (c *compiler) join(je *pg.JoinExpr, v *plan.View) (*inputScope, error) {
+	if je.Jointype != pg.JoinType_JOIN_INNER && je.Jointype != pg.JoinType_JOIN_LEFT {
+		return nil, c.src.errAt(ErrUnsupported, location(je.Rarg), "only JOIN and LEFT JOIN of a stream with a table are supported")
+	}
+	if je.IsNatural || len(je.UsingClause) > 0 || je.Quals == nil {
+		return nil, c.src.errAt(ErrUnsupported, location(je.Rarg), "write the join condition as ON stream.column = table.key")
+	}
+	side := func(n *pg.Node) (*plan.Schema, []string, error) {
+		rv := n.GetRangeVar()
+		if rv == nil {
+			return nil, nil, c.src.errAt(ErrUnsupported, location(n), "a join of a stream and a table, by name")
+		}
+		s, ok := c.names[rv.Relname]
+		if !ok {
+			return nil, nil, c.src.errAt(ErrUnknown, rv.Location, "stream or table %s", rv.Relname)
+		}
+		names := []string{rv.Relname}
+		if rv.Alias != nil {
+			names = append(names, rv.Alias.Aliasname)
+		}
+		return s, names, nil
+	}
+	ls, lnames, err := side(je.Larg)
+	if err != nil {
+		return nil, err
+	}
+	rs, rnames, err := side(je.Rarg)
+	if err != nil {
+		return nil, err
+	}
+	if ls.Kind != plan.KindStream || rs.Kind != plan.KindTable {
+		return nil, c.src.errAt(ErrUnsupported, location(je.Rarg), "a join is a stream JOIN a table (%s is a %s, %s a %s): stream–stream joins are a later step", ls.Name, ls.Kind, rs.Name, rs.Kind)
+	}
+	in := &inputScope{src: c.src, schema: ls, names: lnames, join: rs, joinNames: rnames}
+	on := je.Quals.GetAExpr()
+	bad := c.src.errAt(ErrUnsupported, location(je.Quals), "the join condition must be stream.column = %s.%s (the table's key)", rs.Name, rs.Columns[rs.Key].Name)
+	if on == nil || on.Kind != pg.A_Expr_Kind_AEXPR_OP || len(on.Name) != 1 || on.Name[0].GetString_().GetSval() != "=" {
+		return nil, bad
+	}
+	l, err := (&converter{src: c.src, scope: in}).expr(on.Lexpr)
+	if err != nil {
+		return nil, err
+	}
+	r, err := (&converter{src: c.src, scope: in}).expr(on.Rexpr)
+	if err != nil {
+		return nil, err
+	}
+	n := len(ls.Columns)
+	if l.Op == plan.OpCol && l.Col >= n {
+		l, r = r, l
+	}
+	if l.Op != plan.OpCol || r.Op != plan.OpCol || l.Col >= n || r.Col != n+rs.Key {
+		return nil, bad
+	}
+	if l.Type != r.Type {
+		return nil, c.src.errAt(ErrType, location(je.Quals), "join of %s (%s) with %s (%s)", ls.Columns[l.Col].Name, l.Type, rs.Columns[rs.Key].Name, r.Type)
+	}
+	v.Join = &plan.Join{Table: *rs, Column: l.Col, Left: je.Jointype == pg.JoinType_JOIN_LEFT}
+	return in, nil
 }

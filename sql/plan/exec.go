@@ -16,12 +16,15 @@ import (
 //	                       the group key), then n.window (windowed; window operator n.w,
 //	                       tables n.w.*) or n.group (state table n.state) (n.by_key →
 //	                       table n, changelog stream n, late stream n.late)
+//	view n, joined:        processor n.by_key (input → n.by_key, repartitioned by the
+//	                       join column), then n.join (n.by_key → table n, stream n)
 const (
 	SuffixMaterialize = ".materialize"
 	SuffixProject     = ".project"
 	SuffixByKey       = ".by_key"
 	SuffixWindow      = ".window"
 	SuffixGroup       = ".group"
+	SuffixJoin        = ".join"
 	SuffixLate        = ".late"
 	SuffixState       = ".state"
 	SuffixOperator    = ".w"
@@ -35,7 +38,7 @@ func DerivedNames(name string, kind Kind) []string {
 	case KindTable:
 		return []string{name, name + SuffixMaterialize}
 	case KindView:
-		out := []string{name, name + SuffixProject, name + SuffixByKey, name + SuffixWindow, name + SuffixGroup,
+		out := []string{name, name + SuffixProject, name + SuffixByKey, name + SuffixWindow, name + SuffixGroup, name + SuffixJoin,
 			name + SuffixLate, name + SuffixState}
 		for _, t := range []string{".wm", ".win", ".fire", ".close"} {
 			out = append(out, name+SuffixOperator+t)
@@ -145,6 +148,8 @@ func (p *Plan) processors() ([]processorDef, error) {
 			err error
 		)
 		switch {
+		case v.Join != nil:
+			ds = joined(v)
 		case !v.Aggregated():
 			ds = []processorDef{projector(v)}
 		case v.Window != nil:

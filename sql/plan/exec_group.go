@@ -19,6 +19,7 @@ const maxGroupKey = (partition.MaxKeyBytes - 18) / 2
 type exchanged struct {
 	Stamp int64  `msgpack:"w"`
 	Key   []byte `msgpack:"k"` // the input record's key
+	Off   uint64 `msgpack:"o"` // the input record's offset
 	Row   []byte `msgpack:"r"` // the input row, canonical
 }
 

@@ -81,6 +81,10 @@ type View struct {
 	SQL string `msgpack:"sql"`
 	// Input is the schema of the stream the view reads.
 	Input Schema `msgpack:"input"`
+	// Join, if set, joins each input row with the row of a table whose key equals one of
+	// its columns: the input row is then the stream's columns followed by the table's
+	// (NULL for a LEFT join that finds none). Only unaggregated views join.
+	Join *Join `msgpack:"join,omitempty"`
 	// Where filters input rows; nil keeps all.
 	Where *Expr `msgpack:"where,omitempty"`
 	// GroupBy are the grouping expressions over input rows (window bounds excluded).
@@ -100,6 +104,31 @@ type View struct {
 	// AllowedLatenessMs is how long past a window's end, in watermark time, the window
 	// still takes rows.
 	AllowedLatenessMs int64 `msgpack:"lateness"`
+}
+
+// Join is a stream–table lookup join.
+type Join struct {
+	// Table is the schema of the table looked up (KindTable).
+	Table Schema `msgpack:"table"`
+	// Column is the input stream's column whose value is looked up as the table's key.
+	Column int `msgpack:"col"`
+	// Left keeps stream rows that find no table row (with NULL table columns).
+	Left bool `msgpack:"left,omitempty"`
+}
+
+// InputTypes returns the column types of the view's input row: the input's columns,
+// then the joined table's.
+func (v *View) InputTypes() []Type {
+	var ts []Type
+	for _, c := range v.Input.Columns {
+		ts = append(ts, c.Type)
+	}
+	if v.Join != nil {
+		for _, c := range v.Join.Table.Columns {
+			ts = append(ts, c.Type)
+		}
+	}
+	return ts
 }
 
 // Aggregated reports whether the view groups rows.
@@ -197,10 +226,18 @@ func (v *View) validate() error {
 	if v.Schema.Name != v.Name || v.Schema.Kind != KindView || (v.Input.Kind != KindStream && (v.Input.Kind != KindTable || v.Aggregated())) {
 		return fmt.Errorf("%w: view schema %s (%s) over %s (%s)", ErrBadPlan, v.Schema.Name, v.Schema.Kind, v.Input.Name, v.Input.Kind)
 	}
-	in := make([]Type, len(v.Input.Columns))
-	for i, c := range v.Input.Columns {
-		in[i] = c.Type
+	if j := v.Join; j != nil {
+		if err := j.Table.Validate(); err != nil {
+			return err
+		}
+		switch {
+		case j.Table.Kind != KindTable || v.Input.Kind != KindStream || v.Aggregated():
+			return fmt.Errorf("%w: join of %s %s with %s %s", ErrBadPlan, v.Input.Kind, v.Input.Name, j.Table.Kind, j.Table.Name)
+		case j.Column < 0 || j.Column >= len(v.Input.Columns) || v.Input.Columns[j.Column].Type != j.Table.Columns[j.Table.Key].Type:
+			return fmt.Errorf("%w: join column %d", ErrBadPlan, j.Column)
+		}
 	}
+	in := v.InputTypes()
 	if v.Where != nil {
 		if err := v.Where.prepare(in); err != nil {
 			return err
