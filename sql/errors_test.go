@@ -162,3 +162,27 @@ func TestCompileRefusesExistingNames(t *testing.T) {
 		t.Errorf("free names: %v", err)
 	}
 }
+
+func TestQueryErrors(t *testing.T) {
+	art, err := sql.Compile(badBase+"CREATE MATERIALIZED VIEW v AS SELECT n, count(*) AS c FROM s GROUP BY n;", sql.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tt := range []struct {
+		q    string
+		kind error
+	}{
+		{"SELECT k FROM s", sql.ErrUnsupported}, // a stream keeps no rows
+		{"SELECT nope FROM v", sql.ErrUnknown},
+		{"SELECT n FROM v WHERE c", sql.ErrType},
+		{"SELECT n FROM v ORDER BY 3", sql.ErrDefinition},
+		{"SELECT n FROM v LIMIT 'x'", sql.ErrType},
+		{"SELECT n, count(*) FROM v GROUP BY n", sql.ErrUnsupported},
+		{"SELECT n FROM nowhere", sql.ErrUnknown},
+		{"SELECT n FROM v; SELECT c FROM v", sql.ErrUnsupported},
+	} {
+		if _, err := sql.CompileQuery(tt.q, art.Schemas()); !errors.Is(err, tt.kind) {
+			t.Errorf("#%d %s: got %v, want %v", i, tt.q, err, tt.kind)
+		}
+	}
+}
