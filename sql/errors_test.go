@@ -186,3 +186,15 @@ func TestQueryErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestSessionErrors(t *testing.T) {
+	for i, v := range []string{
+		"SELECT window_start, count(*) FROM SESSION(s, ts, INTERVAL '1 minute', INTERVAL '1 minute') GROUP BY 1",
+		"SELECT window_start, count(*) FROM SESSION(s, ts, INTERVAL '0 seconds') GROUP BY 1",
+		"SELECT window_start, count(*) FROM SESSION(s, n, INTERVAL '1 minute') GROUP BY 1",
+	} {
+		if _, err := sql.Compile(badBase+"CREATE MATERIALIZED VIEW v AS "+v+";", sql.Options{}); !errors.Is(err, sql.ErrDefinition) {
+			t.Errorf("#%d: got %v, want ErrDefinition", i, err)
+		}
+	}
+}

@@ -54,11 +54,15 @@ CREATE MATERIALIZED VIEW hw AS
   SELECT window_start, lower(k) AS lk, count(*) AS c, sum(d) AS sd
   FROM HOP(ev, ts, INTERVAL '1 second', INTERVAL '3 seconds')
   GROUP BY window_start, lower(k) HAVING count(*) > 1 EMIT CHANGES;
+CREATE MATERIALIZED VIEW sw WITH (allowed_lateness = '%d ms') AS
+  SELECT window_start, window_end, lower(k) AS lk, count(*) AS c, sum(v) AS s, count(DISTINCT g) AS dg, max(d) AS mx
+  FROM SESSION(ev, ts, INTERVAL '700 milliseconds') WHERE %s
+  GROUP BY window_start, window_end, lower(k) EMIT CHANGES;
 CREATE MATERIALIZED VIEW pj AS
   SELECT k, v * 2 + g AS x, CASE WHEN v > 5 THEN 'hi' WHEN v IS NULL THEN 'none' ELSE 'lo' END AS c,
          coalesce(d, 0.5) AS dd, upper(k) || '-' || g AS tag
   FROM ev WHERE v %% 2 = 0 OR d < 0;
-`, c.oooMs, c.pred, c.lateMs, c.sizeMs, c.pred)
+`, c.oooMs, c.pred, c.lateMs, c.sizeMs, c.pred, c.lateMs, c.pred)
 }
 
 func randomCase(r *rand.Rand) *oracleCase {
@@ -116,7 +120,7 @@ func runOracleCase(t *testing.T, conn *pgx.Conn, r *rand.Rand, c *oracleCase) in
 	pgExec(t, conn, "CREATE SCHEMA "+schema)
 	pgExec(t, conn, "SET search_path TO "+schema)
 	late := 0
-	for _, tbl := range []string{"ev", "ev_tw", "ev_hw"} {
+	for _, tbl := range []string{"ev", "ev_tw", "ev_hw", "ev_sw"} {
 		pgExec(t, conn, "CREATE TABLE "+tbl+" (k text COLLATE \"C\", g bigint, v bigint, d double precision, ts bigint)")
 	}
 	load := func(tbl string, rows [][]any) {
@@ -126,7 +130,7 @@ func runOracleCase(t *testing.T, conn *pgx.Conn, r *rand.Rand, c *oracleCase) in
 	}
 	load("ev", c.rows)
 	wm := map[string]int64{}
-	for _, v := range []string{"tw", "hw"} {
+	for _, v := range []string{"tw", "hw", "sw"} {
 		lateRows := h.lateRows(v, &ev)
 		late += len(lateRows)
 		w := h.watermark(v)
@@ -144,6 +148,8 @@ func runOracleCase(t *testing.T, conn *pgx.Conn, r *rand.Rand, c *oracleCase) in
 				t.Errorf("view %s: late row %v has a window open at the final watermark %d", v, lr, w)
 			} else if vp.Window.Kind == plan.WindowHop && end+vp.AllowedLatenessMs > w {
 				t.Errorf("view %s: late row %v has a window open at the final watermark %d", v, lr, w)
+			} else if vp.Window.Kind == plan.WindowSession && ts >= w-vp.AllowedLatenessMs {
+				t.Errorf("view %s: late row %v is within the allowed lateness of the final watermark %d", v, lr, w)
 			}
 		}
 		load("ev_"+v, onTime)
@@ -157,10 +163,17 @@ func runOracleCase(t *testing.T, conn *pgx.Conn, r *rand.Rand, c *oracleCase) in
 		"hw": fmt.Sprintf(`SELECT * FROM (SELECT ws, lower(k), count(*), sum(d)
 		        FROM ev_hw, generate_series(ts - ts %% 1000 - 2000, ts - ts %% 1000, 1000) AS ws
 		        GROUP BY ws, lower(k) HAVING count(*) > 1) q WHERE ws + 3000 <= %d`, wm["hw"]),
+		// Sessions as gaps and islands: a row starts a session when it comes a gap or
+		// more after the previous row of its key.
+		"sw": fmt.Sprintf(`WITH f AS (SELECT * FROM ev_sw WHERE %s),
+		        o AS (SELECT *, CASE WHEN ts >= lag(ts) OVER (PARTITION BY lower(k) ORDER BY ts) + 700 THEN 1 ELSE 0 END AS brk FROM f),
+		        s AS (SELECT *, sum(brk) OVER (PARTITION BY lower(k) ORDER BY ts ROWS UNBOUNDED PRECEDING) AS sid FROM o)
+		      SELECT * FROM (SELECT min(ts) AS ws, max(ts) + 700 AS we, lower(k), count(*), sum(v)::bigint, count(DISTINCT g), max(d)
+		        FROM s GROUP BY lower(k), sid) q WHERE we <= %d`, c.pred, wm["sw"]),
 		"pj": `SELECT k, v * 2 + g, CASE WHEN v > 5 THEN 'hi' WHEN v IS NULL THEN 'none' ELSE 'lo' END,
 		        coalesce(d, 0.5), upper(k) || '-' || g FROM ev WHERE v % 2 = 0 OR d < 0`,
 	}
-	for _, v := range []string{"agg", "tw", "hw", "pj"} {
+	for _, v := range []string{"agg", "tw", "hw", "sw", "pj"} {
 		got := canonRows(h.view(v))
 		want := canonRows(pgRows(t, conn, queries[v]))
 		if !slices.Equal(got, want) {

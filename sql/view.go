@@ -157,8 +157,8 @@ func (c *compiler) from(sel *pg.SelectStmt, v *plan.View) (*inputScope, error) {
 		}
 		at = fc.Location
 		name := funcName(fc)
-		if name != "tumble" && name != "hop" {
-			return nil, c.src.errAt(ErrUnsupported, fc.Location, "FROM %s(...): the table functions are TUMBLE and HOP (SESSION is a later step)", name)
+		if name != "tumble" && name != "hop" && name != "session" {
+			return nil, c.src.errAt(ErrUnsupported, fc.Location, "FROM %s(...): the table functions are TUMBLE, HOP and SESSION", name)
 		}
 		if len(fc.Args) == 0 || fc.Args[0].GetColumnRef() == nil {
 			return nil, c.src.errAt(ErrDefinition, fc.Location, "%s(stream, event_time_column, ...): the first argument names a stream", strings.ToUpper(name))
@@ -198,13 +198,17 @@ func (c *compiler) windowFunc(fc *pg.FuncCall, s *plan.Schema) (*plan.Window, er
 	name := strings.ToUpper(funcName(fc))
 	want := 3
 	w := &plan.Window{Kind: plan.WindowTumble}
-	if name == "HOP" {
+	switch name {
+	case "HOP":
 		want, w.Kind = 4, plan.WindowHop
+	case "SESSION":
+		w.Kind = plan.WindowSession
 	}
 	if len(fc.Args) != want {
 		return nil, c.src.errAt(ErrDefinition, fc.Location, "%s takes %d arguments: %s", name, want, map[string]string{
-			"TUMBLE": "TUMBLE(stream, event_time_column, INTERVAL 'size')",
-			"HOP":    "HOP(stream, event_time_column, INTERVAL 'slide', INTERVAL 'size')"}[name])
+			"TUMBLE":  "TUMBLE(stream, event_time_column, INTERVAL 'size')",
+			"SESSION": "SESSION(stream, event_time_column, INTERVAL 'gap')",
+			"HOP":     "HOP(stream, event_time_column, INTERVAL 'slide', INTERVAL 'size')"}[name])
 	}
 	ts := fc.Args[1].GetColumnRef()
 	if ts == nil {
@@ -236,7 +240,7 @@ func (c *compiler) windowFunc(fc *pg.FuncCall, s *plan.Schema) (*plan.Window, er
 		}
 		spans = append(spans, ms.(int64))
 	}
-	if w.Kind == plan.WindowTumble {
+	if w.Kind != plan.WindowHop {
 		w.SizeMs = spans[0]
 		return w, nil
 	}

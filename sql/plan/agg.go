@@ -81,6 +81,57 @@ type AggState struct {
 	// Distinct holds the canonical encodings of the distinct values seen, sorted, for a
 	// DISTINCT aggregate.
 	Distinct [][]byte `msgpack:"d"`
+	// Overflow is set when merging two states (session windows) overflowed the bigint
+	// sum: Result then fails, as Fold would have.
+	Overflow bool `msgpack:"o,omitempty"`
+}
+
+// Merge returns the state of the union of the rows of a and b (session windows being
+// merged). It may modify a, not b.
+func (ag *Agg) Merge(a, b AggState) AggState {
+	if ag.Distinct {
+		for _, enc := range b.Distinct {
+			if i, found := slices.BinarySearchFunc(a.Distinct, enc, bytes.Compare); !found {
+				a.Distinct = slices.Insert(a.Distinct, i, enc)
+			}
+		}
+		// The count, sum and extremes of the union of distinct values: fold them anew.
+		plain := *ag
+		plain.Distinct = false
+		var n AggState
+		for _, enc := range a.Distinct {
+			v, err := DecodeValue(enc, ag.Arg.Type)
+			if err == nil {
+				err = plain.Fold(&n, v)
+			}
+			if err != nil {
+				n.Overflow = true
+			}
+		}
+		n.Distinct = a.Distinct
+		n.Overflow = n.Overflow || a.Overflow || b.Overflow
+		return n
+	}
+	a.N += b.N
+	a.F += b.F
+	a.Overflow = a.Overflow || b.Overflow
+	if r, err := intArith(OpAdd, a.I, b.I); err != nil {
+		a.Overflow = true
+	} else {
+		a.I = r.(int64)
+	}
+	if b.Best != nil {
+		if a.Best == nil {
+			a.Best = b.Best
+		} else if x, err1 := DecodeValue(a.Best, ag.Arg.Type); err1 == nil {
+			if y, err2 := DecodeValue(b.Best, ag.Arg.Type); err2 == nil {
+				if c, _ := compareValues(y, x, ag.Arg.Type, ag.Arg.Type); (ag.Func == AggMin && c < 0) || (ag.Func == AggMax && c > 0) {
+					a.Best = b.Best
+				}
+			}
+		}
+	}
+	return a
 }
 
 // Value evaluates a's argument over an input row: the value Fold takes. For COUNT(*) it
@@ -144,6 +195,9 @@ func (a *Agg) Fold(st *AggState, v any) error {
 
 // Result returns the aggregate's value for st.
 func (a *Agg) Result(st *AggState) (any, error) {
+	if st.Overflow {
+		return nil, fmt.Errorf("%w: %s: bigint out of range", ErrEval, a.Func)
+	}
 	switch a.Func {
 	case AggCount:
 		return st.N, nil

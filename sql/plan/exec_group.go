@@ -45,6 +45,9 @@ func router(v *View, src *window.Source) processorDef {
 				return err
 			}
 			t := v.Input.RecordTime(row, rec.EventTime)
+			if v.Window != nil && v.Window.Kind == WindowSession && t < minSessionTime {
+				return fmt.Errorf("%w: view %s: event time %d is before the earliest a session window takes (%d)", ErrEval, v.Name, t, int64(minSessionTime))
+			}
 			stamp := int64(partition.NoWatermark)
 			if src != nil {
 				// Every row moves the watermark, filtered or not: it is the input's
@@ -165,7 +168,16 @@ func windowed(v *View) ([]processorDef, error) {
 		AllowedLateness: v.AllowedLatenessMs,
 		Init:            v.initStates,
 		Add:             v.fold,
+		Merge: func(a, b []AggState) []AggState {
+			for i := range v.Aggs {
+				a[i] = v.Aggs[i].Merge(a[i], b[i])
+			}
+			return a
+		},
 		Emit: func(tx *partition.Tx, r window.Result[[]AggState]) error {
+			if r.Retracted { // a session merged into another: its row goes
+				return v.remove(tx, appendTime(bytes.Clone(r.Key), r.Start), r.End)
+			}
 			switch {
 			case v.Emit == EmitOnClose && !r.Final:
 				return nil
@@ -193,10 +205,14 @@ func windowed(v *View) ([]processorDef, error) {
 				return err
 			}
 			t := rec.EventTime
-			if v.Window.Kind == WindowHop {
-				if t, err = v.hopTime(tx, t, x.Stamp); err != nil {
-					return err
-				}
+			switch v.Window.Kind {
+			case WindowHop:
+				t, err = v.hopTime(tx, t, x.Stamp)
+			case WindowSession:
+				t, err = v.sessionTime(tx, t, x.Stamp)
+			}
+			if err != nil {
+				return err
 			}
 			g.time = rec.EventTime
 			if err := agg.ProcessStamped(tx, rec.Key, t, x.Stamp, g); err != nil {
@@ -229,6 +245,29 @@ func (v *View) hopTime(tx *partition.Tx, t, stamp int64) (int64, error) {
 	}
 	return firstEnd - v.Window.SizeMs - 1, nil
 }
+
+// sessionTime returns the event time to give the window operator for a SESSION row of
+// event time t stamped with stamp. A row is late when t < watermark − allowed lateness:
+// only then could it overlap a session already closed (whose state is gone), so that it
+// would start a session of its own where the batch query merges it. Such a row gets
+// window.MinTime, whose window is closed and overlaps no session (the router refuses
+// event times near MinTime), so the operator counts it late and sends it to the late
+// stream.
+func (v *View) sessionTime(tx *partition.Tx, t, stamp int64) (int64, error) {
+	st, err := window.ReadOperator(tx, v.Name+SuffixOperator)
+	if err != nil {
+		return 0, err
+	}
+	wm := max(st.Watermark, stamp)
+	if wm == partition.NoWatermark || t >= wm-v.AllowedLatenessMs {
+		return t, nil
+	}
+	return window.MinTime, nil
+}
+
+// minSessionTime is the earliest event time of a SESSION view's rows: earlier ones could
+// overlap the window of window.MinTime that sessionTime gives late rows.
+const minSessionTime = window.MinTime + window.MaxSpan
 
 // grouped is an unwindowed aggregated view's processors: the router, then a running
 // aggregate per group in table n.state, published on every row.

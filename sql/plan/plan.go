@@ -46,8 +46,9 @@ type WindowKind uint8
 
 // The window kinds.
 const (
-	WindowTumble WindowKind = iota + 1 // TUMBLE(s, ts, size)
-	WindowHop                          // HOP(s, ts, slide, size)
+	WindowTumble  WindowKind = iota + 1 // TUMBLE(s, ts, size)
+	WindowHop                           // HOP(s, ts, slide, size)
+	WindowSession                       // SESSION(s, ts, gap): SizeMs is the gap
 )
 
 // Window is a view's window table function.
@@ -60,8 +61,11 @@ type Window struct {
 
 // Assigner returns the window package's assigner for w.
 func (w *Window) Assigner() window.Assigner {
-	if w.Kind == WindowHop {
+	switch w.Kind {
+	case WindowHop:
 		return window.Hopping{Size: w.SizeMs, Slide: w.SlideMs}
+	case WindowSession:
+		return window.Session{Gap: w.SizeMs}
 	}
 	return window.Tumbling{Size: w.SizeMs}
 }
@@ -299,9 +303,12 @@ func (v *View) validate() error {
 			return fmt.Errorf("%w: a window over %s, which has no event-time column", ErrBadPlan, v.Input.Name)
 		}
 		if _, err := window.New(window.Config[int, int]{Name: v.Name, Assigner: v.Window.Assigner(), AllowedLateness: v.AllowedLatenessMs,
-			Exchange: v.Name, Init: func() int { return 0 }, Add: func(int, int) int { return 0 },
+			Exchange: v.Name, Init: func() int { return 0 }, Add: func(int, int) int { return 0 }, Merge: func(int, int) int { return 0 },
 			Emit: func(*partition.Tx, window.Result[int]) error { return nil }}); err != nil {
 			return fmt.Errorf("%w: %w", ErrBadPlan, err)
+		}
+		if v.Window.Kind < WindowTumble || v.Window.Kind > WindowSession {
+			return fmt.Errorf("%w: window kind %d", ErrBadPlan, v.Window.Kind)
 		}
 		if v.Window.Kind == WindowHop && v.Window.SizeMs%v.Window.SlideMs != 0 {
 			return fmt.Errorf("%w: HOP size %d ms is not a multiple of its slide %d ms", ErrBadPlan, v.Window.SizeMs, v.Window.SlideMs)
