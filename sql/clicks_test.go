@@ -48,7 +48,7 @@ func TestClickPipelineInSQL(t *testing.T) {
 			e := batch.Entry{Time: now}
 			for n := 1 + r.IntN(10); n > 0 && i < 600; n-- {
 				user, page := fmt.Sprintf("u%d", r.IntN(10)), fmt.Sprintf("p%d", r.IntN(8))
-				ts := oracleBase + int64(i)*500 - int64(r.IntN(20_000))
+				ts := oracleBase + int64(i)*500 - int64(r.IntN(70_000))
 				if r.IntN(10) == 0 {
 					ts -= 90_000 // some clicks come very late
 				}
