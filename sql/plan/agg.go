@@ -22,6 +22,7 @@ const (
 
 var aggNames = [...]string{"", "count", "sum", "min", "max", "avg"}
 
+// String returns the aggregate's SQL name.
 func (f AggFunc) String() string {
 	if f > 0 && f < aggEnd {
 		return aggNames[f]

@@ -19,6 +19,7 @@ const (
 	KindView
 )
 
+// String returns the kind's name: stream, table or view.
 func (k Kind) String() string {
 	switch k {
 	case KindStream:
