@@ -85,6 +85,7 @@ func runJoinCase(t *testing.T, conn *pgx.Conn, r *rand.Rand) {
 	}
 	schema := fmt.Sprintf("j%d", r.Uint32())
 	pgExec(t, conn, "CREATE SCHEMA "+schema)
+	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
 	pgExec(t, conn, "SET search_path TO "+schema)
 	pgExec(t, conn, `CREATE TABLE users (id text COLLATE "C" PRIMARY KEY, name text COLLATE "C", tier bigint)`)
 	pgExec(t, conn, `CREATE TABLE orders (oid text COLLATE "C", uid text, amount bigint, ts bigint)`)
@@ -148,7 +149,6 @@ func runJoinCase(t *testing.T, conn *pgx.Conn, r *rand.Rand) {
 			t.Errorf("query %s:\n got %v\nwant %v", q, got, want)
 		}
 	}
-	pgExec(t, conn, "DROP SCHEMA "+schema+" CASCADE")
 }
 
 func canonList(rows [][]any) []string {

@@ -118,6 +118,7 @@ func runOracleCase(t *testing.T, conn *pgx.Conn, r *rand.Rand, c *oracleCase) in
 
 	schema := fmt.Sprintf("o%d", r.Uint32())
 	pgExec(t, conn, "CREATE SCHEMA "+schema)
+	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
 	pgExec(t, conn, "SET search_path TO "+schema)
 	late := 0
 	for _, tbl := range []string{"ev", "ev_tw", "ev_hw", "ev_sw"} {
@@ -181,7 +182,6 @@ func runOracleCase(t *testing.T, conn *pgx.Conn, r *rand.Rand, c *oracleCase) in
 				v, c.parts, c.oooMs, c.sizeMs, c.lateMs, c.pred, len(got), len(want), got, want)
 		}
 	}
-	pgExec(t, conn, "DROP SCHEMA "+schema+" CASCADE")
 	return late
 }
 
