@@ -169,10 +169,11 @@ func (p *Plan) processors() ([]processorDef, error) {
 func materializer(s *Schema) processorDef {
 	return processorDef{name: s.Name + SuffixMaterialize, input: s.Name,
 		fn: func(tx *partition.Tx, rec partition.Record) error {
-			if _, err := s.CheckRecord(rec.Key, rec.Value); err != nil {
+			row, err := s.CheckRecord(rec.Key, rec.Value)
+			if err != nil {
 				return err
 			}
-			return tx.Put(s.Name, rec.Key, rec.Value)
+			return tx.Put(s.Name, rec.Key, AppendRow(nil, row)) // canonical, however it came
 		},
 		opts: []procedures.ProcessorOption{procedures.ProcessorDoc("sql: keeps table " + s.Name + ", the latest row of each key")}}
 }
