@@ -54,6 +54,10 @@ var allowed = map[string][]string{
 	"cmd/lockstep":       {"client", "client/pgsink", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},
+	// benchmarks/nexmark is the Nexmark generator, record layout and batch reference: plain
+	// data, no Lockstep package; benchmarks/nexmark/goqueries the queries as processors.
+	"benchmarks/nexmark":           {},
+	"benchmarks/nexmark/goqueries": {"benchmarks/nexmark", "partition", "procedures", "procedures/window"},
 	// benchmarks/report reads the node's metric names (node.Metric...), nothing else of it.
 	"benchmarks/report":   {"node"},
 	"jepsen":              {"client", "procedures/builtin", "internal/chart", "internal/faultenv"},
