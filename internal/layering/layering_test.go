@@ -58,6 +58,8 @@ var allowed = map[string][]string{
 	// data, no Lockstep package; benchmarks/nexmark/goqueries the queries as processors.
 	"benchmarks/nexmark":           {},
 	"benchmarks/nexmark/goqueries": {"benchmarks/nexmark", "partition", "procedures", "procedures/window"},
+	// benchmarks/nexmark/feed appends generated events through the client.
+	"benchmarks/nexmark/feed": {"benchmarks/nexmark", "client", "procedures/builtin"},
 	// benchmarks/report reads the node's metric names (node.Metric...), nothing else of it.
 	"benchmarks/report":   {"node"},
 	"jepsen":              {"client", "procedures/builtin", "internal/chart", "internal/faultenv"},
