@@ -81,5 +81,14 @@ func (r *rng) channel() (string, string) {
 		return hotChannels[i], "https://www.nexmark.com/" + strings.ToLower(hotChannels[i]) + "/item.htm?query=1"
 	}
 	n := r.intn(channels)
-	return "channel-" + strconv.Itoa(n), "https://www.nexmark.com/" + r.exact(5) + "/" + r.exact(5) + "/item.htm?query=1&channel_id=" + strconv.Itoa(n)
+	return "channel-" + strconv.Itoa(n), "https://www.nexmark.com/" + r.letters(5) + "/" + r.letters(5) + "/item.htm?query=1&channel_id=" + strconv.Itoa(n)
+}
+
+// letters is a string of n lower-case letters.
+func (r *rng) letters(n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + r.intn(26))
+	}
+	return string(b)
 }
