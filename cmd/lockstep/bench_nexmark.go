@@ -105,6 +105,9 @@ func parseBenchNexmark(c *cli.Context) (nexmarkSpec, error) {
 	if c.Int64("rate") < 1 {
 		return s, fmt.Errorf("--rate %d: want at least 1 event per second", c.Int64("rate"))
 	}
+	if c.Int("batch") < 1 || c.Int("workers") < 1 {
+		return s, fmt.Errorf("--batch %d, --workers %d: want at least 1 each", c.Int("batch"), c.Int("workers"))
+	}
 	if c.Int("out-of-order-group") < 1 {
 		return s, fmt.Errorf("--out-of-order-group %d: want at least 1", c.Int("out-of-order-group"))
 	}

@@ -8,19 +8,30 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/benchmarks/nexmark"
+	"github.com/lockstepdb/lockstep/benchmarks/nexmark/goqueries"
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/node"
+	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
 // TestRunAppendsEveryEvent: a feed with several workers appends each generated event
 // once, to the stream of its type, as the generator makes it; a bad config is refused.
+// WaitDrained then finds q0's processor caught up, with a row per bid; it fails on a
+// dead letter, and waits (until its context ends) for processors that do not exist.
 func TestRunAppendsEveryEvent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cluster, err := node.StartLocalCluster(ctx, node.LocalClusterOptions{Nodes: 1,
-		Node: node.Config{Logger: testutil.Logger(t, slog.LevelWarn)}})
+		Node: node.Config{Logger: testutil.Logger(t, slog.LevelWarn)},
+		Registry: func(int) *procedures.Registry {
+			r := procedures.Builtins()
+			if err := goqueries.Register(r, goqueries.DefaultConfig(), "q0"); err != nil {
+				panic(err)
+			}
+			return r
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,5 +94,31 @@ func TestRunAppendsEveryEvent(t *testing.T) {
 				t.Fatalf("%s: record %.40q appended %d times, want %d", s, k, got[k], n)
 			}
 		}
+	}
+
+	if err := WaitDrained(ctx, c, "nexmark.q0", 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.Streams().Describe(ctx, goqueries.Output("q0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for _, p := range d.Partitions {
+		rows += int(p.Records)
+	}
+	if rows != len(want[nexmark.StreamBid]) {
+		t.Fatalf("q0 holds %d rows after draining, want %d", rows, len(want[nexmark.StreamBid]))
+	}
+	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancelShort()
+	if err := WaitDrained(short, c, "nexmark.q9", 10*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("no such processors: %v, want the context's deadline", err)
+	}
+	if _, err := c.Append(ctx, nexmark.StreamBid, []byte("1"), []byte("not a bid")); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitDrained(ctx, c, "nexmark.q0", 10*time.Millisecond); !errors.Is(err, ErrDeadLetters) {
+		t.Fatalf("after a bad bid: %v, want ErrDeadLetters", err)
 	}
 }
