@@ -37,7 +37,8 @@ batches of --batch from --workers concurrent clients, and reports events/s.
 
 --query qN --engine go (with --embedded) runs the hand-written Go processors of query qN
 (package benchmarks/nexmark/goqueries) on the embedded cluster, appends the events, and
-reports the events/s until every processor of the query has handled every record.
+reports the events/s until every processor of the query has handled every record (it
+gives up --timeout after the last append).
 
 Examples:
   lockstep bench nexmark --generate --events 20 -o json
@@ -145,7 +146,10 @@ func runBenchNexmark(c *cli.Context) error {
 	rep.Append = res
 	if spec.query != "" {
 		rep.Engine = "go"
-		if err := feed.WaitDrained(ctx, clients[0], "nexmark."+spec.query+".", 20*time.Millisecond); err != nil {
+		drainCtx, cancel := context.WithTimeout(ctx, c.Duration("timeout")) // after the last append
+		err := feed.WaitDrained(drainCtx, clients[0], goqueries.Output(spec.query), 20*time.Millisecond)
+		cancel()
+		if err != nil {
 			return err
 		}
 		rep.DrainedAfter = time.Since(start)

@@ -14,16 +14,16 @@ import (
 var ErrDeadLetters = fmt.Errorf("feed: dead letters")
 
 // WaitDrained polls the processors of the node the client sends leader requests to,
-// every poll, until every processor whose name starts with prefix exists on every
-// partition, waits for no stream, and has handled every record of its input (Lag 0), or
-// ctx ends. A dead letter fails it with ErrDeadLetters.
-func WaitDrained(ctx context.Context, c *client.Client, prefix string, poll time.Duration) error {
+// every poll, until every processor named name, or name + "." + anything (a query's
+// processors: nexmark.q0, nexmark.q5.1, …), waits for no stream and has handled every
+// record of its input (Lag 0), or ctx ends. A dead letter fails it with ErrDeadLetters.
+func WaitDrained(ctx context.Context, c *client.Client, name string, poll time.Duration) error {
 	for {
 		st, err := c.Procedures().Processors(ctx, "")
 		if err == nil {
 			done, found := true, false
 			for _, s := range st {
-				if !strings.HasPrefix(s.Processor, prefix) {
+				if s.Processor != name && !strings.HasPrefix(s.Processor, name+".") {
 					continue
 				}
 				found = true
@@ -39,9 +39,9 @@ func WaitDrained(ctx context.Context, c *client.Client, prefix string, poll time
 		select {
 		case <-ctx.Done():
 			if err != nil {
-				return fmt.Errorf("waiting for %s* to drain: %w (last: %w)", prefix, ctx.Err(), err)
+				return fmt.Errorf("waiting for %s to drain: %w (last: %w)", name, ctx.Err(), err)
 			}
-			return fmt.Errorf("waiting for %s* to drain: %w", prefix, ctx.Err())
+			return fmt.Errorf("waiting for %s to drain: %w", name, ctx.Err())
 		case <-time.After(poll):
 		}
 	}
