@@ -137,13 +137,13 @@ func runBenchNexmark(c *cli.Context) error {
 	if err := feed.CreateStreams(ctx, clients[0], builtin.StreamRetention{}); err != nil {
 		return err
 	}
-	rep := nexmarkReport{Query: spec.query, Events: spec.feed.Events}
 	start := time.Now()
 	res, err := feed.Run(ctx, clients, spec.feed)
 	if err != nil {
 		return fmt.Errorf("appending after %d events: %w", res.Events, err)
 	}
-	rep.Append = res
+	rep := nexmarkReport{Query: spec.query, Events: res.Events, Batches: res.Batches, AppendS: res.Elapsed.Seconds(),
+		AppendRate: res.EventsPerSec}
 	if spec.query != "" {
 		rep.Engine = "go"
 		drainCtx, cancel := context.WithTimeout(ctx, c.Duration("timeout")) // after the last append
@@ -152,8 +152,8 @@ func runBenchNexmark(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		rep.DrainedAfter = time.Since(start)
-		rep.EventsPerSec = float64(res.Events) / rep.DrainedAfter.Seconds()
+		rep.DrainedS = time.Since(start).Seconds()
+		rep.Rate = float64(res.Events) / rep.DrainedS
 	}
 	if spec.format == outputJSON {
 		return writeJSON(c.App.Writer, rep)
@@ -161,25 +161,28 @@ func runBenchNexmark(c *cli.Context) error {
 	return rep.writeTable(c.App.Writer)
 }
 
-// nexmarkReport is the result of an append or query run.
+// nexmarkReport is the result of an append or query run. Durations are seconds.
 type nexmarkReport struct {
-	Query  string      `json:"query,omitempty"`
-	Engine string      `json:"engine,omitempty"`
-	Events int64       `json:"events"`
-	Append feed.Result `json:"append"`
-	// DrainedAfter is the time from the first append until the query's processors had
-	// handled every record; EventsPerSec the events over that time.
-	DrainedAfter time.Duration `json:"drained_after_ns,omitempty"`
-	EventsPerSec float64       `json:"events_per_sec,omitempty"`
+	Query   string `json:"query,omitempty"`
+	Engine  string `json:"engine,omitempty"`
+	Events  int64  `json:"events"`
+	Batches int64  `json:"batches"`
+	// AppendS is the time the appends took, AppendRate the events over it.
+	AppendS    float64 `json:"append_s"`
+	AppendRate float64 `json:"append_events_per_s"`
+	// DrainedS is the time from the first append until the query's processors had
+	// handled every record; Rate the events over it.
+	DrainedS float64 `json:"drained_s,omitempty"`
+	Rate     float64 `json:"events_per_s,omitempty"`
 }
 
 func (r nexmarkReport) writeTable(w io.Writer) error {
 	tw := newTable(w)
-	fmt.Fprintf(tw, "events\t%d\n", r.Append.Events)
-	fmt.Fprintf(tw, "append\t%v, %d batches, %.0f events/s\n", r.Append.Elapsed.Round(time.Millisecond), r.Append.Batches, r.Append.EventsPerSec)
+	fmt.Fprintf(tw, "events\t%d\n", r.Events)
+	fmt.Fprintf(tw, "append\t%.3fs, %d batches, %.0f events/s\n", r.AppendS, r.Batches, r.AppendRate)
 	if r.Query != "" {
 		fmt.Fprintf(tw, "query\t%s (engine %s)\n", r.Query, r.Engine)
-		fmt.Fprintf(tw, "drained\tafter %v: %.0f events/s\n", r.DrainedAfter.Round(time.Millisecond), r.EventsPerSec)
+		fmt.Fprintf(tw, "drained\tafter %.3fs: %.0f events/s\n", r.DrainedS, r.Rate)
 	}
 	return tw.Flush()
 }

@@ -98,7 +98,7 @@ func TestBenchNexmarkQuery(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
-		if r.Query != q || r.Append.Events != 3000 || r.Append.Batches < 15 || r.EventsPerSec <= 0 || r.DrainedAfter < r.Append.Elapsed {
+		if r.Query != q || r.Events != 3000 || r.Batches < 15 || r.Rate <= 0 || r.DrainedS < r.AppendS {
 			t.Fatalf("report %+v", r)
 		}
 	}

@@ -75,11 +75,11 @@ func (c Config) MaxDisorderMs() int64 {
 
 // Result is what a run did.
 type Result struct {
-	Events  int64         `json:"events"`
-	Batches int64         `json:"batches"` // AppendBatch calls
-	Elapsed time.Duration `json:"elapsed_ns"`
+	Events  int64 // appended
+	Batches int64 // AppendBatch calls
+	Elapsed time.Duration
 	// EventsPerSec is Events / Elapsed.
-	EventsPerSec float64 `json:"events_per_sec"`
+	EventsPerSec float64
 }
 
 // CreateStreams creates person, auction and bid, each with retention, where missing.
