@@ -1,12 +1,8 @@
 package nexmark
 
 import (
-	"bytes"
 	"fmt"
 	"strconv"
-
-	"github.com/vmihailenco/msgpack/v5"
-	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // The canonical record layout (docs/benchmarks.md, "Nexmark"): one record per event, in
@@ -46,28 +42,16 @@ func (e *Event) Value() []byte {
 	}
 }
 
-// writer writes one canonical map; msgpack's encoder into a buffer cannot fail.
-type writer struct {
-	buf bytes.Buffer
-	enc *msgpack.Encoder
-}
+// writer writes one canonical map.
+type writer struct{ b []byte }
 
-func newWriter(fields int) *writer {
-	w := &writer{}
-	w.enc = msgpack.NewEncoder(&w.buf)
-	_ = w.enc.EncodeMapLen(fields)
-	return w
-}
+func newWriter(fields int) *writer { return &writer{b: appendMapLen(make([]byte, 0, 256), fields)} }
 
-func (w *writer) int(name string, v int64) {
-	_ = w.enc.EncodeString(name)
-	_ = w.enc.EncodeInt(v)
-}
+func (w *writer) int(name string, v int64) { w.b = appendInt(appendStr(w.b, name), v) }
 
-func (w *writer) str(name, v string) {
-	_ = w.enc.EncodeString(name)
-	_ = w.enc.EncodeString(v)
-}
+func (w *writer) str(name, v string) { w.b = appendStr(appendStr(w.b, name), v) }
+
+func (w *writer) float(name string, v float64) { w.b = appendFloat(appendStr(w.b, name), v) }
 
 // Encode returns the person's canonical record value.
 func (p *Person) Encode() []byte {
@@ -80,7 +64,7 @@ func (p *Person) Encode() []byte {
 	w.str("state", p.State)
 	w.int("date_time", p.DateTime)
 	w.str("extra", p.Extra)
-	return w.buf.Bytes()
+	return w.b
 }
 
 // Encode returns the auction's canonical record value.
@@ -96,7 +80,7 @@ func (a *Auction) Encode() []byte {
 	w.int("seller", a.Seller)
 	w.int("category", a.Category)
 	w.str("extra", a.Extra)
-	return w.buf.Bytes()
+	return w.b
 }
 
 // Encode returns the bid's canonical record value.
@@ -109,7 +93,7 @@ func (b *Bid) Encode() []byte {
 	w.str("url", b.URL)
 	w.int("date_time", b.DateTime)
 	w.str("extra", b.Extra)
-	return w.buf.Bytes()
+	return w.b
 }
 
 // column is one column a decoder fills: an int or a string destination.
@@ -121,20 +105,19 @@ type column struct {
 
 // decodeMap decodes a canonical map of exactly cols into their destinations.
 func decodeMap(kind string, data []byte, cols []column) error {
-	rd := bytes.NewReader(data) // an io.ByteScanner: the decoder reads it directly, unbuffered
-	dec := msgpack.NewDecoder(rd)
-	n, err := dec.DecodeMapLen()
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrBadRecord, kind, err)
+	r := reader{b: data}
+	n := r.mapLen()
+	if r.err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrBadRecord, kind, r.err)
 	}
 	if n != len(cols) {
 		return fmt.Errorf("%w: %s: %d columns, want %d", ErrBadRecord, kind, n, len(cols))
 	}
 	var seen uint32
 	for range n {
-		name, err := dec.DecodeString()
-		if err != nil {
-			return fmt.Errorf("%w: %s: column name: %w", ErrBadRecord, kind, err)
+		name := r.str()
+		if r.err != nil {
+			return fmt.Errorf("%w: %s: column name: %w", ErrBadRecord, kind, r.err)
 		}
 		i := -1
 		for j := range cols {
@@ -150,20 +133,17 @@ func decodeMap(kind string, data []byte, cols []column) error {
 			return fmt.Errorf("%w: %s: column %q twice", ErrBadRecord, kind, name)
 		}
 		seen |= 1 << i
-		if c, err := dec.PeekCode(); err == nil && c == msgpcode.Nil { // every column is NOT NULL
-			return fmt.Errorf("%w: %s: column %s is null", ErrBadRecord, kind, name)
-		}
 		if cols[i].i != nil {
-			*cols[i].i, err = dec.DecodeInt64()
+			*cols[i].i = r.int()
 		} else {
-			*cols[i].s, err = dec.DecodeString()
+			*cols[i].s = r.str()
 		}
-		if err != nil {
-			return fmt.Errorf("%w: %s: column %s: %w", ErrBadRecord, kind, name, err)
+		if r.err != nil { // every column is NOT NULL and of its one type
+			return fmt.Errorf("%w: %s: column %s: %w", ErrBadRecord, kind, name, r.err)
 		}
 	}
-	if rd.Len() > 0 {
-		return fmt.Errorf("%w: %s: %d trailing bytes", ErrBadRecord, kind, rd.Len())
+	if len(r.b) > 0 {
+		return fmt.Errorf("%w: %s: %d trailing bytes", ErrBadRecord, kind, len(r.b))
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ func TestCodecRejects(t *testing.T) {
 	w.str("url", "u")
 	w.int("date_time", 4)
 	w.str("extra", "x")
-	if _, err := DecodeBid(w.buf.Bytes()); !errors.Is(err, ErrBadRecord) {
+	if _, err := DecodeBid(w.b); !errors.Is(err, ErrBadRecord) {
 		t.Errorf("repeated column: %v, want ErrBadRecord", err)
 	}
 }

@@ -58,6 +58,7 @@ Examples:
 			&cli.IntFlag{Name: "workers", Usage: "concurrent appending clients", Value: 4},
 			&cli.IntFlag{Name: "embedded", Usage: "append to a new in-process cluster of this many nodes instead of --addr"},
 			&cli.IntFlag{Name: "partitions", Usage: "with --embedded: the cluster's partition count", Value: node.DefaultPartitions},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of this process (the feed and any embedded cluster) over the run to `FILE`"},
 			outputFlag(outputTable),
 		),
 		Action: runBenchNexmark,
@@ -137,6 +138,11 @@ func runBenchNexmark(c *cli.Context) error {
 	if err := feed.CreateStreams(ctx, clients[0], builtin.StreamRetention{}); err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(c.String("cpuprofile"))
+	if err != nil {
+		return err
+	}
+	defer stopProfile() //nolint:errcheck // the run's own errors come first
 	start := time.Now()
 	res, err := feed.Run(ctx, clients, spec.feed)
 	if err != nil {

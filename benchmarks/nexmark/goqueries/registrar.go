@@ -56,14 +56,12 @@ func out(name string) procedures.ProcessorOption {
 // keyOf is the record key of an id: its decimal text, as nexmark.Event.Key.
 func keyOf(id int64) []byte { return strconv.AppendInt(nil, id, 10) }
 
-// appendRow appends a result row, msgpack-encoded by its column tags, to stream on this
-// partition.
-func appendRow(tx *partition.Tx, stream string, key []byte, t int64, row any) error {
-	v, err := msgpack.Marshal(row)
-	if err != nil {
-		return err
-	}
-	_, err = tx.Append(stream, key, v, t)
+// row is a result row: nexmark.Q0Row … Q8Row.
+type row interface{ Encode() []byte }
+
+// appendRow appends a result row, in the canonical layout, to stream on this partition.
+func appendRow(tx *partition.Tx, stream string, key []byte, t int64, r row) error {
+	_, err := tx.Append(stream, key, r.Encode(), t)
 	return err
 }
 
