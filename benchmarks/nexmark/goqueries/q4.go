@@ -134,10 +134,13 @@ func closingPriceQ4(tx *partition.Tx, rec partition.Record) error {
 			a.Max, a.HasMax = b.Price, true
 		}
 	}
-	if err := putMsgpack(tx, q4Auctions, rec.Key, &a); err != nil {
-		return err
+	changed := a.HasMax && (!d.HadOld || d.Old != a.Max)
+	if m.Auction || changed { // most bids change nothing: no write
+		if err := putMsgpack(tx, q4Auctions, rec.Key, &a); err != nil {
+			return err
+		}
 	}
-	if !a.HasMax || (d.HadOld && d.Old == a.Max) {
+	if !changed {
 		return nil
 	}
 	d.New = a.Max
