@@ -3,6 +3,7 @@ package goqueries
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"log/slog"
 	"reflect"
 	"slices"
@@ -50,6 +51,11 @@ func appendItem(e *nexmark.Event) batch.Item {
 // buildLog is the Raft log: stream creation, the events in entries of perEntry at the
 // batch time of their last event's time (never going back), the drain.
 func buildLog(evs []nexmark.Event, perEntry int) []*raft.Log {
+	return buildLogSized(evs, func() int { return perEntry })
+}
+
+// buildLogSized is buildLog with entries of size() events each.
+func buildLogSized(evs []nexmark.Event, size func() int) []*raft.Log {
 	var entries []batch.Entry
 	first := batch.Entry{Time: (evs[0].Time() - 1000) * 1e6}
 	for _, s := range []string{nexmark.StreamPerson, nexmark.StreamAuction, nexmark.StreamBid} {
@@ -59,9 +65,10 @@ func buildLog(evs []nexmark.Event, perEntry int) []*raft.Log {
 	}
 	entries = append(entries, first)
 	now := first.Time
-	for i := 0; i < len(evs); i += perEntry {
+	for i, n := 0, 0; i < len(evs); i += n {
+		n = max(size(), 1)
 		e := batch.Entry{}
-		for j := i; j < min(i+perEntry, len(evs)); j++ {
+		for j := i; j < min(i+n, len(evs)); j++ {
 			e.Items = append(e.Items, appendItem(&evs[j]))
 			now = max(now, evs[j].Time()*1e6)
 		}
@@ -269,5 +276,49 @@ func TestQueriesMatchReference(t *testing.T) {
 	}
 	if a, b := f.Engine().Hashes(), par.Engine().Hashes(); !reflect.DeepEqual(a, b) {
 		t.Fatalf("replicas differ: %x vs %x", a, b)
+	}
+}
+
+// TestQueriesRandomBoundaries: for generator settings drawn at random (seed, rate,
+// out-of-orderness within the queries' allowance, length) and log entries of random
+// sizes, every query equals its reference, and a replica applying the log in other
+// groupings with parallel partitions holds the same state (DESIGN.md invariant 1;
+// section 11: stream and batch agree whatever the entry boundaries).
+func TestQueriesRandomBoundaries(t *testing.T) {
+	for i := range 4 {
+		rnd := rand.New(rand.NewPCG(uint64(i), 99))
+		cfg := nexmark.Config{Seed: rnd.Uint64(), Rate: 200 + rnd.Int64N(2000), OutOfOrderGroup: 1 + rnd.IntN(100),
+			Events: 3000 + rnd.Int64N(5000)}
+		if cfg.MaxDisorderMs() >= DefaultConfig().OutOfOrderness.Milliseconds() {
+			cfg.OutOfOrderGroup = 1
+		}
+		gen, err := nexmark.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, _ := gen.Slice(0, cfg.Events)
+		maxEntry := 1 + rnd.IntN(600)
+		logs := buildLogSized(evs, func() int { return rnd.IntN(maxEntry) })
+		f := newFSM(t, true)
+		for _, l := range logs {
+			f.ApplyBatch([]*raft.Log{l})
+		}
+		maxT := maxTime(evs)
+		all := append(slices.Clone(evs), drainEvents(maxT+time.Hour.Milliseconds())...)
+		got, want := answers(t, f, maxT+1), reference(all, maxT+1)
+		for _, q := range Queries {
+			if !reflect.DeepEqual(got[q], want[q]) {
+				t.Errorf("#%d %+v, entries ≤ %d: %s differs from the reference (%d rows)", i, cfg, maxEntry, q, reflect.ValueOf(want[q]).Len())
+			}
+		}
+		par := newFSM(t, false)
+		for j := 0; j < len(logs); {
+			n := min(1+rnd.IntN(8), len(logs)-j)
+			par.ApplyBatch(logs[j : j+n])
+			j += n
+		}
+		if a, b := f.Engine().Hashes(), par.Engine().Hashes(); !reflect.DeepEqual(a, b) {
+			t.Fatalf("#%d: replicas differ", i)
+		}
 	}
 }
