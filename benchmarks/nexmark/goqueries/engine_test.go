@@ -3,8 +3,8 @@ package goqueries
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"log/slog"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
