@@ -87,7 +87,8 @@ Examples:
 			&cli.BoolFlag{Name: "no-progress", Usage: "no progress line on stderr"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of this process (the load generator and any embedded cluster) over the warm-up and the measured time to `FILE`"},
 		),
-		Action: runBench,
+		Action:      runBench,
+		Subcommands: []*cli.Command{benchNexmarkCommand()},
 	}
 }
 

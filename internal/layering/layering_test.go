@@ -61,10 +61,17 @@ var allowed = map[string][]string{
 	// node/runner is `lockstep node` for any binary: flags, config file, signals, rebuild.
 	"node/runner": {"node", "procedures", "internal/faultenv"},
 	// node/statuspage renders the admin port's HTML status page from plain values.
-	"node/statuspage":    {},
-	"cmd/lockstep":       {"internal/backup", "client", "client/pgsink", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo"},
+	"node/statuspage": {},
+	"cmd/lockstep": {"internal/backup", "client", "client/pgsink", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo",
+		"benchmarks/nexmark", "benchmarks/nexmark/feed", "benchmarks/nexmark/goqueries"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},
+	// benchmarks/nexmark is the Nexmark generator, record layout and batch reference: plain
+	// data, no Lockstep package; benchmarks/nexmark/goqueries the queries as processors.
+	"benchmarks/nexmark":           {},
+	"benchmarks/nexmark/goqueries": {"benchmarks/nexmark", "partition", "procedures", "procedures/window"},
+	// benchmarks/nexmark/feed appends generated events through the client.
+	"benchmarks/nexmark/feed": {"benchmarks/nexmark", "client", "procedures/builtin"},
 	// benchmarks/report reads the node's metric names (node.Metric...), nothing else of it.
 	"benchmarks/report":   {"node"},
 	"jepsen":              {"client", "procedures/builtin", "internal/chart", "internal/faultenv"},
