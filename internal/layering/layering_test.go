@@ -36,7 +36,8 @@ var allowed = map[string][]string{
 	"internal/faultenv":   {"internal/crashstore"},
 	"internal/planted":    {},
 	"internal/ratelog":    {},
-	"sequencer":           {"internal/batch", "internal/planted"},
+	"internal/netaddr":    {},
+	"sequencer":           {"internal/batch", "internal/netaddr", "internal/planted"},
 	"replica":             {"partition", "procedures", "procedures/builtin", "internal/batch", "internal/planted"},
 	"internal/certs":      {},
 	"client":              {"internal/wire", "internal/certs", "procedures/builtin", "procedures/schema"},
@@ -48,7 +49,7 @@ var allowed = map[string][]string{
 	"internal/testutil/proctest": {"client", "jepsen", "internal/testutil"},
 	// node reads window operators' watermarks (window.ReadOperator) for processor status.
 	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
-		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/planted", "internal/ratelog"},
+		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/netaddr", "internal/planted", "internal/ratelog"},
 	// node/runner is `lockstep node` for any binary: flags, config file, signals, rebuild.
 	"node/runner":        {"node", "procedures", "internal/faultenv"},
 	"cmd/lockstep":       {"client", "client/pgsink", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo"},

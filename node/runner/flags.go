@@ -15,6 +15,9 @@ const (
 	DefaultAdminAddr  = "127.0.0.1:9001"
 )
 
+// DefaultRaftAddr is the default of a node's --raft flag.
+const DefaultRaftAddr = "127.0.0.1:7001"
+
 // CertsDirEnv names the environment variable that is the default of --certs-dir (the
 // node's, and every lockstep CLI command's).
 const CertsDirEnv = "LOCKSTEP_CERTS_DIR"
@@ -35,9 +38,17 @@ func Flags() []cli.Flag {
 		&cli.StringFlag{Name: "config", Usage: "read flag values from this YAML (.yaml, .yml) or TOML (.toml) file; flags given on the command line win"},
 		&cli.StringFlag{Name: "id", Usage: "node id, unique in the cluster (required)"},
 		&cli.StringFlag{Name: "data", Usage: "data directory: Raft log, snapshots (required)"},
-		&cli.StringFlag{Name: "raft", Usage: "Raft transport address", Value: "127.0.0.1:7001"},
-		&cli.StringFlag{Name: "client", Usage: "client address", Value: DefaultClientAddr},
-		&cli.StringFlag{Name: "admin", Usage: "HTTP admin address (/metrics, /status, /healthz, /readyz); empty disables", Value: DefaultAdminAddr},
+		&cli.StringFlag{Name: "raft", Usage: "Raft transport address to listen on, and to advertise unless --raft-advertise (the older name of --raft-listen)", Value: DefaultRaftAddr},
+		&cli.StringFlag{Name: "raft-listen", Usage: "Raft address to bind (0.0.0.0:PORT: every interface, then give --raft-advertise); default --raft"},
+		&cli.StringFlag{Name: "raft-advertise", Usage: "Raft address other nodes dial, which the Raft configuration records (HOST alone: the listen port); default the listen address"},
+		&cli.StringFlag{Name: "client", Usage: "client address to listen on, and to advertise unless --client-advertise (the older name of --client-listen)", Value: DefaultClientAddr},
+		&cli.StringFlag{Name: "client-listen", Usage: "client address to bind; default --client"},
+		&cli.StringFlag{Name: "client-advertise", Usage: "client address clients and nodes are told to use (the node's record, leader redirects); default the listen address"},
+		&cli.StringFlag{Name: "admin", Usage: "HTTPS admin address (/metrics, /status, /healthz, /readyz) to listen on, and to advertise unless --admin-advertise; empty disables (the older name of --admin-listen)", Value: DefaultAdminAddr},
+		&cli.StringFlag{Name: "admin-listen", Usage: "admin address to bind; default --admin"},
+		&cli.StringFlag{Name: "admin-advertise", Usage: "admin address the node reports in its status; default the listen address"},
+		&cli.StringFlag{Name: "probe-addr", Usage: "plain-HTTP address serving only /healthz and /readyz, without TLS or a client certificate (Kubernetes probes); empty: none"},
+		&cli.BoolFlag{Name: "check-config", Usage: "parse and check the flags and --config file, print the resulting addresses, and exit without starting the node (0: valid)"},
 		&cli.StringFlag{Name: "cluster-id", Usage: "cluster name clients and nodes must present", Value: "lockstep"},
 		&cli.StringSliceFlag{Name: "bootstrap", Usage: "initial voters as ID=RAFTADDR=CLIENTADDR,... (new cluster only)"},
 		&cli.StringSliceFlag{Name: "join", Usage: "client addresses ADDR,... of a running cluster to join (empty data dir only)"},
@@ -87,6 +98,9 @@ type Config struct {
 	// Pprof is a loopback address to serve Go's /debug/pprof/ on, with no TLS and no
 	// authentication; empty: off.
 	Pprof string
+	// CheckOnly (--check-config) makes Command print the checked configuration's
+	// addresses and return instead of running the node. Run ignores it.
+	CheckOnly bool
 }
 
 // ConfigFromFlags builds the node's config from the flags of Flags, after filling the
@@ -115,19 +129,27 @@ func ConfigFromFlags(c *cli.Context) (Config, error) {
 	if c.Bool("insecure") && certsDir == os.Getenv(CertsDirEnv) {
 		certsDir = "" // --insecure wins over the environment's default
 	}
+	addrs, err := listenAddrs(c)
+	if err != nil {
+		return Config{}, err
+	}
 	cfg := node.Config{
-		ID:          c.String("id"),
-		DataDir:     c.String("data"),
-		RaftAddr:    c.String("raft"),
-		ClientAddr:  c.String("client"),
-		AdminAddr:   c.String("admin"),
-		CertsDir:    certsDir,
-		Insecure:    c.Bool("insecure"),
-		ClusterID:   c.String("cluster-id"),
-		Bootstrap:   peers,
-		Join:        c.StringSlice("join"),
-		ReadReplica: c.Bool("read-replica"),
-		Logger:      log,
+		ID:              c.String("id"),
+		DataDir:         c.String("data"),
+		RaftAddr:        addrs[0],
+		RaftAdvertise:   c.String("raft-advertise"),
+		ClientAddr:      addrs[1],
+		ClientAdvertise: c.String("client-advertise"),
+		AdminAddr:       addrs[2],
+		AdminAdvertise:  c.String("admin-advertise"),
+		ProbeAddr:       c.String("probe-addr"),
+		CertsDir:        certsDir,
+		Insecure:        c.Bool("insecure"),
+		ClusterID:       c.String("cluster-id"),
+		Bootstrap:       peers,
+		Join:            c.StringSlice("join"),
+		ReadReplica:     c.Bool("read-replica"),
+		Logger:          log,
 		// DisableAutoRebuild: see node/rebuild.go.
 		DisableAutoRebuild: !c.Bool("auto-rebuild"),
 	}
@@ -158,5 +180,5 @@ func ConfigFromFlags(c *cli.Context) (Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}
-	return Config{Node: cfg, Pprof: c.String("pprof")}, nil
+	return Config{Node: cfg, Pprof: c.String("pprof"), CheckOnly: c.Bool("check-config")}, nil
 }
