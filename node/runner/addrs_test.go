@@ -28,7 +28,7 @@ func TestAddrFlags(t *testing.T) {
 	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base := []string{"--id", "n1", "--data", t.TempDir(), "--insecure", "--check-config"}
+	base := []string{"--id", "n1", "--data", t.TempDir(), "--insecure"}
 	for i, tc := range []struct {
 		args []string
 		want node.Config // the addresses only
@@ -80,7 +80,7 @@ func TestAddrFlags(t *testing.T) {
 			return nil
 		}
 		cmd := &cli.App{Name: "mynode", Writer: &out, Commands: []*cli.Command{Command("mynode", reg)}}
-		if err := cmd.Run(append(append([]string{"mynode", "node"}, base...), tc.args...)); err != nil {
+		if err := cmd.Run(append(append([]string{"mynode", "node", "--check-config"}, base...), tc.args...)); err != nil {
 			t.Errorf("#%d: command: %v", i, err)
 		}
 		if !strings.HasPrefix(out.String(), "configuration valid: node n1") || !strings.Contains(out.String(), tc.text) {

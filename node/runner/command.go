@@ -41,13 +41,15 @@ Example, three nodes on one machine:
 
 Example, a fourth node joining the running cluster, configured by a file:
   ` + program + ` node --config n4.yaml --join 127.0.0.1:8001,127.0.0.1:8002`,
-		Flags: Flags(),
+		// --check-config is the command's alone, not a key of the config file.
+		Flags: append(Flags(), &cli.BoolFlag{Name: "check-config",
+			Usage: "check the flags and the --config file, print the addresses the node would listen on and advertise, and exit without starting it"}),
 		Action: func(c *cli.Context) error {
 			cfg, err := ConfigFromFlags(c)
 			if err != nil {
 				return err
 			}
-			if cfg.CheckOnly {
+			if c.Bool("check-config") {
 				printChecked(c.App.Writer, cfg)
 				return nil
 			}

@@ -48,7 +48,6 @@ func Flags() []cli.Flag {
 		&cli.StringFlag{Name: "admin-listen", Usage: "admin address to bind; default --admin"},
 		&cli.StringFlag{Name: "admin-advertise", Usage: "admin address the node reports in its status; default the listen address"},
 		&cli.StringFlag{Name: "probe-addr", Usage: "plain-HTTP address serving only /healthz and /readyz, without TLS or a client certificate (Kubernetes probes); empty: none"},
-		&cli.BoolFlag{Name: "check-config", Usage: "parse and check the flags and --config file, print the resulting addresses, and exit without starting the node (0: valid)"},
 		&cli.StringFlag{Name: "cluster-id", Usage: "cluster name clients and nodes must present", Value: "lockstep"},
 		&cli.StringSliceFlag{Name: "bootstrap", Usage: "initial voters as ID=RAFTADDR=CLIENTADDR,... (new cluster only)"},
 		&cli.StringSliceFlag{Name: "join", Usage: "client addresses ADDR,... of a running cluster to join (empty data dir only)"},
@@ -98,9 +97,6 @@ type Config struct {
 	// Pprof is a loopback address to serve Go's /debug/pprof/ on, with no TLS and no
 	// authentication; empty: off.
 	Pprof string
-	// CheckOnly (--check-config) makes Command print the checked configuration's
-	// addresses and return instead of running the node. Run ignores it.
-	CheckOnly bool
 }
 
 // ConfigFromFlags builds the node's config from the flags of Flags, after filling the
@@ -180,5 +176,5 @@ func ConfigFromFlags(c *cli.Context) (Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}
-	return Config{Node: cfg, Pprof: c.String("pprof"), CheckOnly: c.Bool("check-config")}, nil
+	return Config{Node: cfg, Pprof: c.String("pprof")}, nil
 }
