@@ -24,12 +24,26 @@ import (
 // log and the statuses hold the advertised addresses, never the bound ones; a client
 // given only a follower's advertised address reaches the leader through the redirect; a
 // fourth node joins by its advertised addresses and is promoted.
+//
+// Both kinds of Raft transport advertise: the TLS stream layer of a secure node and the
+// sequencer's own layer of an insecure one (hashicorp/raft's TCP transport cannot).
 func TestAdvertisedAddrs(t *testing.T) {
+	for _, secure := range []bool{true, false} {
+		t.Run(map[bool]string{true: "secure", false: "insecure"}[secure], func(t *testing.T) { testAdvertisedAddrs(t, secure) })
+	}
+}
+
+func testAdvertisedAddrs(t *testing.T, secure bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: 3, Dir: t.TempDir(), Node: Config{CertsDir: testCertsDir,
-		Replica: replica.Config{Partitions: 2}, Logger: testLogger(t), AdminAddr: "127.0.0.1:0",
-		RaftAdvertise: "localhost", ClientAdvertise: "localhost", AdminAdvertise: "localhost"}})
+	cfg := Config{CertsDir: testCertsDir, Replica: replica.Config{Partitions: 2}, Logger: testLogger(t), AdminAddr: "127.0.0.1:0",
+		RaftAdvertise: "localhost", ClientAdvertise: "localhost", AdminAdvertise: "localhost"}
+	ccfg := testClientConfig()
+	if !secure {
+		cfg.CertsDir, cfg.Insecure = "", true
+		ccfg = client.Config{Insecure: true}
+	}
+	lc, err := StartLocalCluster(ctx, LocalClusterOptions{Nodes: 3, Dir: t.TempDir(), Node: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +71,8 @@ func TestAdvertisedAddrs(t *testing.T) {
 	}
 	leader := lc.Nodes[lc.Leader()]
 	follower := lc.Nodes[(lc.Leader()+1)%3]
-	cl, err := client.Open(testClientConfig(follower.ClientAddr()))
+	ccfg.Addrs = []string{follower.ClientAddr()}
+	cl, err := client.Open(ccfg)
 	if err != nil {
 		t.Fatal(err)
 	}
