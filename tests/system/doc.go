@@ -5,8 +5,8 @@
 // lifecycle (join, remove, replace, recover), security (TLS, certificates, authorization),
 // resource limits, a frozen or SIGKILLed node, damaged data, rebuilds, a partitioned read
 // replica, custom procedures, a client on the wrong port, advertised addresses and the
-// probe port, and the sink. The tests of the
-// command line itself (flags, output) stay with the command, in cmd/lockstep. The package
-// has no code besides this comment; run its tests one file at a time
+// probe port, and the sink. The tests of the command line itself (flags, output) stay with
+// the command, in cmd/lockstep. The package has no code besides this comment; run its
+// tests one file at a time
 // (`go test -run TestX ./tests/system`): they are slow.
 package system
