@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"net"
 
 	"github.com/lockstepdb/lockstep/internal/netaddr"
 )
@@ -27,6 +28,12 @@ func (c Config) checkAddrs() error {
 	for _, p := range pairs {
 		if err := netaddr.Check(p.kind, p.advertise, p.listen); err != nil {
 			return fmt.Errorf("%w: %w", ErrNodeConfig, err)
+		}
+	}
+	if c.ProbeAddr != "" {
+		// Never advertised: 0.0.0.0 is fine, it is what a kubelet reaches.
+		if _, _, err := net.SplitHostPort(c.ProbeAddr); err != nil {
+			return fmt.Errorf("%w: probe address %q: want HOST:PORT: %w", ErrNodeConfig, c.ProbeAddr, err)
 		}
 	}
 	return nil

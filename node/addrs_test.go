@@ -137,6 +137,8 @@ func TestAdvertiseConfig(t *testing.T) {
 		{func(c *Config) { c.ClientAddr, c.ClientAdvertise = "0.0.0.0:0", "0.0.0.0:8001" }, "not an unspecified address"},
 		{func(c *Config) { c.RaftAdvertise = "::" }, "not an unspecified address"},
 		{func(c *Config) { c.AdminAdvertise = "n1" }, "without an admin address"},
+		{func(c *Config) { c.ProbeAddr = "0.0.0.0:0" }, ""},
+		{func(c *Config) { c.ProbeAddr = "9090" }, "probe address"},
 	} {
 		cfg := base
 		tc.mod(&cfg)
