@@ -51,7 +51,7 @@ var allowed = map[string][]string{
 	"node": {"partition", "procedures", "procedures/builtin", "procedures/window", "internal/batch",
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/netaddr", "internal/planted", "internal/ratelog"},
 	// node/runner is `lockstep node` for any binary: flags, config file, signals, rebuild.
-	"node/runner":        {"node", "procedures", "internal/faultenv"},
+	"node/runner":        {"node", "procedures", "internal/faultenv", "internal/netaddr"},
 	"cmd/lockstep":       {"client", "client/pgsink", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},

@@ -10,7 +10,7 @@ import (
 
 // ErrAddress is wrapped by every error of this package: an address that cannot be bound
 // or advertised as given.
-var ErrAddress = errors.New("address")
+var ErrAddress = errors.New("unusable address")
 
 // Check reports whether the listener of the given kind ("raft", "client", "admin") can
 // advertise an address, from its advertise setting and its listen address: advertise,

@@ -44,7 +44,7 @@ func TestAddrFlags(t *testing.T) {
 		{args: []string{"--config", file},
 			want: node.Config{RaftAddr: "0.0.0.0:7001", RaftAdvertise: "n1.internal:7001", ClientAddr: "0.0.0.0:8001",
 				ClientAdvertise: "n1.internal", AdminAddr: "0.0.0.0:9001", AdminAdvertise: "n1.internal:9001", ProbeAddr: "0.0.0.0:9090"},
-			text: "probe   listen 0.0.0.0:9090"},
+			text: "client  listen 0.0.0.0:8001 advertise n1.internal:8001"},
 		{args: []string{"--raft", "127.0.0.1:7001", "--raft-listen", "127.0.0.1:7002"}, is: ErrAddrFlags, text: "give one of them"},
 		{args: []string{"--config", file, "--client", "127.0.0.1:8001"}, is: ErrAddrFlags, text: "--client-listen"},
 		{args: []string{"--client-listen", "0.0.0.0:8001"}, is: netaddr.ErrAddress, text: "give --client-advertise"},

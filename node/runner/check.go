@@ -3,17 +3,20 @@ package runner
 import (
 	"fmt"
 	"io"
+
+	"github.com/lockstepdb/lockstep/internal/netaddr"
 )
 
 // printChecked prints what --check-config found: that the configuration is valid, and
-// the addresses the node would listen on and advertise ("" advertise: the bound address).
+// the addresses the node would listen on and advertise (port 0: the one the OS picks).
 func printChecked(w io.Writer, cfg Config) {
 	n := cfg.Node
 	or := func(advertise, listen string) string {
-		if advertise == "" {
-			return listen
+		a, err := netaddr.Resolve(advertise, netaddr.Addr(listen)) // HOST alone: the listen port
+		if err != nil {
+			return advertise // checked already: not reached
 		}
-		return advertise
+		return a
 	}
 	fmt.Fprintf(w, "configuration valid: node %s, data %s\n", n.ID, n.DataDir)
 	fmt.Fprintf(w, "raft    listen %s advertise %s\n", n.RaftAddr, or(n.RaftAdvertise, n.RaftAddr))
