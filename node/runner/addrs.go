@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lockstepdb/lockstep/node"
 	"github.com/urfave/cli/v2"
 )
 
@@ -17,21 +18,30 @@ var ErrAddrFlags = errors.New("address flags")
 // listen address, so a node started with the old flags alone behaves as it did. Giving
 // both names of one listen address is an error rather than a silent choice.
 
-// listenAddrs returns the listen addresses of raft, client and admin, from --KIND-listen
-// or else --KIND (its default when neither is given).
-func listenAddrs(c *cli.Context) ([3]string, error) {
-	var out [3]string
-	for i, kind := range []string{"raft", "client", "admin"} {
-		listen := kind + "-listen"
+// setAddrs sets cfg's listen addresses of raft, client and admin from --KIND-listen, or
+// else --KIND (its default when neither is given), its advertised ones from
+// --KIND-advertise, and its probe address.
+func setAddrs(c *cli.Context, cfg *node.Config) error {
+	for _, a := range []struct {
+		kind              string
+		listen, advertise *string
+	}{
+		{"raft", &cfg.RaftAddr, &cfg.RaftAdvertise},
+		{"client", &cfg.ClientAddr, &cfg.ClientAdvertise},
+		{"admin", &cfg.AdminAddr, &cfg.AdminAdvertise},
+	} {
+		listen := a.kind + "-listen"
 		switch {
-		case c.IsSet(listen) && c.IsSet(kind):
-			return out, fmt.Errorf("%w: --%s and --%s both name the %s listen address (--%s is its older name): give one of them",
-				ErrAddrFlags, kind, listen, kind, kind)
+		case c.IsSet(listen) && c.IsSet(a.kind):
+			return fmt.Errorf("%w: --%s and --%s both name the %s listen address (--%s is its older name): give one of them",
+				ErrAddrFlags, a.kind, listen, a.kind, a.kind)
 		case c.IsSet(listen):
-			out[i] = c.String(listen)
+			*a.listen = c.String(listen)
 		default:
-			out[i] = c.String(kind)
+			*a.listen = c.String(a.kind)
 		}
+		*a.advertise = c.String(a.kind + "-advertise")
 	}
-	return out, nil
+	cfg.ProbeAddr = c.String("probe-addr")
+	return nil
 }

@@ -125,29 +125,24 @@ func ConfigFromFlags(c *cli.Context) (Config, error) {
 	if c.Bool("insecure") && certsDir == os.Getenv(CertsDirEnv) {
 		certsDir = "" // --insecure wins over the environment's default
 	}
-	addrs, err := listenAddrs(c)
-	if err != nil {
-		return Config{}, err
-	}
 	cfg := node.Config{
-		ID:              c.String("id"),
-		DataDir:         c.String("data"),
-		RaftAddr:        addrs[0],
-		RaftAdvertise:   c.String("raft-advertise"),
-		ClientAddr:      addrs[1],
-		ClientAdvertise: c.String("client-advertise"),
-		AdminAddr:       addrs[2],
-		AdminAdvertise:  c.String("admin-advertise"),
-		ProbeAddr:       c.String("probe-addr"),
-		CertsDir:        certsDir,
-		Insecure:        c.Bool("insecure"),
-		ClusterID:       c.String("cluster-id"),
-		Bootstrap:       peers,
-		Join:            c.StringSlice("join"),
-		ReadReplica:     c.Bool("read-replica"),
-		Logger:          log,
+		ID:          c.String("id"),
+		DataDir:     c.String("data"),
+		RaftAddr:    c.String("raft"),
+		ClientAddr:  c.String("client"),
+		AdminAddr:   c.String("admin"),
+		CertsDir:    certsDir,
+		Insecure:    c.Bool("insecure"),
+		ClusterID:   c.String("cluster-id"),
+		Bootstrap:   peers,
+		Join:        c.StringSlice("join"),
+		ReadReplica: c.Bool("read-replica"),
+		Logger:      log,
 		// DisableAutoRebuild: see node/rebuild.go.
 		DisableAutoRebuild: !c.Bool("auto-rebuild"),
+	}
+	if err := setAddrs(c, &cfg); err != nil {
+		return Config{}, err
 	}
 	cfg.Limits = node.Limits{
 		MaxConns: c.Int("max-conns"), MaxConnsPerAddr: c.Int("max-conns-per-addr"), MaxHandshakes: c.Int("max-handshakes"),
