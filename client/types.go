@@ -33,6 +33,9 @@ type Status struct {
 	// ClientAddr is the node's client address; RaftAddr its Raft transport's.
 	ClientAddr string `json:"client"`
 	RaftAddr   string `json:"raft"`
+	// AdminAddr is the node's admin HTTPS address (/metrics, /status); empty if it runs
+	// none or did not report it. Each of the three is the address the node advertises.
+	AdminAddr string `json:"admin,omitempty"`
 	// Version is the version of the node's binary: its module version, or "(devel)" with
 	// the VCS revision and time it was built from (as `lockstep --version` prints it);
 	// empty if the node did not report one.
@@ -170,6 +173,7 @@ func statusFromWire(w *wire.Status) Status {
 		ClusterID:         w.ClusterID,
 		ClientAddr:        w.ClientAddr,
 		RaftAddr:          w.RaftAddr,
+		AdminAddr:         w.AdminAddr,
 		Version:           w.Version,
 		Build:             w.Build,
 		MinVersion:        w.MinVersion,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/lockstepdb/lockstep/internal/netaddr"
 	"github.com/lockstepdb/lockstep/internal/wire"
 )
 
@@ -27,8 +28,9 @@ const (
 // adminServer is the node's HTTP admin server. The Node owns it: StartNode starts its
 // goroutine (counted in Node.wg), Close stops it.
 type adminServer struct {
-	srv *http.Server
-	ln  net.Listener
+	srv       *http.Server
+	ln        net.Listener
+	advertise string // Config.AdminAdvertise resolved: AdminAddr
 }
 
 // AdminHandler returns the node's HTTP admin endpoints, the handler the server at
@@ -50,22 +52,24 @@ func (n *Node) AdminHandler() http.Handler {
 		enc.SetIndent("", "  ")
 		enc.Encode(NewStatusJSON(n.Status()))
 	})
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := n.Readiness(); err != nil {
-			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
+	mux.HandleFunc("GET /healthz", n.serveHealthz) // as on the probe server (probe_http.go)
+	mux.HandleFunc("GET /readyz", n.serveReadyz)
 	return mux
 }
 
-// AdminAddr returns the address the admin HTTP server listens on, or "" if the node runs
-// none.
+// AdminAddr returns the admin HTTP server's address as the node reports it: the
+// advertised one (Config.AdminAdvertise), else the address it is bound to; "" if the node
+// runs none.
 func (n *Node) AdminAddr() string {
+	if n.admin == nil {
+		return ""
+	}
+	return n.admin.advertise
+}
+
+// AdminListenAddr returns the address the admin HTTP server is bound to, or "" if the
+// node runs none.
+func (n *Node) AdminListenAddr() string {
 	if n.admin == nil {
 		return ""
 	}
@@ -79,6 +83,11 @@ func (n *Node) startAdmin(addr string) error {
 	if err != nil {
 		return fmt.Errorf("admin listener: %w", err)
 	}
+	adv, err := netaddr.Resolve(n.cfg.AdminAdvertise, raw.Addr())
+	if err != nil {
+		raw.Close()
+		return fmt.Errorf("%w: %w", ErrNodeConfig, err)
+	}
 	lim := n.cfg.Limits
 	// Connection caps below TLS; the TLS handshake happens on the first read, bounded by
 	// ReadTimeout (whole request, handshake included).
@@ -87,7 +96,7 @@ func (n *Node) startAdmin(addr string) error {
 		// HTTPS with a client certificate of the CA (node or client), like the client port.
 		ln = tls.NewListener(ln, n.clientTLS)
 	}
-	a := &adminServer{ln: ln, srv: &http.Server{
+	a := &adminServer{ln: ln, advertise: adv, srv: &http.Server{
 		Handler:           n.AdminHandler(),
 		ReadHeaderTimeout: min(adminHeaderTimeout, lim.AdminReadTimeout),
 		ReadTimeout:       lim.AdminReadTimeout,

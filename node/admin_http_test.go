@@ -229,7 +229,7 @@ func TestStatusJSONCoversWireStatus(t *testing.T) {
 	st := NewStatusJSON(wire.Status{NodeID: "n1", Hashes: []uint64{1, 0xffffffffffffffff},
 		HashChecks: []wire.HashCheck{{Index: 7, Hashes: []uint64{2}}}, Nodes: []wire.NodeAddr{{ID: "n1"}},
 		Rebuild: "rebuilding", RebuildNote: "n", Rebuilds: 1, RebuildFrom: 9, // omitted from the JSON when empty
-		Build: "go", MinVersion: 1, MaxVersion: 2, ClusterVersion: 2, Carries: []string{"p@1"}, RestFingerprint: 1, TablesFingerprint: 1})
+		Build: "go", MinVersion: 1, MaxVersion: 2, ClusterVersion: 2, Carries: []string{"p@1"}, RestFingerprint: 1, TablesFingerprint: 1, AdminAddr: "a:9001"})
 	b, err := json.Marshal(st)
 	if err != nil {
 		t.Fatal(err)

@@ -187,7 +187,7 @@ func TestRaftHandshakeTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := newLimitMetrics(prometheus.NewRegistry())
-	l, err := newTLSStreamLayer("127.0.0.1:0", st, testLogger(t), nil, Limits{HandshakeTimeout: timeout}.withDefaults(), m)
+	l, err := newTLSStreamLayer("127.0.0.1:0", "", st, testLogger(t), nil, Limits{HandshakeTimeout: timeout}.withDefaults(), m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,7 @@ func newMetrics(n *Node) *Metrics {
 		Buckets: prometheus.ExponentialBuckets(10e-6, 2, 16),
 	})
 	m.sendFailures = newSendFailures(m.Registry)
+	m.Registry.MustRegister(newBuildInfoMetric())
 	rebuildMetrics(m.Registry, &n.rebuild)
 	m.limits = newLimitMetrics(m.Registry)
 	m.subscriptions = prometheus.NewGauge(prometheus.GaugeOpts{

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/internal/certs"
+	"github.com/lockstepdb/lockstep/internal/netaddr"
 	"github.com/lockstepdb/lockstep/internal/wire"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
@@ -43,9 +45,18 @@ type Config struct {
 	// RaftAddr is the Raft transport's bind address; port 0 picks a free port.
 	// Default "127.0.0.1:0".
 	RaftAddr string
-	// ClientAddr is the address clients connect to; port 0 picks a free port.
+	// RaftAdvertise is the Raft address other nodes dial, which the Raft configuration
+	// and the node's record in the log hold, when it is not RaftAddr (a DNS name; RaftAddr
+	// may then bind 0.0.0.0). HOST alone takes the bound port. Default "": RaftAddr with
+	// its port as bound, which must then be dialable (not 0.0.0.0). internal/netaddr.
+	RaftAdvertise string
+	// ClientAddr is the address the client listener binds; port 0 picks a free port.
 	// Default "127.0.0.1:0".
 	ClientAddr string
+	// ClientAdvertise is the client address the node tells others (its record in the
+	// log, which clients discover the leader by; its join request; its status), when it
+	// is not ClientAddr. As RaftAdvertise; default "": ClientAddr as bound.
+	ClientAdvertise string
 	// ClusterID names the cluster; clients and new nodes must present it. Default "lockstep".
 	ClusterID string
 	// Bootstrap lists every initial voter, this node included, to create a new cluster.
@@ -93,6 +104,13 @@ type Config struct {
 	// AdminAddr is the address of the HTTP admin server (/metrics, /status, /healthz,
 	// /readyz; see AdminHandler); port 0 picks a free port. Default "": no admin server.
 	AdminAddr string
+	// AdminAdvertise is the admin address the node reports in its status, when it is not
+	// AdminAddr. As RaftAdvertise; default "": AdminAddr as bound. Only with AdminAddr.
+	AdminAdvertise string
+	// ProbeAddr is the address of a plain-HTTP server with /healthz and /readyz only (no
+	// TLS, no client certificate: what a Kubernetes probe can call; see ProbeHandler);
+	// port 0 picks a free port. Default "": none.
+	ProbeAddr string
 	// Limits bound connections on every listener; zero fields take DefaultLimits.
 	Limits Limits
 	// DisableAutoRebuild keeps a divergent replica fenced instead of rebuilding it
@@ -186,6 +204,9 @@ func (c Config) Validate() error {
 	case c.CertsDir != "" && c.Insecure:
 		return fmt.Errorf("%w: a certificates directory and insecure mode: give one of them", ErrNodeConfig)
 	}
+	if err := c.checkAddrs(); err != nil {
+		return err
+	}
 	if c.ReadReplica && len(c.Bootstrap) > 0 {
 		return fmt.Errorf("%w: a read replica joins a running cluster (Join); it cannot bootstrap one", ErrNodeConfig)
 	}
@@ -236,6 +257,11 @@ type Node struct {
 	rebuild       rebuilder             // this node's automatic rebuild after a divergence (rebuild.go)
 	refusals      refusalLogs           // refusals logged at a bounded rate (refusals.go)
 	reclaim       reclaimer             // memory given back once request frames are garbage (reclaim.go)
+
+	// Addresses besides the listeners' own (addrs.go), and the probe server.
+	clientAdvertise string       // the client address the node tells others (ClientAddr)
+	probe           *http.Server // the plain-HTTP probe server (probe_http.go); nil without Config.ProbeAddr
+	probeLn         net.Listener // its listener
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -303,6 +329,9 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	if n.ln, err = net.Listen("tcp", cfg.ClientAddr); err != nil {
 		return fail(fmt.Errorf("client listener: %w", err))
 	}
+	if n.clientAdvertise, err = netaddr.Resolve(cfg.ClientAdvertise, n.ln.Addr()); err != nil {
+		return fail(fmt.Errorf("%w: %w", ErrNodeConfig, err))
+	}
 	cln := newLimitListener(n.ln, "client", cfg.Limits, n.metrics.limits)
 	cln.evict = true // silent.go
 	n.ln = cln
@@ -311,7 +340,7 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	n.reclaim = newReclaimer()
 	n.readBudget.OnDrained = n.reclaim.drained
 	// The client seeds nothing: the hash-compare loop names each peer's address.
-	if n.peers, err = client.Open(n.peerClientConfig(client.Config{Addrs: []string{n.ln.Addr().String()}, ClusterID: cfg.ClusterID,
+	if n.peers, err = client.Open(n.peerClientConfig(client.Config{Addrs: []string{n.clientAdvertise}, ClusterID: cfg.ClusterID,
 		Logger: n.log})); err != nil {
 		return fail(err)
 	}
@@ -326,16 +355,16 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		}
 	}
 	scfg := cfg.Sequencer
-	scfg.NodeID, scfg.RaftAddr, scfg.DataDir = cfg.ID, cfg.RaftAddr, cfg.DataDir
+	scfg.NodeID, scfg.RaftAddr, scfg.RaftAdvertise, scfg.DataDir = cfg.ID, cfg.RaftAddr, cfg.RaftAdvertise, cfg.DataDir
 	scfg.HoldVotes, scfg.LegacyLog = !n.identity.Confirmed, n.identity.Legacy
 	if scfg.Logger == nil {
 		scfg.Logger = cfg.Logger
 	}
 	if n.certs != nil && scfg.Transport == nil {
-		if layer, err = newTLSStreamLayer(cfg.RaftAddr, n.certs, n.log, scfg.Dial, cfg.Limits, n.metrics.limits); err != nil {
+		if layer, err = newTLSStreamLayer(cfg.RaftAddr, cfg.RaftAdvertise, n.certs, n.log, scfg.Dial, cfg.Limits, n.metrics.limits); err != nil {
 			return fail(fmt.Errorf("raft listener: %w", err))
 		}
-		scfg.StreamLayer, scfg.RaftAddr = layer, ""
+		scfg.StreamLayer, scfg.RaftAddr, scfg.RaftAdvertise = layer, "", ""
 	}
 	if n.seq, err = sequencer.Open(scfg, fsm); err != nil {
 		if errors.Is(err, sequencer.ErrLogCorrupt) || errors.Is(err, sequencer.ErrSnapshotCorrupt) {
@@ -353,6 +382,12 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	n.proposer, n.state = seq, fsm
 	if cfg.AdminAddr != "" {
 		if err := n.startAdmin(cfg.AdminAddr); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
+	if cfg.ProbeAddr != "" {
+		if err := n.startProbe(cfg.ProbeAddr); err != nil {
 			n.Close()
 			return nil, err
 		}
@@ -422,10 +457,15 @@ func (n *Node) Bootstrap(peers []Peer) error {
 // ID returns the node's id.
 func (n *Node) ID() string { return n.cfg.ID }
 
-// ClientAddr returns the address the node serves clients on.
-func (n *Node) ClientAddr() string { return n.ln.Addr().String() }
+// ClientAddr returns the address clients reach the node at: the advertised one
+// (Config.ClientAdvertise), else the address its client listener is bound to.
+func (n *Node) ClientAddr() string { return n.clientAdvertise }
 
-// RaftAddr returns the node's Raft transport address.
+// ClientListenAddr returns the address the node's client listener is bound to.
+func (n *Node) ClientListenAddr() string { return n.ln.Addr().String() }
+
+// RaftAddr returns the node's Raft address as its peers dial it: the advertised one
+// (Config.RaftAdvertise), else the address the transport is bound to.
 func (n *Node) RaftAddr() string { return n.seq.Addr() }
 
 // FSM returns the node's state machine.
@@ -455,6 +495,7 @@ func (n *Node) Close() error {
 	n.closed = true
 	n.mu.Unlock()
 	n.cancel()
+	n.stopProbe()
 	n.stopAdmin()
 	n.ln.Close()
 	err := n.seq.Close()

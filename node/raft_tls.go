@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/lockstepdb/lockstep/internal/certs"
+	"github.com/lockstepdb/lockstep/internal/netaddr"
 	"github.com/lockstepdb/lockstep/internal/ratelog"
 )
 
@@ -26,6 +27,7 @@ import (
 // others.
 type tlsStreamLayer struct {
 	ln        *limitListener
+	advertise net.Addr      // the address peers dial (Config.RaftAdvertise resolved): Addr
 	timeout   time.Duration // bounds a handshake
 	firstByte time.Duration // bounds the wait for a connection's first byte
 	st        *certs.Store
@@ -44,19 +46,25 @@ var _ raft.StreamLayer = (*tlsStreamLayer)(nil)
 // errLayerClosed is returned by Accept once the layer is closed.
 var errLayerClosed = errors.New("raft TLS layer closed")
 
-// newTLSStreamLayer listens on addr and starts accepting. dial opens the TCP connections
+// newTLSStreamLayer listens on addr and starts accepting; it advertises advertise
+// (internal/netaddr.Resolve: "" advertises the bound address). dial opens the TCP connections
 // to peers (Config.Sequencer.Dial, for fault injection); nil dials the address.
 // lim and m bound and count its connections (limits.go).
-func newTLSStreamLayer(addr string, st *certs.Store, log *slog.Logger, dial func(string, time.Duration) (net.Conn, error),
+func newTLSStreamLayer(addr, advertise string, st *certs.Store, log *slog.Logger, dial func(string, time.Duration) (net.Conn, error),
 	lim Limits, m *limitMetrics) (*tlsStreamLayer, error) {
 	raw, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
+	adv, err := netaddr.Resolve(advertise, raw.Addr())
+	if err != nil {
+		raw.Close()
+		return nil, err
+	}
 	ln := newLimitListener(raw, "raft", lim, m)
 	ln.evict = true // silent.go
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &tlsStreamLayer{ln: ln, timeout: lim.HandshakeTimeout, firstByte: lim.FirstByteTimeout, st: st,
+	l := &tlsStreamLayer{ln: ln, advertise: netaddr.Addr(adv), timeout: lim.HandshakeTimeout, firstByte: lim.FirstByteTimeout, st: st,
 		log: ratelog.New(log, slog.LevelWarn, "raft connection refused", ratelog.Config{}), dial: dial,
 		accepted: make(chan net.Conn), ctx: ctx, cancel: cancel}
 	l.wg.Add(1)
@@ -145,8 +153,8 @@ func (l *tlsStreamLayer) SetPeers(isPeer func(host string) bool) {
 	l.ln.peer.Store(&isPeer)
 }
 
-// Addr is the listener's address.
-func (l *tlsStreamLayer) Addr() net.Addr { return l.ln.Addr() }
+// Addr is the advertised address: hashicorp/raft puts it into the Raft configuration.
+func (l *tlsStreamLayer) Addr() net.Addr { return l.advertise }
 
 // Dial connects to the node at address and verifies it holds a node certificate for
 // that address's host.

@@ -31,6 +31,7 @@ func (n *Node) statusFrom() wire.Status {
 		NodeID:            n.cfg.ID,
 		ClientAddr:        n.ClientAddr(),
 		RaftAddr:          n.seq.Addr(),
+		AdminAddr:         n.AdminAddr(),
 		Version:           Version(),
 		Build:             n.cfg.BuildTarget,
 		Carries:           carried(n.fsm.Registry()),

@@ -12,6 +12,7 @@ import (
 	walfs "github.com/hashicorp/raft-wal/types"
 
 	"github.com/lockstepdb/lockstep/internal/batch"
+	"github.com/lockstepdb/lockstep/internal/netaddr"
 )
 
 // Defaults for the zero fields of a Config.
@@ -82,6 +83,12 @@ type Config struct {
 	// be one other nodes can dial (not 0.0.0.0). Required unless Transport is set; then
 	// it must be empty or equal to Transport.LocalAddr().
 	RaftAddr string
+	// RaftAdvertise is the address the default transport tells its peers to dial (the
+	// Raft configuration holds it) when it is not the bind address RaftAddr: a DNS name,
+	// or the address in front of a container or a NAT; RaftAddr may then bind 0.0.0.0.
+	// HOST alone takes the bound port. Default "": RaftAddr, with its port as bound. Not
+	// with Transport or StreamLayer, whose own address is the advertised one.
+	RaftAdvertise string
 	// DataDir holds the Raft log and stable store (wal/ for LogStoreWAL, raft.db for
 	// LogStoreBolt; both fsync every write) and snapshots/ (raft.FileSnapshotStore keeping the last 2). Created if
 	// missing. Required unless LogStore, StableStore and SnapshotStore are all set.
@@ -275,8 +282,14 @@ func (c Config) Validate() error {
 		return bad("RaftAddr %q differs from the StreamLayer's address %q", c.RaftAddr, c.StreamLayer.Addr())
 	case c.StreamLayer != nil && !advertisable(c.StreamLayer.Addr().String()):
 		return bad("the StreamLayer's address %q must be host:port with a host other nodes can dial", c.StreamLayer.Addr())
+	case c.RaftAdvertise != "" && (c.Transport != nil || c.StreamLayer != nil):
+		return bad("RaftAdvertise is for the default transport; an injected Transport or StreamLayer advertises its own address")
+	case c.RaftAdvertise != "":
+		if err := netaddr.Check("raft", c.RaftAdvertise, c.RaftAddr); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadConfig, err)
+		}
 	case c.Transport == nil && c.StreamLayer == nil && !advertisable(c.RaftAddr):
-		return bad("RaftAddr %q must be host:port with a host other nodes can dial", c.RaftAddr)
+		return bad("RaftAddr %q must be host:port with a host other nodes can dial (or give RaftAdvertise)", c.RaftAddr)
 	case c.Transport != nil && c.Transport.LocalAddr() == "":
 		return bad("Transport has an empty LocalAddr")
 	case c.Transport != nil && c.RaftAddr != "" && c.RaftAddr != string(c.Transport.LocalAddr()):

@@ -77,6 +77,10 @@ func TestConfigValidate(t *testing.T) {
 		{"raft addr unspecified v6", base(func(c *Config) { c.RaftAddr = "[::]:7000" }), false},
 		{"raft addr by name", base(func(c *Config) { c.RaftAddr = "localhost:7000" }), true},
 		{"raft addr v6", base(func(c *Config) { c.RaftAddr = "[::1]:0" }), true},
+		{"unspecified raft addr, advertised by name", base(func(c *Config) { c.RaftAddr, c.RaftAdvertise = "0.0.0.0:7000", "n1.internal:7000" }), true},
+		{"unspecified raft addr, advertised host only", base(func(c *Config) { c.RaftAddr, c.RaftAdvertise = "0.0.0.0:7000", "n1.internal" }), true},
+		{"advertised unspecified", base(func(c *Config) { c.RaftAddr, c.RaftAdvertise = "0.0.0.0:7000", "0.0.0.0:7000" }), false},
+		{"advertised bad port", base(func(c *Config) { c.RaftAdvertise = "n1:x" }), false},
 		{"no data dir", base(func(c *Config) { c.DataDir = "" }), false},
 		{"negative inputs", base(func(c *Config) { c.MaxBatchInputs = -1 }), false},
 		{"inputs leave room for the hash check", base(func(c *Config) { c.MaxBatchInputs = batch.MaxItems; c.MaxQueuedInputs = batch.MaxItems }), false},
@@ -107,6 +111,7 @@ func TestConfigValidate(t *testing.T) {
 		{"stream layer with another addr", base(func(c *Config) { c.StreamLayer = loopback }), false},
 		{"stream layer and transport", base(func(c *Config) { c.StreamLayer, c.Transport, c.RaftAddr = loopback, mem, "" }), false},
 		{"stream layer on an unspecified addr", base(func(c *Config) { c.StreamLayer, c.RaftAddr = anyAddr, "" }), false},
+		{"stream layer and an advertise addr", base(func(c *Config) { c.StreamLayer, c.RaftAddr, c.RaftAdvertise = loopback, "", "n1:7000" }), false},
 	}
 	for i, tt := range tests {
 		err := tt.cfg.Validate()
@@ -279,5 +284,34 @@ func TestUnclosable(t *testing.T) {
 	}
 	if _, ok := unclosable(struct{ raft.Transport }{mem}).(raft.WithPreVote); ok {
 		t.Errorf("unclosable added RequestPreVote to a transport without it")
+	}
+}
+
+// TestOpenAdvertise: with RaftAdvertise, the default transport binds RaftAddr and
+// advertises the other name with the bound port (HOST alone), and a single-node cluster
+// bootstrapped at that name elects itself and commits over it.
+func TestOpenAdvertise(t *testing.T) {
+	cfg := testConfig(t, "a")
+	solo(&cfg)
+	cfg.RaftAddr, cfg.RaftAdvertise = "127.0.0.1:0", "localhost"
+	n := openNode(t, cfg, newTestFSM())
+	host, port, err := net.SplitHostPort(n.seq.Addr())
+	if err != nil || host != "localhost" || port == "0" {
+		t.Fatalf("Addr: got %q, want localhost with the bound port", n.seq.Addr())
+	}
+	c, err := net.Dial("tcp", "127.0.0.1:"+port)
+	if err != nil {
+		t.Fatalf("the bound address 127.0.0.1:%s: %v", port, err)
+	}
+	c.Close()
+	if err := n.seq.Bootstrap([]Server{{ID: n.id, Addr: n.seq.Addr()}}); err != nil {
+		t.Fatalf("Bootstrap: %v", err)
+	}
+	waitLeader(t, []*node{n})
+	if o := submitWait(t, n.seq, "x"); o.err != nil {
+		t.Fatalf("submit: %v", o.err)
+	}
+	if m, err := n.seq.Members(); err != nil || len(m) != 1 || m[0].Addr != n.seq.Addr() {
+		t.Errorf("members %+v, %v: want the advertised address %s", m, err, n.seq.Addr())
 	}
 }

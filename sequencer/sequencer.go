@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/lockstepdb/lockstep/internal/batch"
+	"github.com/lockstepdb/lockstep/internal/netaddr"
 )
 
 const (
@@ -395,12 +396,18 @@ func openParts(cfg Config, hlog *hclogAdapter) (p raftParts, err error) {
 			Timeout: transportTimeout,
 			Logger:  hlog.Named("net"),
 		}
-		if tcfg.Stream == nil && cfg.Dial != nil {
+		if tcfg.Stream == nil && (cfg.Dial != nil || cfg.RaftAdvertise != "") {
+			// raft's TCP transport advertises only an IP address: a name needs a layer of our own.
 			ln, err := net.Listen("tcp", cfg.RaftAddr)
 			if err != nil {
 				return p, fmt.Errorf("sequencer: raft transport on %s: %w", cfg.RaftAddr, err)
 			}
-			tcfg.Stream = &dialLayer{Listener: ln, dial: cfg.Dial}
+			adv, err := netaddr.Resolve(cfg.RaftAdvertise, ln.Addr())
+			if err != nil {
+				ln.Close()
+				return p, fmt.Errorf("sequencer: %w", err)
+			}
+			tcfg.Stream = &dialLayer{Listener: ln, dial: cfg.Dial, advertise: netaddr.Addr(adv)}
 		}
 		var trans *raft.NetworkTransport
 		if tcfg.Stream != nil {

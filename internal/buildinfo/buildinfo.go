@@ -1,7 +1,8 @@
 // Package buildinfo reports the version of the running binary, from the build
 // information the Go toolchain embeds (runtime/debug.ReadBuildInfo). A node reports it in
 // its status; `lockstep --version` prints it. Target is what must match across a cluster
-// for float results to agree (docs/procedures.md, Floats).
+// for float results to agree (docs/procedures.md, Floats). Revision is the VCS revision
+// alone, which the lockstep_build_info metric reports.
 package buildinfo
 
 import (
@@ -96,4 +97,37 @@ func targetOf(goVersion, goarch string, settings []debug.BuildSetting) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// Revision returns the VCS revision the binary was built from, as the build recorded it
+// (go build in a git checkout does; go test and go install module@version do not), with
+// "+modified" when the work tree had uncommitted changes; "" when none was recorded.
+func Revision() string {
+	revisionOnce.Do(func() { revision = revisionOf(debug.ReadBuildInfo()) })
+	return revision
+}
+
+var (
+	revisionOnce sync.Once
+	revision     string
+)
+
+// revisionOf is Revision for the build information bi; ok is ReadBuildInfo's.
+func revisionOf(bi *debug.BuildInfo, ok bool) string {
+	if !ok || bi == nil {
+		return ""
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev != "" && modified == "true" {
+		rev += "+modified"
+	}
+	return rev
 }

@@ -77,3 +77,22 @@ func TestTargetOf(t *testing.T) {
 		t.Errorf("Target() = %q, want it to start with %s %s", got, runtime.Version(), runtime.GOARCH)
 	}
 }
+
+func TestRevisionOf(t *testing.T) {
+	rev := debug.BuildSetting{Key: "vcs.revision", Value: "0123abcd"}
+	for i, tc := range []struct {
+		bi   *debug.BuildInfo
+		ok   bool
+		want string
+	}{
+		{nil, false, ""},
+		{&debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, true, ""},
+		{&debug.BuildInfo{Settings: []debug.BuildSetting{rev}}, true, "0123abcd"},
+		{&debug.BuildInfo{Settings: []debug.BuildSetting{rev, {Key: "vcs.modified", Value: "false"}}}, true, "0123abcd"},
+		{&debug.BuildInfo{Settings: []debug.BuildSetting{rev, {Key: "vcs.modified", Value: "true"}}}, true, "0123abcd+modified"},
+	} {
+		if got := revisionOf(tc.bi, tc.ok); got != tc.want {
+			t.Errorf("#%d: got %q, want %q", i, got, tc.want)
+		}
+	}
+}

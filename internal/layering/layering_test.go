@@ -41,7 +41,8 @@ var allowed = map[string][]string{
 	"internal/faultenv":   {"internal/crashstore"},
 	"internal/planted":    {},
 	"internal/ratelog":    {},
-	"sequencer":           {"internal/batch", "internal/planted"},
+	"internal/netaddr":    {},
+	"sequencer":           {"internal/batch", "internal/netaddr", "internal/planted"},
 	"replica":             {"partition", "procedures", "procedures/builtin", "procedures/modules", "procedures/schema", "internal/batch", "internal/planted"},
 	"internal/certs":      {},
 	"client":              {"internal/wire", "internal/certs", "procedures/builtin", "procedures/schema"},
@@ -85,6 +86,9 @@ var allowed = map[string][]string{
 	// node's sentinels and constants, the shared test certificates, the sink's database).
 	"tests/system": {"internal/backup", "client", "client/pgsink", "jepsen", "node", "sequencer", "procedures/builtin", "internal/wire",
 		"internal/certs", "internal/testutil", "internal/testutil/pgtest", "internal/testutil/proctest"},
+	// tests/packaging is test files only: it checks the deployment files (Dockerfile,
+	// deploy/) against the binary, which it builds and runs through proctest.
+	"tests/packaging": {"node", "internal/certs", "internal/testutil", "internal/testutil/proctest"},
 }
 
 // tagSets are the build-tag sets the import rules are checked under: the default build,
@@ -106,7 +110,7 @@ var tagSets = [][]string{
 
 // withTests are the packages whose test files' imports are checked too: packages made of
 // tests, whose rule would otherwise hold nothing.
-var withTests = []string{"tests/system"}
+var withTests = []string{"tests/system", "tests/packaging"}
 
 // TestImportRules: every package imports only what its layer may (DESIGN.md section 3:
 // dependencies point one way; nothing under partition/ knows about Raft or TCP; the client

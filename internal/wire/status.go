@@ -7,6 +7,9 @@ type Status struct {
 	ClusterID  string `msgpack:"cluster" json:"cluster"`
 	ClientAddr string `msgpack:"client" json:"client"`
 	RaftAddr   string `msgpack:"raft" json:"raft"`
+	// AdminAddr is the node's admin HTTPS address as it advertises it; empty from a node
+	// without an admin server or that does not report it.
+	AdminAddr string `msgpack:"admin,omitempty" json:"admin,omitempty"`
 	// Version is the node binary's version (internal/buildinfo.Version); empty from a
 	// node that does not report it.
 	Version string `msgpack:"version" json:"version"`

@@ -28,6 +28,12 @@ Every port speaks mutual TLS with the certificates of --certs-dir (ca.crt, node.
 node.key; make them with "lockstep cert"); SIGHUP reloads them. Without --certs-dir the
 node refuses to start unless --insecure is given (development only; see docs/security.md).
 
+Each of --raft, --client and --admin is the address to listen on and to advertise; to
+bind one address and tell others another (a container binding 0.0.0.0, reached by a DNS
+name) give --raft-listen and --raft-advertise instead, and the same for client and
+admin. --probe-addr serves /healthz and /readyz on plain HTTP for Kubernetes probes.
+--check-config checks the flags and the config file and exits.
+
 Example, three nodes on one machine:
   ` + program + ` node --certs-dir certs --id n1 --data /tmp/ls1 --raft 127.0.0.1:7001 --client 127.0.0.1:8001 --admin 127.0.0.1:9001 \
     --bootstrap n1=127.0.0.1:7001=127.0.0.1:8001,n2=127.0.0.1:7002=127.0.0.1:8002,n3=127.0.0.1:7003=127.0.0.1:8003
@@ -35,11 +41,17 @@ Example, three nodes on one machine:
 
 Example, a fourth node joining the running cluster, configured by a file:
   ` + program + ` node --config n4.yaml --join 127.0.0.1:8001,127.0.0.1:8002`,
-		Flags: Flags(),
+		// --check-config is the command's alone, not a key of the config file.
+		Flags: append(Flags(), &cli.BoolFlag{Name: "check-config",
+			Usage: "check the flags and the --config file, print the addresses the node would listen on and advertise, and exit without starting it"}),
 		Action: func(c *cli.Context) error {
 			cfg, err := ConfigFromFlags(c)
 			if err != nil {
 				return err
+			}
+			if c.Bool("check-config") {
+				printChecked(c.App.Writer, cfg)
+				return nil
 			}
 			return Run(c.Context, cfg, reg)
 		},

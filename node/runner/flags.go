@@ -15,6 +15,9 @@ const (
 	DefaultAdminAddr  = "127.0.0.1:9001"
 )
 
+// DefaultRaftAddr is the default of a node's --raft flag.
+const DefaultRaftAddr = "127.0.0.1:7001"
+
 // CertsDirEnv names the environment variable that is the default of --certs-dir (the
 // node's, and every lockstep CLI command's).
 const CertsDirEnv = "LOCKSTEP_CERTS_DIR"
@@ -35,9 +38,16 @@ func Flags() []cli.Flag {
 		&cli.StringFlag{Name: "config", Usage: "read flag values from this YAML (.yaml, .yml) or TOML (.toml) file; flags given on the command line win"},
 		&cli.StringFlag{Name: "id", Usage: "node id, unique in the cluster (required)"},
 		&cli.StringFlag{Name: "data", Usage: "data directory: Raft log, snapshots (required)"},
-		&cli.StringFlag{Name: "raft", Usage: "Raft transport address", Value: "127.0.0.1:7001"},
-		&cli.StringFlag{Name: "client", Usage: "client address", Value: DefaultClientAddr},
-		&cli.StringFlag{Name: "admin", Usage: "HTTP admin address (/metrics, /status, /healthz, /readyz); empty disables", Value: DefaultAdminAddr},
+		&cli.StringFlag{Name: "raft", Usage: "Raft transport address to listen on, and to advertise unless --raft-advertise (the older name of --raft-listen)", Value: DefaultRaftAddr},
+		&cli.StringFlag{Name: "raft-listen", Usage: "Raft address to bind (0.0.0.0:PORT: every interface, then give --raft-advertise); default --raft"},
+		&cli.StringFlag{Name: "raft-advertise", Usage: "Raft address other nodes dial, which the Raft configuration records (HOST alone: the listen port); default the listen address"},
+		&cli.StringFlag{Name: "client", Usage: "client address to listen on, and to advertise unless --client-advertise (the older name of --client-listen)", Value: DefaultClientAddr},
+		&cli.StringFlag{Name: "client-listen", Usage: "client address to bind; default --client"},
+		&cli.StringFlag{Name: "client-advertise", Usage: "client address clients and nodes are told to use (the node's record, leader redirects); default the listen address"},
+		&cli.StringFlag{Name: "admin", Usage: "HTTPS admin address (/metrics, /status, /healthz, /readyz) to listen on, and to advertise unless --admin-advertise; empty disables (the older name of --admin-listen)", Value: DefaultAdminAddr},
+		&cli.StringFlag{Name: "admin-listen", Usage: "admin address to bind; default --admin"},
+		&cli.StringFlag{Name: "admin-advertise", Usage: "admin address the node reports in its status; default the listen address"},
+		&cli.StringFlag{Name: "probe-addr", Usage: "plain-HTTP address serving only /healthz and /readyz, without TLS or a client certificate (Kubernetes probes); empty: none"},
 		&cli.StringFlag{Name: "cluster-id", Usage: "cluster name clients and nodes must present", Value: "lockstep"},
 		&cli.StringSliceFlag{Name: "bootstrap", Usage: "initial voters as ID=RAFTADDR=CLIENTADDR,... (new cluster only)"},
 		&cli.StringSliceFlag{Name: "join", Usage: "client addresses ADDR,... of a running cluster to join (empty data dir only)"},
@@ -130,6 +140,9 @@ func ConfigFromFlags(c *cli.Context) (Config, error) {
 		Logger:      log,
 		// DisableAutoRebuild: see node/rebuild.go.
 		DisableAutoRebuild: !c.Bool("auto-rebuild"),
+	}
+	if err := setAddrs(c, &cfg); err != nil {
+		return Config{}, err
 	}
 	cfg.Limits = node.Limits{
 		MaxConns: c.Int("max-conns"), MaxConnsPerAddr: c.Int("max-conns-per-addr"), MaxHandshakes: c.Int("max-handshakes"),

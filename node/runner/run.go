@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg Config, reg Registry) error {
 		return err
 	}
 	ncfg.Logger.Info("node started", "id", ncfg.ID, "client", n.ClientAddr(), "raft", n.RaftAddr(), "admin", n.AdminAddr(),
-		"insecure", n.Insecure())
+		"client_listen", n.ClientListenAddr(), "admin_listen", n.AdminListenAddr(), "probe", n.ProbeAddr(), "insecure", n.Insecure())
 	for {
 		select {
 		case <-n.RebuildRequested():

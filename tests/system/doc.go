@@ -4,8 +4,8 @@
 // node with flags of its own) and checks what a user of the binary sees — the node
 // lifecycle (join, remove, replace, recover), security (TLS, certificates, authorization),
 // resource limits, a frozen or SIGKILLed node, damaged data, rebuilds, a partitioned read
-// replica, custom procedures, a client on the wrong port, the sink, and a rolling upgrade
-// across two builds of one application (examples/upgradeapp). The tests of the
+// replica, custom procedures, a client on the wrong port, advertised addresses and the
+// probe port, the sink, and a rolling upgrade across two builds of one application (examples/upgradeapp). The tests of the
 // command line itself (flags, output) stay with the command, in cmd/lockstep. The package
 // has no code besides this comment; run its tests one file at a time
 // (`go test -run TestX ./tests/system`): they are slow.
