@@ -37,10 +37,13 @@ type procedureJSON struct {
 	Doc          string          `json:"doc"`
 }
 
-// Exit codes of `lockstep cluster status` for an unhealthy cluster (docs/operations.md).
+// Exit codes of the lockstep command (docs/cli.md, Exit codes).
 const (
+	exitFailure     = 1 // anything no other code names
 	exitDivergent   = 3 // a node diverged
 	exitUnreachable = 4 // a node did not answer
+	exitRefused     = 6 // the cluster refused this client: TLS, another cluster id or protocol
+	exitRejected    = 8 // the cluster refused the request: ..., a stale group member
 )
 
 // clusterStatus runs `cluster status --output json` and decodes it.

@@ -361,7 +361,7 @@ func TestSinkZombieFenced(t *testing.T) {
 	}
 	zombie := f.startSink(t)
 	f.waitRows(t, 2000)
-	f.fenceZombie(t, ctx, zombie, func() *jepsen.Process { return f.startSink(t) }, "no longer current")
+	f.fenceZombie(t, ctx, zombie, func() *jepsen.Process { return f.startSink(t) }, exitFailure, "no longer current")
 }
 
 // TestSinkBadInput: a bad DSN, an unreachable server, a missing table, an unknown
@@ -522,7 +522,7 @@ func TestSinkGroupZombieFenced(t *testing.T) {
 	}
 	f.waitRows(t, 2000)
 	// o takes z's partitions once z's session expires.
-	f.fenceZombie(t, ctx, zombie, func() *jepsen.Process { return other }, "not a consumer group member")
+	f.fenceZombie(t, ctx, zombie, func() *jepsen.Process { return other }, exitRejected, "not a consumer group member")
 }
 
 // waitRows waits up to a minute for the table to hold want rows.
@@ -541,7 +541,7 @@ func (f *sinkFixture) waitRows(t *testing.T, want int) {
 // already running) writes, resumes zombie, appends 4000..4999, and checks that zombie exits
 // 1 with an error containing fenceErr, that the other sink runs on, and that the table
 // holds every record of the stream once.
-func (f *sinkFixture) fenceZombie(t *testing.T, ctx context.Context, zombie *jepsen.Process, takeOver func() *jepsen.Process, fenceErr string) {
+func (f *sinkFixture) fenceZombie(t *testing.T, ctx context.Context, zombie *jepsen.Process, takeOver func() *jepsen.Process, wantExit int, fenceErr string) {
 	t.Helper()
 	if err := zombie.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -562,8 +562,8 @@ func (f *sinkFixture) fenceZombie(t *testing.T, ctx context.Context, zombie *jep
 	case <-time.After(time.Minute):
 		t.Fatal("the resumed zombie sink is still running")
 	}
-	if code := zombie.Cmd.ProcessState.ExitCode(); code != 1 || !bytes.Contains(zombie.Log(), []byte(fenceErr)) {
-		t.Fatalf("zombie exit %d, want 1 with an error containing %q: %s", code, fenceErr, zombie.Log())
+	if code := zombie.Cmd.ProcessState.ExitCode(); code != wantExit || !bytes.Contains(zombie.Log(), []byte(fenceErr)) {
+		t.Fatalf("zombie exit %d, want %d with an error containing %q: %s", code, wantExit, fenceErr, zombie.Log())
 	}
 	t.Logf("the zombie's log:\n%s", zombie.Log())
 	f.waitRows(t, 5000)

@@ -32,11 +32,11 @@ func TestWrongPort(t *testing.T) {
 	}{
 		{"status at the admin address", []string{"cluster", "status", timeout, "--addr", n.Admin}, exitUnreachable,
 			[]string{"speaks HTTP", "admin", n.Admin}},
-		{"invoke at the admin address", []string{"invoke", "counter.add", "--key", "k", timeout, "--addr", n.Admin}, 1,
+		{"invoke at the admin address", []string{"invoke", "counter.add", "--key", "k", timeout, "--addr", n.Admin}, exitRefused,
 			[]string{"speaks HTTP", "admin", n.Admin}},
 		{"status of another cluster", []string{"cluster", "status", timeout, "--cluster-id", "other", "--addr", n.Client}, exitUnreachable,
 			[]string{"cluster mismatch", "other"}},
-		{"invoke in another cluster", []string{"invoke", "counter.add", "--key", "k", timeout, "--cluster-id", "other", "--addr", n.Client}, 1,
+		{"invoke in another cluster", []string{"invoke", "counter.add", "--key", "k", timeout, "--cluster-id", "other", "--addr", n.Client}, exitRefused,
 			[]string{"cluster mismatch", "other"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
