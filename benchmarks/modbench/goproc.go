@@ -18,8 +18,21 @@ type Click struct {
 	Ms    int64  `msgpack:"ms"`
 }
 
-// TotalArgs are the (empty) arguments of the total procedure.
-type TotalArgs struct{}
+// TotalArgs are the arguments of the total procedure: one page of partition P's rows,
+// from key Start on (nil: the first), at most Limit.
+type TotalArgs struct {
+	P     int     `msgpack:"p"`
+	Start *string `msgpack:"start"`
+	Limit int     `msgpack:"limit"`
+}
+
+// TotalPage is the total procedure's answer: the counts' sum over the page's rows, the
+// rows, and the Start of the next page (nil after the last).
+type TotalPage struct {
+	Sum  int64   `msgpack:"sum"`
+	Rows int64   `msgpack:"rows"`
+	Next *string `msgpack:"next"`
+}
 
 // RegisterGo registers the processor and the total procedure as Go code in reg.
 func RegisterGo(reg *procedures.Registry) error {
@@ -28,7 +41,7 @@ func RegisterGo(reg *procedures.Registry) error {
 		return err
 	}
 	return procedures.Register(reg, Total, total, procedures.ReadOnly(), procedures.MultiPartition(),
-		procedures.Doc("[sum of the window counts, distinct windows] (Go)"))
+		procedures.Doc("one page of a partition's counts: {sum, rows, next} (Go)"))
 }
 
 // windowKey is the row of page's window holding event time ms: "page@start".
@@ -55,26 +68,32 @@ func count(tx *partition.Tx, rec partition.Record) error {
 	return tx.Put(Table, key, binary.BigEndian.AppendUint64(nil, n+1))
 }
 
-// total sums the counts of every partition: [sum, distinct page windows] (each partition
-// counts its own records, so a page's window has a row on every partition that saw it).
-func total(tx *partition.Tx, _ TotalArgs) ([]int64, error) {
-	var sum int64
-	keys := map[string]bool{}
-	for p := range tx.Partitions() {
-		ptx, err := tx.On(p)
-		if err != nil {
-			return nil, err
-		}
-		err = ptx.Scan(Table, partition.ScanOptions{}, func(k, v []byte) bool {
-			if len(v) == 8 {
-				sum += int64(binary.BigEndian.Uint64(v))
-			}
-			keys[string(k)] = true
-			return true
-		})
-		if err != nil {
-			return nil, err
-		}
+// total is one page of partition a.P's counts: the rows from a.Start on, at most a.Limit.
+func total(tx *partition.Tx, a TotalArgs) (TotalPage, error) {
+	ptx, err := tx.On(a.P)
+	if err != nil {
+		return TotalPage{}, err
 	}
-	return []int64{sum, int64(len(keys))}, nil
+	var page TotalPage
+	var last []byte
+	opts := partition.ScanOptions{Limit: a.Limit}
+	if a.Start != nil {
+		opts.Start = []byte(*a.Start)
+	}
+	err = ptx.Scan(Table, opts, func(k, v []byte) bool {
+		if len(v) == 8 {
+			page.Sum += int64(binary.BigEndian.Uint64(v))
+		}
+		page.Rows++
+		last = k
+		return true
+	})
+	if err != nil {
+		return TotalPage{}, err
+	}
+	if a.Limit > 0 && page.Rows == int64(a.Limit) {
+		next := string(last) + "\x00"
+		page.Next = &next
+	}
+	return page, nil
 }

@@ -55,6 +55,10 @@ type Config struct {
 	Workers int
 	// Poll is the interval of the lag samples and the drain checks. Default 200ms.
 	Poll time.Duration
+	// CheckPage is the rows per call of the total procedure when the result is checked:
+	// a page must stay well inside the module's step budget (modules.Options.MaxSteps,
+	// about 10 steps a row). Default 10,000, at most 50,000.
+	CheckPage int
 	// ProfileFile, if set, is where a CPU profile of the node (Nodes must be 1) over the
 	// appends is written; ProfileSeconds its length (default 10).
 	ProfileFile    string
@@ -86,6 +90,9 @@ func (c Config) withDefaults() Config {
 	if c.Poll == 0 {
 		c.Poll = 200 * time.Millisecond
 	}
+	if c.CheckPage == 0 {
+		c.CheckPage = 10_000
+	}
 	if c.ProfileSeconds == 0 {
 		c.ProfileSeconds = 10
 	}
@@ -116,6 +123,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %d workers: want 1 to 64", ErrBadConfig, c.Workers)
 	case c.MaxAppend < 0 || c.DrainTimeout < 0 || c.Poll < 0:
 		return fmt.Errorf("%w: negative duration", ErrBadConfig)
+	case c.CheckPage < 1 || c.CheckPage > 50_000:
+		return fmt.Errorf("%w: check page of %d rows: want 1 to 50000", ErrBadConfig, c.CheckPage)
 	case c.ProfileFile != "" && c.Nodes != 1:
 		return fmt.Errorf("%w: a profile needs 1 node (--pprof is one address for every node), got %d", ErrBadConfig, c.Nodes)
 	case c.ProfileSeconds < 1:

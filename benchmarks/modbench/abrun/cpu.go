@@ -2,6 +2,7 @@ package abrun
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -19,21 +20,33 @@ func procCPU(pid int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	d, err := parseStat(b)
+	if err != nil {
+		return 0, fmt.Errorf("abrun: /proc/%d/stat: %w", pid, err)
+	}
+	return d, nil
+}
+
+// ErrBadStat is a /proc/PID/stat line that does not parse.
+var ErrBadStat = errors.New("bad stat line")
+
+// parseStat returns utime+stime of a /proc/PID/stat line.
+func parseStat(b []byte) (time.Duration, error) {
 	// The command name (field 2) is in parentheses and may hold spaces: fields 14 and 15
 	// (utime, stime) are the 12th and 13th after its closing parenthesis.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("abrun: /proc/%d/stat: no command name", pid)
+		return 0, fmt.Errorf("%w: no command name", ErrBadStat)
 	}
 	f := bytes.Fields(b[i+1:])
 	if len(f) < 13 {
-		return 0, fmt.Errorf("abrun: /proc/%d/stat: %d fields after the name", pid, len(f))
+		return 0, fmt.Errorf("%w: %d fields after the name", ErrBadStat, len(f))
 	}
 	var ticks int64
 	for _, s := range f[11:13] {
 		n, err := strconv.ParseInt(string(s), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("abrun: /proc/%d/stat: %w", pid, err)
+			return 0, fmt.Errorf("%w: %w", ErrBadStat, err)
 		}
 		ticks += n
 	}
