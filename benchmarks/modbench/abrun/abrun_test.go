@@ -37,7 +37,7 @@ func buildBinaries(t *testing.T) (lockstep, gonode string) {
 }
 
 // TestPairsTiny is the benchmark at a size CI affords: one pair on one node and one on
-// three, a few hundred records each. Every run must have appended every record, drained
+// three, 2,300 records each (three windows). Every run must have appended every record, drained
 // on every node, counted what modbench.Expected predicts with the engine's own code
 // (checkResult, in pages of 7 rows so that the paging runs), and measured something.
 func TestPairsTiny(t *testing.T) {
@@ -49,7 +49,7 @@ func TestPairsTiny(t *testing.T) {
 	defer cancel()
 	for _, nodes := range []int{1, 3} {
 		base := Config{LockstepBin: lockstep, GoNodeBin: gonode, Dir: t.TempDir(), Nodes: nodes,
-			Records: 700, Batch: 100, Workers: 2, Partitions: 2, CheckPage: 7}
+			Records: 2300, Batch: 100, Workers: 2, Partitions: 2, CheckPage: 7}
 		rs, err := Pairs(ctx, base, []string{EngineStarlark, EngineGo}, 1, func(r Result) { t.Logf("%+v", r) })
 		if err != nil {
 			t.Fatal(err)
@@ -59,8 +59,8 @@ func TestPairsTiny(t *testing.T) {
 		}
 		for i, r := range rs {
 			wantOrigin := map[string]string{EngineStarlark: "module modbench", EngineGo: "binary"}[r.Engine]
-			if r.Appended != 700 || r.Nodes != nodes || r.RecordsPerSec <= 0 || r.Seconds <= 0 || !strings.HasPrefix(r.Origin, wantOrigin) {
-				t.Errorf("#%d: got %+v, want 700 records on %d nodes run by %s", i, r, nodes, wantOrigin)
+			if r.Appended != 2300 || r.Nodes != nodes || r.RecordsPerSec <= 0 || r.Seconds <= 0 || !strings.HasPrefix(r.Origin, wantOrigin) {
+				t.Errorf("#%d: got %+v, want 2300 records on %d nodes run by %s", i, r, nodes, wantOrigin)
 			}
 		}
 		s := Summarize(rs, EngineGo)
