@@ -73,6 +73,14 @@ var allowed = map[string][]string{
 	"benchmarks/nexmark/goqueries": {"benchmarks/nexmark", "partition", "procedures", "procedures/window"},
 	// benchmarks/nexmark/feed appends generated events through the client.
 	"benchmarks/nexmark/feed": {"benchmarks/nexmark", "client", "procedures/builtin"},
+	// benchmarks/modbench is one processor in Starlark (module.star) and in Go; abrun runs
+	// both on real node processes (jepsen.Cluster) from a client in its own process;
+	// cmd/modbench-node is `lockstep node` plus the Go processor, so the product binary
+	// carries no benchmark code; cmd/modbench is the driver.
+	"benchmarks/modbench":                   {"partition", "procedures"},
+	"benchmarks/modbench/abrun":             {"benchmarks/modbench", "client", "jepsen", "procedures/builtin"},
+	"benchmarks/modbench/cmd/modbench":      {"benchmarks/modbench/abrun"},
+	"benchmarks/modbench/cmd/modbench-node": {"benchmarks/modbench", "node/runner", "procedures"},
 	// benchmarks/report reads the node's metric names (node.Metric...), nothing else of it.
 	"benchmarks/report":   {"node"},
 	"jepsen":              {"client", "procedures/builtin", "internal/chart", "internal/faultenv"},
