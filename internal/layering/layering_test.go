@@ -41,7 +41,10 @@ var allowed = map[string][]string{
 	"internal/certs":      {},
 	"client":              {"internal/wire", "internal/certs", "procedures/builtin", "procedures/schema"},
 	// client/pgsink is a user of the client, as any application is.
-	"client/pgsink":            {"client"},
+	"client/pgsink": {"client"},
+	// client/kafka (franz-go) is a user of the client too; it names the built-ins' types
+	// and carries one planted bug (lockstep_kafka_splitstep).
+	"client/kafka":             {"client", "procedures/builtin", "internal/planted"},
 	"internal/testutil/pgtest": {},
 	// internal/testutil/proctest is the process-level tests' harness (cmd/lockstep's and
 	// tests/system's): it builds and runs the binary, on jepsen.Cluster, with the client.
@@ -80,6 +83,7 @@ var tagSets = [][]string{
 	{"jepsen_nodedup"},
 	{"jepsen_nosync"},
 	{"jepsen_staleread"},
+	{"lockstep_kafka_splitstep"},
 }
 
 // withTests are the packages whose test files' imports are checked too: packages made of
