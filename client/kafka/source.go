@@ -76,6 +76,14 @@ func (s *Source) Status() []PartitionLag {
 // generation or a moved offset (another worker took over) is no failure: the worker
 // reads its assignment and the stored offsets again and goes on.
 func (s *Source) Run(ctx context.Context) error {
+	err := s.run(ctx)
+	if ctx.Err() != nil {
+		return nil // stopped, wherever it was
+	}
+	return err
+}
+
+func (s *Source) run(ctx context.Context) error {
 	kparts, err := topicPartitions(ctx, s.cfg.Brokers, s.cfg.Topic, s.cfg.Timeout)
 	if err != nil {
 		return fmt.Errorf("kafka source %q: %w", s.cfg.Name, err)
@@ -200,6 +208,7 @@ func (s *Source) consume(ctx context.Context, gen uint64, owned []int32, changed
 	}
 	kc, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Brokers...),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(), // so the stored offset moves past transaction markers: lag 0 at the end
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.cfg.Topic: start}),
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()))
 	if err != nil {
@@ -278,6 +287,9 @@ func (s *Source) bring(ctx context.Context, gen uint64, k int32, recs []*kgo.Rec
 			if n > 0 && size+len(r.Key)+len(r.Value) > s.cfg.BatchBytes {
 				break
 			}
+			if r.Attrs.IsControl() {
+				continue // a transaction marker: no record, but the offset after it counts
+			}
 			size += len(r.Key) + len(r.Value)
 			rec, dead := s.convert(r)
 			if dead != nil {
@@ -293,6 +305,8 @@ func (s *Source) bring(ctx context.Context, gen uint64, k int32, recs []*kgo.Rec
 		if err := s.appendBatch(ctx, &args); err != nil {
 			return fmt.Errorf("%s/%d from offset %d: %w", s.cfg.Topic, k, args.From, err)
 		}
+		s.cfg.Logger.Debug("kafka source batch", "source", s.cfg.Name, "partition", k, "from", args.From, "next", args.Next,
+			"records", len(args.Records), "dead", len(args.Dead), "generation", gen)
 		next[k] = int64(args.Next)
 		s.setNext(k, next[k], gen)
 		if s.cfg.afterAppend != nil {
