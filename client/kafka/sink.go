@@ -91,6 +91,7 @@ func (s *Sink) run(ctx context.Context) error {
 			defer wg.Done()
 			if err := s.runPartition(ctx, p, n); err != nil && ctx.Err() == nil {
 				errs[i] = fmt.Errorf("kafka sink %q, stream partition %d: %w", s.cfg.Name, p, err)
+				s.cfg.Logger.Error("kafka sink partition failed", "sink", s.cfg.Name, "partition", p, "err", err)
 				cancel() // one failure stops the instance: its operator restarts it whole
 			}
 		}()

@@ -341,6 +341,9 @@ func (s *Source) appendSplit(ctx context.Context, args *builtin.SourceAppendArgs
 		if s.cfg.afterAppend != nil {
 			s.cfg.afterAppend(args.Partition, -1)
 		}
+		if err := ctx.Err(); err != nil {
+			return err // killed between the two steps
+		}
 	}
 	offsetOnly := *args
 	offsetOnly.Records = nil
