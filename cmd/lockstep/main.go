@@ -69,6 +69,7 @@ func newApp() *cli.App {
 			deployCommand(),
 			streamCommand(),
 			sinkCommand(),
+			sourceCommand(),
 			groupCommand(),
 			demoCommand(),
 			jepsenCommand(),

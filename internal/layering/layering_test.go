@@ -54,7 +54,7 @@ var allowed = map[string][]string{
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/planted", "internal/ratelog"},
 	// node/runner is `lockstep node` for any binary: flags, config file, signals, rebuild.
 	"node/runner":        {"node", "procedures", "internal/faultenv"},
-	"cmd/lockstep":       {"client", "client/pgsink", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo"},
+	"cmd/lockstep":       {"client", "client/pgsink", "client/kafka", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},
 	// benchmarks/report reads the node's metric names (node.Metric...), nothing else of it.
