@@ -210,12 +210,16 @@ func TestKafkaSourceUnderKills(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	kills, nodeKills := 0, 0
 	for round := range 10 {
-		f.produce(t, 500, true)
+		src := f.startSource(t)
+		// Produce while the worker runs, so that the kill finds it at work.
+		for range 5 {
+			f.produce(t, 100, true)
+			time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
+		}
 		if round%3 == 1 {
 			f.produce(t, 50, false)
 		}
-		src := f.startSource(t)
-		time.Sleep(time.Duration(300+rng.IntN(1200)) * time.Millisecond) // the kill lands anywhere
+		time.Sleep(time.Duration(rng.IntN(50)) * time.Millisecond)
 		src.Kill()
 		kills++
 		if round == 3 || round == 7 {
