@@ -63,14 +63,17 @@ func runSinkKafka(c *cli.Context) error {
 		}
 		cfg.Partitions = append(cfg.Partitions, n)
 	}
+	cfg.Brokers, cfg.Stream, cfg.Topic, cfg.Name = brokerList(c.String("brokers")), c.String("stream"), c.String("topic"), c.String("name")
+	cfg.ProgressTopic, cfg.BatchRecords, cfg.TransactionTimeout = c.String("progress-topic"), c.Int("batch"), c.Duration("transaction-timeout")
+	cfg.Timeout, cfg.Logger = timeoutOr(c.Duration("timeout"), cfg.Timeout), log
+	if err := cfg.Validate(); err != nil { // before any connection
+		return fmt.Errorf("sink kafka: %w", err)
+	}
 	cl, err := openClient(c)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	cfg.Brokers, cfg.Stream, cfg.Topic, cfg.Name = brokerList(c.String("brokers")), c.String("stream"), c.String("topic"), c.String("name")
-	cfg.ProgressTopic, cfg.BatchRecords, cfg.TransactionTimeout = c.String("progress-topic"), c.Int("batch"), c.Duration("transaction-timeout")
-	cfg.Timeout, cfg.Logger = timeoutOr(c.Duration("timeout"), cfg.Timeout), log
 	s, err := kafka.NewSink(cl, cfg)
 	if err != nil {
 		return fmt.Errorf("sink kafka: %w", err)

@@ -75,11 +75,6 @@ func runSourceKafka(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, err := openClient(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	cfg := kafka.DefaultSourceConfig()
 	cfg.Brokers, cfg.Topic, cfg.Name, cfg.Stream = brokerList(c.String("brokers")), c.String("topic"), c.String("name"), c.String("stream")
 	cfg.DeadLetter, cfg.Member, cfg.Format = c.String("dead-letter"), c.String("member"), kafka.Format(c.String("format"))
@@ -88,6 +83,14 @@ func runSourceKafka(c *cli.Context) error {
 	if cfg.Member == "" {
 		cfg.Member = defaultMember()
 	}
+	if err := cfg.Validate(); err != nil { // before any connection
+		return fmt.Errorf("source kafka: %w", err)
+	}
+	cl, err := openClient(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
 	src, err := kafka.NewSource(cl, cfg)
 	if err != nil {
 		return fmt.Errorf("source kafka: %w", err)
