@@ -14,7 +14,7 @@ import (
 var ErrCorruptValue = errors.New("stored value has the wrong encoding")
 
 // RegisterBuiltins registers every built-in procedure (kv.*, counter.*, bank.*, voter.*,
-// stream.*, group.*) and the processors of the built-in click pipeline (DefaultClickPipeline) in r,
+// stream.*, group.*, source.*) and the processors of the built-in click pipeline (DefaultClickPipeline) in r,
 // and declares the replicated tables they use. It fails if a name is
 // already registered, e.g. when called twice on one registry.
 func RegisterBuiltins(r *Registry) error {
@@ -25,6 +25,7 @@ func RegisterBuiltins(r *Registry) error {
 		registerVoter,
 		registerStream,
 		registerGroup,
+		registerSource,
 		func(r *Registry) error { return RegisterClickPipeline(r, DefaultClickPipeline) },
 	} {
 		if err := register(r); err != nil {

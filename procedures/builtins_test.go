@@ -17,6 +17,7 @@ var builtinNames = []string{
 	"counter.add", "counter.get",
 	"group.commit", "group.describe", "group.heartbeat", "group.join", "group.leave", "group.list", "group.offsets",
 	"kv.cas", "kv.delete", "kv.get", "kv.put",
+	"source.append", "source.offsets",
 	"stream.append", "stream.append_batch", "stream.create", "stream.delete", "stream.describe", "stream.list",
 	"voter.area_totals", "voter.init", "voter.results", "voter.vote",
 }
@@ -35,7 +36,8 @@ func TestBuiltinsRegistry(t *testing.T) {
 		wantRO := strings.HasSuffix(info.Name, ".get") || info.Name == "bank.total" ||
 			info.Name == "voter.results" || info.Name == "voter.area_totals" ||
 			info.Name == "stream.list" || info.Name == "stream.describe" ||
-			info.Name == "group.offsets" || info.Name == "group.describe" || info.Name == "group.list"
+			info.Name == "group.offsets" || info.Name == "group.describe" || info.Name == "group.list" ||
+			info.Name == "source.offsets"
 		wantMulti := family == "bank" && info.Name != "bank.open" || family == "voter" && info.Name != "voter.vote" ||
 			family == "stream" && info.Name != "stream.append" || info.Name == "group.list"
 		if info.ReadOnly != wantRO || info.Multi != wantMulti {

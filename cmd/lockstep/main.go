@@ -65,6 +65,7 @@ func newApp() *cli.App {
 			restoreCommand(),
 			streamCommand(),
 			sinkCommand(),
+			sourceCommand(),
 			groupCommand(),
 			demoCommand(),
 			jepsenCommand(),

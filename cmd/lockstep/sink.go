@@ -18,7 +18,7 @@ func sinkCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "sink",
 		Usage:       "copy a stream into an external database",
-		Subcommands: []*cli.Command{sinkPostgresCommand()},
+		Subcommands: []*cli.Command{sinkPostgresCommand(), sinkKafkaCommand()},
 	}
 }
 

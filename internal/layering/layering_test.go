@@ -49,7 +49,10 @@ var allowed = map[string][]string{
 	// client/pgsink is a user of the client, as any application is.
 	"client/pgsink": {"client"},
 	// client/profile is the CLI's connection settings: contexts file, precedence.
-	"client/profile":           {},
+	"client/profile": {},
+	// client/kafka (franz-go) is a user of the client too; it names the built-ins' types
+	// and carries one planted bug (lockstep_kafka_splitstep).
+	"client/kafka":             {"client", "procedures/builtin", "internal/planted"},
 	"internal/testutil/pgtest": {},
 	// internal/testutil/proctest is the process-level tests' harness (cmd/lockstep's and
 	// tests/system's): it builds and runs the binary, on jepsen.Cluster, with the client.
@@ -63,7 +66,7 @@ var allowed = map[string][]string{
 	"node/runner": {"node", "procedures", "internal/faultenv", "internal/netaddr"},
 	// node/statuspage renders the admin port's HTML status page from plain values.
 	"node/statuspage": {},
-	"cmd/lockstep": {"internal/backup", "client", "client/pgsink", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo",
+	"cmd/lockstep": {"internal/backup", "client", "client/pgsink", "client/kafka", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo",
 		"benchmarks/nexmark", "benchmarks/nexmark/feed", "benchmarks/nexmark/goqueries"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},
@@ -114,6 +117,7 @@ var tagSets = [][]string{
 	{"jepsen_nosync"},
 	{"jepsen_staleread"},
 	{"lockstep_upgrade_old"},
+	{"lockstep_kafka_splitstep"},
 }
 
 // withTests are the packages whose test files' imports are checked too: packages made of

@@ -15,6 +15,8 @@
 //  5. jepsen_nosync    → NoSync:    the crash-model log store fsyncs only periodically.
 //  6. jepsen_staleread → StaleRead: a leader answers reads without a quorum round.
 //  7. lockstep_nondet  → Nondet:    the test.nondet procedure, which writes per-node values.
+//  8. lockstep_kafka_splitstep → KafkaSplitStep: the Kafka source stores its offset in a
+//     step of its own, after the records (at-least-once).
 //
 // Contract: never build a release with any of these tags. Each switch is a constant, so
 // a normal build carries none of the bugs' behaviour.

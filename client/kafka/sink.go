@@ -1,0 +1,236 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/planted"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Sink copies a Lockstep stream into a Kafka topic, exactly once: each stream partition
+// is written by its own transactional producer (transactional id "<Name>-<p>"), and
+// every transaction carries, besides the records, a progress record holding the
+// Lockstep offset after them (docs/sinks.md, "Kafka"). A (re)started instance takes the
+// transactional id first — which fences an older instance and aborts its open
+// transaction — then resumes from the last committed progress record.
+type Sink struct {
+	cfg SinkConfig
+	cl  *client.Client
+}
+
+// Headers of every record the sink writes: where in Lockstep it came from.
+const (
+	HeaderStream    = "lockstep-stream"
+	HeaderPartition = "lockstep-partition"
+	HeaderOffset    = "lockstep-offset"
+)
+
+// NewSink returns a sink; Run starts it. It fails with ErrConfig.
+func NewSink(cl *client.Client, cfg SinkConfig) (*Sink, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Sink{cfg: cfg, cl: cl}, nil
+}
+
+// Run copies records until ctx ends (then nil) or a partition fails, which stops them
+// all: ErrUnreachable, ErrUnknownTopic, ErrUnknownStream, ErrProgress, ErrTrimmed, or
+// ErrFenced when a newer instance took one of its partitions.
+func (s *Sink) Run(ctx context.Context) error {
+	err := s.run(ctx)
+	if ctx.Err() != nil {
+		return nil // stopped, wherever it was
+	}
+	return err
+}
+
+func (s *Sink) run(ctx context.Context) error {
+	n, err := topicPartitions(ctx, s.cfg.Brokers, s.cfg.Topic, s.cfg.Timeout)
+	if err != nil {
+		return fmt.Errorf("kafka sink %q: %w", s.cfg.Name, err)
+	}
+	np, err := topicPartitions(ctx, s.cfg.Brokers, s.cfg.ProgressTopic, s.cfg.Timeout)
+	if err != nil {
+		return fmt.Errorf("kafka sink %q: progress topic: %w", s.cfg.Name, err)
+	}
+	desc, err := s.cl.Streams().Describe(ctx, s.cfg.Stream)
+	if errors.Is(err, client.ErrUnknownStream) {
+		return fmt.Errorf("kafka sink %q: %w %q: %w", s.cfg.Name, ErrUnknownStream, s.cfg.Stream, err)
+	}
+	if err != nil {
+		return fmt.Errorf("kafka sink %q: stream %q: %w", s.cfg.Name, s.cfg.Stream, err)
+	}
+	parts := s.cfg.Partitions
+	if len(parts) == 0 {
+		for p := range desc.Partitions {
+			parts = append(parts, p)
+		}
+	}
+	for _, p := range parts {
+		switch {
+		case p >= len(desc.Partitions):
+			return fmt.Errorf("kafka sink %q: %w: stream %q has no partition %d", s.cfg.Name, ErrConfig, s.cfg.Stream, p)
+		case p >= np:
+			return fmt.Errorf("kafka sink %q: %w %q: %d partitions, stream partition %d needs one of its own", s.cfg.Name, ErrProgress, s.cfg.ProgressTopic, np, p)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(parts))
+	for i, p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.runPartition(ctx, p, n); err != nil && ctx.Err() == nil {
+				errs[i] = fmt.Errorf("kafka sink %q, stream partition %d: %w", s.cfg.Name, p, err)
+				s.cfg.Logger.Error("kafka sink partition failed", "sink", s.cfg.Name, "partition", p, "err", err)
+				cancel() // one failure stops the instance: its operator restarts it whole
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// runPartition copies stream partition p into Kafka partition p mod n.
+func (s *Sink) runPartition(ctx context.Context, p, n int) error {
+	kc, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Brokers...),
+		kgo.TransactionalID(s.cfg.Name+"-"+strconv.Itoa(p)),
+		kgo.TransactionTimeout(s.cfg.TransactionTimeout),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return configErr("kafka client: %v", err)
+	}
+	defer kc.Close()
+	// Take the transactional id before reading the progress: the broker fences every
+	// older producer of it and ends the transaction one left open.
+	if _, _, err := kc.ProducerID(ctx); err != nil {
+		return produceErr(err)
+	}
+	next, err := s.readProgress(ctx, p)
+	if err != nil {
+		return err
+	}
+	s.cfg.Logger.Info("kafka sink partition resumes", "sink", s.cfg.Name, "partition", p, "offset", next)
+	sub, err := s.cl.Subscribe(ctx, s.cfg.Stream, p, next)
+	if err != nil {
+		return s.streamErr(err)
+	}
+	defer sub.Close()
+	for {
+		recs, err := sub.Next(ctx)
+		if err != nil {
+			return s.streamErr(err)
+		}
+		for len(recs) > 0 {
+			m := min(len(recs), s.cfg.BatchRecords)
+			if err := s.transact(ctx, kc, p, n, recs[:m]); err != nil {
+				return err
+			}
+			recs = recs[m:]
+		}
+	}
+}
+
+func (s *Sink) streamErr(err error) error {
+	var trimmed *client.OffsetTrimmedError
+	switch {
+	case errors.As(err, &trimmed):
+		return fmt.Errorf("%w: %w", ErrTrimmed, err)
+	case errors.Is(err, client.ErrUnknownStream):
+		return fmt.Errorf("%w %q: %w", ErrUnknownStream, s.cfg.Stream, err)
+	}
+	return err
+}
+
+// transact writes recs (of stream partition p, consecutive) and the progress past them
+// in one Kafka transaction.
+func (s *Sink) transact(ctx context.Context, kc *kgo.Client, p, n int, recs []client.Record) error {
+	next := recs[len(recs)-1].Offset + 1
+	progress := &kgo.Record{Topic: s.cfg.ProgressTopic, Partition: int32(p),
+		Key: progressKey(s.cfg.Name, s.cfg.Stream, p), Value: encodeProgress(next)}
+	if planted.KafkaSplitStep {
+		progress = nil // stored in a transaction of its own below: the planted bug
+	}
+	if err := s.produce(ctx, kc, p, n, recs, progress); err != nil {
+		return err
+	}
+	if s.cfg.afterCommit != nil {
+		s.cfg.afterCommit(p, next)
+	}
+	if planted.KafkaSplitStep {
+		return s.produce(ctx, kc, p, n, nil, &kgo.Record{Topic: s.cfg.ProgressTopic, Partition: int32(p),
+			Key: progressKey(s.cfg.Name, s.cfg.Stream, p), Value: encodeProgress(next)})
+	}
+	return nil
+}
+
+// produce runs one transaction of recs and progress (either may be empty).
+func (s *Sink) produce(ctx context.Context, kc *kgo.Client, p, n int, recs []client.Record, progress *kgo.Record) error {
+	if err := kc.BeginTransaction(); err != nil {
+		return produceErr(err)
+	}
+	var mu sync.Mutex
+	var first error
+	done := func(_ *kgo.Record, err error) {
+		if err != nil {
+			mu.Lock()
+			first = cmpOr(first, err)
+			mu.Unlock()
+		}
+	}
+	part := []byte(strconv.Itoa(p))
+	for _, r := range recs {
+		kc.Produce(ctx, &kgo.Record{Topic: s.cfg.Topic, Partition: int32(p % n), Key: r.Key, Value: r.Data,
+			Timestamp: r.EventTime, Headers: []kgo.RecordHeader{
+				{Key: HeaderStream, Value: []byte(s.cfg.Stream)},
+				{Key: HeaderPartition, Value: part},
+				{Key: HeaderOffset, Value: strconv.AppendUint(nil, r.Offset, 10)},
+			}}, done)
+	}
+	if progress != nil {
+		kc.Produce(ctx, progress, done)
+	}
+	err := kc.Flush(ctx)
+	mu.Lock()
+	err = cmpOr(first, err)
+	mu.Unlock()
+	if s.cfg.beforeCommit != nil {
+		s.cfg.beforeCommit(p)
+	}
+	commit := kgo.TransactionEndTry(err == nil)
+	if eerr := kc.EndTransaction(ctx, commit); eerr != nil && err == nil {
+		err = eerr
+	}
+	if err != nil {
+		return produceErr(err)
+	}
+	return nil
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// produceErr translates a producer's error: a fence becomes ErrFenced.
+func produceErr(err error) error {
+	switch {
+	case errors.Is(err, kerr.ProducerFenced), errors.Is(err, kerr.InvalidProducerEpoch),
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed), errors.Is(err, kerr.InvalidProducerIDMapping):
+		return fmt.Errorf("%w: %w", ErrFenced, err)
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		return fmt.Errorf("%w: %w", ErrUnknownTopic, err)
+	}
+	return fmt.Errorf("kafka: produce: %w", err)
+}
