@@ -30,8 +30,8 @@ const (
 var playsActivations = []string{"processor:" + playsProcessor + "@1", playsGet + "@1"}
 
 // TestRollingAddProcessor: adding a processor the cluster never ran to a live cluster
-// (docs/operations.md, Upgrading a cluster; docs/procedures.md, Deploying and upgrading). Three
-// examples/upgradeapp node processes of build B bootstrap at cluster version 3, where the
+// (docs/operations.md, Upgrading a cluster; docs/procedures.md, Deploying and
+// upgrading). Three examples/upgradeapp node processes of build B bootstrap at cluster version 3, where the
 // engine runs only the active processors; while workers append to stream "plays" (the
 // client's exactly-once append) and call score.add, `lockstep cluster restart-plan
 // --execute` rolls each node to build C, which carries the processor plays.count@1 and
