@@ -446,9 +446,12 @@ func (f *FSM) deploymentIncompatible(info *batch.ClusterInfo) error {
 // ErrMissingRegistration is wrapped by MissingActive's errors (and matches ErrIncompatible).
 var ErrMissingRegistration = fmt.Errorf("%w: an active registration is missing", ErrIncompatible)
 
-// MissingActive returns an error naming the first of active that reg does not carry with
-// the same signature, and the difference; nil if it carries them all (it may carry more).
+// MissingActive returns an error naming every registration of active that reg does not
+// carry with the same signature, and each difference (so an operator sees at once all a
+// build lacks: a new processor and its procedure, say); nil if it carries them all (it may
+// carry more).
 func MissingActive(active []batch.Registration, reg *procedures.Registry) error {
+	var missing []string
 	for _, g := range active {
 		carries, what := reg.Carries, "procedure"
 		if g.Processor {
@@ -457,12 +460,15 @@ func MissingActive(active []batch.Registration, reg *procedures.Registry) error 
 		mine, ok := carries(g.Name, g.Version)
 		switch {
 		case !ok:
-			return fmt.Errorf("%w: %s %s@%d is active in the cluster and this binary does not carry it: "+
-				"run a build that registers it", ErrMissingRegistration, what, g.Name, g.Version)
+			missing = append(missing, fmt.Sprintf("%s %s@%d is active in the cluster and this binary does not carry it: "+
+				"run a build that registers it", what, g.Name, g.Version))
 		case mine.Signature != g.Signature:
-			return fmt.Errorf("%w: %s %s@%d differs: cluster %s, this binary %s",
-				ErrMissingRegistration, what, g.Name, g.Version, g.Signature, mine.Signature)
+			missing = append(missing, fmt.Sprintf("%s %s@%d differs: cluster %s, this binary %s",
+				what, g.Name, g.Version, g.Signature, mine.Signature))
 		}
 	}
-	return nil
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrMissingRegistration, strings.Join(missing, "; "))
 }

@@ -435,3 +435,48 @@ func TestProcessorVersionSwitch(t *testing.T) {
 		t.Errorf("replica without t.proc@2: got %v, want a refusal naming processor t.proc@2", err)
 	}
 }
+
+// TestMissingActiveNamesEvery: a binary that lacks several active registrations (a new
+// processor and its read procedure) is told every one of them, each with its kind, and
+// one that differs in signature is told the difference; a binary that carries them all,
+// and more, is compatible.
+func TestMissingActiveNamesEvery(t *testing.T) {
+	full := procedures.New()
+	procedures.MustRegister(full, "t.p", countBy("v1", 1))
+	procedures.MustRegister(full, "t.get", countBy("get", 0), procedures.ReadOnly())
+	procedures.MustRegisterProcessor(full, "t.count", "in", func(*partition.Tx, partition.Record) error { return nil })
+	var active []batch.Registration
+	for _, name := range []string{"t.get", "t.p"} {
+		g, _ := full.Carries(name, 1)
+		active = append(active, batch.Registration{Name: name, Version: 1, Signature: g.Signature})
+	}
+	g, _ := full.CarriesProcessor("t.count", 1)
+	active = append(active, batch.Registration{Name: "t.count", Version: 1, Signature: g.Signature, Processor: true})
+	other := procedures.New()
+	procedures.MustRegister(other, "t.p", func(tx *partition.Tx, a struct{ X int }) (string, error) { return "", nil })
+	for i, tc := range []struct {
+		reg  *procedures.Registry
+		want []string
+	}{
+		{full, nil},
+		{verRegistry(true, true), []string{"procedure t.get@1 is active in the cluster and this binary does not carry it",
+			"processor t.count@1 is active in the cluster and this binary does not carry it"}},
+		{other, []string{"procedure t.get@1 is active", "procedure t.p@1 differs", "processor t.count@1 is active"}},
+	} {
+		err := MissingActive(active, tc.reg)
+		if tc.want == nil {
+			if err != nil {
+				t.Errorf("#%d: got %v, want nil", i, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrMissingRegistration) || !errors.Is(err, ErrIncompatible) {
+			t.Fatalf("#%d: got %v, want ErrMissingRegistration", i, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("#%d: %q does not say %q", i, err, w)
+			}
+		}
+	}
+}

@@ -1,25 +1,41 @@
-// Command upgradeapp is one application in two builds, the two sides of a rolling upgrade
+// Command upgradeapp is one application in three builds, the sides of rolling upgrades
 // (docs/operations.md, Upgrading a cluster): a custom node binary (node/runner) whose
-// procedure "score.add" changes its logic between the builds.
+// procedure "score.add" changes its logic between builds A and B, and whose build C adds a
+// processor.
 //
 //   - Build A, the old one (go build -tags lockstep_upgrade_old): score.add@1 only, and it
 //     runs cluster versions up to one below this Lockstep's newest, as a binary of the
 //     previous release would.
 //   - Build B, the new one (the default build): score.add@1 and score.add@2, and every
 //     cluster version this Lockstep runs.
+//   - Build C, the next one (go build -tags lockstep_upgrade_next): build B and the
+//     processor plays.count@1, which counts the records of stream "plays" per key into
+//     table "plays", with plays.get@1, a read-only procedure that returns a key's count.
+//
+// The tags select exactly one build: lockstep_upgrade_old wins over lockstep_upgrade_next
+// (old.go, new.go and next.go carry complementary build lines; scorev2.go is B's and C's).
 //
 // A cluster of build A is rolled to build B one node at a time while it serves, then moved
 // to the new cluster version and switched to score.add@2 at one log index:
 //
 //	lockstep cluster restart-plan --execute --restart-cmd '...' --upgrade 2 --activate score.add@2
 //
-// tests/system's TestRollingUpgradeProcesses does exactly that under load. Run a node as
-// "lockstep node" runs one:
+// tests/system's TestRollingUpgradeProcesses does exactly that under load. A cluster of
+// build B at cluster version 3 (where the engine runs only the active processors, so a
+// binary may carry one the cluster does not run) is rolled to build C the same way, and the
+// new processor and its procedure are added at one log index:
+//
+//	lockstep cluster restart-plan --execute --restart-cmd '...'
+//	lockstep deploy activate processor:plays.count@1 plays.get@1
+//
+// tests/system's TestRollingAddProcessor does that under load. Run a node as "lockstep
+// node" runs one:
 //
 //	upgradeapp node --certs-dir certs --id n1 --data /tmp/u1 --bootstrap n1=127.0.0.1:7001=127.0.0.1:8001
 //
-// A new registration of build B (a procedure's next version, a processor) goes into
-// newBuild in new.go, and its activation into the test's list of activations.
+// A new registration of build B (a procedure's next version) goes into scorev2.go's
+// registerScoreV2 and its activation into the test's list of activations; one of build C
+// into next.go's newBuild.
 package main
 
 import (

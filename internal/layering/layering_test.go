@@ -90,7 +90,7 @@ var allowed = map[string][]string{
 	"internal/chart":      {},
 	"internal/demo":       {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "benchmarks/loadgen"}, // `lockstep demo`
 	"examples/customproc": {"client", "node", "node/runner", "partition", "procedures", "procedures/builtin", "procedures/window"},
-	// examples/upgradeapp: one application in two builds (tag lockstep_upgrade_old), the sides of a rolling upgrade.
+	// examples/upgradeapp: one application in three builds (tags lockstep_upgrade_old, lockstep_upgrade_next), the sides of rolling upgrades.
 	"examples/upgradeapp": {"node", "node/runner", "partition", "procedures"},
 	// tests/system is test files only (see withTests): process-level tests drive the binary
 	// through jepsen.Cluster and the client, and read what a test truly needs besides (a
@@ -104,8 +104,8 @@ var allowed = map[string][]string{
 
 // tagSets are the build-tag sets the import rules are checked under: the default build,
 // the determinism-test build, each planted bug's build (internal/planted) and
-// examples/upgradeapp's old build. A file behind a build tag imports only in its tag's
-// build, so each set is checked on its own.
+// examples/upgradeapp's old and next builds. A file behind a build tag imports only in its
+// tag's build, so each set is checked on its own.
 // TestTagSetsCoverEveryTag keeps the list complete.
 var tagSets = [][]string{
 	nil,
@@ -118,6 +118,7 @@ var tagSets = [][]string{
 	{"jepsen_staleread"},
 	{"lockstep_upgrade_old"},
 	{"lockstep_kafka_splitstep"},
+	{"lockstep_upgrade_next"},
 }
 
 // withTests are the packages whose test files' imports are checked too: packages made of

@@ -73,25 +73,49 @@ func BuildCustomProc(t testing.TB, tags ...string) string {
 	return exe
 }
 
-// BuildUpgradeApp builds examples/upgradeapp's two builds at once (with -race when the
+// BuildUpgradeApp builds examples/upgradeapp's builds A and B at once (with -race when the
 // tests run with it): old is build A (tag lockstep_upgrade_old), new build B. Both are in
 // a temp dir of the test.
 func BuildUpgradeApp(t testing.TB) (old, new string) {
 	t.Helper()
-	var errA, errB error
+	exes := buildUpgradeApps(t, "lockstep_upgrade_old", "")
+	return exes[0], exes[1]
+}
+
+// BuildUpgradeAppNext builds examples/upgradeapp's builds B and C at once (with -race
+// when the tests run with it): new is build B (the default), next build C (tag
+// lockstep_upgrade_next: B and the processor plays.count@1 with plays.get@1). Both are in
+// a temp dir of the test.
+func BuildUpgradeAppNext(t testing.TB) (new, next string) {
+	t.Helper()
+	exes := buildUpgradeApps(t, "", "lockstep_upgrade_next")
+	return exes[0], exes[1]
+}
+
+// buildUpgradeApps builds examples/upgradeapp once per tag ("" for the default build), in
+// parallel, each into a temp dir of the test, and returns the binaries in tags' order.
+func buildUpgradeApps(t testing.TB, tags ...string) []string {
+	t.Helper()
+	exes := make([]string, len(tags))
+	errs := make([]error, len(tags))
 	var wg sync.WaitGroup
-	dirA, dirB := t.TempDir(), t.TempDir()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		old, errA = buildProgram(dirA, "upgradeapp", "lockstep_upgrade_old")
-	}()
-	new, errB = buildProgram(dirB, "upgradeapp")
+	for i, tag := range tags {
+		dir := t.TempDir()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ts []string
+			if tag != "" {
+				ts = []string{tag}
+			}
+			exes[i], errs[i] = buildProgram(dir, "upgradeapp", ts...)
+		}()
+	}
 	wg.Wait()
-	if err := errors.Join(errA, errB); err != nil {
+	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	return old, new
+	return exes
 }
 
 // buildProgram builds examples/NAME with tags into dir, with -race when the tests run with
