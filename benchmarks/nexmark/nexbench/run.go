@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -174,7 +175,7 @@ func carried(ctx context.Context, c *client.Client, q string) (int, error) {
 	}
 	parts := 0
 	for _, s := range st {
-		if s.Processor == goqueries.Output(q) || len(s.Processor) > len(goqueries.Output(q)) && s.Processor[:len(goqueries.Output(q))+1] == goqueries.Output(q)+"." {
+		if s.Processor == goqueries.Output(q) || strings.HasPrefix(s.Processor, goqueries.Output(q)+".") {
 			parts = max(parts, s.Partition+1)
 		}
 	}

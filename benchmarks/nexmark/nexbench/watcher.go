@@ -33,7 +33,7 @@ type watcher struct {
 }
 
 // sending records chunk [from, to)'s due time (feed.Config.Sending).
-func (w *watcher) sending(from, _ int64, at time.Time) {
+func (w *watcher) sending(from, to int64, at time.Time) {
 	k := (from - w.from) / w.batch
 	w.sent[k].Store(at.UnixNano())
 	w.mu.Lock()
@@ -41,7 +41,7 @@ func (w *watcher) sending(from, _ int64, at time.Time) {
 	for len(w.appends) <= sec {
 		w.appends = append(w.appends, 0)
 	}
-	w.appends[sec] += w.batch
+	w.appends[sec] += to - from
 	w.mu.Unlock()
 }
 
