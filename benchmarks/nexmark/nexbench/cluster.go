@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -80,8 +81,19 @@ func (c *Cluster) Nodes() []Node {
 	return out
 }
 
-// Close stops the nodes.
-func (c *Cluster) Close() error { return c.jc.Close() }
+// Close stops the nodes: SIGTERM, so that each shuts down cleanly (and writes its CPU
+// profile), then SIGKILL for one that has not within 10 s.
+func (c *Cluster) Close() error {
+	var wg sync.WaitGroup
+	for _, n := range c.jc.Nodes {
+		if p := n.Process(); p != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); p.Stop(10 * time.Second) }()
+		}
+	}
+	wg.Wait()
+	return c.jc.Close()
+}
 
 // Node is a node process Run measures.
 type Node struct {
