@@ -466,6 +466,12 @@ func (c *Cluster) Client(ctx context.Context) (*client.Client, error) {
 	return c.dialClient(ctx, nil, nil)
 }
 
+// ClientWith is Client with tune, if not nil, adjusting the client's configuration
+// before the dial.
+func (c *Cluster) ClientWith(ctx context.Context, tune func(*client.Config)) (*client.Client, error) {
+	return c.dialClient(ctx, nil, tune)
+}
+
 // WorkerClient dials worker w's client: it reaches each node as the Network's client
 // endpoint w (w below ClusterConfig.Clients), so client faults apply to it. tune,
 // if not nil, adjusts the client's configuration before the dial.

@@ -69,8 +69,12 @@ func StartCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
 	return &Cluster{jc: jc}, nil
 }
 
-// Client returns a new client of the cluster.
-func (c *Cluster) Client(ctx context.Context) (*client.Client, error) { return c.jc.Client(ctx) }
+// Client returns a new client of the cluster. It retries a request for up to about a
+// minute (the harness's 2 s request timeout, 60 retries with backoff up to 1 s), so
+// that a run rides out a leader election on a loaded machine instead of failing.
+func (c *Cluster) Client(ctx context.Context) (*client.Client, error) {
+	return c.jc.ClientWith(ctx, func(cfg *client.Config) { cfg.MaxRetries = 60 })
+}
 
 // Nodes returns the nodes' ids, process ids and data directories, for Run.
 func (c *Cluster) Nodes() []Node {
