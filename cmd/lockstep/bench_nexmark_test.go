@@ -155,3 +155,19 @@ func TestBenchNexmarkProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchNexmarkPlainNodes: --query against a cluster of plain `lockstep node`
+// processes, which do not carry the Nexmark processors, is refused with a clear error
+// before anything is appended.
+func TestBenchNexmarkPlainNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	bin := proctest.BuildBinary(t)
+	c := proctest.StartCluster(t, bin, 1)
+	res := proctest.RunWithin(t, time.Minute, bin, "bench", "nexmark", "--query", "q0", "--addr", c.AddrFlag(),
+		"--certs-dir", proctest.SharedCerts(), "--events", "100")
+	if res.Code == 0 || !strings.Contains(res.Stderr, "runs no processor of q0") || !strings.Contains(res.Stderr, "nexmark-node") {
+		t.Fatalf("want a refusal naming the bench node: %v", res)
+	}
+}
