@@ -67,7 +67,7 @@ var allowed = map[string][]string{
 	// node/statuspage renders the admin port's HTML status page from plain values.
 	"node/statuspage": {},
 	"cmd/lockstep": {"internal/backup", "client", "client/pgsink", "client/kafka", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo",
-		"benchmarks/nexmark", "benchmarks/nexmark/feed", "benchmarks/nexmark/goqueries"},
+		"benchmarks/nexmark", "benchmarks/nexmark/feed", "benchmarks/nexmark/goqueries", "benchmarks/nexmark/nexbench"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},
 	// benchmarks/nexmark is the Nexmark generator, record layout and batch reference: plain
@@ -84,6 +84,10 @@ var allowed = map[string][]string{
 	"benchmarks/modbench/abrun":             {"benchmarks/modbench", "client", "jepsen", "procedures/builtin"},
 	"benchmarks/modbench/cmd/modbench":      {"benchmarks/modbench/abrun"},
 	"benchmarks/modbench/cmd/modbench-node": {"benchmarks/modbench", "node/runner", "procedures"},
+	// benchmarks/nexmark/nexbench runs a query on bench node processes (started through
+	// jepsen's cluster harness) and measures it.
+	"benchmarks/nexmark/nexbench": {"benchmarks/nexmark", "benchmarks/nexmark/feed", "benchmarks/nexmark/goqueries", "client",
+		"jepsen", "procedures", "procedures/builtin", "internal/latency", "internal/chart"},
 	// benchmarks/report reads the node's metric names (node.Metric...), nothing else of it.
 	"benchmarks/report":   {"node"},
 	"jepsen":              {"client", "procedures/builtin", "internal/chart", "internal/faultenv"},
