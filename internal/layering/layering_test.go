@@ -42,7 +42,7 @@ var allowed = map[string][]string{
 	"internal/planted":    {},
 	"internal/ratelog":    {},
 	"sequencer":           {"internal/batch", "internal/planted"},
-	"replica":             {"partition", "procedures", "procedures/builtin", "procedures/modules", "procedures/schema", "internal/batch", "internal/planted"},
+	"replica":             {"partition", "procedures", "procedures/builtin", "procedures/modules", "procedures/schema", "sql/plan", "internal/batch", "internal/planted"},
 	"internal/certs":      {},
 	"client":              {"internal/wire", "internal/certs", "procedures/builtin", "procedures/schema"},
 	// client/pgsink is a user of the client, as any application is.
