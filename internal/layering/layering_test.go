@@ -57,7 +57,7 @@ var allowed = map[string][]string{
 	// and merges modules' procedures into the catalogue (procedures/schema).
 	"node": {"internal/backup", "partition", "procedures", "procedures/builtin", "procedures/schema", "procedures/window", "internal/batch",
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/planted", "internal/ratelog",
-		"node/statuspage"},
+		"node/statuspage", "sql", "sql/plan"},
 	// node/runner is `lockstep node` for any binary: flags, config file, signals, rebuild.
 	"node/runner": {"node", "procedures", "internal/faultenv"},
 	// node/statuspage renders the admin port's HTML status page from plain values.
