@@ -31,10 +31,10 @@ const sqlWindows = `CREATE MATERIALIZED VIEW tw AS
 
 const sqlBase = int64(1_704_067_200_000) // 2024-01-01 UTC, ms
 
-// sqlRow is the i-th row the load inserts: event times 20 ms apart, some up to 600 ms
+// sqlRow is the i-th row the load inserts: event times 20 ms apart, some up to 1.5 s
 // behind (late past the 300 ms of out-of-orderness when the stream is ahead).
 func sqlRow(i int) string {
-	ts := sqlBase + int64(i)*20 - int64(i%7)*100
+	ts := sqlBase + int64(i)*20 - int64(i%11)*150
 	return fmt.Sprintf("INSERT INTO ev VALUES ('k%d', %d, %d, '%s')", i%5, i%3, i,
 		time.UnixMilli(ts).UTC().Format("2006-01-02 15:04:05.000"))
 }
