@@ -62,7 +62,7 @@ var allowed = map[string][]string{
 	"node/runner": {"node", "procedures", "internal/faultenv"},
 	// node/statuspage renders the admin port's HTML status page from plain values.
 	"node/statuspage":    {},
-	"cmd/lockstep":       {"internal/backup", "client", "client/pgsink", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo"},
+	"cmd/lockstep":       {"internal/backup", "client", "client/pgsink", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo", "sql"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},
 	// benchmarks/report reads the node's metric names (node.Metric...), nothing else of it.
