@@ -39,7 +39,7 @@ type FSM struct {
 	procCode []procedures.ProcessorCode // each processor's active code, from dep (resolveProcessorCode)
 	compiled map[string]*compiledModule // the active modules' code, by name (modules.go)
 	modErr   map[string]error           // active modules that do not compile here
-	creating []plan.StreamDef          // the streams a deploy creates, while it runs (sqlmodules.go)
+	creating []plan.StreamDef           // the streams a deploy creates, while it runs (sqlmodules.go)
 	// setFollows: the engine's processor set is the deployment's (processorset.go).
 	setFollows bool
 
