@@ -20,7 +20,21 @@ import (
 // into statements (sql.SplitStatements), each run with SQL.Exec; the shell reads lines
 // until a ';' ends a statement. Errors are printed at their line and column of the script.
 
+// sqlTimeout is lockstep sql's default --timeout: a node's first SQL statement starts its
+// parser (libpg_query as WebAssembly), which takes seconds on a loaded machine.
+const sqlTimeout = time.Minute
+
 func sqlCommand() *cli.Command {
+	flags := withClientFlags(outputFlag(outputTable),
+		&cli.StringFlag{Name: "e", Usage: "run the statements of this text"},
+		&cli.StringFlag{Name: "f", Usage: "run the statements of this file (- for standard input)"},
+		&cli.BoolFlag{Name: "read-any", Usage: "answer queries from the state of any node (possibly stale)"},
+		&cli.StringFlag{Name: "history", Usage: "the shell's history file (default ~/.lockstep_sql_history)"})
+	for _, f := range flags {
+		if d, ok := f.(*cli.DurationFlag); ok && d.Name == "timeout" {
+			d.Value = sqlTimeout
+		}
+	}
 	return &cli.Command{
 		Name:  "sql",
 		Usage: "run SQL: deploy streams, tables and views, insert rows, query views",
@@ -35,11 +49,7 @@ Examples:
   lockstep sql -e "INSERT INTO clicks VALUES ('u1', 3)"
   lockstep sql -f pipeline.sql
   lockstep sql -o json -e "SELECT * FROM per_user ORDER BY n DESC LIMIT 10"`,
-		Flags: withClientFlags(outputFlag(outputTable),
-			&cli.StringSliceFlag{Name: "e", Usage: "run the statements of this text (repeatable)"},
-			&cli.StringFlag{Name: "f", Usage: "run the statements of this file (- for standard input)"},
-			&cli.BoolFlag{Name: "read-any", Usage: "answer queries from the state of any node (possibly stale)"},
-			&cli.StringFlag{Name: "history", Usage: "the shell's history file (default ~/.lockstep_sql_history)"}),
+		Flags:  flags,
 		Action: runSQL,
 	}
 }
@@ -59,13 +69,8 @@ func runSQL(c *cli.Context) error {
 	defer cl.Close()
 	r := &sqlRunner{c: c, cl: cl, format: format, w: c.App.Writer}
 	switch {
-	case len(c.StringSlice("e")) > 0:
-		for _, text := range c.StringSlice("e") {
-			if err := r.script(text, true); err != nil {
-				return err
-			}
-		}
-		return nil
+	case c.IsSet("e"):
+		return r.script(c.String("e"), true)
 	case c.String("f") != "":
 		var b []byte
 		if c.String("f") == "-" {
