@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -86,7 +87,15 @@ func (s SQL) Exec(ctx context.Context, text string) (ExecResult, error) {
 		d, err := s.c.deployCall(ctx, "sql deploy "+res.Module, wire.ClusterConfigArgs{Cmd: wire.ConfigDeployModule,
 			Module: res.Module, Kind: ModuleKindSQL, Source: res.Source})
 		if err != nil {
-			return out, sqlErr(err)
+			// A retry after a lost answer finds its own deploy applied: the module runs
+			// exactly this source.
+			m, merr := s.c.Procedures().Module(ctx, res.Module)
+			if merr != nil || !m.Active || !bytes.Equal(m.Source, res.Source) {
+				return out, sqlErr(err)
+			}
+			if d, err = s.c.Procedures().Deployment(ctx); err != nil {
+				return out, err
+			}
 		}
 		out.Deployed, out.Deployment = res.Module, d
 	case wire.SQLDrop:

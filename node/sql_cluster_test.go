@@ -44,11 +44,16 @@ func sqlRow(i int) string {
 // while the leader is killed twice (the first victim restarted in between); after the
 // last watermark the view's contents equal PostgreSQL's batch answer over the same on-time
 // rows (the stream's rows less the view's late stream), no acknowledged row is missing or
-// doubled, and the restarted nodes replay to equal hashes.
+// doubled, and the restarted nodes replay to equal hashes. With snapshots on, a restarted
+// node restores a snapshot carrying the SQL modules and their streams.
 func TestSQLViewThroughLeaderKills(t *testing.T) {
+	bothSnapshotModes(t, testSQLViewThroughLeaderKills)
+}
+
+func testSQLViewThroughLeaderKills(t *testing.T, snapshots bool) {
 	db := pgtest.New(t)
 	conn := db.Connect(t)
-	c := startCluster(t, clusterOptions{nodes: 3})
+	c := startCluster(t, clusterOptions{nodes: 3, snapshots: snapshots})
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
 	cl := c.dial(ctx)
