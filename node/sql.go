@@ -228,18 +228,50 @@ func dropModules(mods []replica.SQLModule, names []string) ([]string, error) {
 		}
 		out = append(out, m.Name)
 	}
-	// A module whose views read another dropped module's relations goes first.
-	slices.SortStableFunc(out, func(a, b string) int { return viewsFirst(mods, a) - viewsFirst(mods, b) })
-	return out, nil
+	return readersFirst(mods, out, owner), nil
 }
 
-func viewsFirst(mods []replica.SQLModule, name string) int {
+// readersFirst orders the modules names so that a module whose views read another's
+// relations or views comes before it: each removal then finds no reader left.
+func readersFirst(mods []replica.SQLModule, names []string, owner map[string]string) []string {
+	reads := map[string]map[string]bool{} // module → the modules it reads
 	for _, m := range mods {
-		if m.Name == name && len(m.Plan.Relations) == 0 {
-			return 0
+		for _, v := range m.Plan.Views {
+			in := []string{v.Input.Name}
+			if v.Join != nil {
+				in = append(in, v.Join.Table.Name)
+			}
+			for _, r := range in {
+				if o := owner[r]; o != "" && o != m.Name {
+					if reads[m.Name] == nil {
+						reads[m.Name] = map[string]bool{}
+					}
+					reads[m.Name][o] = true
+				}
+			}
 		}
 	}
-	return 1
+	var out []string
+	left := slices.Clone(names)
+	for len(left) > 0 {
+		for i, m := range left {
+			read := false // is m read by another module still to remove?
+			for _, o := range left {
+				if reads[o][m] {
+					read = true
+				}
+			}
+			if !read {
+				out = append(out, m)
+				left = slices.Delete(left, i, i+1)
+				break
+			}
+			if i == len(left)-1 { // a cycle cannot be deployed; keep the rest as they are
+				return append(out, left...)
+			}
+		}
+	}
+	return out
 }
 
 // showRows lists the deployed relations or views of kind.
