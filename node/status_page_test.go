@@ -5,7 +5,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,65 +25,56 @@ import (
 // installs it): missing tools then fail the test instead of skipping it.
 const chromiumEnv = "LOCKSTEP_TEST_CHROMIUM"
 
-// browserTools returns the paths of chromium and of the tools that give it a client
-// certificate (NSS's certutil and pk12util, openssl), or skips the test (fails it under
-// LOCKSTEP_TEST_CHROMIUM=1) if one is missing.
-func browserTools(t *testing.T) map[string]string {
-	out := map[string]string{}
-	for _, name := range []string{"chromium", "certutil", "pk12util", "openssl"} {
-		p, err := exec.LookPath(name)
-		if err != nil {
-			msg := fmt.Sprintf("%s not found (apt-get install -y chromium libnss3-tools openssl): the status page is not tested in a browser", name)
-			if os.Getenv(chromiumEnv) == "1" {
-				t.Fatal(msg + "; " + chromiumEnv + "=1 requires it")
-			}
-			t.Skip(msg)
+// browserTools returns the path of chromium, or skips the test (fails it under
+// LOCKSTEP_TEST_CHROMIUM=1) if it is missing.
+func browserTools(t *testing.T) string {
+	p, err := exec.LookPath("chromium")
+	if err != nil {
+		msg := "chromium not found (apt-get install -y chromium): the status page is not tested in a browser"
+		if os.Getenv(chromiumEnv) == "1" {
+			t.Fatal(msg + "; " + chromiumEnv + "=1 requires it")
 		}
-		out[name] = p
+		t.Skip(msg)
 	}
-	return out
+	return p
 }
 
-// browserProfile makes a Chromium profile that trusts the cluster's CA and presents
-// client root's certificate to origin, chosen without asking: an NSS database under home
-// (Chromium on Linux reads $HOME/.pki/nssdb) and the profile's auto-select preference.
-func browserProfile(t *testing.T, tools map[string]string, certsDir, origin string) (home, userData string) {
-	home, userData = t.TempDir(), t.TempDir()
-	db := "sql:" + filepath.Join(home, ".pki", "nssdb")
-	if err := os.MkdirAll(filepath.Join(home, ".pki", "nssdb"), 0o700); err != nil {
+// adminProxy serves, on a plain-HTTP loopback port, the admin port at origin as client
+// root, the way an operator can reach it from a browser through a local proxy that holds
+// the certificate: the browser needs no client certificate of its own.
+// (Chromium's own client-certificate selection, through an NSS database and the
+// auto-select preference, worked alone but failed now and then under load, when Chromium
+// aborted both handshakes; the page is what this test is about.)
+func adminProxy(t *testing.T, certsDir, origin string) string {
+	store, err := certs.NewClientStore(certsDir, "root")
+	if err != nil {
 		t.Fatal(err)
 	}
-	p12 := filepath.Join(home, "root.p12")
-	run := func(name string, args ...string) {
-		t.Helper()
-		if out, err := exec.Command(tools[name], args...).CombinedOutput(); err != nil {
-			t.Fatalf("%s %v: %v: %s", name, args, err, out)
-		}
-	}
-	run("certutil", "-N", "-d", db, "--empty-password")
-	run("certutil", "-A", "-d", db, "-n", "lockstep-test-ca", "-t", "C,,", "-i", filepath.Join(certsDir, certs.CAFile))
-	run("openssl", "pkcs12", "-export", "-in", filepath.Join(certsDir, certs.ClientCertFile("root")),
-		"-inkey", filepath.Join(certsDir, certs.ClientKeyFile("root")), "-out", p12, "-passout", "pass:", "-name", "root")
-	run("pk12util", "-i", p12, "-d", db, "-W", "")
-	prefs := fmt.Sprintf(`{"profile":{"content_settings":{"exceptions":{"auto_select_certificate":{"%s,*":{"setting":{"filters":[{}]}}}}}}}`, origin)
-	if err := os.MkdirAll(filepath.Join(userData, "Default"), 0o700); err != nil {
+	target, err := url.Parse(origin)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(userData, "Default", "Preferences"), []byte(prefs), 0o600); err != nil {
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = &http.Transport{TLSClientConfig: store.ClientConfig(target.Host)}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
 		t.Fatal(err)
 	}
-	return home, userData
+	srv := &http.Server{Handler: rp}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
 }
 
 // chromium runs headless Chromium with the profile on url and the extra arguments, and
 // returns its stdout.
-func chromium(t *testing.T, bin, home, userData string, args ...string) string {
+func chromium(t *testing.T, bin string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-		"--user-data-dir=" + userData}, args...)...)
-	cmd.Env = append(os.Environ(), "HOME="+home)
+		"--user-data-dir=" + t.TempDir()}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -99,7 +93,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster and a browser")
 	}
-	tools := browserTools(t)
+	browser := browserTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c, err := StartLocalCluster(ctx, LocalClusterOptions{Dir: t.TempDir(), Node: Config{AdminAddr: "127.0.0.1:0", Logger: testLogger(t)}})
@@ -150,11 +144,11 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Fatalf("the status page answered %s without a client certificate", resp.Status)
 	}
 
-	home, userData := browserProfile(t, tools, c.CertsDir(), origin)
-	dom := chromium(t, tools["chromium"], home, userData, "--dump-dom", origin+"/")
+	page := adminProxy(t, c.CertsDir(), origin)
+	dom := chromium(t, browser, "--dump-dom", page+"/")
 	st := leader.Status()
 	want := []string{`<meta http-equiv="refresh" content="2">`, "Lockstep cluster, seen from", "healthy", "n1", "n2", "n3", "Leader", "Follower",
-		"state hashes equal", "became the leader", "client TLS handshake from 127.0.0.1 failed", "refused"}
+		"became the leader", "client TLS handshake from 127.0.0.1 failed", "refused"}
 	for p := range st.Partitions {
 		if st.Hashes[p] == 0 {
 			t.Fatalf("partition %d's hash is 0 after the writes", p)
@@ -166,11 +160,20 @@ func TestStatusPageInChromium(t *testing.T) {
 			t.Errorf("the page in Chromium lacks %q", w)
 		}
 	}
+	// The leader appends entries of its own (hash checks) while the cluster is idle, so
+	// the members may be a few entries apart when the page is made: the summary then says
+	// so instead of comparing. Either way, no partition's hashes may differ.
+	if !strings.Contains(dom, "state hashes equal") && !strings.Contains(dom, "members are at different applied indexes") {
+		t.Errorf("the page in Chromium has no hash summary")
+	}
+	if strings.Contains(dom, "DIFFER") {
+		t.Errorf("the page in Chromium says the state hashes differ")
+	}
 	if t.Failed() {
 		t.Fatalf("page:\n%s", dom)
 	}
 	shot := filepath.Join(t.ArtifactDir(), "status-page.png")
-	chromium(t, tools["chromium"], home, userData, "--screenshot="+shot, "--window-size=1280,1100", "--hide-scrollbars", origin+"/")
+	chromium(t, browser, "--screenshot="+shot, "--window-size=1280,1100", "--hide-scrollbars", page+"/")
 	fi, err := os.Stat(shot)
 	if err != nil || fi.Size() < 10_000 {
 		t.Fatalf("screenshot %s: %v, %v", shot, fi, err)
