@@ -3,6 +3,7 @@ package sql
 import (
 	"errors"
 	"strings"
+	"sync"
 
 	pgquery "github.com/wasilibs/go-pgquery"
 	pgparser "github.com/wasilibs/go-pgquery/parser"
@@ -29,8 +30,16 @@ type statement struct {
 	emitAt int32 // byte offset of EMIT, -1 if none
 }
 
+// parserMu serialises calls into the parser. go-pgquery keeps a pool of WebAssembly
+// instances and, when the pool is empty, makes a new one by compiling libpg_query again
+// with a cache of its own: seconds of CPU (tens under -race) each time. Parsing happens only
+// at deploy time, so one instance, compiled once per process, is all it needs.
+var parserMu sync.Mutex
+
 // parse parses the script text into statements.
 func parse(src *source) ([]statement, error) {
+	parserMu.Lock()
+	defer parserMu.Unlock()
 	text := []byte(src.text)
 	scan, err := pgquery.Scan(src.text)
 	if err != nil {
