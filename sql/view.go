@@ -79,7 +79,7 @@ func (c *compiler) createView(st statement, ct *pg.CreateTableAsStmt) error {
 	}
 	aggregated := len(sel.GroupClause) > 0 || v.Window != nil || sel.HavingClause != nil || c.hasAggregate(in, sel.TargetList)
 	if v.Pair != nil && (v.Window != nil || sel.HavingClause != nil || c.hasAggregate(in, sel.TargetList)) {
-		return c.src.errAt(ErrUnsupported, location(sel.FromClause[0]), "aggregates over a join of streams are a later step (GROUP BY without aggregates, a distinct set, is supported)")
+		return c.src.errAt(ErrUnsupported, location(sel.TargetList[0]), "aggregates over a join of streams are a later step (GROUP BY without aggregates, a distinct set, is supported)")
 	}
 	if aggregated && v.Join != nil {
 		return c.src.errAt(ErrUnsupported, location(sel.FromClause[0]), "aggregates over a join are a later step")
