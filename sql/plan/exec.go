@@ -20,7 +20,7 @@ import (
 //	                       join column), then n.join (n.by_key → table n, stream n)
 //	view n, stream–stream: processors n.left and n.right (each side → n.by_key, by join
 //	                       key), then n.join (n.by_key → table n, stream n, late
-//	                       stream n.late; kept rows in tables n.pairs and n.expiry)
+//	                       stream n.late; kept rows in tables n.pairs, n.expiry, n.stamp)
 const (
 	SuffixMaterialize = ".materialize"
 	SuffixProject     = ".project"
@@ -35,6 +35,7 @@ const (
 	SuffixRight       = ".right"
 	SuffixPairs       = ".pairs"
 	SuffixExpiry      = ".expiry"
+	SuffixStamp       = ".stamp"
 )
 
 // DerivedNames returns every stream, table and processor name a relation or view of
@@ -46,7 +47,7 @@ func DerivedNames(name string, kind Kind) []string {
 		return []string{name, name + SuffixMaterialize}
 	case KindView:
 		out := []string{name, name + SuffixProject, name + SuffixByKey, name + SuffixWindow, name + SuffixGroup, name + SuffixJoin,
-			name + SuffixLate, name + SuffixState, name + SuffixLeft, name + SuffixRight, name + SuffixPairs, name + SuffixExpiry}
+			name + SuffixLate, name + SuffixState, name + SuffixLeft, name + SuffixRight, name + SuffixPairs, name + SuffixExpiry, name + SuffixStamp}
 		for _, t := range []string{".wm", ".win", ".fire", ".close"} {
 			out = append(out, name+SuffixOperator+t)
 		}

@@ -22,15 +22,18 @@ const (
 // exchange watermark before its entry. There the joiner (n.join) judges it late or on
 // time against its stamp, pairs it with the other side's rows of its key kept in table
 // n.pairs, publishes the pairs that pass Where, and keeps it for the other side's rows to
-// come. Its OnTick hook frees, once it has handled its input, the rows that no on-time row
-// can pair with any more (index n.expiry, by the time they become useless).
+// come. Its OnTick hook frees the rows that no on-time row can pair with any more
+// (index n.expiry, by the time they become useless) up to a horizon: the exchange
+// watermark once it has handled its input on the partition, else the stamp of the last
+// record it handled (table n.stamp).
 //
-// Why that is exact: a row freed at watermark W has a time more than the bound away from
-// W, and every row still to come on time is at or after its stamp, which is at least the
-// W of every earlier free (stamps are the exchange watermark before the row's entry; the
-// hook frees only when its input is handled, so no stamped row waits while a later W is
-// used). So an on-time row meets every on-time partner, and the view is the batch join
-// of the rows less the late ones.
+// Why that is exact: a row freed at horizon H has a time more than the bound away from
+// H, and every row handled later is on time only at or after its stamp, which is at
+// least H. Stamps are the exchange watermark before the row's entry, which never goes
+// back, so they never decrease along n.by_key; and a row still unhandled when the
+// input is caught up is one emitted in this entry or later, stamped with at least the
+// watermark the hook reads. So an on-time row meets every on-time partner, and the view
+// is the batch join of the rows less the late ones.
 func paired(v *View) ([]processorDef, error) {
 	j := v.Pair
 	byKey := v.Name + SuffixByKey
@@ -125,6 +128,9 @@ func (v *View) pairRecord(tx *partition.Tx, rec partition.Record) error {
 		return err
 	}
 	t := s.RecordTime(row, rec.EventTime)
+	if err := v.noteStamp(tx, x.Stamp); err != nil {
+		return err
+	}
 	if freed && x.Stamp != partition.NoWatermark && t < x.Stamp {
 		// The other side may have forgotten this row's partners: late as a whole.
 		_, err := tx.Append(v.Name+SuffixLate, x.Key, append([]byte{x.Side}, x.Row...), t)
@@ -232,13 +238,37 @@ func (v *View) publishPair(tx *partition.Tx, l, r *pairSide) error {
 	return v.upsert(tx, gkey, out, at)
 }
 
-// freePairs forgets the kept rows whose expiry the exchange watermark has passed, once
-// the joiner has handled its input on this partition (see paired).
-func (v *View) freePairs(tx *partition.Tx) error {
-	if !v.Pair.HasLo && !v.Pair.HasHi || !tx.InputCaughtUp() {
+// stampKey is the row of table n.stamp that holds the stamp of the last record n.join
+// handled on the partition.
+var stampKey = []byte("s")
+
+// noteStamp records the stamp of the record being handled. Stamps never decrease along
+// n.by_key on a partition (a record appended in entry N, locally or delivered, carries
+// the exchange watermark after entry N−1, and that never goes back), so every record
+// still to be handled has a stamp at least this one.
+func (v *View) noteStamp(tx *partition.Tx, stamp int64) error {
+	if !v.Pair.HasLo && !v.Pair.HasHi {
 		return nil
 	}
-	wm := tx.ExchangeWatermark(v.Name + SuffixByKey)
+	if b, ok := tx.Get(v.Name+SuffixStamp, stampKey); ok && len(b) == 8 && readTime(b) >= stamp {
+		return nil
+	}
+	return tx.Put(v.Name+SuffixStamp, stampKey, appendTime(nil, stamp))
+}
+
+// freePairs forgets the kept rows whose expiry has passed the free horizon (see paired):
+// the exchange watermark once the joiner has handled its input on this partition, else
+// the stamp of the last record it handled, which no record still to come is behind.
+func (v *View) freePairs(tx *partition.Tx) error {
+	if !v.Pair.HasLo && !v.Pair.HasHi {
+		return nil
+	}
+	wm := int64(partition.NoWatermark)
+	if tx.InputCaughtUp() {
+		wm = tx.ExchangeWatermark(v.Name + SuffixByKey)
+	} else if b, ok := tx.Get(v.Name+SuffixStamp, stampKey); ok && len(b) == 8 {
+		wm = readTime(b)
+	}
 	if wm == partition.NoWatermark {
 		return nil
 	}
