@@ -93,12 +93,11 @@ func paired(v *View) ([]processorDef, error) {
 
 // pairSide is one side's row in the joiner.
 type pairSide struct {
-	side       byte
-	key        []byte // the record's key
-	off        uint64
-	time       int64
-	cols       []any // the side's part of the pair row (columns, window bounds)
-	recordTime int64
+	side byte
+	key  []byte // the record's key
+	off  uint64
+	time int64
+	cols []any // the side's part of the pair row (columns, window bounds)
 }
 
 // sidePart returns the side's columns in the pair row.
