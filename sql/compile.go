@@ -63,6 +63,9 @@ func Compile(src string, opts Options) (*Artifact, error) {
 			return nil, err
 		}
 	}
+	// Write the oldest format that carries the plan, so that plans using no new
+	// construct keep running on binaries that know only the old one.
+	c.p.Version = c.p.MinVersion()
 	if err := c.p.Validate(); err != nil {
 		// The planner builds only valid plans: this is a bug, but still no deployment.
 		return nil, s.errAt(ErrDefinition, -1, "internal: the plan does not validate: %v", err)

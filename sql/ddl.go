@@ -81,12 +81,21 @@ func (c *compiler) createRelation(st statement, cs *pg.CreateStmt) error {
 			} else {
 				s.IdleTimeoutMs = ms
 			}
+		case "format":
+			switch strings.ToLower(val) {
+			case "array":
+				s.Layout = plan.LayoutArray
+			case "map":
+				s.Layout = plan.LayoutMap
+			default:
+				return c.src.errAt(ErrDefinition, d.Location, "format = '%s': want 'array' or 'map'", val)
+			}
 		case "partitions":
 			if strings.ToLower(val) != "key" {
 				return c.src.errAt(ErrUnsupported, d.Location, "partitions = '%s': records are partitioned by key", val)
 			}
 		default:
-			return c.src.errAt(ErrUnknown, d.Location, "option %s (options: key, event_time, out_of_orderness, idle_timeout)", d.Defname)
+			return c.src.errAt(ErrUnknown, d.Location, "option %s (options: key, event_time, out_of_orderness, idle_timeout, format)", d.Defname)
 		}
 	}
 	if s.Key < 0 {

@@ -102,7 +102,7 @@ func encodeInsert(src *source, ins *pg.InsertStmt, catalog []plan.Schema) ([]App
 			}
 			row[cols[k]] = v
 		}
-		b, err := sch.EncodeRow(row)
+		b, err := sch.EncodeRecord(row)
 		if err != nil {
 			at := location(items[0])
 			var re *plan.RowError

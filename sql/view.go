@@ -58,7 +58,9 @@ func (c *compiler) createView(st statement, ct *pg.CreateTableAsStmt) error {
 	if err != nil {
 		return err
 	}
-	v.Input = *in.schema
+	if v.Pair == nil {
+		v.Input = *in.schema
+	}
 	ic := &converter{src: c.src, scope: in}
 	if sel.WhereClause != nil {
 		if v.Where, err = ic.expr(sel.WhereClause); err != nil {
@@ -68,7 +70,17 @@ func (c *compiler) createView(st statement, ct *pg.CreateTableAsStmt) error {
 			return c.src.errAt(ErrType, location(sel.WhereClause), "WHERE must be boolean, not %s", v.Where.Type)
 		}
 	}
+	if in.on != nil { // an inner join's ON filters its pairs as WHERE does
+		if v.Where == nil {
+			v.Where = in.on
+		} else {
+			v.Where = &plan.Expr{Op: plan.OpAnd, Type: plan.TypeBoolean, Args: []*plan.Expr{in.on, v.Where}}
+		}
+	}
 	aggregated := len(sel.GroupClause) > 0 || v.Window != nil || sel.HavingClause != nil || c.hasAggregate(in, sel.TargetList)
+	if v.Pair != nil && (v.Window != nil || sel.HavingClause != nil || c.hasAggregate(in, sel.TargetList)) {
+		return c.src.errAt(ErrUnsupported, location(sel.TargetList[0]), "aggregates over a join of streams are a later step (GROUP BY without aggregates, a distinct set, is supported)")
+	}
 	if aggregated && v.Join != nil {
 		return c.src.errAt(ErrUnsupported, location(sel.FromClause[0]), "aggregates over a join are a later step")
 	}
@@ -261,6 +273,9 @@ type inputScope struct {
 	// the stream's in the input row.
 	join      *plan.Schema
 	joinNames []string
+	// on, for a stream–stream join, is its ON condition over the pair row: the view's
+	// WHERE is ON AND WHERE.
+	on *plan.Expr
 }
 
 func (s *inputScope) column(q, name string, at int32) (*plan.Expr, error) {
@@ -387,6 +402,17 @@ func (c *compiler) join(je *pg.JoinExpr, v *plan.View) (*inputScope, error) {
 	}
 	if je.IsNatural || len(je.UsingClause) > 0 || je.Quals == nil {
 		return nil, c.src.errAt(ErrUnsupported, location(je.Rarg), "write the join condition as ON stream.column = table.key")
+	}
+	if c.streamSide(je.Larg) && c.streamSide(je.Rarg) {
+		l, err := c.pairSide(je.Larg)
+		if err != nil {
+			return nil, err
+		}
+		r, err := c.pairSide(je.Rarg)
+		if err != nil {
+			return nil, err
+		}
+		return c.pairJoin(je, l, r, v)
 	}
 	side := func(n *pg.Node) (*plan.Schema, []string, error) {
 		rv := n.GetRangeVar()

@@ -18,6 +18,9 @@ import (
 //	                       table n, changelog stream n, late stream n.late)
 //	view n, joined:        processor n.by_key (input → n.by_key, repartitioned by the
 //	                       join column), then n.join (n.by_key → table n, stream n)
+//	view n, stream–stream: processors n.left and n.right (each side → n.by_key, by join
+//	                       key), then n.join (n.by_key → table n, stream n, late
+//	                       stream n.late; kept rows in tables n.pairs, n.expiry, n.stamp)
 const (
 	SuffixMaterialize = ".materialize"
 	SuffixProject     = ".project"
@@ -28,6 +31,11 @@ const (
 	SuffixLate        = ".late"
 	SuffixState       = ".state"
 	SuffixOperator    = ".w"
+	SuffixLeft        = ".left"
+	SuffixRight       = ".right"
+	SuffixPairs       = ".pairs"
+	SuffixExpiry      = ".expiry"
+	SuffixStamp       = ".stamp"
 )
 
 // DerivedNames returns every stream, table and processor name a relation or view of
@@ -39,7 +47,7 @@ func DerivedNames(name string, kind Kind) []string {
 		return []string{name, name + SuffixMaterialize}
 	case KindView:
 		out := []string{name, name + SuffixProject, name + SuffixByKey, name + SuffixWindow, name + SuffixGroup, name + SuffixJoin,
-			name + SuffixLate, name + SuffixState}
+			name + SuffixLate, name + SuffixState, name + SuffixLeft, name + SuffixRight, name + SuffixPairs, name + SuffixExpiry, name + SuffixStamp}
 		for _, t := range []string{".wm", ".win", ".fire", ".close"} {
 			out = append(out, name+SuffixOperator+t)
 		}
@@ -148,6 +156,8 @@ func (p *Plan) processors() ([]processorDef, error) {
 			err error
 		)
 		switch {
+		case v.Pair != nil:
+			ds, err = paired(v)
 		case v.Join != nil:
 			ds = joined(v)
 		case !v.Aggregated():

@@ -18,9 +18,10 @@ const maxGroupKey = (partition.MaxKeyBytes - 18) / 2
 // keyed by its group key, with the exchange watermark it was emitted under.
 type exchanged struct {
 	Stamp int64  `msgpack:"w"`
-	Key   []byte `msgpack:"k"` // the input record's key
-	Off   uint64 `msgpack:"o"` // the input record's offset
-	Row   []byte `msgpack:"r"` // the input row, canonical
+	Key   []byte `msgpack:"k"`           // the input record's key
+	Off   uint64 `msgpack:"o"`           // the input record's offset
+	Row   []byte `msgpack:"r"`           // the input row, as its record holds it
+	Side  byte   `msgpack:"s,omitempty"` // a stream–stream join's side (sideLeft, sideRight)
 }
 
 // groupRecord is what the aggregation folds: the input record (for the late stream) and
@@ -97,7 +98,7 @@ func (v *View) decodeExchanged(rec partition.Record) (exchanged, groupRecord, er
 	if err := msgpack.Unmarshal(rec.Value, &x); err != nil {
 		return x, groupRecord{}, fmt.Errorf("%w: %s%s record: %w", ErrCorrupt, v.Name, SuffixByKey, err)
 	}
-	row, err := v.Input.DecodeRow(x.Row)
+	row, err := v.Input.DecodeRecord(x.Row)
 	if err != nil {
 		return x, groupRecord{}, err
 	}

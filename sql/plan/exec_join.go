@@ -43,7 +43,7 @@ func joined(v *View) []processorDef {
 			if err := msgpack.Unmarshal(rec.Value, &x); err != nil {
 				return fmt.Errorf("%w: %s record: %w", ErrCorrupt, byKey, err)
 			}
-			row, err := v.Input.DecodeRow(x.Row)
+			row, err := v.Input.DecodeRecord(x.Row)
 			if err != nil {
 				return err
 			}

@@ -113,6 +113,20 @@ func (v *View) explain(b *strings.Builder) {
 			in = append(in, v.Join.Table.Name+"."+c.Name)
 		}
 	}
+	if j := v.Pair; j != nil {
+		in = nil
+		for _, side := range []struct {
+			s *Schema
+			w *Window
+		}{{&v.Input, j.LeftWindow}, {&j.Right, j.RightWindow}} {
+			for _, c := range side.s.Columns {
+				in = append(in, side.s.Name+"."+c.Name)
+			}
+			if side.w != nil {
+				in = append(in, side.s.Name+".window_start", side.s.Name+".window_end")
+			}
+		}
+	}
 	fmt.Fprintf(b, "view %s (%s)\n", v.Name, columnList(v.Schema.Columns))
 	where := ""
 	if v.Where != nil {
@@ -126,6 +140,8 @@ func (v *View) explain(b *strings.Builder) {
 		return strings.Join(parts, ", ")
 	}
 	switch {
+	case v.Pair != nil:
+		v.explainPair(b, in, where, outs)
 	case v.Join != nil:
 		kind := "JOIN"
 		if v.Join.Left {

@@ -9,11 +9,37 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// Version is the plan format this binary writes and runs. A plan carries its version;
-// Decode refuses any other, so a replica never runs a plan it might read differently.
-// Raise it, and keep decoding the old one, for any change to the format or to what a
-// plan means (and gate its use on the cluster version: DESIGN.md section 10).
-const Version = 1
+// Version is the newest plan format this binary writes and runs; it runs every version
+// from VersionMin on. A plan carries its version; Decode refuses any other, so a replica
+// never runs a plan it might read differently. Raise it, and keep decoding the old one,
+// for any change to the format or to what a plan means (and gate its use on the cluster
+// version: DESIGN.md section 10).
+//
+//	1  the first format
+//	2  adds Schema.Layout (LayoutMap records); a plan that uses nothing new is still
+//	   written as version 1 (MinVersion), byte for byte as before
+const Version = 2
+
+// VersionMin is the oldest plan format this binary runs.
+const VersionMin = 1
+
+// MinVersion returns the oldest format that can carry p: what the compiler writes, so
+// that a plan using no new construct still runs on binaries that know only version 1.
+func (p *Plan) MinVersion() int {
+	uses := func(s *Schema) bool { return s.Layout != LayoutArray }
+	for i := range p.Relations {
+		if uses(&p.Relations[i]) {
+			return 2
+		}
+	}
+	for i := range p.Views {
+		v := &p.Views[i]
+		if v.Pair != nil || uses(&v.Input) || (v.Join != nil && uses(&v.Join.Table)) {
+			return 2
+		}
+	}
+	return 1
+}
 
 // Plan is a compiled SQL deployment: the relations it defines and the views it
 // maintains. It is self-contained: each view embeds the schema of the relation it reads,
@@ -89,6 +115,10 @@ type View struct {
 	// its columns: the input row is then the stream's columns followed by the table's
 	// (NULL for a LEFT join that finds none). Only unaggregated views join.
 	Join *Join `msgpack:"join,omitempty"`
+	// Pair, if set, joins the input stream with another stream (PairJoin, plan version
+	// 2): the input row is then the pair row. Such a view may GROUP BY (without
+	// aggregates), which keeps one row per group: a distinct set of the pairs' values.
+	Pair *PairJoin `msgpack:"pair,omitempty"`
 	// Where filters input rows; nil keeps all.
 	Where *Expr `msgpack:"where,omitempty"`
 	// GroupBy are the grouping expressions over input rows (window bounds excluded).
@@ -132,6 +162,9 @@ func (v *View) InputTypes() []Type {
 			ts = append(ts, c.Type)
 		}
 	}
+	if j := v.Pair; j != nil {
+		return append(sideTypes(&v.Input, j.LeftWindow), sideTypes(&j.Right, j.RightWindow)...)
+	}
 	return ts
 }
 
@@ -174,8 +207,8 @@ func Decode(b []byte) (*Plan, error) {
 	if err := msgpack.Unmarshal(b, &head); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadPlan, err)
 	}
-	if head.Version != Version {
-		return nil, fmt.Errorf("%w: %d (this binary runs %d)", ErrVersion, head.Version, Version)
+	if head.Version < VersionMin || head.Version > Version {
+		return nil, fmt.Errorf("%w: %d (this binary runs %d to %d)", ErrVersion, head.Version, VersionMin, Version)
 	}
 	p := new(Plan)
 	dec := msgpack.NewDecoder(bytes.NewReader(b))
@@ -193,8 +226,11 @@ func Decode(b []byte) (*Plan, error) {
 // schema, every expression's operands and types, and the window and emit settings. It
 // also prepares the expressions for Eval, so call it (or Decode) before Register.
 func (p *Plan) Validate() error {
-	if p.Version != Version {
-		return fmt.Errorf("%w: %d (this binary runs %d)", ErrVersion, p.Version, Version)
+	if p.Version < VersionMin || p.Version > Version {
+		return fmt.Errorf("%w: %d (this binary runs %d to %d)", ErrVersion, p.Version, VersionMin, Version)
+	}
+	if need := p.MinVersion(); p.Version < need {
+		return fmt.Errorf("%w: version %d plan uses constructs of version %d", ErrBadPlan, p.Version, need)
 	}
 	names := map[string]bool{}
 	for i := range p.Relations {
@@ -239,6 +275,11 @@ func (v *View) validate() error {
 			return fmt.Errorf("%w: join of %s %s with %s %s", ErrBadPlan, v.Input.Kind, v.Input.Name, j.Table.Kind, j.Table.Name)
 		case j.Column < 0 || j.Column >= len(v.Input.Columns) || v.Input.Columns[j.Column].Type != j.Table.Columns[j.Table.Key].Type:
 			return fmt.Errorf("%w: join column %d", ErrBadPlan, j.Column)
+		}
+	}
+	if v.Pair != nil {
+		if err := v.validatePair(); err != nil {
+			return err
 		}
 	}
 	in := v.InputTypes()

@@ -238,10 +238,10 @@ func (s *Schema) RecordTime(row []any, recTime int64) int64 {
 	return row[s.EventTime].(int64)
 }
 
-// CheckRecord decodes a record of the stream s and checks that its key is its key
+// CheckRecord decodes a record of the stream s (under its Layout) and checks that its key is its key
 // column's KeyBytes.
 func (s *Schema) CheckRecord(key, value []byte) ([]any, error) {
-	row, err := s.DecodeRow(value)
+	row, err := s.DecodeRecord(value)
 	if err != nil {
 		return nil, err
 	}

@@ -58,6 +58,9 @@ type Schema struct {
 	// IdleTimeoutMs is how long, in batch time, a partition of the stream without rows
 	// stops holding the watermark back; 0 never.
 	IdleTimeoutMs int64 `msgpack:"i"`
+	// Layout is how the relation's records lay out a row (a stream or table; a view's
+	// rows are always LayoutArray). LayoutMap needs plan version 2.
+	Layout Layout `msgpack:"l,omitempty"`
 }
 
 // Column returns the index of the column named name, or -1.
@@ -96,6 +99,8 @@ func (s *Schema) Validate() error {
 		return fmt.Errorf("%w: %s: event-time column %s is %s, not timestamp", ErrBadPlan, s.Name, s.Columns[s.EventTime].Name, s.Columns[s.EventTime].Type)
 	case s.OutOfOrdernessMs < 0 || s.IdleTimeoutMs < 0:
 		return fmt.Errorf("%w: %s: negative out-of-orderness or idle timeout", ErrBadPlan, s.Name)
+	case s.Layout > LayoutMap || (s.Layout != LayoutArray && s.Kind == KindView):
+		return fmt.Errorf("%w: %s: %s layout for a %s", ErrBadPlan, s.Name, s.Layout, s.Kind)
 	case s.Kind != KindStream && s.Kind != KindTable && s.Kind != KindView:
 		return fmt.Errorf("%w: %s: kind %s", ErrBadPlan, s.Name, s.Kind)
 	}

@@ -1,0 +1,243 @@
+package sql
+
+import (
+	"slices"
+
+	"github.com/lockstepdb/lockstep/sql/plan"
+	pg "github.com/pganalyze/pg_query_go/v6"
+)
+
+// Stream–stream joins: FROM a [AS x] JOIN b [AS y] ON x.k = y.k [AND time bounds], each
+// side a stream or TUMBLE(stream, ts, size) (which adds that side's window_start and
+// window_end). The ON condition is kept whole (it filters every pair, with WHERE); the
+// compiler derives from it, for the join's state, how far apart in event time two rows
+// of a pair can be: conjuncts comparing the sides' event-time columns plus or minus
+// constant intervals (BETWEEN included), and equal window_start or window_end of two
+// TUMBLEs of one size.
+
+// pairSide is one side of a stream–stream join as FROM names it.
+type pairSide struct {
+	schema *plan.Schema
+	names  []string
+	window *plan.Window
+}
+
+func (c *compiler) pairSide(n *pg.Node) (*pairSide, error) {
+	switch x := n.GetNode().(type) {
+	case *pg.Node_RangeVar:
+		s, ok := c.names[x.RangeVar.Relname]
+		if !ok {
+			return nil, c.src.errAt(ErrUnknown, x.RangeVar.Location, "stream or table %s", x.RangeVar.Relname)
+		}
+		ps := &pairSide{schema: s, names: []string{x.RangeVar.Relname}}
+		if x.RangeVar.Alias != nil {
+			ps.names = append(ps.names, x.RangeVar.Alias.Aliasname)
+		}
+		return ps, nil
+	case *pg.Node_RangeFunction:
+		items := x.RangeFunction.Functions[0].GetList().GetItems()
+		fc := items[0].GetFuncCall()
+		if fc == nil || funcName(fc) != "tumble" || len(fc.Args) == 0 || fc.Args[0].GetColumnRef() == nil {
+			return nil, c.src.errAt(ErrUnsupported, location(n), "a join side is a stream or TUMBLE(stream, event_time_column, size)")
+		}
+		name := fc.Args[0].GetColumnRef().Fields[0].GetString_().GetSval()
+		s, ok := c.names[name]
+		if !ok {
+			return nil, c.src.errAt(ErrUnknown, location(fc.Args[0]), "stream %s", name)
+		}
+		if s.Kind != plan.KindStream {
+			return nil, c.src.errAt(ErrUnsupported, location(fc.Args[0]), "TUMBLE over %s %s: windows are over streams", s.Kind, name)
+		}
+		w, err := c.windowFunc(fc, s)
+		if err != nil {
+			return nil, err
+		}
+		ps := &pairSide{schema: s, names: []string{name}, window: w}
+		if x.RangeFunction.Alias != nil {
+			ps.names = append(ps.names, x.RangeFunction.Alias.Aliasname)
+		}
+		return ps, nil
+	}
+	return nil, c.src.errAt(ErrUnsupported, location(n), "a join side is a stream or TUMBLE(stream, ...) by name (subqueries are not supported)")
+}
+
+// scopeSchema is the side's columns as the pair row holds them: its window's bounds
+// after its columns.
+func (p *pairSide) scopeSchema() *plan.Schema {
+	s := *p.schema
+	s.Columns = slices.Clone(s.Columns)
+	if p.window != nil {
+		s.Columns = append(s.Columns, plan.Column{Name: windowStart, Type: plan.TypeTimestamp}, plan.Column{Name: windowEnd, Type: plan.TypeTimestamp})
+	}
+	return &s
+}
+
+// pairJoin plans FROM a JOIN b over two streams.
+func (c *compiler) pairJoin(je *pg.JoinExpr, ls, rs *pairSide, v *plan.View) (*inputScope, error) {
+	if je.Jointype != pg.JoinType_JOIN_INNER {
+		return nil, c.src.errAt(ErrUnsupported, location(je.Rarg), "a join of two streams is an inner JOIN (outer joins of streams are not supported)")
+	}
+	lsch, rsch := ls.scopeSchema(), rs.scopeSchema()
+	in := &inputScope{src: c.src, schema: lsch, names: ls.names, join: rsch, joinNames: rs.names}
+	on, err := (&converter{src: c.src, scope: in}).expr(je.Quals)
+	if err != nil {
+		return nil, err
+	}
+	if on.Type != plan.TypeBoolean {
+		return nil, c.src.errAt(ErrType, location(je.Quals), "ON must be boolean, not %s", on.Type)
+	}
+	nl := len(lsch.Columns)
+	j := &plan.PairJoin{Right: *rs.schema, LeftKey: -1, RightKey: -1, LeftWindow: ls.window, RightWindow: rs.window}
+	b := &bounds{}
+	for _, e := range conjuncts(on) {
+		if e.Op == plan.OpEq && j.LeftKey < 0 {
+			l, r := e.Args[0], e.Args[1]
+			if l.Op == plan.OpCol && l.Col >= nl {
+				l, r = r, l
+			}
+			if l.Op == plan.OpCol && r.Op == plan.OpCol && l.Col < len(ls.schema.Columns) && r.Col >= nl && r.Col < nl+len(rs.schema.Columns) &&
+				l.Type == r.Type && l.Type != plan.TypeDouble {
+				j.LeftKey, j.RightKey = l.Col, r.Col-nl
+				continue
+			}
+		}
+		b.conjunct(e, ls, rs, nl)
+	}
+	if j.LeftKey < 0 {
+		return nil, c.src.errAt(ErrUnsupported, location(je.Quals), "a join of two streams needs ON left.column = right.column (equal types, not double precision) among its AND-ed conditions")
+	}
+	j.HasLo, j.LoMs, j.HasHi, j.HiMs = b.hasLo, b.lo, b.hasHi, b.hi
+	if j.HasLo && j.HasHi && j.LoMs > j.HiMs {
+		return nil, c.src.errAt(ErrDefinition, location(je.Quals), "the join's time bounds admit no pair (%d ms > %d ms)", j.LoMs, j.HiMs)
+	}
+	v.Pair, v.Input = j, *ls.schema
+	in.on = on
+	return in, nil
+}
+
+// conjuncts returns the AND-ed terms of e.
+func conjuncts(e *plan.Expr) []*plan.Expr {
+	if e.Op == plan.OpAnd {
+		return append(conjuncts(e.Args[0]), conjuncts(e.Args[1])...)
+	}
+	return []*plan.Expr{e}
+}
+
+// bounds collects the time bounds of a join, on d = right time − left time, in ms.
+type bounds struct {
+	hasLo, hasHi bool
+	lo, hi       int64
+}
+
+func (b *bounds) atLeast(k int64) {
+	if !b.hasLo || k > b.lo {
+		b.hasLo, b.lo = true, k
+	}
+}
+
+func (b *bounds) atMost(k int64) {
+	if !b.hasHi || k < b.hi {
+		b.hasHi, b.hi = true, k
+	}
+}
+
+// conjunct reads one ON term: a comparison of the two sides' event times (each plus or
+// minus constant intervals), or an equality of the window bounds of two TUMBLEs of one
+// size. Anything else bounds nothing (it still filters the pairs).
+func (b *bounds) conjunct(e *plan.Expr, ls, rs *pairSide, nl int) {
+	if len(e.Args) != 2 {
+		return
+	}
+	op := e.Op
+	if op == plan.OpEq && ls.window != nil && rs.window != nil && ls.window.SizeMs == rs.window.SizeMs {
+		x, y := e.Args[0], e.Args[1]
+		if x.Op == plan.OpCol && x.Col >= nl {
+			x, y = y, x
+		}
+		nls := len(ls.schema.Columns)
+		if x.Op == plan.OpCol && y.Op == plan.OpCol && x.Col >= nls && x.Col < nl && y.Col-nl-len(rs.schema.Columns) == x.Col-nls {
+			// The same TUMBLE window: the times differ by less than its size.
+			b.atLeast(-(ls.window.SizeMs - 1))
+			b.atMost(ls.window.SizeMs - 1)
+			return
+		}
+	}
+	if op != plan.OpEq && op != plan.OpLt && op != plan.OpLe && op != plan.OpGt && op != plan.OpGe {
+		return
+	}
+	sa, oa, ok1 := timeTerm(e.Args[0], ls, rs, nl)
+	sb, ob, ok2 := timeTerm(e.Args[1], ls, rs, nl)
+	if !ok1 || !ok2 || sa == sb {
+		return
+	}
+	if sa == 'L' { // make it right + oa (op) left + ob
+		oa, ob = ob, oa
+		switch op {
+		case plan.OpLt:
+			op = plan.OpGt
+		case plan.OpLe:
+			op = plan.OpGe
+		case plan.OpGt:
+			op = plan.OpLt
+		case plan.OpGe:
+			op = plan.OpLe
+		}
+	}
+	k := ob - oa // right − left (op) k
+	switch op {
+	case plan.OpEq:
+		b.atLeast(k)
+		b.atMost(k)
+	case plan.OpGe:
+		b.atLeast(k)
+	case plan.OpGt:
+		b.atLeast(k + 1)
+	case plan.OpLe:
+		b.atMost(k)
+	case plan.OpLt:
+		b.atMost(k - 1)
+	}
+}
+
+// timeTerm reads side.event_time ± constant intervals: its side ('L' or 'R') and offset.
+func timeTerm(e *plan.Expr, ls, rs *pairSide, nl int) (byte, int64, bool) {
+	switch e.Op {
+	case plan.OpCol:
+		switch {
+		case e.Col == ls.schema.EventTime && ls.schema.EventTime >= 0:
+			return 'L', 0, true
+		case rs.schema.EventTime >= 0 && e.Col == nl+rs.schema.EventTime:
+			return 'R', 0, true
+		}
+	case plan.OpAdd, plan.OpSub:
+		s, o, ok := timeTerm(e.Args[0], ls, rs, nl)
+		c := e.Args[1]
+		if !ok || c.Op != plan.OpConst || c.Type != plan.TypeInterval {
+			return 0, 0, false
+		}
+		x, err := plan.DecodeValue(c.Val, plan.TypeInterval)
+		ms, isInt := x.(int64)
+		if err != nil || !isInt || ms > 1<<40 || ms < -(1<<40) {
+			return 0, 0, false
+		}
+		if e.Op == plan.OpSub {
+			ms = -ms
+		}
+		return s, o + ms, true
+	}
+	return 0, 0, false
+}
+
+// streamSide reports whether a join side names a stream or is a window function (which
+// only a stream–stream join takes).
+func (c *compiler) streamSide(n *pg.Node) bool {
+	if n.GetRangeFunction() != nil {
+		return true
+	}
+	rv := n.GetRangeVar()
+	if rv == nil {
+		return false
+	}
+	s, ok := c.names[rv.Relname]
+	return ok && s.Kind == plan.KindStream
+}

@@ -1,0 +1,129 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+)
+
+// PairJoin is a stream–stream join (plan version 2): every row of the view's input
+// stream (the left side) is paired with every row of the Right stream whose key column
+// equals its own and that passes the view's Where (which holds the whole ON
+// condition). The pair row that Where, GroupBy and Output read is the left row, then
+// (with LeftWindow) its window_start and window_end, then the right row, then (with
+// RightWindow) its window bounds.
+//
+// The time bounds say how far apart in event time two rows of a pair can be, as d =
+// right time − left time: d ≥ LoMs when HasLo, d ≤ HiMs when HasHi. They are implied by
+// the ON condition (the compiler derives them from it; Where still checks every pair)
+// and they are what lets the join forget: a left row is freed once the watermark passes
+// its time + HiMs, a right row once it passes its time − LoMs, and a row that comes
+// behind the watermark when the other side frees is late (docs/sql.md, "Stream–stream
+// join"). Without bounds on a side, that side's rows are kept for ever.
+type PairJoin struct {
+	// Right is the schema of the right-hand stream (KindStream).
+	Right Schema `msgpack:"right"`
+	// LeftKey and RightKey are the equi-join columns of the left (Input) and Right rows:
+	// rows are repartitioned by their value and paired when the values are equal.
+	LeftKey  int `msgpack:"lk"`
+	RightKey int `msgpack:"rk"`
+	// LeftWindow and RightWindow, when set, are TUMBLE windows of each side over its
+	// event time: they add window_start and window_end after that side's columns.
+	LeftWindow  *Window `msgpack:"lw,omitempty"`
+	RightWindow *Window `msgpack:"rw,omitempty"`
+	// HasLo, LoMs, HasHi, HiMs bound right time − left time, in ms.
+	HasLo bool  `msgpack:"hlo,omitempty"`
+	LoMs  int64 `msgpack:"lo,omitempty"`
+	HasHi bool  `msgpack:"hhi,omitempty"`
+	HiMs  int64 `msgpack:"hi,omitempty"`
+}
+
+// sideTypes returns a side's column types in the pair row: its columns, then its
+// window's bounds.
+func sideTypes(s *Schema, w *Window) []Type {
+	var ts []Type
+	for _, c := range s.Columns {
+		ts = append(ts, c.Type)
+	}
+	if w != nil {
+		ts = append(ts, TypeTimestamp, TypeTimestamp)
+	}
+	return ts
+}
+
+// rightOffset is the index of the right side's first column in the pair row.
+func (v *View) rightOffset() int {
+	n := len(v.Input.Columns)
+	if v.Pair.LeftWindow != nil {
+		n += 2
+	}
+	return n
+}
+
+// validatePair checks a stream–stream join view.
+func (v *View) validatePair() error {
+	j := v.Pair
+	if err := j.Right.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case v.Input.Kind != KindStream || j.Right.Kind != KindStream || v.Join != nil:
+		return fmt.Errorf("%w: stream–stream join of %s %s with %s %s", ErrBadPlan, v.Input.Kind, v.Input.Name, j.Right.Kind, j.Right.Name)
+	case v.Window != nil || len(v.Aggs) > 0 || v.Having != nil:
+		return fmt.Errorf("%w: a stream–stream join groups only by its columns (no window, aggregates or HAVING of its own)", ErrBadPlan)
+	case j.LeftKey < 0 || j.LeftKey >= len(v.Input.Columns) || j.RightKey < 0 || j.RightKey >= len(j.Right.Columns) ||
+		v.Input.Columns[j.LeftKey].Type != j.Right.Columns[j.RightKey].Type || v.Input.Columns[j.LeftKey].Type == TypeDouble:
+		return fmt.Errorf("%w: join key columns %d and %d", ErrBadPlan, j.LeftKey, j.RightKey)
+	case (j.HasLo || j.HasHi || j.LeftWindow != nil || j.RightWindow != nil) && (v.Input.EventTime < 0 || j.Right.EventTime < 0):
+		return fmt.Errorf("%w: a time-bounded join needs both sides' event-time columns", ErrBadPlan)
+	case j.HasLo && j.HasHi && j.LoMs > j.HiMs:
+		return fmt.Errorf("%w: join time bounds %d > %d ms", ErrBadPlan, j.LoMs, j.HiMs)
+	case (j.HasLo && !checkSpanMs(j.LoMs)) || (j.HasHi && !checkSpanMs(j.HiMs)):
+		return fmt.Errorf("%w: join time bounds %d, %d ms out of range", ErrBadPlan, j.LoMs, j.HiMs)
+	}
+	for _, w := range []*Window{j.LeftWindow, j.RightWindow} {
+		if w != nil && (w.Kind != WindowTumble || w.SizeMs <= 0 || !checkSpanMs(w.SizeMs)) {
+			return fmt.Errorf("%w: a join side's window must be a TUMBLE of a positive size", ErrBadPlan)
+		}
+	}
+	return nil
+}
+
+// maxSpanMs bounds a join's time bounds and window sizes: a year.
+const maxSpanMs = 366 * 24 * 3600 * 1000
+
+func checkSpanMs(ms int64) bool { return ms >= -maxSpanMs && ms <= maxSpanMs }
+
+// explainPair describes a stream–stream join view's processors.
+func (v *View) explainPair(b *strings.Builder, in []string, where string, outs func([]string) string) {
+	j := v.Pair
+	for _, side := range []struct {
+		name string
+		s    *Schema
+		key  int
+	}{{v.Name + SuffixLeft, &v.Input, j.LeftKey}, {v.Name + SuffixRight, &j.Right, j.RightKey}} {
+		fmt.Fprintf(b, "  %s: stream %s → stream %s, repartitioned by %s", side.name, side.s.Name, v.Name+SuffixByKey, side.s.Columns[side.key].Name)
+		if j.HasLo || j.HasHi {
+			fmt.Fprintf(b, ", watermark: event time − %d ms, idle after %d ms", side.s.OutOfOrdernessMs, side.s.IdleTimeoutMs)
+		}
+		b.WriteString("\n")
+	}
+	bound := func(has bool, ms int64, inf string) string {
+		if !has {
+			return inf
+		}
+		return fmt.Sprintf("%d ms", ms)
+	}
+	keep := fmt.Sprintf("right time − left time in [%s, %s]", bound(j.HasLo, j.LoMs, "−∞"), bound(j.HasHi, j.HiMs, "+∞"))
+	distinct := ""
+	env := in
+	if len(v.GroupBy) > 0 {
+		var group []string
+		for _, g := range v.GroupBy {
+			group = append(group, g.format(in))
+		}
+		distinct, env = ", one row per ("+strings.Join(group, ", ")+")", group
+	}
+	fmt.Fprintf(b, "  %s: JOIN %s ON %s = %s, %s (kept rows: tables %s, %s)%s%s, SELECT %s → table %s, changelog %s, late rows → %s\n",
+		v.Name+SuffixJoin, j.Right.Name, v.Input.Columns[j.LeftKey].Name, j.Right.Columns[j.RightKey].Name, keep,
+		v.Name+SuffixPairs, v.Name+SuffixExpiry, where, distinct, outs(env), v.Name, v.Name, v.Name+SuffixLate)
+}
