@@ -23,7 +23,10 @@ type windowState[S any] struct {
 func encodeState[S any](c *stateCodec, st *windowState[S], scalar bool) ([]byte, error) {
 	c.w.b = c.w.b[:0]
 	c.enc.Reset(&c.w)
-	err := c.enc.Encode(st)
+	ok, err := encodeScalar(c, st)
+	if !ok {
+		err = c.enc.Encode(st)
+	}
 	b := c.w.b
 	if err == nil && !scalar {
 		c.canon, err = canon.Msgpack(c.canon[:0], b)
@@ -65,6 +68,10 @@ func (a *Aggregate[R, S]) load(tx *partition.Tx, key []byte, start int64) (windo
 func decodeState[S any](b []byte, st *windowState[S]) error {
 	c := stateCodecs.Get().(*stateCodec)
 	defer stateCodecs.Put(c)
+	if decodeScalar(c, b, st) {
+		c.r.Reset(nil)
+		return nil
+	}
 	c.r.Reset(b)
 	c.dec.Reset(&c.r)
 	// Not UsePreallocateValues, which msgpack.Unmarshal sets: it only changes where new
