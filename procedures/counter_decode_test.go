@@ -200,8 +200,8 @@ func TestCounterAddFastEngineAgrees(t *testing.T) {
 // checkEnginesAgree runs n inputs of proc (keys prefix0..prefix19, arguments from args)
 // on an engine registered by fast and on one registered by slow: results, errors and
 // partition hashes must be identical, and the inputs must include at least 1000 that
-// succeed and 100 refused as bad arguments.
-func checkEnginesAgree(t *testing.T, proc, prefix string, n int, args func(*rand.Rand) []byte, seed uint64, fast, slow func(*Registry) error) {
+// succeed and 100 refused as bad arguments. Each engine first executes setup.
+func checkEnginesAgree(t *testing.T, proc, prefix string, n int, args func(*rand.Rand) []byte, seed uint64, fast, slow func(*Registry) error, setup ...partition.Input) {
 	t.Helper()
 	const parts = 2
 	build := func(reg func(*Registry) error) *partition.Engine {
@@ -214,6 +214,11 @@ func checkEnginesAgree(t *testing.T, proc, prefix string, n int, args func(*rand
 			t.Fatal(err)
 		}
 		t.Cleanup(eng.Close)
+		for _, in := range setup {
+			if r := eng.Execute([]partition.Input{in})[0]; r.Err != nil {
+				t.Fatalf("setup %s: %v", in.Procedure, r.Err)
+			}
+		}
 		return eng
 	}
 	engines := [2]*partition.Engine{build(fast), build(slow)}

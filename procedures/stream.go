@@ -24,7 +24,7 @@ func registerStream(r *Registry) error {
 			Doc("multi-partition; args none; result []StreamDefinition by name")),
 		Register(r, builtin.StreamDescribe, streamDescribe, MultiPartition(), ReadOnly(),
 			Doc("multi-partition (describes the partitions in scope); args StreamNameArgs{s}; result StreamDescription{d, p[]{p, f, n, r, b}}")),
-		Register(r, builtin.StreamAppend, streamAppend,
+		register(r, builtin.StreamAppend, streamAppend, newAppendArgs,
 			Doc("key = the record's key (chooses the partition); args StreamAppendArgs{s, r, t}; appends record r (event time t ms, 0: batch time) to stream s; result uint64: the record's offset")),
 		register(r, builtin.StreamAppendBatch, streamAppendBatch, newAppendBatchArgs, MultiPartition(),
 			Doc("multi-partition (scope: the records' keys); args StreamAppendBatchArgs{s, r[]{k, v, t}}; appends every record to its key's partition, all or none; result []uint64: the offsets in record order")),

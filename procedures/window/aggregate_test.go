@@ -175,12 +175,13 @@ func TestStateEncodingDeterministic(t *testing.T) {
 	for i := range 50 {
 		st.Value.Buckets[fmt.Sprint("k", i)] = int64(i)
 	}
-	first, err := encodeState(&st, scalarState(reflect.TypeFor[agg]()))
+	first, err := encodeState(stateCodecs.New().(*stateCodec), &st, scalarState(reflect.TypeFor[agg]()))
 	if err != nil {
 		t.Fatal(err)
 	}
+	first = bytes.Clone(first)
 	for i := range 20 {
-		if b, _ := encodeState(&st, false); !bytes.Equal(b, first) {
+		if b, _ := encodeState(stateCodecs.Get().(*stateCodec), &st, false); !bytes.Equal(b, first) {
 			t.Fatalf("#%d: encoding differs", i)
 		}
 	}
@@ -212,19 +213,19 @@ func TestStateEncodingScalar(t *testing.T) {
 	}
 	for _, v := range []int64{0, -1, 127, -33, 1 << 40, -1 << 62} {
 		st := windowState[int64]{End: v, Emitted: 70000, Value: v}
-		got, err1 := encodeState(&st, true)
-		want, err2 := encodeState(&st, false)
+		got, err1 := encodeState(stateCodecs.New().(*stateCodec), &st, true)
+		want, err2 := encodeState(stateCodecs.New().(*stateCodec), &st, false)
 		check(fmt.Sprint("int64 ", v), got, want, err1, err2)
 	}
 	for _, v := range []string{"", "s", strings.Repeat("x", 300)} {
 		st := windowState[string]{End: -5, Value: v}
-		got, err1 := encodeState(&st, true)
-		want, err2 := encodeState(&st, false)
+		got, err1 := encodeState(stateCodecs.New().(*stateCodec), &st, true)
+		want, err2 := encodeState(stateCodecs.New().(*stateCodec), &st, false)
 		check("string", got, want, err1, err2)
 	}
 	st := windowState[float64]{End: 1, Value: 2.5}
-	got, err1 := encodeState(&st, true)
-	want, err2 := encodeState(&st, false)
+	got, err1 := encodeState(stateCodecs.New().(*stateCodec), &st, true)
+	want, err2 := encodeState(stateCodecs.New().(*stateCodec), &st, false)
 	check("float64", got, want, err1, err2)
 }
 

@@ -6,7 +6,6 @@ import (
 
 	"github.com/lockstepdb/lockstep/internal/canon"
 	"github.com/lockstepdb/lockstep/partition"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // windowState is the stored state of one window, under key‖start in the State table.
@@ -20,10 +19,18 @@ type windowState[S any] struct {
 // encodeState encodes st with msgpack in canonical form, so that equal states give equal
 // bytes on every replica (the bytes are hashed, DESIGN.md invariant 1). scalar is
 // scalarState of S: such a state encodes no map, so it is canonical as msgpack writes it.
-func encodeState[S any](st *windowState[S], scalar bool) ([]byte, error) {
-	b, err := msgpack.Marshal(st)
+// The result is in c's buffers: valid until c's next use.
+func encodeState[S any](c *stateCodec, st *windowState[S], scalar bool) ([]byte, error) {
+	c.w.b = c.w.b[:0]
+	c.enc.Reset(&c.w)
+	ok, err := encodeScalar(c, st)
+	if !ok {
+		err = c.enc.Encode(st)
+	}
+	b := c.w.b
 	if err == nil && !scalar {
-		b, err = canon.Msgpack(nil, b)
+		c.canon, err = canon.Msgpack(c.canon[:0], b)
+		b = c.canon
 	}
 	if err != nil {
 		return nil, fmt.Errorf("window state: %w", err)
@@ -59,7 +66,19 @@ func (a *Aggregate[R, S]) load(tx *partition.Tx, key []byte, start int64) (windo
 
 // decodeState decodes a window's state; the result shares no memory with b.
 func decodeState[S any](b []byte, st *windowState[S]) error {
-	if err := msgpack.Unmarshal(b, st); err != nil {
+	c := stateCodecs.Get().(*stateCodec)
+	defer stateCodecs.Put(c)
+	if decodeScalar(c, b, st) {
+		c.r.Reset(nil)
+		return nil
+	}
+	c.r.Reset(b)
+	c.dec.Reset(&c.r)
+	// Not UsePreallocateValues, which msgpack.Unmarshal sets: it only changes where new
+	// values are allocated (a goroutine per type fills a channel with them).
+	err := c.dec.Decode(st)
+	c.r.Reset(nil)
+	if err != nil {
 		return fmt.Errorf("%w: window state: %w", ErrCorrupt, err)
 	}
 	return nil
@@ -67,11 +86,13 @@ func decodeState[S any](b []byte, st *windowState[S]) error {
 
 // save writes the state of the window of key starting at start.
 func (a *Aggregate[R, S]) save(tx *partition.Tx, key []byte, start int64, st *windowState[S]) error {
-	b, err := encodeState(st, a.scalarState)
+	c := stateCodecs.Get().(*stateCodec)
+	defer stateCodecs.Put(c)
+	b, err := encodeState(c, st, a.scalarState)
 	if err != nil {
 		return err
 	}
-	return tx.Put(a.tables.State, stateKey(key, start), b)
+	return tx.Put(a.tables.State, stateKey(key, start), b) // Put copies b
 }
 
 // create writes a new window's state and its rows in the fire and close queues.
