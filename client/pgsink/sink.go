@@ -25,7 +25,7 @@ type Sink struct {
 	conn   *pgx.Conn
 	origin Origin
 	table  target
-	typed  *layout // nil: the raw layout (TableSchema)
+	typed  *layout             // nil: the raw layout (TableSchema)
 	parts  int                 // partitions of the stream
 	member *client.GroupMember // nil outside a group
 
