@@ -234,3 +234,31 @@ func (l *layout) quotedNames() string {
 	}
 	return strings.Join(q, ", ")
 }
+
+// RowsFor returns the Rows of the relation named stream among schemas (those of a
+// compiled SQL script, or, later, of the cluster's catalogue), in mode, or by default
+// ModeAppend for a stream and ModeUpsert for a table or a view. A name missing is
+// ErrUnknownStream; a bad mode ErrBadConfig.
+func RowsFor(schemas []plan.Schema, stream string, mode Mode) (*Rows, error) {
+	for _, s := range schemas {
+		if s.Name != stream {
+			continue
+		}
+		if mode == "" {
+			mode = ModeUpsert
+			if s.Kind == plan.KindStream {
+				mode = ModeAppend
+			}
+		}
+		r := &Rows{Schema: s, Mode: mode}
+		if _, err := newLayout(*r); err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
+	names := make([]string, len(schemas))
+	for i, s := range schemas {
+		names[i] = s.Name
+	}
+	return nil, fmt.Errorf("%w %q: the schema defines %s", ErrUnknownStream, stream, strings.Join(names, ", "))
+}

@@ -139,6 +139,10 @@ type sliceOrigin struct {
 	batch  int
 	mu     sync.Mutex
 	opened int
+	// drained, if set, is closed when a source is asked for more after its last record:
+	// the sink has written every record it was given.
+	drained chan struct{}
+	once    sync.Once
 }
 
 func (o *sliceOrigin) CheckStream(_ context.Context, stream string) (int, error) {
@@ -152,7 +156,7 @@ func (o *sliceOrigin) Open(_ context.Context, _ string, parts []int, from map[in
 	o.mu.Lock()
 	o.opened++
 	o.mu.Unlock()
-	src := &sliceSource{batch: o.batch}
+	src := &sliceSource{batch: o.batch, o: o}
 	for _, p := range parts {
 		for _, r := range o.parts[p] {
 			if r.Offset >= from[p] {
@@ -170,10 +174,14 @@ func (o *sliceOrigin) JoinGroup(context.Context, string, string, string, ...clie
 type sliceSource struct {
 	recs  []client.Record
 	batch int
+	o     *sliceOrigin
 }
 
 func (s *sliceSource) Next(ctx context.Context) ([]client.Record, error) {
 	if len(s.recs) == 0 {
+		if s.o.drained != nil {
+			s.o.once.Do(func() { close(s.o.drained) })
+		}
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}

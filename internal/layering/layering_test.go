@@ -46,8 +46,9 @@ var allowed = map[string][]string{
 	"replica":             {"partition", "procedures", "procedures/builtin", "procedures/modules", "procedures/schema", "internal/batch", "internal/planted"},
 	"internal/certs":      {},
 	"client":              {"internal/wire", "internal/certs", "procedures/builtin", "procedures/schema"},
-	// client/pgsink is a user of the client, as any application is.
-	"client/pgsink": {"client"},
+	// client/pgsink is a user of the client, as any application is; its typed mode
+	// decodes rows with the SQL layer's schemas and row layout (sql/plan, not the parser).
+	"client/pgsink": {"client", "sql/plan"},
 	// client/profile is the CLI's connection settings: contexts file, precedence.
 	"client/profile": {},
 	// client/kafka (franz-go) is a user of the client too; it names the built-ins' types
@@ -66,7 +67,7 @@ var allowed = map[string][]string{
 	"node/runner": {"node", "procedures", "internal/faultenv", "internal/netaddr"},
 	// node/statuspage renders the admin port's HTML status page from plain values.
 	"node/statuspage": {},
-	"cmd/lockstep": {"internal/backup", "client", "client/pgsink", "client/kafka", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo",
+	"cmd/lockstep": {"internal/backup", "client", "client/pgsink", "sql", "client/kafka", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo",
 		"benchmarks/nexmark", "benchmarks/nexmark/feed", "benchmarks/nexmark/goqueries"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},
