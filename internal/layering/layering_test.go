@@ -96,7 +96,7 @@ var allowed = map[string][]string{
 	// tests/system is test files only (see withTests): process-level tests drive the binary
 	// through jepsen.Cluster and the client, and read what a test truly needs besides (a
 	// node's sentinels and constants, the shared test certificates, the sink's database).
-	"tests/system": {"internal/backup", "client", "client/pgsink", "jepsen", "node", "sequencer", "procedures/builtin", "internal/wire",
+	"tests/system": {"internal/backup", "client", "client/pgsink", "sql/plan", "jepsen", "node", "sequencer", "procedures/builtin", "internal/wire",
 		"internal/certs", "internal/testutil", "internal/testutil/pgtest", "internal/testutil/proctest"},
 	// tests/packaging is test files only: it checks the deployment files (Dockerfile,
 	// deploy/) against the binary, which it builds and runs through proctest.
