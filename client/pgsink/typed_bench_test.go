@@ -15,11 +15,18 @@ import (
 
 // BenchmarkTypedUpsert measures the upsert mode's rows per second into a local
 // PostgreSQL: b.N records (at least 200,000) of a four-column stream over b.N/2 keys (so
-// half the rows replace one), 8 partitions, delivered from memory in batches of 4096 (the
-// CLI's default credit), each batch one transaction with its offsets and epoch check.
+// half the rows replace one), 8 partitions, delivered from memory in batches of 4096
+// records (the CLI's default credit of one partition) or 16384, each batch one
+// transaction with its offsets and epoch check.
 //
 //	go test -run '^$' -bench BenchmarkTypedUpsert -benchtime 1x ./client/pgsink/
 func BenchmarkTypedUpsert(b *testing.B) {
+	for _, batch := range []int{4096, 16384} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) { benchTypedUpsert(b, batch) })
+	}
+}
+
+func benchTypedUpsert(b *testing.B, batch int) {
 	const script = `CREATE STREAM s (id bigint, name text, score double, at timestamp) WITH (key = 'id', event_time = 'at')`
 	s := compileSchema(b, script, "s")
 	n := max(b.N, 200_000)
@@ -36,7 +43,7 @@ func BenchmarkTypedUpsert(b *testing.B) {
 		recs[p] = append(recs[p], client.Record{Partition: p, Offset: uint64(len(recs[p])), Key: plan.KeyBytes(id), Data: v, EventTime: time.UnixMilli(row[3].(int64))})
 	}
 	db := pgtest.New(b)
-	origin := &sliceOrigin{stream: "s", parts: recs, batch: 4096, drained: make(chan struct{})}
+	origin := &sliceOrigin{stream: "s", parts: recs, batch: batch, drained: make(chan struct{})}
 	cfg := pgsink.Config{DSN: db.DSN, Table: "typed", Stream: "s", Rows: &pgsink.Rows{Schema: s, Mode: pgsink.ModeUpsert},
 		Logger: slog.New(slog.DiscardHandler)}
 	ctx, cancel := context.WithCancel(context.Background())
