@@ -82,22 +82,26 @@ func (s *Sink) start(ctx context.Context) error {
 	var t target
 	var err error
 	if s.typed != nil {
-		t, err = resolveTyped(ctx, s.conn, s.cfg.Table, s.typed)
-	} else {
-		t, err = resolveTable(ctx, s.conn, s.cfg.Table)
-	}
-	if err != nil {
-		return err
-	}
-	s.table = t
-	if s.typed != nil {
+		// The typed sink may create its table: the stream is checked first, so an unknown
+		// one leaves nothing behind.
+		if s.parts, err = s.origin.CheckStream(ctx, s.cfg.Stream); err != nil {
+			return err
+		}
+		if t, err = resolveTyped(ctx, s.conn, s.cfg.Table, s.typed); err != nil {
+			return err
+		}
 		if err := s.typed.createStage(ctx, s.conn, t); err != nil {
 			return err
 		}
+	} else {
+		if t, err = resolveTable(ctx, s.conn, s.cfg.Table); err != nil {
+			return err
+		}
+		if s.parts, err = s.origin.CheckStream(ctx, s.cfg.Stream); err != nil {
+			return err
+		}
 	}
-	if s.parts, err = s.origin.CheckStream(ctx, s.cfg.Stream); err != nil {
-		return err
-	}
+	s.table = t
 	// Checks done: from here on the sink changes things. A group refuses a join to
 	// another stream than its own, changing nothing.
 	if s.cfg.Group != "" {

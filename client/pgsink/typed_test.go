@@ -410,6 +410,18 @@ func TestTypedTableShapeRefused(t *testing.T) {
 		defer sk.Close()
 		runUntil(t, sk, db, `SELECT count(*) FROM typed`, 10)
 	})
+	t.Run("unknown stream creates nothing", func(t *testing.T) {
+		db := pgtest.New(t)
+		other := s
+		other.Name = "nope"
+		if _, err := pgsink.Open(context.Background(), pgsink.Config{DSN: db.DSN, Table: "typed", Stream: "nope",
+			Rows: &pgsink.Rows{Schema: other, Mode: pgsink.ModeAppend}}, typedOrigin(cl)); !errors.Is(err, pgsink.ErrUnknownStream) {
+			t.Fatalf("Open: %v, want ErrUnknownStream", err)
+		}
+		if n := scalar(t, db, `SELECT count(*) FROM pg_class WHERE relname = 'typed'`); n != 0 {
+			t.Fatal("the table was created for an unknown stream")
+		}
+	})
 	t.Run("bad config", func(t *testing.T) {
 		db := pgtest.New(t)
 		view := compileSchema(t, viewScript, "per_page")
