@@ -179,6 +179,10 @@ the Client's connections, Config and limits:
   - Client.Procedures: Catalog (the procedures the cluster runs, with their schemas) and
     Processors (one node's stream processors per partition: position, lag, dead letters,
     watermarks).
+  - Client.SQL: Exec (CREATE deploys a stream, table or view through the log, DROP
+    removes it, both admin; INSERT appends its rows exactly once) and Query (SELECT over
+    a table or view, SHOW, EXPLAIN, with typed Rows; linearizable unless WithReadAny or
+    WithMaxLag) (docs/sql.md).
 
 The calls nodes make to each other (the ReadIndex protocol's ConfirmLeader and
 ReadIndex, a divergent node's RequestRebuild) are on none of them: they are on Peer

@@ -36,13 +36,14 @@ func TestAPISurface(t *testing.T) {
 		{(*Client)(nil), []string{"Append", "AppendBatch", "BankOpen", "BankTotal", "BankTransfer", "Close",
 			"Cluster", "CounterAdd", "CounterGet", "Groups", "Invoke", "InvokeMulti", "JoinGroup", "KVCas",
 			"KVDelete", "KVGet", "KVPut", "Leader", "Procedures", "Query", "QueryBounded", "QueryMulti",
-			"ReadStream", "SessionID", "Status", "Streams", "Subscribe", "SubscribeAll", "SubscribePartitions",
+			"ReadStream", "SQL", "SessionID", "Status", "Streams", "Subscribe", "SubscribeAll", "SubscribePartitions",
 			"Users", "Vote", "VoterAreaTotals", "VoterInit", "VoterResults"}},
 		{Cluster{}, []string{"AddMember", "Backup", "Config", "Members", "RemoveMember", "SetConfig", "Status", "TransferLeadership", "Upgrade"}},
 		{Users{}, []string{"Add", "Grant", "List", "Remove", "Revoke"}},
 		{Streams{}, []string{"Create", "Delete", "Describe", "List"}},
 		{Groups{}, []string{"Describe", "List", "Offsets"}},
 		{Procedures{}, []string{"Activate", "Catalog", "DeployModule", "Deployment", "Module", "Modules", "Processors", "RemoveModule"}},
+		{SQL{}, []string{"Exec", "Query"}},
 		{Peer{}, []string{"ConfirmLeader", "ReadIndex", "RequestRebuild"}},
 	} {
 		if got := exported(tt.v); !slices.Equal(got, tt.want) {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,6 +37,9 @@ var ErrNodeExited = errors.New("exited while starting")
 type ClusterConfig struct {
 	// Bin is the lockstep binary. Required.
 	Bin string
+	// NodeCommand is the command of Bin that runs a node, before the node's flags.
+	// Default ["node"]; `lockstep bench nexmark` gives its bench node's.
+	NodeCommand []string
 	// Nodes is the number of nodes, 1 to 9. Default 3.
 	Nodes int
 	// Dir holds one folder per node (data/, node.log, clock). Required.
@@ -80,6 +84,9 @@ func (c *ClusterConfig) defaults() error {
 	}
 	if c.LogLevel == "" {
 		c.LogLevel = "info"
+	}
+	if len(c.NodeCommand) == 0 {
+		c.NodeCommand = []string{"node"}
 	}
 	switch {
 	case c.Bin == "":
@@ -312,7 +319,7 @@ func (c *Cluster) spawn(i int, extra ...string) error {
 	if c.private != "" {
 		attr = &syscall.SysProcAttr{Credential: nodeCredential(i)}
 	}
-	p, err := StartProcess(n.LogPath(), env, attr, c.bin, append([]string{"node"}, args...)...)
+	p, err := StartProcess(n.LogPath(), env, attr, c.bin, append(slices.Clone(c.cfg.NodeCommand), args...)...)
 	if err != nil {
 		return err
 	}
@@ -457,6 +464,12 @@ func (c *Cluster) Addrs() []string {
 // directly (the nemesis's and the checkers' client).
 func (c *Cluster) Client(ctx context.Context) (*client.Client, error) {
 	return c.dialClient(ctx, nil, nil)
+}
+
+// ClientWith is Client with tune, if not nil, adjusting the client's configuration
+// before the dial.
+func (c *Cluster) ClientWith(ctx context.Context, tune func(*client.Config)) (*client.Client, error) {
+	return c.dialClient(ctx, nil, tune)
 }
 
 // WorkerClient dials worker w's client: it reaches each node as the Network's client

@@ -23,6 +23,12 @@ func (cc *clientConn) moduleCommand(id uint64, a wire.ClusterConfigArgs) {
 		return
 	}
 	change := batch.ConfigChange{Cmd: "remove-module", Module: a.Module}
+	if a.Cmd == wire.ConfigRemoveModule {
+		if err := n.fsm.CheckRemoveModule(a.Module); err != nil {
+			cc.fail(id, fmt.Errorf("%w: %w", wire.ErrBadArguments, err))
+			return
+		}
+	}
 	if a.Cmd == wire.ConfigDeployModule {
 		if a.Kind == "" {
 			a.Kind = replica.ModuleKindStarlark

@@ -617,6 +617,15 @@ func (n *Node) becomeLeader() error {
 			return err
 		}
 	}
+	if n.fsm.Applied() < n.seq.CommitIndex() {
+		// The entries Raft gives no state machine (this term's no-op and the Barrier) left
+		// the applied index behind the commit index: a read-index round on a quiet cluster
+		// would wait for an entry nobody writes. One hash check is an entry of this term
+		// that the state machine applies.
+		if _, err := n.propose(ctx, batch.Item{Kind: batch.KindHashCheck}); err != nil {
+			return err
+		}
+	}
 	n.readyTerm.Store(term)
 	plantedNoteLeading(n, term) // a test-only build's planted bug; nothing in a normal build
 	n.log.Info("leading", "client", n.ClientAddr(), "term", term)

@@ -238,6 +238,8 @@ func (cc *clientConn) handle(req *wire.Request) {
 		cc.clusterConfig(req)
 	case wire.OpBackup:
 		cc.backup(req)
+	case wire.OpSQL:
+		cc.sqlCommand(req)
 	case wire.OpConfirmLeader:
 		cc.confirmLeader(req)
 	case wire.OpReadIndex:

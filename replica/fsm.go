@@ -14,6 +14,7 @@ import (
 	"github.com/lockstepdb/lockstep/internal/planted"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/sql/plan"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -38,6 +39,7 @@ type FSM struct {
 	procCode []procedures.ProcessorCode // each processor's active code, from dep (resolveProcessorCode)
 	compiled map[string]*compiledModule // the active modules' code, by name (modules.go)
 	modErr   map[string]error           // active modules that do not compile here
+	creating []plan.StreamDef           // the streams a deploy creates, while it runs (sqlmodules.go)
 	// setFollows: the engine's processor set is the deployment's (processorset.go).
 	setFollows bool
 

@@ -33,6 +33,9 @@ func (f *FSM) newHandler() partition.Handler {
 // last deployment change: it changes only on the apply goroutine between engine
 // executions, so every input of one flush sees the same table.
 func (h *fsmHandler) Run(tx *partition.Tx, in *partition.Input, out []byte) ([]byte, error) {
+	if in.Procedure == sqlCreateKey && h.f.creating != nil {
+		return out, runCreateStreams(tx, h.f.creating)
+	}
 	name, ok := strings.CutPrefix(in.Procedure, "@")
 	if !ok {
 		return h.base.Run(tx, in, out)

@@ -64,13 +64,13 @@ type Compiler interface {
 
 // DefaultCompilers returns the compilers of the module kinds this binary runs, by kind.
 func DefaultCompilers() map[string]Compiler {
-	return map[string]Compiler{ModuleKindStarlark: modules.Compiler{}}
+	return map[string]Compiler{ModuleKindStarlark: modules.Compiler{}, ModuleKindSQL: SQLCompiler{}}
 }
 
 // kindAdmitted reports whether a cluster at version v deploys modules of kind: the kinds a
 // version admits are fixed with it, so every replica of the cluster decides alike.
 func kindAdmitted(v uint64, kind string) bool {
-	return v >= VersionModules && kind == ModuleKindStarlark
+	return v >= VersionModules && (kind == ModuleKindStarlark || kind == ModuleKindSQL)
 }
 
 // ModuleVersion is one step of a module's history.
@@ -191,7 +191,12 @@ func (f *FSM) CheckModule(name, kind string, source []byte, carried []string) er
 			return fmt.Errorf("%w: module %s: processor %s: the leader's binary carries it", ErrRedefined, name, info.Name)
 		}
 	}
-	return checkModuleCode(d, f.reg, f.modView.Load().regs, name, reg, f.eng.Partitions()[0])
+	part := streamHolder(f.eng.Partitions()[0])
+	defs, err := f.declaredStreams(name, kind, source, part)
+	if err != nil {
+		return err
+	}
+	return checkModuleCode(d, f.reg, f.modView.Load().regs, name, reg, withStreams{part, defs})
 }
 
 func checkModuleHeader(d *Deployment, name, kind string, source []byte) error {
@@ -199,7 +204,7 @@ func checkModuleHeader(d *Deployment, name, kind string, source []byte) error {
 		return err
 	}
 	if !kindAdmitted(d.Effective(), kind) {
-		return fmt.Errorf("%w: kind %q: cluster version %d deploys %q modules", ErrBadModule, kind, d.Effective(), ModuleKindStarlark)
+		return fmt.Errorf("%w: kind %q: cluster version %d deploys %q and %q modules", ErrBadModule, kind, d.Effective(), ModuleKindStarlark, ModuleKindSQL)
 	}
 	if len(source) > MaxModuleSourceBytes {
 		return fmt.Errorf("%w: module %s: %d bytes of source, limit %d", ErrBadModule, name, len(source), MaxModuleSourceBytes)
@@ -245,7 +250,17 @@ func (f *FSM) deployModule(index uint64, c *batch.ConfigChange) error {
 	}
 	d.Index = index
 	if ok {
-		if err := checkModuleCode(&f.dep, f.reg, f.compiledRegs(), c.Module, reg, f.eng.Partitions()[0]); err != nil {
+		part := streamHolder(f.eng.Partitions()[0])
+		defs, err := f.declaredStreams(c.Module, c.Kind, c.Source, part)
+		if err != nil {
+			return err
+		}
+		if err := checkModuleCode(&f.dep, f.reg, f.compiledRegs(), c.Module, reg, withStreams{part, defs}); err != nil {
+			return err
+		}
+		// The declared streams exist from this index on; the last step that can fail,
+		// and all or none.
+		if err := f.createStreams(index, defs); err != nil {
 			return err
 		}
 		f.compiled[c.Module] = &compiledModule{version: prev + 1, hash: hash, reg: reg}
@@ -275,6 +290,12 @@ func checkModuleCode(d *Deployment, base *procedures.Registry, regs map[string]*
 			}
 		}
 	}
+	outputs := map[string]bool{} // streams the runtime creates for the module's processors
+	for _, p := range reg.ListProcessors() {
+		for _, o := range p.Outputs {
+			outputs[o.Name] = true
+		}
+	}
 	for _, p := range reg.ListProcessors() {
 		if strings.ContainsRune(p.Name, '@') {
 			return fmt.Errorf("%w: module %s: processor %q: a module's names carry no version", ErrBadModule, name, p.Name)
@@ -287,11 +308,11 @@ func checkModuleCode(d *Deployment, base *procedures.Registry, regs map[string]*
 				return fmt.Errorf("%w: module %s: processor %s is module %s's", ErrRedefined, name, p.Name, other)
 			}
 		}
-		if _, ok := part.StreamInfo(p.Input); !ok {
+		if _, ok := part.StreamInfo(p.Input); !ok && !outputs[p.Input] {
 			return fmt.Errorf("%w: module %s: processor %s: input stream %q does not exist (lockstep stream create %s)", ErrBadModule, name, p.Name, p.Input, p.Input)
 		}
 		for _, s := range p.Emits {
-			if _, ok := part.StreamInfo(s); !ok {
+			if _, ok := part.StreamInfo(s); !ok && !outputs[s] {
 				return fmt.Errorf("%w: module %s: processor %s: emitted stream %q does not exist (lockstep stream create %s)", ErrBadModule, name, p.Name, s, s)
 			}
 		}
@@ -326,6 +347,9 @@ func (f *FSM) removeModule(index uint64, c *batch.ConfigChange) error {
 	i, ok := f.dep.findModule(c.Module)
 	if !ok || !f.dep.Modules[i].Active() {
 		return fmt.Errorf("%w: %q", ErrNoModule, c.Module)
+	}
+	if err := checkSQLRemove(&f.dep, c.Module); err != nil {
+		return err
 	}
 	f.flush()
 	d := f.dep.clone()

@@ -178,8 +178,12 @@ func TestModuleBadDeploys(t *testing.T) {
 			return deployItem(t, "other", modSource("x", 1)) // m.add and m.count are app's
 		}, ErrRedefined, "module app's"},
 		{func(t *testing.T) batch.Item {
+			return confItem(t, batch.ConfigChange{Cmd: "deploy-module", Module: "lua", Kind: "lua", Source: []byte("x = 1")})
+		}, ErrBadModule, `kind "lua"`},
+		{func(t *testing.T) batch.Item {
+			// SQL text where the log carries a plan: replicas never parse.
 			return confItem(t, batch.ConfigChange{Cmd: "deploy-module", Module: "sql", Kind: "sql", Source: []byte("select 1")})
-		}, ErrBadModule, `kind "sql"`},
+		}, ErrBadModule, "sql module source"},
 		{func(t *testing.T) batch.Item { return deployItem(t, "a/b", modSource("x", 1)) }, ErrBadModule, "module name"},
 		{func(t *testing.T) batch.Item { return removeItem(t, "nosuch") }, ErrNoModule, "nosuch"},
 	} {

@@ -29,6 +29,13 @@ Usage, on the deploying node and on every replica:
 	p, err := plan.Decode(payload)        // on apply, on every replica
 	err = p.Register(registry)            // its processors; p.Streams() to create
 
+In a cluster, a script is deployed as a module of kind "sql" (replica.SQLSource: the
+text and the encoded plan in one deploy-module item): the leader compiles it against the
+schemas of the deployed SQL modules, every replica decodes, registers and creates the
+streams at the deploy's index. ParseCommand tells a user's command apart (CREATE,
+INSERT, SELECT, DROP, SHOW, EXPLAIN) and SplitStatements splits a script, for the
+client's SQL handle and lockstep sql.
+
 The dialect and each operator's semantics are in docs/sql.md.
 */
 package sql

@@ -88,7 +88,7 @@ Examples:
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of this process (the load generator and any embedded cluster) over the warm-up and the measured time to `FILE`"},
 		),
 		Action:      runBench,
-		Subcommands: []*cli.Command{benchNexmarkCommand()},
+		Subcommands: []*cli.Command{benchNexmarkCommand(), benchNexmarkNodeCommand()},
 	}
 }
 

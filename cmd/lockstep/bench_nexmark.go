@@ -35,15 +35,25 @@ json gives one JSON object per line, -o table one line per event.
 (created if missing) of the cluster at --addr, or of a new --embedded N cluster, in
 batches of --batch from --workers concurrent clients, and reports events/s.
 
---query qN --engine go (with --embedded) runs the hand-written Go processors of query qN
-(package benchmarks/nexmark/goqueries) on the embedded cluster, appends the events, and
-reports the events/s until every processor of the query has handled every record (it
-gives up --timeout after the last append).
+--query qN --engine go runs the hand-written Go processors of query qN (package
+benchmarks/nexmark/goqueries) and measures them (package benchmarks/nexmark/nexbench):
+on --nodes N new node processes of this binary (mutual TLS, fsync on; each a hidden
+"bench nexmark-node" that carries the query's processors, which "lockstep node" does
+not), on a running cluster of such nodes at --addr, or in this process (--embedded N).
+This process appends the events in batches and subscribes to the query's output stream;
+the report gives the sustained events/s (appended and handled: until lag 0), events per
+CPU-second of each node process (from /proc/PID/stat), result latency p50/p99 (the input
+reaching a result's event time to the result reaching the subscriber), each node's data
+size; --chart FILE draws it. --pace R appends at R events/s of wall-clock time (open
+loop) instead of as fast as the cluster takes them. --check then appends drain events,
+waits for every window to close and compares the output with the batch reference
+(nexmark.RefQ0 … RefQ8): a wrong result fails the run.
 
 Examples:
   lockstep bench nexmark --generate --events 20 -o json
   lockstep bench nexmark --generate --append --embedded 1 --events 100000
-  lockstep bench nexmark --query q5 --engine go --embedded 3 --events 200000 -o json`,
+  lockstep bench nexmark --query q5 --engine go --nodes 3 --events 200000 -o json --chart q5.svg
+  lockstep bench nexmark --query q0 --nodes 1 --events 5000 --check`,
 		Flags: withClientFlags(
 			&cli.BoolFlag{Name: "generate", Usage: "generate events: print them, or with --append append them"},
 			&cli.BoolFlag{Name: "append", Usage: "with --generate: append the events to the cluster instead of printing them"},
@@ -57,6 +67,12 @@ Examples:
 			&cli.IntFlag{Name: "batch", Usage: "events per append batch", Value: 500},
 			&cli.IntFlag{Name: "workers", Usage: "concurrent appending clients", Value: 4},
 			&cli.IntFlag{Name: "embedded", Usage: "append to a new in-process cluster of this many nodes instead of --addr"},
+			&cli.IntFlag{Name: "nodes", Usage: "with --query: run it on this many new node processes (1 to 9) instead of --addr"},
+			&cli.Float64Flag{Name: "pace", Usage: "with --query: append at this many events per second of wall-clock time (0: as fast as taken)"},
+			&cli.BoolFlag{Name: "check", Usage: "with --query: compare the result with the batch reference after the run"},
+			&cli.StringFlag{Name: "chart", Usage: "with --query: write an SVG chart of events/s and result latency to `FILE`"},
+			&cli.IntSliceFlag{Name: "node-pid", Usage: "with --query --addr: the process ids of the cluster's nodes on this machine, for their CPU time"},
+			&cli.StringFlag{Name: "node-cpuprofile", Usage: "with --nodes: each node writes a CPU profile of its run to `PREFIX`-ID.pprof"},
 			&cli.IntFlag{Name: "partitions", Usage: "with --embedded: the cluster's partition count", Value: node.DefaultPartitions},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of this process (the feed and any embedded cluster) over the run to `FILE`"},
 			outputFlag(outputTable),
@@ -73,10 +89,11 @@ type nexmarkSpec struct {
 	print    bool
 	query    string
 	embedded int
+	nodes    int
 }
 
 func parseBenchNexmark(c *cli.Context) (nexmarkSpec, error) {
-	s := nexmarkSpec{query: c.String("query"), embedded: c.Int("embedded"), print: c.Bool("generate") && !c.Bool("append")}
+	s := nexmarkSpec{query: c.String("query"), embedded: c.Int("embedded"), nodes: c.Int("nodes"), print: c.Bool("generate") && !c.Bool("append")}
 	var err error
 	if s.format, err = outputFormat(c); err != nil {
 		return s, err
@@ -92,8 +109,20 @@ func parseBenchNexmark(c *cli.Context) (nexmarkSpec, error) {
 		return s, fmt.Errorf("--query %q: want one of %v", s.query, goqueries.Queries)
 	case s.query != "" && c.String("engine") != "go":
 		return s, fmt.Errorf("--engine %q: only go (hand-written processors) for now; the SQL engine comes with the SQL layer", c.String("engine"))
-	case s.query != "" && s.embedded == 0:
-		return s, errors.New("--query needs --embedded N: a running cluster's nodes do not carry the Nexmark processors")
+	case s.nodes < 0 || s.nodes > 9:
+		return s, fmt.Errorf("--nodes %d: want 1 to 9 node processes, or 0", s.nodes)
+	case s.query != "" && s.nodes == 0 && s.embedded == 0 && !c.IsSet("addr"):
+		return s, errors.New("--query needs a cluster: --nodes N (node processes), --embedded N (in this process) or --addr")
+	case s.nodes > 0 && s.query == "":
+		return s, errors.New("--nodes starts bench nodes for a query: give --query (or --embedded to append only)")
+	case s.nodes > 0 && (s.embedded > 0 || c.IsSet("addr")):
+		return s, errors.New("--nodes starts its own cluster: give one of --nodes, --embedded and --addr")
+	case s.query == "" && (c.IsSet("pace") || c.Bool("check") || c.IsSet("chart")):
+		return s, errors.New("--pace, --check and --chart go with --query")
+	case c.IsSet("node-pid") && (s.query == "" || !c.IsSet("addr")):
+		return s, errors.New("--node-pid goes with --query and --addr (--nodes measures its own nodes)")
+	case c.IsSet("node-cpuprofile") && s.nodes == 0:
+		return s, errors.New("--node-cpuprofile goes with --nodes")
 	case s.embedded < 0:
 		return s, fmt.Errorf("--embedded %d: want a node count, or 0 to use --addr", s.embedded)
 	case s.print && (s.embedded > 0 || c.IsSet("addr")):
@@ -113,7 +142,8 @@ func parseBenchNexmark(c *cli.Context) (nexmarkSpec, error) {
 	if c.Int("out-of-order-group") < 1 {
 		return s, fmt.Errorf("--out-of-order-group %d: want at least 1", c.Int("out-of-order-group"))
 	}
-	s.feed = feed.Config{Generator: s.gen, From: c.Int64("from"), Events: c.Int64("events"), Batch: c.Int("batch"), Workers: c.Int("workers")}
+	s.feed = feed.Config{Generator: s.gen, From: c.Int64("from"), Events: c.Int64("events"), Batch: c.Int("batch"), Workers: c.Int("workers"),
+		Pace: c.Float64("pace")}
 	if err := s.feed.Validate(); err != nil {
 		return s, err
 	}
@@ -130,6 +160,9 @@ func runBenchNexmark(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if spec.query != "" {
+		return runNexmarkQuery(ctx, c, spec)
+	}
 	clients, closeAll, err := openNexmarkTarget(ctx, c, spec)
 	if err != nil {
 		return err
@@ -143,53 +176,31 @@ func runBenchNexmark(c *cli.Context) error {
 		return err
 	}
 	defer stopProfile() //nolint:errcheck // the run's own errors come first
-	start := time.Now()
 	res, err := feed.Run(ctx, clients, spec.feed)
 	if err != nil {
 		return fmt.Errorf("appending after %d events: %w", res.Events, err)
 	}
-	rep := nexmarkReport{Query: spec.query, Events: res.Events, Batches: res.Batches, AppendS: res.Elapsed.Seconds(),
-		AppendRate: res.EventsPerSec}
-	if spec.query != "" {
-		rep.Engine = "go"
-		drainCtx, cancel := context.WithTimeout(ctx, c.Duration("timeout")) // after the last append
-		err := feed.WaitDrained(drainCtx, clients[0], goqueries.Output(spec.query), 20*time.Millisecond)
-		cancel()
-		if err != nil {
-			return err
-		}
-		rep.DrainedS = time.Since(start).Seconds()
-		rep.Rate = float64(res.Events) / rep.DrainedS
-	}
+	rep := nexmarkReport{Events: res.Events, Batches: res.Batches, AppendS: res.Elapsed.Seconds(), AppendRate: res.EventsPerSec}
 	if spec.format == outputJSON {
 		return writeJSON(c.App.Writer, rep)
 	}
 	return rep.writeTable(c.App.Writer)
 }
 
-// nexmarkReport is the result of an append or query run. Durations are seconds.
+// nexmarkReport is the result of an append run (a query run's is nexbench.Report).
+// Durations are seconds.
 type nexmarkReport struct {
-	Query   string `json:"query,omitempty"`
-	Engine  string `json:"engine,omitempty"`
-	Events  int64  `json:"events"`
-	Batches int64  `json:"batches"`
+	Events  int64 `json:"events"`
+	Batches int64 `json:"batches"`
 	// AppendS is the time the appends took, AppendRate the events over it.
 	AppendS    float64 `json:"append_s"`
 	AppendRate float64 `json:"append_events_per_s"`
-	// DrainedS is the time from the first append until the query's processors had
-	// handled every record; Rate the events over it.
-	DrainedS float64 `json:"drained_s,omitempty"`
-	Rate     float64 `json:"events_per_s,omitempty"`
 }
 
 func (r nexmarkReport) writeTable(w io.Writer) error {
 	tw := newTable(w)
 	fmt.Fprintf(tw, "events\t%d\n", r.Events)
 	fmt.Fprintf(tw, "append\t%.3fs, %d batches, %.0f events/s\n", r.AppendS, r.Batches, r.AppendRate)
-	if r.Query != "" {
-		fmt.Fprintf(tw, "query\t%s (engine %s)\n", r.Query, r.Engine)
-		fmt.Fprintf(tw, "drained\tafter %.3fs: %.0f events/s\n", r.DrainedS, r.Rate)
-	}
 	return tw.Flush()
 }
 
@@ -250,8 +261,7 @@ func openNexmarkTarget(ctx context.Context, c *cli.Context, spec nexmarkSpec) ([
 	}
 	registry := func(int) *procedures.Registry { return procedures.Builtins() }
 	if spec.query != "" {
-		// The query's out-of-orderness covers the feed's disorder, so no event is late.
-		qcfg := goqueries.Config{OutOfOrderness: max(time.Second, 2*time.Duration(spec.feed.MaxDisorderMs())*time.Millisecond)}
+		qcfg := goqueries.Config{OutOfOrderness: queryOutOfOrderness(spec)}
 		if err := goqueries.Register(procedures.Builtins(), qcfg, spec.query); err != nil {
 			return nil, nil, err
 		}
@@ -294,4 +304,10 @@ func closeClients(cs []*client.Client) {
 	for _, c := range cs {
 		c.Close()
 	}
+}
+
+// queryOutOfOrderness is the query's out-of-orderness: it covers the feed's disorder,
+// so no event is late.
+func queryOutOfOrderness(spec nexmarkSpec) time.Duration {
+	return max(time.Second, 2*time.Duration(spec.feed.MaxDisorderMs())*time.Millisecond)
 }

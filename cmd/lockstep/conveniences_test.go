@@ -42,10 +42,13 @@ func commandPaths() map[string]*cli.Command {
 // notPrinting are the commands without --output, and why: none of them prints a result
 // that a format could shape.
 var notPrinting = map[string]string{
-	"lockstep node":          "runs a node until a signal; it logs, it prints no result",
-	"lockstep sink postgres": "runs a sink until a signal; it logs, it prints no result",
-	"lockstep demo":          "a narrated run for people; its exit code is the check",
-	"lockstep completion":    "prints a shell script: the shell is its format",
+	"lockstep node":               "runs a node until a signal; it logs, it prints no result",
+	"lockstep sink postgres":      "runs a sink until a signal; it logs, it prints no result",
+	"lockstep sink kafka":         "runs a sink until a signal; it logs, it prints no result",
+	"lockstep source kafka":       "runs a source worker until a signal; it logs, it prints no result",
+	"lockstep bench nexmark-node": "runs a bench node until a signal, as lockstep node does",
+	"lockstep demo":               "a narrated run for people; its exit code is the check",
+	"lockstep completion":         "prints a shell script: the shell is its format",
 }
 
 // TestOutputFlagEverywhere: every command that prints a result has -o table|json (issue

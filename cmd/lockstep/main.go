@@ -61,6 +61,7 @@ func newApp() *cli.App {
 			proceduresCommand(),
 			processorsCommand(),
 			deployCommand(),
+			sqlCommand(),
 			backupCommand(),
 			restoreCommand(),
 			streamCommand(),

@@ -43,7 +43,7 @@ var allowed = map[string][]string{
 	"internal/ratelog":    {},
 	"internal/netaddr":    {},
 	"sequencer":           {"internal/batch", "internal/netaddr", "internal/planted"},
-	"replica":             {"partition", "procedures", "procedures/builtin", "procedures/modules", "procedures/schema", "internal/batch", "internal/planted"},
+	"replica":             {"partition", "procedures", "procedures/builtin", "procedures/modules", "procedures/schema", "sql/plan", "internal/batch", "internal/planted"},
 	"internal/certs":      {},
 	"client":              {"internal/wire", "internal/certs", "procedures/builtin", "procedures/schema"},
 	// client/pgsink is a user of the client, as any application is; its typed mode
@@ -62,13 +62,13 @@ var allowed = map[string][]string{
 	// and merges modules' procedures into the catalogue (procedures/schema).
 	"node": {"internal/backup", "partition", "procedures", "procedures/builtin", "procedures/schema", "procedures/window", "internal/batch",
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/netaddr", "internal/planted", "internal/ratelog",
-		"node/statuspage"},
+		"node/statuspage", "sql", "sql/plan"},
 	// node/runner is `lockstep node` for any binary: flags, config file, signals, rebuild.
 	"node/runner": {"node", "procedures", "internal/faultenv", "internal/netaddr"},
 	// node/statuspage renders the admin port's HTML status page from plain values.
 	"node/statuspage": {},
-	"cmd/lockstep": {"internal/backup", "client", "client/pgsink", "sql", "client/kafka", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo",
-		"benchmarks/nexmark", "benchmarks/nexmark/feed", "benchmarks/nexmark/goqueries"},
+	"cmd/lockstep": {"internal/backup", "client", "client/pgsink", "client/kafka", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo",
+		"benchmarks/nexmark", "benchmarks/nexmark/feed", "benchmarks/nexmark/goqueries", "benchmarks/nexmark/nexbench", "sql"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},
 	// benchmarks/nexmark is the Nexmark generator, record layout and batch reference: plain
@@ -85,6 +85,10 @@ var allowed = map[string][]string{
 	"benchmarks/modbench/abrun":             {"benchmarks/modbench", "client", "jepsen", "procedures/builtin"},
 	"benchmarks/modbench/cmd/modbench":      {"benchmarks/modbench/abrun"},
 	"benchmarks/modbench/cmd/modbench-node": {"benchmarks/modbench", "node/runner", "procedures"},
+	// benchmarks/nexmark/nexbench runs a query on bench node processes (started through
+	// jepsen's cluster harness) and measures it.
+	"benchmarks/nexmark/nexbench": {"benchmarks/nexmark", "benchmarks/nexmark/feed", "benchmarks/nexmark/goqueries", "client",
+		"jepsen", "procedures", "procedures/builtin", "internal/latency", "internal/chart"},
 	// benchmarks/report reads the node's metric names (node.Metric...), nothing else of it.
 	"benchmarks/report":   {"node"},
 	"jepsen":              {"client", "procedures/builtin", "internal/chart", "internal/faultenv"},

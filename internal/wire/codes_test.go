@@ -191,7 +191,7 @@ func TestOpString(t *testing.T) {
 		{OpRemove, "Remove"}, {OpTransferLeader, "TransferLeader"}, {OpProcedures, "Procedures"},
 		{OpProcessors, "Processors"}, {OpSubscribe, "Subscribe"}, {OpCredit, "Credit"},
 		{OpUnsubscribe, "Unsubscribe"}, {OpUsers, "Users"}, {OpConfirmLeader, "ConfirmLeader"}, {OpReadIndex, "ReadIndex"},
-		{OpRebuild, "Rebuild"}, {OpClusterConfig, "ClusterConfig"}, {OpBackup, "Backup"}, {Op(0), "Op(0)"}, {Op(21), "Op(21)"},
+		{OpRebuild, "Rebuild"}, {OpClusterConfig, "ClusterConfig"}, {OpBackup, "Backup"}, {OpSQL, "SQL"}, {Op(0), "Op(0)"}, {Op(22), "Op(22)"},
 	}
 	for i, tt := range tests {
 		if got := tt.op.String(); got != tt.want {

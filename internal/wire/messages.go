@@ -119,7 +119,62 @@ const (
 	// another starts on the connection, or when the connection closes. An Offset other
 	// than the next byte is BadArguments.
 	OpBackup Op = 20
+	// OpSQL serves one SQL command (docs/sql.md, "Surfaces"): Args is the msgpack
+	// encoding of an SQLArgs, and Consistency says how fresh the state it reads must be
+	// (the leader off the log by default, or any node, or bounded by MaxLag). The node
+	// answers, in Value, a msgpack SQLResult: a SELECT, SHOW or EXPLAIN is answered from
+	// state; CREATE is compiled against the deployed catalogue and answered as the
+	// module to deploy (the client deploys it with OpClusterConfig, which needs admin),
+	// DROP as the modules to remove, INSERT as the records to append (the client appends
+	// them through its exactly-once session). A bad command is BadArguments carrying the
+	// place in the SQL text; nothing changes.
+	OpSQL Op = 21
 )
+
+// SQLArgs is the argument of OpSQL.
+type SQLArgs struct {
+	// Text is the SQL command.
+	Text string `msgpack:"text"`
+}
+
+// SQL result kinds (SQLResult.Kind).
+const (
+	SQLRows   = "rows"
+	SQLDeploy = "deploy"
+	SQLDrop   = "drop"
+	SQLInsert = "insert"
+)
+
+// SQLResult is the answer to OpSQL.
+type SQLResult struct {
+	Kind string `msgpack:"kind"`
+	// Columns and Rows are a SQLRows answer: the column names and SQL types, and the
+	// rows, each value of its column's type (docs/sql.md: timestamps and intervals as
+	// milliseconds) or nil.
+	Columns []SQLColumn `msgpack:"cols,omitempty"`
+	Rows    [][]any     `msgpack:"rows,omitempty"`
+	// Module and Source are a SQLDeploy answer: deploy Source as the "sql" module Module.
+	Module string `msgpack:"mod,omitempty"`
+	Source []byte `msgpack:"src,omitempty"`
+	// Modules are a SQLDrop answer: the modules to remove.
+	Modules []string `msgpack:"mods,omitempty"`
+	// Appends are a SQLInsert answer, in order.
+	Appends []SQLAppend `msgpack:"appends,omitempty"`
+}
+
+// SQLColumn is one column of a SQLRows answer.
+type SQLColumn struct {
+	Name string `msgpack:"n"`
+	Type string `msgpack:"t"`
+}
+
+// SQLAppend is one record an INSERT appends.
+type SQLAppend struct {
+	Stream      string `msgpack:"s"`
+	Key         []byte `msgpack:"k"`
+	Value       []byte `msgpack:"v"`
+	EventTimeMs int64  `msgpack:"e,omitempty"`
+}
 
 // BackupStart is the answer to the OpBackup that starts a backup.
 type BackupStart struct {
@@ -319,6 +374,8 @@ func (o Op) String() string {
 		return "Rebuild"
 	case OpClusterConfig:
 		return "ClusterConfig"
+	case OpSQL:
+		return "SQL"
 	case OpBackup:
 		return "Backup"
 	}

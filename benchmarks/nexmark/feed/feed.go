@@ -33,6 +33,15 @@ type Config struct {
 	// Progress, if set, is called about once a second with the events appended so far,
 	// from the run's own goroutine.
 	Progress func(events int64)
+	// Pace, if positive, is the wall-clock rate in events per second: chunk k is not
+	// appended before Batch×k/Pace seconds after the start (open loop). 0: as fast as
+	// the cluster takes them.
+	Pace float64
+	// Sending, if set, is called by the appending goroutine just before it appends the
+	// chunk of positions [from, to), with the time it was due (its scheduled time under
+	// Pace, so that a late chunk's wait counts; else now): a run measuring result
+	// latency from the append records it. It must be safe for concurrent use.
+	Sending func(from, to int64, at time.Time)
 }
 
 func (c Config) withDefaults() Config {
@@ -58,6 +67,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: positions [%d, %d) past the generator's %d events", ErrBadConfig, c.From, c.From+c.Events, c.Generator.Events)
 	case c.Batch < 1 || c.Batch > MaxBatch:
 		return fmt.Errorf("%w: batch %d not in 1..%d", ErrBadConfig, c.Batch, MaxBatch)
+	case !(c.Pace >= 0) || c.Pace > 1e9: // NaN fails >= 0
+		return fmt.Errorf("%w: pace %v: want 0 (unpaced) or events per second", ErrBadConfig, c.Pace)
 	case c.Workers < 1 || c.Workers > 1024:
 		return fmt.Errorf("%w: workers %d not in 1..1024", ErrBadConfig, c.Workers)
 	}
@@ -123,6 +134,17 @@ func Run(ctx context.Context, clients []*client.Client, cfg Config) (Result, err
 			for k := int64(w); k < chunks && ctx.Err() == nil; k += int64(cfg.Workers) {
 				from := cfg.From + k*int64(cfg.Batch)
 				to := min(from+int64(cfg.Batch), cfg.From+cfg.Events)
+				at := time.Now()
+				if cfg.Pace > 0 {
+					due := start.Add(time.Duration(float64(k*int64(cfg.Batch)) / cfg.Pace * float64(time.Second)))
+					if err := sleepUntil(ctx, due); err != nil {
+						return
+					}
+					at = due
+				}
+				if cfg.Sending != nil {
+					cfg.Sending(from, to, at)
+				}
 				n, err := appendChunk(ctx, c, gen, from, to)
 				batches.Add(n)
 				if err != nil {
@@ -177,4 +199,20 @@ func appendChunk(ctx context.Context, c *client.Client, gen *nexmark.Generator, 
 		}
 	}
 	return calls, nil
+}
+
+// sleepUntil waits until t or until ctx ends (its error).
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
 }

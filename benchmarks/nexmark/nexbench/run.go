@@ -1,0 +1,272 @@
+package nexbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockstepdb/lockstep/benchmarks/nexmark"
+	"github.com/lockstepdb/lockstep/benchmarks/nexmark/feed"
+	"github.com/lockstepdb/lockstep/benchmarks/nexmark/goqueries"
+	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/latency"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
+)
+
+// ErrBadConfig is a Config Run refuses before it does anything.
+var ErrBadConfig = errors.New("nexbench: bad config")
+
+// Config is one measured run.
+type Config struct {
+	// Query is the query run (goqueries.Queries); the cluster's nodes must carry it.
+	Query string
+	// Feed is the events and how they are appended.
+	Feed feed.Config
+	// Clients append (round robin over Feed.Workers) and subscribe (the first). Required.
+	Clients []*client.Client
+	// Nodes are the node processes measured (CPU, data size); may be empty.
+	Nodes []Node
+	// DrainTimeout bounds the wait for lag 0 after the last append, and Check's wait for
+	// the windows to close. Default 60 s.
+	DrainTimeout time.Duration
+	// Check compares the result with the batch reference after the run (ErrWrongResult);
+	// the events are kept in memory for it.
+	Check bool
+}
+
+// Run runs cfg and reports what it measured; an error after the appends started comes
+// with the partial report.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	if !slices.Contains(goqueries.Queries, cfg.Query) {
+		return Report{}, fmt.Errorf("%w: query %q: want one of %v", ErrBadConfig, cfg.Query, goqueries.Queries)
+	}
+	if len(cfg.Clients) == 0 {
+		return Report{}, fmt.Errorf("%w: no client", ErrBadConfig)
+	}
+	if err := cfg.Feed.Validate(); err != nil {
+		return Report{}, err
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = time.Minute
+	}
+	fc := cfg.Feed
+	if fc.Batch == 0 {
+		fc.Batch = 500
+	}
+	c0 := cfg.Clients[0]
+	if err := feed.CreateStreams(ctx, c0, builtin.StreamRetention{}); err != nil {
+		return Report{}, err
+	}
+	parts, err := carried(ctx, c0, cfg.Query)
+	if err != nil {
+		return Report{}, err
+	}
+	g, err := nexmark.New(fc.Generator)
+	if err != nil {
+		return Report{}, err
+	}
+	chunks := (fc.Events + int64(fc.Batch) - 1) / int64(fc.Batch)
+	w := &watcher{query: cfg.Query, gen: g.Config(), from: fc.From, batch: int64(fc.Batch),
+		sent: make([]atomic.Int64, chunks), keep: cfg.Check, total: latency.New()}
+	subCtx, stopSub := context.WithCancel(ctx)
+	defer stopSub()
+	sub, err := subscribe(subCtx, c0, goqueries.Output(cfg.Query))
+	if err != nil {
+		return Report{}, err
+	}
+	defer sub.Close()
+	subDone := make(chan error, 1)
+	go func() { subDone <- w.follow(subCtx, sub) }()
+
+	cpu0 := cpuOf(cfg.Nodes)
+	w.start = time.Now()
+	fc.Sending = w.sending
+	res, err := feed.Run(ctx, cfg.Clients, fc)
+	rep := Report{Query: cfg.Query, Engine: "go", Nodes: len(cfg.Nodes), Partitions: parts, Events: res.Events,
+		Batches: res.Batches, AppendS: res.Elapsed.Seconds(), AppendRate: res.EventsPerSec, Pace: fc.Pace}
+	if err != nil {
+		return rep, fmt.Errorf("appending after %d events: %w", res.Events, err)
+	}
+	drainCtx, cancel := context.WithTimeout(ctx, cfg.DrainTimeout)
+	err = feed.WaitDrained(drainCtx, c0, goqueries.Output(cfg.Query), 10*time.Millisecond)
+	cancel()
+	if err != nil {
+		return rep, err
+	}
+	elapsed := time.Since(w.start)
+	cpu1 := cpuOf(cfg.Nodes)
+	rep.DrainedS = elapsed.Seconds()
+	rep.Rate = float64(res.Events) / rep.DrainedS
+	var sum float64
+	for i, n := range cfg.Nodes {
+		r := Replica{ID: n.ID, Pid: n.Pid}
+		if cpu0[i] >= 0 && cpu1[i] >= 0 {
+			r.CPUSeconds = cpu1[i] - cpu0[i]
+			if r.CPUSeconds > 0 {
+				r.EventsPerCPUSecond = float64(res.Events) / r.CPUSeconds
+			}
+			sum += r.CPUSeconds
+		}
+		if n.DataDir != "" {
+			r.DiskBytes = diskBytes(n.DataDir)
+		}
+		if n.Pid > 0 {
+			r.RSSBytes, _ = RSSBytes(n.Pid)
+		}
+		rep.Replicas = append(rep.Replicas, r)
+	}
+	if len(cfg.Nodes) > 0 && sum > 0 {
+		rep.EventsPerCore = float64(res.Events) * float64(len(cfg.Nodes)) / sum
+	}
+	out := goqueries.Output(cfg.Query)
+	rep.StreamBytes = map[string]int64{}
+	var outEnd int64
+	for _, s := range []string{nexmark.StreamPerson, nexmark.StreamAuction, nexmark.StreamBid, out} {
+		d, err := c0.Streams().Describe(ctx, s)
+		if err != nil {
+			return rep, fmt.Errorf("nexbench: describing %s: %w", s, err)
+		}
+		for _, p := range d.Partitions {
+			rep.StreamBytes[s] += p.Bytes
+			if s == out {
+				outEnd += int64(p.NextOffset)
+			}
+		}
+	}
+	// Every result is in the output stream now; the subscriber may still be behind.
+	if err := w.waitResults(ctx, outEnd, time.Now().Add(cfg.DrainTimeout)); err != nil {
+		return rep, err
+	}
+	if self, err := CPUSeconds(os.Getpid()); err == nil {
+		rep.BenchCPUSeconds = self
+	}
+	w.mu.Lock()
+	rep.Results = w.results
+	rep.Latency = summary(w.total.Summary())
+	rep.Seconds = w.chartSeconds(elapsed)
+	w.mu.Unlock()
+	select {
+	case err := <-subDone:
+		return rep, fmt.Errorf("subscriber of %s: %w", goqueries.Output(cfg.Query), err)
+	default:
+	}
+	if cfg.Check {
+		rows, err := check(ctx, cfg, parts, w)
+		rep.CheckedRows = rows
+		if err != nil {
+			return rep, err
+		}
+		rep.Checked = true
+	}
+	return rep, nil
+}
+
+// carried returns the cluster's partition count, from the query's processor statuses,
+// or an error if the cluster's nodes do not run the query's processors.
+func carried(ctx context.Context, c *client.Client, q string) (int, error) {
+	st, err := c.Procedures().Processors(ctx, "")
+	if err != nil {
+		return 0, fmt.Errorf("nexbench: listing the processors: %w", err)
+	}
+	parts := 0
+	for _, s := range st {
+		if s.Processor == goqueries.Output(q) || strings.HasPrefix(s.Processor, goqueries.Output(q)+".") {
+			parts = max(parts, s.Partition+1)
+		}
+	}
+	if parts == 0 {
+		return 0, fmt.Errorf("%w: the cluster runs no processor of %s (start its nodes with `lockstep bench nexmark-node --nexmark-query %s`)",
+			ErrBadConfig, q, q)
+	}
+	return parts, nil
+}
+
+// subscribe subscribes to stream from its start, waiting for the processors' first
+// phase to create it.
+func subscribe(ctx context.Context, c *client.Client, stream string) (*client.Subscription, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		sub, err := c.SubscribeAll(ctx, stream, nil)
+		if err == nil || !errors.Is(err, client.ErrUnknownStream) || time.Now().After(deadline) {
+			if err != nil {
+				return nil, fmt.Errorf("nexbench: subscribing to %s: %w", stream, err)
+			}
+			return sub, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// cpuOf returns each node's CPU seconds so far, -1 where unknown.
+func cpuOf(nodes []Node) []float64 {
+	out := make([]float64, len(nodes))
+	for i, n := range nodes {
+		out[i] = -1
+		if n.Pid > 0 {
+			if s, err := CPUSeconds(n.Pid); err == nil {
+				out[i] = s
+			}
+		}
+	}
+	return out
+}
+
+// check appends the drain events, then waits until the output reduces to the batch
+// reference over the run's events (ErrWrongResult when DrainTimeout passes first). It
+// returns the reference's row count.
+func check(ctx context.Context, cfg Config, parts int, w *watcher) (int, error) {
+	g, err := nexmark.New(cfg.Feed.Generator)
+	if err != nil {
+		return 0, err
+	}
+	evs, err := g.Slice(cfg.Feed.From, cfg.Feed.From+cfg.Feed.Events)
+	if err != nil {
+		return 0, err
+	}
+	maxT := int64(0)
+	for i := range evs {
+		maxT = max(maxT, evs[i].Time())
+	}
+	drain := drainEvents(maxT+time.Hour.Milliseconds(), parts)
+	per := map[string][]client.StreamRecord{}
+	for i := range drain {
+		e := &drain[i]
+		per[e.Stream()] = append(per[e.Stream()], client.StreamRecord{Key: e.Key(), Value: e.Value(), EventTime: time.UnixMilli(e.Time())})
+	}
+	for _, s := range []string{nexmark.StreamPerson, nexmark.StreamAuction, nexmark.StreamBid} {
+		if _, err := cfg.Clients[0].AppendBatch(ctx, s, per[s]); err != nil {
+			return 0, fmt.Errorf("nexbench: appending the drain events: %w", err)
+		}
+	}
+	want := reference(cfg.Query, append(evs, drain...), maxT+1)
+	n := reflectLen(want)
+	deadline := time.Now().Add(cfg.DrainTimeout)
+	for {
+		w.mu.Lock()
+		got, err := answer(cfg.Query, w.values())
+		w.mu.Unlock()
+		if err != nil {
+			return n, err
+		}
+		if equalAnswers(got, want) {
+			return n, nil
+		}
+		if time.Now().After(deadline) {
+			return n, fmt.Errorf("%w: %s: %d rows, reference %d rows; %s", ErrWrongResult, cfg.Query, reflectLen(got), n, firstDiff(got, want))
+		}
+		select {
+		case <-ctx.Done():
+			return n, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

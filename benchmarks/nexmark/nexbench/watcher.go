@@ -1,0 +1,157 @@
+package nexbench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockstepdb/lockstep/benchmarks/nexmark"
+	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/chart"
+	"github.com/lockstepdb/lockstep/internal/latency"
+)
+
+// watcher is the run's subscriber of the query's output stream and the record of when
+// each chunk of events was due.
+type watcher struct {
+	query string
+	gen   nexmark.Config // with defaults
+	from  int64          // first position
+	batch int64
+	start time.Time
+	sent  []atomic.Int64 // chunk k's due time, Unix ns; 0 before it is sent
+	keep  bool           // keep the records' values, for check
+
+	mu      sync.Mutex
+	results int64
+	total   *latency.Recorder
+	perSec  []*latency.Recorder // results' latency by second of the run they became visible
+	appends []int64             // events due per second of the run
+	parts   map[int][][]byte    // kept values by partition, in offset order
+}
+
+// sending records chunk [from, to)'s due time (feed.Config.Sending).
+func (w *watcher) sending(from, to int64, at time.Time) {
+	k := (from - w.from) / w.batch
+	w.sent[k].Store(at.UnixNano())
+	w.mu.Lock()
+	sec := w.second(at)
+	for len(w.appends) <= sec {
+		w.appends = append(w.appends, 0)
+	}
+	w.appends[sec] += to - from
+	w.mu.Unlock()
+}
+
+func (w *watcher) second(t time.Time) int { return max(int(t.Sub(w.start)/time.Second), 0) }
+
+// dueAt returns when the input reached event time t: the due time of the chunk that
+// holds the first event number at t or later (positions and numbers differ within an
+// out-of-order group only), and false if that chunk was not sent.
+func (w *watcher) dueAt(t int64) (time.Time, bool) {
+	// event number n is at BaseTime + n*1000/Rate ms: the first at t or later is
+	// ceil((t−BaseTime)×Rate/1000).
+	n := ((t-w.gen.BaseTime)*w.gen.Rate + 999) / 1000
+	k := min(max((n-w.from)/w.batch, 0), int64(len(w.sent)-1))
+	ns := w.sent[k].Load()
+	if ns == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, ns), true
+}
+
+// follow reads the subscription until ctx ends, recording each result's latency.
+func (w *watcher) follow(ctx context.Context, sub *client.Subscription) error {
+	for {
+		recs, err := sub.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		now := time.Now()
+		w.mu.Lock()
+		sec := w.second(now)
+		for len(w.perSec) <= sec {
+			w.perSec = append(w.perSec, latency.New())
+		}
+		for _, r := range recs {
+			w.results++
+			if due, ok := w.dueAt(r.EventTime.UnixMilli()); ok && r.EventTime.UnixMilli() < w.drainFrom() {
+				d := now.Sub(due)
+				w.total.Record(d)
+				w.perSec[sec].Record(d)
+			}
+			if w.keep {
+				if w.parts == nil {
+					w.parts = map[int][][]byte{}
+				}
+				w.parts[r.Partition] = append(w.parts[r.Partition], r.Data)
+			}
+		}
+		w.mu.Unlock()
+	}
+}
+
+// drainFrom is the first event time of check's drain events, whose results are not the
+// run's: an hour past the run's last event time at the latest.
+func (w *watcher) drainFrom() int64 {
+	last := w.from + int64(len(w.sent))*w.batch
+	return w.gen.BaseTime + last*1000/w.gen.Rate + time.Hour.Milliseconds()/2
+}
+
+// values returns the kept values, partition by partition. w.mu is held.
+func (w *watcher) values() [][]byte {
+	var out [][]byte
+	for p := 0; len(w.parts) > 0 && p <= maxKey(w.parts); p++ {
+		out = append(out, w.parts[p]...)
+	}
+	return out
+}
+
+func maxKey(m map[int][][]byte) int {
+	k := 0
+	for p := range m {
+		k = max(k, p)
+	}
+	return k
+}
+
+// chartSeconds returns the run's seconds: events due and result latency. w.mu is held.
+func (w *watcher) chartSeconds(elapsed time.Duration) []chart.Second {
+	n := int(elapsed/time.Second) + 1
+	out := make([]chart.Second, n)
+	for i := range out {
+		if i < len(w.appends) {
+			out[i].OK = w.appends[i]
+		}
+		if i < len(w.perSec) {
+			s := w.perSec[i].Summary()
+			out[i].P50, out[i].P99 = s.P50, s.P99
+		}
+	}
+	return out
+}
+
+// waitResults waits until the subscriber has seen n results, or deadline.
+func (w *watcher) waitResults(ctx context.Context, n int64, deadline time.Time) error {
+	for {
+		w.mu.Lock()
+		got := w.results
+		w.mu.Unlock()
+		if got >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nexbench: the subscriber saw %d of the %d results", got, n)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

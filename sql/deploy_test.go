@@ -1,0 +1,234 @@
+package sql_test
+
+import (
+	"errors"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	"github.com/lockstepdb/lockstep/internal/batch"
+	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/replica"
+	"github.com/lockstepdb/lockstep/sql"
+	"github.com/lockstepdb/lockstep/sql/plan"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// logFSM is a replica FSM at cluster version 3 that SQL is deployed to through the log,
+// as "sql" modules (replica/sqlmodules.go), the way a leader proposes them.
+type logFSM struct {
+	t     testing.TB
+	f     *replica.FSM
+	parts int
+	index uint64
+	now   int64
+}
+
+func newLogFSM(t testing.TB, parts int) *logFSM {
+	t.Helper()
+	reg := procedures.Builtins()
+	f, err := replica.New(replica.Config{Partitions: parts}, reg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	info := batch.ClusterInfo{ClusterID: "c", Partitions: parts, Procedures: reg.Fingerprint()}
+	replica.BootstrapInfo(replica.Config{}, reg, &info)
+	args, _ := msgpack.Marshal(&info)
+	l := &logFSM{t: t, f: f, parts: parts, now: 1_700_000_000_000 * 1e6}
+	if err := l.apply(batch.Item{Kind: batch.KindInitCluster, Args: args}); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func (l *logFSM) apply(items ...batch.Item) error {
+	l.index++
+	l.now += 1e6
+	e := batch.Entry{Time: l.now, Items: items}
+	out := l.f.ApplyBatch([]*raft.Log{{Index: l.index, Type: raft.LogCommand, Data: batch.AppendEntry(nil, &e)}})
+	if res, ok := out[0].(*batch.Results); ok && res != nil {
+		for _, r := range res.Items {
+			if r.Err != nil {
+				return r.Err
+			}
+		}
+	}
+	return nil
+}
+
+func (l *logFSM) catalog() []plan.Schema {
+	var out []plan.Schema
+	for _, m := range l.f.SQLModules() {
+		out = append(out, m.Plan.Schemas()...)
+	}
+	return out
+}
+
+// deploy compiles text as the leader does and applies the deploy through the log.
+func (l *logFSM) deploy(name, text string) error {
+	part := l.f.Engine().Partitions()[0]
+	art, err := sql.Compile(text, sql.Options{Catalog: l.catalog(), Exists: func(n string) bool {
+		_, ok := part.StreamInfo(n)
+		return ok
+	}})
+	if err != nil {
+		return err
+	}
+	b, err := art.Encode()
+	if err != nil {
+		return err
+	}
+	src, err := replica.EncodeSQLSource(text, b)
+	if err != nil {
+		return err
+	}
+	return l.config(batch.ConfigChange{Cmd: "deploy-module", Module: name, Kind: replica.ModuleKindSQL, Source: src})
+}
+
+func (l *logFSM) config(c batch.ConfigChange) error {
+	args, _ := msgpack.Marshal(&c)
+	return l.apply(batch.Item{Kind: batch.KindClusterConfig, Args: args})
+}
+
+func (l *logFSM) insert(text string) {
+	l.t.Helper()
+	recs, err := sql.EncodeInsert(text, l.catalog())
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	for _, a := range recs {
+		h := &harness{parts: l.parts}
+		if err := l.apply(h.appendItem(a)); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+}
+
+func (l *logFSM) query(text string) []string {
+	l.t.Helper()
+	q, err := sql.CompileQuery(text, l.catalog())
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	var scanners []plan.Scanner
+	for _, p := range l.f.Engine().Partitions() {
+		scanners = append(scanners, p)
+	}
+	rows, err := q.Run(scanners)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return rowsText(rows)
+}
+
+// A stream and a view deployed as "sql" modules through the log: the replica creates the
+// stream at the deploy's index and runs the plan it decodes; a view over a stream that a
+// removal would drop is refused by name, and so is every bad deploy, changing nothing.
+func TestDeploySQLThroughLog(t *testing.T) {
+	l := newLogFSM(t, 4)
+	if err := l.deploy("clicks", `CREATE STREAM clicks (usr text, page text, ts timestamp, n bigint)
+  WITH (key = 'usr', event_time = 'ts', out_of_orderness = '1 second', idle_timeout = '2 seconds');`); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.f.Engine().Partitions()[3].StreamInfo("clicks"); !ok {
+		t.Fatal("the deploy did not create stream clicks")
+	}
+	if err := l.deploy("per_page", `CREATE MATERIALIZED VIEW per_page AS
+  SELECT page, count(*) AS clicks, sum(n) AS total FROM clicks WHERE n > 0 GROUP BY page;`); err != nil {
+		t.Fatal(err)
+	}
+	l.insert(clicksRows)
+	l.apply(batch.Item{Kind: batch.KindTick}) // the exchange delivers the last row's group
+	if got, want := l.query("SELECT page, clicks, total FROM per_page ORDER BY page"), []string{"cart 1 3", "home 3 8"}; !slices.Equal(got, want) {
+		t.Fatalf("per_page: got %q, want %q", got, want)
+	}
+
+	before := l.f.StateHashes()
+	dep := l.f.Deployment()
+	unchanged := func(what string) {
+		t.Helper()
+		after := l.f.StateHashes()
+		// The meta hash covers the applied index and batch time, which every entry moves.
+		if !slices.Equal(after.Hashes, before.Hashes) {
+			t.Fatalf("%s changed the state: %v %x -> %v %x", what, before.Hashes, before.Meta, after.Hashes, after.Meta)
+		}
+		if d := l.f.Deployment(); !reflect.DeepEqual(d, dep) {
+			t.Fatalf("%s changed the deployment", what)
+		}
+	}
+	// The view over clicks blocks the removal of clicks, by name.
+	err := l.config(batch.ConfigChange{Cmd: "remove-module", Module: "clicks"})
+	if !errors.Is(err, replica.ErrBadModule) || !strings.Contains(err.Error(), "view per_page") {
+		t.Fatalf("remove clicks under per_page: got %v", err)
+	}
+	// Replicas check again on apply: a plan over a stream that does not exist (as a
+	// leader with a stale catalogue would propose) is refused, and no stream is created.
+	art, err := sql.Compile(`CREATE STREAM s2 (k text) WITH (key = 'k');
+CREATE MATERIALIZED VIEW v2 AS SELECT k FROM s2;`, sql.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	art.Plan.Views[0].Input.Name = "nosuch"
+	b, _ := art.Encode()
+	src, _ := replica.EncodeSQLSource(art.SQL, b)
+	err = l.config(batch.ConfigChange{Cmd: "deploy-module", Module: "bad", Kind: replica.ModuleKindSQL, Source: src})
+	if !errors.Is(err, replica.ErrBadModule) {
+		t.Fatalf("deploy over a missing stream: got %v", err)
+	}
+	if _, ok := l.f.Engine().Partitions()[0].StreamInfo("s2"); ok {
+		t.Fatal("a refused deploy created its stream")
+	}
+	// A second deploy of a stream that exists.
+	b2, _ := mustCompile(t, `CREATE STREAM s3 (k text) WITH (key = 'k');`).Encode()
+	src, _ = replica.EncodeSQLSource("x", b2)
+	if err := l.config(batch.ConfigChange{Cmd: "deploy-module", Module: "s3", Kind: replica.ModuleKindSQL, Source: src}); err != nil {
+		t.Fatal(err)
+	}
+	before, dep = l.f.StateHashes(), l.f.Deployment()
+	err = l.config(batch.ConfigChange{Cmd: "deploy-module", Module: "s3b", Kind: replica.ModuleKindSQL, Source: src})
+	if !errors.Is(err, replica.ErrBadModule) || !strings.Contains(err.Error(), "exists") {
+		t.Fatalf("deploy of an existing stream: got %v", err)
+	}
+	// A plan that does not decode.
+	src, _ = replica.EncodeSQLSource("x", []byte{0xc1})
+	if err := l.config(batch.ConfigChange{Cmd: "deploy-module", Module: "junk", Kind: replica.ModuleKindSQL, Source: src}); !errors.Is(err, replica.ErrBadModule) {
+		t.Fatalf("deploy of a bad plan: got %v", err)
+	}
+	unchanged("refused deploys")
+
+	// Removing the view, then the stream, works; the stream's records stay.
+	if err := l.config(batch.ConfigChange{Cmd: "remove-module", Module: "per_page"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.config(batch.ConfigChange{Cmd: "remove-module", Module: "clicks"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range l.catalog() {
+		if s.Name == "clicks" || s.Name == "per_page" {
+			t.Fatalf("catalog still holds %s", s.Name)
+		}
+	}
+	var n int
+	for _, p := range l.f.Engine().Partitions() {
+		recs, _, _ := p.ReadStream("clicks", 0, 100)
+		n += len(recs)
+	}
+	if n != 5 {
+		t.Fatalf("clicks holds %d records after the removal, want 5", n)
+	}
+	_ = partition.ScanOptions{}
+}
+
+func mustCompile(t testing.TB, text string) *sql.Artifact {
+	t.Helper()
+	art, err := sql.Compile(text, sql.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return art
+}
