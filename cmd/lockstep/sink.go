@@ -63,8 +63,8 @@ key column (the default for a table and a view). A view's changelog is upserted 
 column lockstep_key (the key of the row in the view's table), its deletes applied, so the
 table holds the view's contents. A table of the wrong shape (a column missing or of
 another type, no unique key on the upsert key) is refused before anything is written; a
-record that does not decode stops the sink, its batch not written. The cluster does not
-hold the SQL catalogue yet: once it does, the sink reads the schema from it.
+record that does not decode stops the sink, its batch not written. The sink does not read
+the deployed schema from the cluster yet: a later version will, --schema overriding it.
 
 The DSN, the connection, the table's columns and the stream are checked before anything
 is read or written (or a group joined). Runs until SIGINT or SIGTERM (exit 0); exits 1 when fenced or on
