@@ -13,10 +13,18 @@ type Config struct {
 	// DSN is the PostgreSQL connection string (URL or key=value form). Required.
 	DSN string
 	// Table is the target table, "table" (resolved by the DSN's search_path) or
-	// "schema.table". It must exist with the columns of TableSchema. Required.
+	// "schema.table". Without Rows it must exist with the columns of TableSchema.
+	// Required.
 	Table string
 	// Stream is the Lockstep stream copied into Table. Required.
 	Stream string
+	// Rows, if set, makes the sink typed: it writes each record's columns, decoded with
+	// Rows.Schema, appended or upserted (Rows.Mode), into a Table that it creates if it
+	// does not exist and refuses (ErrTableSchema) if it lacks a column, has one of another
+	// type or, to upsert, no unique key on the key column. A view's changelog (the stream
+	// named as the view) is upserted, its deletes applied. Nil: the raw layout of
+	// TableSchema.
+	Rows *Rows
 	// AtLeastOnce stores the offsets outside the rows' transaction, in a separate
 	// transaction every OffsetCommitInterval: a crash between the two writes the same
 	// records again. It exists only to show what the exactly-once mode prevents.
@@ -120,6 +128,14 @@ func (c Config) Validate() error {
 	}
 	if _, err := splitTable(c.Table); err != nil {
 		return err
+	}
+	if c.Rows != nil {
+		if _, err := newLayout(*c.Rows); err != nil {
+			return err
+		}
+		if c.Rows.Schema.Name != c.Stream {
+			return fmt.Errorf("%w: Stream %q but Rows.Schema is of %q (a view's changelog stream is named as the view)", ErrBadConfig, c.Stream, c.Rows.Schema.Name)
+		}
 	}
 	return nil
 }

@@ -27,6 +27,12 @@
 //	defer s.Close()                 // leaves the group, if any
 //	err = s.Run(ctx)                // nil when ctx ends; *FencedError when superseded
 //
+// Typed (Config.Rows): for a stream, table or view defined in SQL, the rows are the
+// record's columns decoded with its plan.Schema, appended (COPY) or upserted (INSERT ...
+// ON CONFLICT on the key, a view's deletes applied) in the same transaction as the epoch
+// check and the offsets; the table is created if absent and refused (ErrTableSchema) if
+// misshapen; a record that does not decode stops the sink (*BadRecordError).
+//
 // Contract: one Sink per (table, stream) runs at a time, or several with one Group; a
 // plain Sink started later fences the others. Config.AtLeastOnce commits offsets apart
 // from the rows and so writes duplicates after a crash: it exists only to show the

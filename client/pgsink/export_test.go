@@ -22,3 +22,7 @@ func (s *Sink) HoldEpoch(ctx context.Context) (pgx.Tx, error) {
 	}
 	return tx, nil
 }
+
+// Crash closes the sink's connection to PostgreSQL under it, as a killed process's
+// connection ends: a transaction in flight is rolled back by the server, and Run fails.
+func (s *Sink) Crash() { s.conn.PgConn().Conn().Close() }

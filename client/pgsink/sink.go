@@ -25,6 +25,7 @@ type Sink struct {
 	conn   *pgx.Conn
 	origin Origin
 	table  target
+	typed  *layout             // nil: the raw layout (TableSchema)
 	parts  int                 // partitions of the stream
 	member *client.GroupMember // nil outside a group
 
@@ -52,6 +53,13 @@ func Open(ctx context.Context, cfg Config, origin Origin) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	var typed *layout
+	if cfg.Rows != nil {
+		var err error
+		if typed, err = newLayout(*cfg.Rows); err != nil {
+			return nil, err
+		}
+	}
 	pcfg, err := pgx.ParseConfig(cfg.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadDSN, err)
@@ -62,7 +70,7 @@ func Open(ctx context.Context, cfg Config, origin Origin) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w at %s:%d: %w", ErrConnect, pcfg.Host, pcfg.Port, err)
 	}
-	s := &Sink{cfg: cfg, log: cfg.Logger, conn: conn, origin: origin, epochs: map[int]int64{}, next: map[int]uint64{}}
+	s := &Sink{cfg: cfg, log: cfg.Logger, conn: conn, origin: origin, typed: typed, epochs: map[int]int64{}, next: map[int]uint64{}}
 	if err := s.start(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -71,14 +79,29 @@ func Open(ctx context.Context, cfg Config, origin Origin) (*Sink, error) {
 }
 
 func (s *Sink) start(ctx context.Context) error {
-	t, err := resolveTable(ctx, s.conn, s.cfg.Table)
-	if err != nil {
-		return err
+	var t target
+	var err error
+	if s.typed != nil {
+		// The typed sink may create its table: the stream is checked first, so an unknown
+		// one leaves nothing behind.
+		if s.parts, err = s.origin.CheckStream(ctx, s.cfg.Stream); err != nil {
+			return err
+		}
+		if t, err = resolveTyped(ctx, s.conn, s.cfg.Table, s.typed); err != nil {
+			return err
+		}
+		if err := s.typed.createStage(ctx, s.conn, t); err != nil {
+			return err
+		}
+	} else {
+		if t, err = resolveTable(ctx, s.conn, s.cfg.Table); err != nil {
+			return err
+		}
+		if s.parts, err = s.origin.CheckStream(ctx, s.cfg.Stream); err != nil {
+			return err
+		}
 	}
 	s.table = t
-	if s.parts, err = s.origin.CheckStream(ctx, s.cfg.Stream); err != nil {
-		return err
-	}
 	// Checks done: from here on the sink changes things. A group refuses a join to
 	// another stream than its own, changing nothing.
 	if s.cfg.Group != "" {
@@ -385,12 +408,23 @@ func (s *Sink) write(ctx context.Context, recs []client.Record) error {
 		}
 		next[r.Partition] = max(next[r.Partition], r.Offset+1)
 	}
+	var typed *typedBatch
+	if s.typed != nil {
+		var err error
+		if typed, err = s.typed.decode(s.cfg.Stream, recs); err != nil {
+			return err // before the transaction: nothing of the batch is written
+		}
+	}
 	tx, err := s.conn.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("pgsink: begin: %w", err)
 	}
 	defer tx.Rollback(context.Background()) // no-op after Commit
-	if _, err := tx.CopyFrom(ctx, s.table.ident(), columnNames(), copyRows(s.cfg.Stream, recs)); err != nil {
+	if typed != nil {
+		if err := s.typed.write(ctx, tx, s.table, typed); err != nil {
+			return err
+		}
+	} else if _, err := tx.CopyFrom(ctx, s.table.ident(), columnNames(), copyRows(s.cfg.Stream, recs)); err != nil {
 		return fmt.Errorf("pgsink: copy %d rows into %s: %w", len(recs), s.table, err)
 	}
 	if err := s.checkEpochs(ctx, tx, slices.Sorted(maps.Keys(next))); err != nil {

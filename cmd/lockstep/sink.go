@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/client/pgsink"
+	"github.com/lockstepdb/lockstep/sql"
 	"github.com/urfave/cli/v2"
 )
 
@@ -52,6 +53,19 @@ A record that the stream's retention trimmed before the sink wrote it stops the 
 (--on-trimmed fail, the default: the table cannot hold it any more); --on-trimmed skip
 logs the range lost as a warning and goes on from the first record kept.
 
+With --schema FILE.sql the sink is typed: FILE holds the CREATE STREAM, CREATE TABLE or
+CREATE MATERIALIZED VIEW statement of --stream (and of what a view reads), compiled here
+with the SQL layer to get the columns; each record is decoded with them and written as
+the row's columns into --table, created if it does not exist (bigint, double precision,
+text, bytea, boolean, timestamptz, interval). --mode append inserts a row per record (the
+default for a stream); --mode upsert keeps one row per key, INSERT ... ON CONFLICT on the
+key column (the default for a table and a view). A view's changelog is upserted on the
+column lockstep_key (the key of the row in the view's table), its deletes applied, so the
+table holds the view's contents. A table of the wrong shape (a column missing or of
+another type, no unique key on the upsert key) is refused before anything is written; a
+record that does not decode stops the sink, its batch not written. The sink does not read
+the deployed schema from the cluster yet: a later version will, --schema overriding it.
+
 The DSN, the connection, the table's columns and the stream are checked before anything
 is read or written (or a group joined). Runs until SIGINT or SIGTERM (exit 0); exits 1 when fenced or on
 an error it cannot go on from. Logs go to stderr.
@@ -64,11 +78,14 @@ Example:
   psql "$DSN" -c 'CREATE TABLE clicks_sink (stream text NOT NULL, partition integer NOT NULL,
       "offset" bigint NOT NULL, key bytea, value bytea, event_time timestamptz NOT NULL)'
   lockstep sink postgres --stream clicks --table clicks_sink --dsn "$DSN"
-  lockstep sink postgres --stream clicks --table clicks_sink --dsn "$DSN" --group clicks-sink   # one of several`,
+  lockstep sink postgres --stream clicks --table clicks_sink --dsn "$DSN" --group clicks-sink   # one of several
+  lockstep sink postgres --stream per_page --schema views.sql --table per_page --dsn "$DSN"   # typed, upserted`,
 		Flags: withClientFlags(
 			&cli.StringFlag{Name: "stream", Usage: "the stream to copy", Required: true},
 			&cli.StringFlag{Name: "dsn", Usage: "PostgreSQL connection string (postgres://user:pass@host:port/db or key=value form)", Required: true, EnvVars: []string{"LOCKSTEP_SINK_DSN"}},
-			&cli.StringFlag{Name: "table", Usage: "target table, TABLE or SCHEMA.TABLE; it must exist", Required: true},
+			&cli.StringFlag{Name: "table", Usage: "target table, TABLE or SCHEMA.TABLE; it must exist (created with --schema)", Required: true},
+			&cli.StringFlag{Name: "schema", Usage: "a .sql file with the CREATE statement of --stream: write typed columns, not blobs"},
+			&cli.StringFlag{Name: "mode", Usage: "with --schema: append (a row per record) or upsert (a row per key); default append for a stream, upsert for a table or view"},
 			&cli.BoolFlag{Name: "at-least-once", Usage: "DEMONSTRATION ONLY: commit offsets apart from the rows, so a crash writes duplicates"},
 			&cli.DurationFlag{Name: "offset-commit-interval", Usage: "with --at-least-once, how often offsets are committed", Value: time.Second},
 			&cli.IntFlag{Name: "batch", Usage: "the credit window per partition: most records a node sends ahead of the sink", Value: 4096},
@@ -98,12 +115,29 @@ func runSinkPostgres(c *cli.Context) error {
 	if onTrimmed != pgsink.TrimmedFail && onTrimmed != pgsink.TrimmedSkip {
 		return fmt.Errorf("--on-trimmed %q: want fail or skip", onTrimmed)
 	}
+	var rows *pgsink.Rows
+	if file := c.String("schema"); file != "" {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("--schema: %w", err)
+		}
+		art, err := sql.Compile(string(src), sql.Options{})
+		if err != nil {
+			return fmt.Errorf("--schema %s: %w", file, err)
+		}
+		if rows, err = pgsink.RowsFor(art.Schemas(), c.String("stream"), pgsink.Mode(c.String("mode"))); err != nil {
+			return fmt.Errorf("--schema %s: %w", file, err)
+		}
+	} else if c.String("mode") != "" {
+		return errors.New("--mode needs --schema")
+	}
 	cl, err := openClient(c)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	cfg := pgsink.Config{
+		Rows:                 rows,
 		DSN:                  c.String("dsn"),
 		Table:                c.String("table"),
 		Stream:               c.String("stream"),

@@ -46,8 +46,9 @@ var allowed = map[string][]string{
 	"replica":             {"partition", "procedures", "procedures/builtin", "procedures/modules", "procedures/schema", "sql/plan", "internal/batch", "internal/planted"},
 	"internal/certs":      {},
 	"client":              {"internal/wire", "internal/certs", "procedures/builtin", "procedures/schema"},
-	// client/pgsink is a user of the client, as any application is.
-	"client/pgsink": {"client"},
+	// client/pgsink is a user of the client, as any application is; its typed mode
+	// decodes rows with the SQL layer's schemas and row layout (sql/plan, not the parser).
+	"client/pgsink": {"client", "sql/plan"},
 	// client/profile is the CLI's connection settings: contexts file, precedence.
 	"client/profile": {},
 	// client/kafka (franz-go) is a user of the client too; it names the built-ins' types
@@ -99,7 +100,7 @@ var allowed = map[string][]string{
 	// tests/system is test files only (see withTests): process-level tests drive the binary
 	// through jepsen.Cluster and the client, and read what a test truly needs besides (a
 	// node's sentinels and constants, the shared test certificates, the sink's database).
-	"tests/system": {"internal/backup", "client", "client/pgsink", "jepsen", "node", "sequencer", "procedures/builtin", "internal/wire",
+	"tests/system": {"internal/backup", "client", "client/pgsink", "sql/plan", "jepsen", "node", "sequencer", "procedures/builtin", "internal/wire",
 		"internal/certs", "internal/testutil", "internal/testutil/pgtest", "internal/testutil/proctest"},
 	// tests/packaging is test files only: it checks the deployment files (Dockerfile,
 	// deploy/) against the binary, which it builds and runs through proctest.
