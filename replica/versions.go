@@ -29,7 +29,9 @@ import (
 //	   may carry inactive ones; activating one the cluster never ran adds it at that
 //	   index), only the replicated tables and changelogs must be identical
 //	   (Registry.TablesFingerprint), and modules (Starlark code, modules.go) are
-//	   deployed, replaced and removed through the log; snapshots carry them.
+//	   deployed, replaced and removed through the log; snapshots carry them. Module kinds:
+//	   "starlark", and "sql" (the SQL text and its plan, plan formats 1 and 2: a later
+//	   plan format is a later cluster version).
 //
 // Every later change of replicated behaviour — a built-in's semantics, the entry or the
 // snapshot format — is a new cluster version, and the code keeps the old behaviour while
