@@ -3,10 +3,9 @@ package main
 import (
 	"fmt"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/lockstepdb/lockstep/internal/certs"
+	"github.com/lockstepdb/lockstep/internal/cliout"
 	"github.com/urfave/cli/v2"
 )
 
@@ -115,54 +114,9 @@ func listCerts(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	bad := 0
-	if c.String("output") == outputJSON {
-		rows := []certJSON{}
-		for _, in := range infos {
-			r := certJSON{File: in.File, Kind: in.Kind.String(), Name: in.Name, Hosts: in.Hosts, Status: "ok"}
-			if !in.NotAfter.IsZero() {
-				r.Expires = in.NotAfter.UTC().Format(time.RFC3339)
-			}
-			if in.Err != nil {
-				r.Status, bad = in.Err.Error(), bad+1
-			}
-			rows = append(rows, r)
-		}
-		if err := writeJSON(c.App.Writer, rows); err != nil {
-			return err
-		}
-		return certsUnusable(bad, len(infos))
+	bad, err := cliout.Certs(c.App.Writer, c.String("output"), infos)
+	if err == nil && bad > 0 {
+		err = fmt.Errorf("%d of %d certificates are not usable", bad, len(infos))
 	}
-	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "FILE\tKIND\tNAME\tHOSTS\tEXPIRES\tSTATUS")
-	for _, in := range infos {
-		status := "ok"
-		if in.Err != nil {
-			status, bad = in.Err.Error(), bad+1
-		}
-		expires := ""
-		if !in.NotAfter.IsZero() {
-			expires = in.NotAfter.UTC().Format(time.DateOnly)
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", in.File, in.Kind, in.Name, strings.Join(in.Hosts, ","), expires, status)
-	}
-	w.Flush()
-	return certsUnusable(bad, len(infos))
-}
-
-// certJSON is one certificate of `cert list --output json`.
-type certJSON struct {
-	File    string   `json:"file"`
-	Kind    string   `json:"kind"`
-	Name    string   `json:"name"`
-	Hosts   []string `json:"hosts,omitempty"`
-	Expires string   `json:"expires,omitempty"`
-	Status  string   `json:"status"`
-}
-
-func certsUnusable(bad, n int) error {
-	if bad > 0 {
-		return fmt.Errorf("%d of %d certificates are not usable", bad, n)
-	}
-	return nil
+	return err
 }

@@ -129,15 +129,9 @@ func runClusterRemove(c *cli.Context) error {
 		return errors.New("cluster remove needs exactly one NODE id")
 	}
 	id := c.Args().First()
-	ctx, cl, done, err := adminCommand(c)
-	if err != nil {
-		return err
-	}
-	defer done()
-	if err := cl.Cluster().RemoveMember(ctx, id); err != nil {
-		return err // it names the removal ("client: remove n4: ...")
-	}
-	return printDone(c, map[string]any{"removed": id}, "removed %s from the cluster", id)
+	return adminDo(c, func(ctx context.Context, cl *client.Client) error {
+		return cl.Cluster().RemoveMember(ctx, id) // it names the removal ("client: remove n4: ...")
+	}, map[string]any{"removed": id}, "removed %s from the cluster", id)
 }
 
 func runTransferLeader(c *cli.Context) error {

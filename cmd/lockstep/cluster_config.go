@@ -1,11 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/cliout"
 	"github.com/urfave/cli/v2"
 )
 
@@ -57,29 +58,14 @@ func runClusterConfigGet(c *cli.Context) error {
 	if c.NArg() != 0 {
 		return errors.New("cluster config get takes no arguments")
 	}
-	format, err := outputFormat(c)
-	if err != nil {
-		return err
-	}
-	ctx, cl, done, err := adminCommand(c)
-	if err != nil {
-		return err
-	}
-	defer done()
-	conf, err := cl.Cluster().Config(ctx)
-	if err != nil {
-		return fmt.Errorf("cluster config get: %w", err)
-	}
-	return writeClusterConfig(c.App.Writer, format, conf)
+	return adminShow(c, "cluster config get", func(ctx context.Context, cl *client.Client) (client.ClusterConfig, error) {
+		return cl.Cluster().Config(ctx)
+	}, cliout.ClusterConfig)
 }
 
 func runClusterConfigSet(c *cli.Context) error {
 	if c.NArg() == 0 {
 		return errors.New("cluster config set needs at least one NAME=VALUE")
-	}
-	format, err := outputFormat(c)
-	if err != nil {
-		return err
 	}
 	var set []client.Setting
 	for _, arg := range c.Args().Slice() {
@@ -89,27 +75,7 @@ func runClusterConfigSet(c *cli.Context) error {
 		}
 		set = append(set, s)
 	}
-	ctx, cl, done, err := adminCommand(c)
-	if err != nil {
-		return err
-	}
-	defer done()
-	conf, err := cl.Cluster().SetConfig(ctx, set...)
-	if err != nil {
-		return fmt.Errorf("cluster config set: %w", err)
-	}
-	return writeClusterConfig(c.App.Writer, format, conf)
-}
-
-func writeClusterConfig(w io.Writer, format string, conf client.ClusterConfig) error {
-	if format == outputJSON {
-		return writeJSON(w, conf)
-	}
-	tw := newTable(w)
-	fmt.Fprintf(tw, "version\t%d\n", conf.Version)
-	fmt.Fprintf(tw, "index\t%d\n", conf.Index)
-	for _, s := range conf.Settings {
-		fmt.Fprintf(tw, "%s\t%s\n", s.Name, s.Value)
-	}
-	return tw.Flush()
+	return adminShow(c, "cluster config set", func(ctx context.Context, cl *client.Client) (client.ClusterConfig, error) {
+		return cl.Cluster().SetConfig(ctx, set...)
+	}, cliout.ClusterConfig)
 }

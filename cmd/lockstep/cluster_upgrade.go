@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/cliout"
 	"github.com/urfave/cli/v2"
 )
 
@@ -48,33 +48,5 @@ func runClusterUpgrade(c *cli.Context) error {
 
 // deployRun runs one deployment command and prints the deployment it answers with.
 func deployRun(c *cli.Context, what string, call func(context.Context, *client.Client) (client.Deployment, error)) error {
-	format, err := outputFormat(c)
-	if err != nil {
-		return err
-	}
-	ctx, cl, done, err := adminCommand(c)
-	if err != nil {
-		return err
-	}
-	defer done()
-	d, err := call(ctx, cl)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return writeDeployment(c.App.Writer, format, d)
-}
-
-func writeDeployment(w io.Writer, format string, d client.Deployment) error {
-	if format == outputJSON {
-		return writeJSON(w, d)
-	}
-	tw := newTable(w)
-	fmt.Fprintf(tw, "cluster version\t%d\n", d.ClusterVersion)
-	for _, a := range d.Active {
-		fmt.Fprintf(tw, "active\t%s\n", a)
-	}
-	for _, m := range d.Modules {
-		fmt.Fprintf(tw, "module\t%s\n", m)
-	}
-	return tw.Flush()
+	return adminShow(c, what, call, cliout.Deployment)
 }

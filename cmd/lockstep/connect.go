@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -142,4 +143,40 @@ func adminCommand(c *cli.Context) (ctx context.Context, cl *client.Client, done 
 		return nil, nil, nil, err
 	}
 	return ctx, cl, func() { cl.Close(); cancel() }, nil
+}
+
+// adminDo runs one admin call that answers nothing, with a client from adminCommand, and
+// reports it done (printDone) with v, format and args.
+func adminDo(c *cli.Context, call func(context.Context, *client.Client) error, v any, format string, args ...any) error {
+	ctx, cl, done, err := adminCommand(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := call(ctx, cl); err != nil {
+		return err
+	}
+	return printDone(c, v, format, args...)
+}
+
+// adminShow runs one admin call with a client from adminCommand and prints its result
+// with show in the --output format; what, if not empty, names the call in its error.
+func adminShow[T any](c *cli.Context, what string, call func(context.Context, *client.Client) (T, error),
+	show func(io.Writer, string, T) error) error {
+	format, err := outputFormat(c)
+	if err != nil {
+		return err
+	}
+	ctx, cl, done, err := adminCommand(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	v, err := call(ctx, cl)
+	if err != nil && what != "" {
+		return fmt.Errorf("%s: %w", what, err)
+	} else if err != nil {
+		return err
+	}
+	return show(c.App.Writer, format, v)
 }

@@ -3,9 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/lockstepdb/lockstep/client/profile"
+	"github.com/lockstepdb/lockstep/internal/cliout"
 	"github.com/urfave/cli/v2"
 )
 
@@ -105,23 +105,6 @@ func contextDeleteCommand() *cli.Command {
 	}
 }
 
-// contextRow is one context of `context list` and `context show`.
-type contextRow struct {
-	Name    string `json:"name"`
-	Current bool   `json:"current"`
-	profile.Settings
-	// Timeout shadows Settings.Timeout in JSON: a duration as text ("5s"), not nanoseconds.
-	Timeout string `json:"timeout,omitempty"`
-}
-
-func newContextRow(name string, current bool, s profile.Settings) contextRow {
-	r := contextRow{Name: name, Current: current, Settings: s}
-	if s.Timeout > 0 {
-		r.Timeout = s.Timeout.String()
-	}
-	return r
-}
-
 func contextListCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "list",
@@ -132,11 +115,7 @@ func contextListCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			rows := []contextRow{}
-			for _, n := range f.Names() {
-				rows = append(rows, newContextRow(n, n == f.Current, f.Contexts[n]))
-			}
-			return printContexts(c, rows)
+			return cliout.Contexts(c.App.Writer, c.String("output"), cliout.ContextRows(f, ""))
 		},
 	}
 }
@@ -162,7 +141,7 @@ func contextShowCommand() *cli.Command {
 			if name == "" {
 				return fmt.Errorf("%w: no current context in %s (lockstep context use NAME)", profile.ErrUnknownContext, path)
 			}
-			return printContexts(c, []contextRow{{Name: name, Current: name == f.Current, Settings: s}})
+			return cliout.Contexts(c.App.Writer, c.String("output"), []cliout.ContextRow{cliout.NewContextRow(name, name == f.Current, s)})
 		},
 	}
 }
@@ -186,9 +165,6 @@ func loadContextsFile() (*profile.File, string, error) {
 // editContexts loads the contexts file, applies edit and saves it; nothing is written if
 // edit fails. It then shows context show (or, for "", the list).
 func editContexts(c *cli.Context, edit func(*profile.File) error, show string) error {
-	if _, err := outputFormat(c); err != nil {
-		return err
-	}
 	f, path, err := loadContextsFile()
 	if err != nil {
 		return err
@@ -199,50 +175,5 @@ func editContexts(c *cli.Context, edit func(*profile.File) error, show string) e
 	if err := f.Save(path); err != nil {
 		return err
 	}
-	var rows []contextRow
-	for _, n := range f.Names() {
-		if show == "" || n == show {
-			rows = append(rows, newContextRow(n, n == f.Current, f.Contexts[n]))
-		}
-	}
-	return printContexts(c, rows)
-}
-
-func printContexts(c *cli.Context, rows []contextRow) error {
-	format, err := outputFormat(c)
-	if err != nil {
-		return err
-	}
-	if format == outputJSON {
-		return writeJSON(c.App.Writer, rows)
-	}
-	tw := newTable(c.App.Writer)
-	fmt.Fprintln(tw, "CURRENT\tNAME\tADDRS\tSECURITY\tUSER\tCLUSTER-ID\tTIMEOUT")
-	for _, r := range rows {
-		cur, sec, user, id, timeout := "", "-", "-", "-", "-"
-		if r.Current {
-			cur = "*"
-		}
-		switch {
-		case r.Insecure:
-			sec = "insecure"
-		case r.CertsDir != "":
-			sec = r.CertsDir
-		}
-		if r.User != "" {
-			user = r.User
-		}
-		if r.ClusterID != "" {
-			id = r.ClusterID
-		}
-		if r.Timeout != "" {
-			timeout = r.Timeout
-		}
-		addrs := strings.Join(r.Addrs, ",")
-		if addrs == "" {
-			addrs = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cur, r.Name, addrs, sec, user, id, timeout)
-	}
-	return tw.Flush()
+	return cliout.Contexts(c.App.Writer, c.String("output"), cliout.ContextRows(f, show))
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/client/profile"
+	"github.com/lockstepdb/lockstep/internal/clusterstatus"
 	"github.com/lockstepdb/lockstep/internal/demo"
 	"github.com/urfave/cli/v2"
 )
@@ -129,8 +130,8 @@ func TestExitCode(t *testing.T) {
 		want int
 	}{
 		{errors.New("--max must not be negative"), exitFailure},
-		{&healthError{worst: errNoLeader}, exitNoLeader},
-		{&healthError{worst: errMemberUnreachable}, exitUnreachable},
+		{&clusterstatus.HealthError{Worst: clusterstatus.ErrNoLeader}, exitNoLeader},
+		{&clusterstatus.HealthError{Worst: clusterstatus.ErrUnreachable}, exitUnreachable},
 		{dialFailed([]string{"a:1"}, time.Second, fmt.Errorf("x: %w", context.DeadlineExceeded)), exitUnreachable},
 		{dialFailed([]string{"a:1"}, time.Second, fmt.Errorf("x: %w", denied)), exitRefused},
 		{fmt.Errorf("key %q: %w", "k", errKeyNotFound), exitNotFound},
@@ -153,13 +154,11 @@ func TestExitCode(t *testing.T) {
 
 func checkHealthOf(t *testing.T, kinds ...client.ProblemKind) error {
 	t.Helper()
-	e := &healthError{}
+	var ps []client.Problem
 	for _, k := range kinds {
-		if err := problemErrs[k]; e.worst == nil || exitCode(err) < exitCode(e.worst) {
-			e.worst = err
-		}
+		ps = append(ps, client.Problem{Kind: k, Message: k.String()})
 	}
-	return e
+	return clusterstatus.HealthOf(ps)
 }
 
 // TestCommandsDocumented: docs/cli.md names every command.

@@ -10,12 +10,13 @@ import (
 	"strings"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/cliout"
 	"github.com/urfave/cli/v2"
 )
 
 // The deployment commands (docs/procedures.md, Deploying and upgrading): glue over
 // client.Deployment, client.Activate and the module calls, printed by deployRun
-// (cluster_upgrade.go) and writeModule.
+// (cluster_upgrade.go) and cliout.Module.
 
 func deployCommand() *cli.Command {
 	return &cli.Command{
@@ -125,51 +126,12 @@ func runDeployShow(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return errors.New("deploy show needs one module NAME")
 	}
-	format, err := outputFormat(c)
-	if err != nil {
-		return err
-	}
-	ctx, cl, done, err := adminCommand(c)
-	if err != nil {
-		return err
-	}
-	defer done()
-	m, err := cl.Procedures().Module(ctx, c.Args().First())
-	if err != nil {
-		return fmt.Errorf("deploy show: %w", err)
-	}
-	if format == outputJSON {
-		return writeJSON(c.App.Writer, m)
-	}
-	return writeModule(c.App.Writer, m)
-}
-
-// writeModule prints a module's history, then its source.
-func writeModule(w io.Writer, m client.Module) error {
-	tw := newTable(w)
-	state := "active"
-	if !m.Active {
-		state = "removed"
-	}
-	fmt.Fprintf(tw, "module\t%s (%s, v%d, %s)\n", m.Name, m.Kind, m.Version, state)
-	for _, h := range m.History {
-		if h.Removed {
-			fmt.Fprintf(tw, "v%d\tremoved at index %d\n", h.Version, h.Index)
-			continue
+	return adminShow(c, "deploy show", func(ctx context.Context, cl *client.Client) (client.Module, error) {
+		return cl.Procedures().Module(ctx, c.Args().First())
+	}, func(w io.Writer, format string, m client.Module) error {
+		if format == outputJSON {
+			return writeJSON(w, m)
 		}
-		fmt.Fprintf(tw, "v%d\tdeployed at index %d, source %016x\n", h.Version, h.Index, h.SourceHash)
-	}
-	if len(m.Procedures) > 0 {
-		fmt.Fprintf(tw, "procedures\t%s\n", strings.Join(m.Procedures, " "))
-	}
-	if len(m.Processors) > 0 {
-		fmt.Fprintf(tw, "processors\t%s\n", strings.Join(m.Processors, " "))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if len(m.Source) > 0 {
-		fmt.Fprintf(w, "\n%s", m.Source)
-	}
-	return nil
+		return cliout.Module(w, m)
+	})
 }

@@ -35,29 +35,3 @@ func TestDialFailedSays(t *testing.T) {
 		}
 	}
 }
-
-// TestHashSummaryIncompatible: a node incompatible with the cluster (another procedure
-// set) applies none of its log, so the hash line does not call the replicas divergent
-// for its hashes; it says the node was not compared (issue 20 item 10). A replica that
-// does apply the log and differs is still reported.
-func TestHashSummaryIncompatible(t *testing.T) {
-	row := func(id string, hashes []string, incompatible string) nodeRow {
-		var r nodeRow
-		r.NodeID, r.AppliedIndex, r.Hashes, r.Incompatible = id, 10, hashes, incompatible
-		return r
-	}
-	same, other := []string{"aa", "bb"}, []string{"00", "00"}
-	for i, tc := range []struct {
-		rows      []nodeRow
-		want, not string
-	}{
-		{[]nodeRow{row("n1", same, ""), row("n2", same, ""), row("n3", other, "procedure set differs")},
-			"not compared: n3", "DIFFER"},
-		{[]nodeRow{row("n1", same, ""), row("n2", same, ""), row("n3", other, "")}, "DIFFER", "not compared"},
-		{[]nodeRow{row("n1", same, ""), row("n2", same, "")}, "2 replicas at applied index 10: state hashes equal", "DIFFER"},
-	} {
-		if got := hashSummary(tc.rows); !strings.Contains(got, tc.want) || strings.Contains(got, tc.not) {
-			t.Errorf("#%d: got %q, want %q and not %q", i, got, tc.want, tc.not)
-		}
-	}
-}

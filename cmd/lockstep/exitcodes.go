@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/client/profile"
+	"github.com/lockstepdb/lockstep/internal/clusterstatus"
 	"github.com/lockstepdb/lockstep/internal/demo"
 )
 
@@ -28,14 +29,6 @@ const (
 	exitCheckFailed    = 10
 )
 
-// The errors of `cluster status`'s health check (checkHealth), one per kind of problem.
-var (
-	errNoLeader          = errors.New("no leader")
-	errReplicaDivergent  = errors.New("a replica is divergent")
-	errMemberUnreachable = errors.New("a member did not answer")
-	errMemberNotReady    = errors.New("a member is not ready")
-)
-
 // errCannotReach: no node of the cluster answered within --timeout (dialFailed).
 var errCannotReach = errors.New("cannot reach the cluster")
 
@@ -52,13 +45,13 @@ type exitRow struct {
 var exitTable = []exitRow{
 	{exitOK, "ok", "the command did what it was asked", nil},
 	{exitFailure, "failure", "anything no other code names: bad flags or arguments, a local file, an unexpected error", nil},
-	{exitNoLeader, "no-leader", "`cluster status`: no node that answered leads or knows a leader", []error{errNoLeader}},
+	{exitNoLeader, "no-leader", "`cluster status`: no node that answered leads or knows a leader", []error{clusterstatus.ErrNoLeader}},
 	{exitDivergent, "divergent", "`cluster status`: a replica's state differs from its peers'; any command: the node answered Divergent",
-		[]error{errReplicaDivergent, client.ErrDivergent}},
+		[]error{clusterstatus.ErrDivergent, client.ErrDivergent}},
 	{exitUnreachable, "unreachable", "`cluster status`: a member did not answer; any command: no answer from the cluster within `--timeout`",
-		[]error{errMemberUnreachable, errCannotReach, client.ErrUnreachable, client.ErrRetriesExhausted, context.DeadlineExceeded}},
+		[]error{clusterstatus.ErrUnreachable, errCannotReach, client.ErrUnreachable, client.ErrRetriesExhausted, context.DeadlineExceeded}},
 	{exitNotReady, "not-ready", "`cluster status`: a member is not ready (catching up, incompatible, ...); any command: the node answered NotReady",
-		[]error{errMemberNotReady, client.ErrNotReady}},
+		[]error{clusterstatus.ErrNotReady, client.ErrNotReady}},
 	{exitRefused, "refused", "the cluster refused this client: permission denied, the TLS handshake, another cluster id or protocol",
 		[]error{client.ErrPermissionDenied, client.ErrTLS, client.ErrClusterMismatch, client.ErrProtocolVersion}},
 	{exitNotFound, "not-found", "`get` of a key without a value; an unknown stream, group, procedure, user, member or context",

@@ -2,12 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"reflect"
-	"time"
 
 	"github.com/lockstepdb/lockstep/client"
-	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/urfave/cli/v2"
 )
 
@@ -62,38 +58,4 @@ Examples:
 			return withSession(c, func(cl *client.Client) (any, error) { return cl.Groups().Describe(c.Context, group) })
 		},
 	}
-}
-
-// groupMemberRow is a member as the table of group describe shows it.
-type groupMemberRow struct {
-	Member     string
-	Partitions []int32
-	Heartbeat  string
-	Timeout    time.Duration
-}
-
-// writeGroupDescription prints a group description as three tables: the group, its
-// members, its offsets.
-func writeGroupDescription(w io.Writer, d builtin.GroupDescription) error {
-	head := struct {
-		Group      string
-		Stream     string
-		Generation uint64
-		Members    int
-	}{d.Group, d.Stream, d.Generation, len(d.Members)}
-	if err := writeValueTable(w, reflect.ValueOf(head)); err != nil {
-		return err
-	}
-	rows := make([]groupMemberRow, len(d.Members))
-	for i, m := range d.Members {
-		rows[i] = groupMemberRow{Member: m.Member, Partitions: m.Partitions,
-			Heartbeat: time.UnixMilli(m.LastHeartbeatMs).UTC().Format(time.RFC3339Nano),
-			Timeout:   time.Duration(m.SessionTimeoutMs) * time.Millisecond}
-	}
-	fmt.Fprintln(w)
-	if err := writeValueTable(w, reflect.ValueOf(rows)); err != nil {
-		return err
-	}
-	fmt.Fprintln(w)
-	return writeValueTable(w, reflect.ValueOf(d.Offsets))
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/cliout"
 	"github.com/lockstepdb/lockstep/procedures/schema"
 	"github.com/urfave/cli/v2"
 	"github.com/vmihailenco/msgpack/v5"
@@ -54,5 +55,5 @@ func (inv *invocation) run(ctx context.Context, c *cli.Context, cl *client.Clien
 	if format == outputJSON {
 		return writeJSON(c.App.Writer, v)
 	}
-	return writeDynamicTable(c.App.Writer, v)
+	return cliout.Dynamic(c.App.Writer, v)
 }

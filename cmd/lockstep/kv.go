@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/cliout"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/urfave/cli/v2"
 )
@@ -83,7 +84,7 @@ Examples:
 					return nil, fmt.Errorf("put %s: %w", key, err)
 				}
 				if outputTable == c.String("output") {
-					return tableText(map[bool]string{true: "created", false: "updated"}[created]), nil
+					return cliout.Text(map[bool]string{true: "created", false: "updated"}[created]), nil
 				}
 				return kvJSON{Key: key, Created: &created}, nil
 			})
@@ -131,7 +132,7 @@ Examples:
 					return nil, fmt.Errorf("key %q: %w", key, errKeyNotFound)
 				}
 				if c.String("output") == outputTable {
-					return tableText(bytesText(res.Value)), nil
+					return cliout.Text(cliout.BytesText(res.Value)), nil
 				}
 				return valueJSON(key, res.Value), nil
 			})
@@ -161,7 +162,7 @@ Example:
 					return nil, fmt.Errorf("del %s: %w", key, err)
 				}
 				if c.String("output") == outputTable {
-					return tableText(map[bool]string{true: "deleted", false: "not found: nothing deleted"}[existed]), nil
+					return cliout.Text(map[bool]string{true: "deleted", false: "not found: nothing deleted"}[existed]), nil
 				}
 				return kvJSON{Key: key, Existed: &existed}, nil
 			})

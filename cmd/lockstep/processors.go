@@ -1,11 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"io"
-	"time"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/cliout"
 	"github.com/urfave/cli/v2"
 )
 
@@ -49,84 +49,12 @@ Examples:
 }
 
 func runProcessors(c *cli.Context) error {
-	format, err := outputFormat(c)
-	if err != nil {
-		return err
-	}
-	ctx, cl, done, err := adminCommand(c)
-	if err != nil {
-		return err
-	}
-	defer done()
 	node := c.String("node")
-	sts, err := cl.Procedures().Processors(ctx, node)
-	if err != nil {
-		if node != "" {
-			return fmt.Errorf("--node %s: %w", node, err)
+	return adminShow(c, "", func(ctx context.Context, cl *client.Client) ([]client.ProcessorStatus, error) {
+		sts, err := cl.Procedures().Processors(ctx, node)
+		if err != nil && node != "" {
+			return nil, fmt.Errorf("--node %s: %w", node, err)
 		}
-		return err
-	}
-	if sts == nil {
-		sts = []client.ProcessorStatus{} // [] in JSON
-	}
-	if format == outputJSON {
-		return writeJSON(c.App.Writer, sts)
-	}
-	return writeProcessorsTable(c.App.Writer, sts)
-}
-
-// watermarkLayout renders a watermark: RFC 3339 in UTC, with milliseconds (event times
-// are Unix milliseconds).
-const watermarkLayout = "2006-01-02T15:04:05.000Z07:00"
-
-// dash renders an empty cell as "-".
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func writeProcessorsTable(w io.Writer, sts []client.ProcessorStatus) error {
-	tw := newTable(w)
-	fmt.Fprintln(tw, "PROCESSOR\tINPUT\tPARTITION\tPOSITION\tEND\tLAG\tWATERMARK\tLATE\tDEAD\tSKIPPED\tTICKERR\tSTATE\tVERSION\tORIGIN")
-	for _, st := range sts {
-		wm, late := windowCells(st.Windows)
-		state := "running"
-		switch {
-		case st.Waiting:
-			state = "waiting"
-		case st.TickFailing:
-			state = "tick-failing"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%s\n", st.Processor, st.Input, st.Partition,
-			st.Position, st.End, st.Lag, wm, late, st.DeadLetters, st.Skipped, st.TickErrors, state, st.Version, dash(st.Origin))
-	}
-	return tw.Flush()
-}
-
-// windowCells renders a processor's window operators as its WATERMARK and LATE cells: the
-// lowest watermark (how far event time has surely progressed for all of them; "-" while
-// one has none) and the sum of their late counts; "-" for both with no operator.
-func windowCells(ws []client.WindowStatus) (watermark, late string) {
-	if len(ws) == 0 {
-		return "-", "-"
-	}
-	var n uint64
-	var low time.Time
-	all, first := true, true
-	for _, w := range ws {
-		n += w.Late
-		t, ok := w.WatermarkTime()
-		switch {
-		case !ok:
-			all = false
-		case first || t.Before(low):
-			low, first = t, false
-		}
-	}
-	if !all {
-		return "-", fmt.Sprint(n)
-	}
-	return low.UTC().Format(watermarkLayout), fmt.Sprint(n)
+		return sts, err
+	}, cliout.Processors)
 }

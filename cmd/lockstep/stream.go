@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/cliout"
 	"github.com/lockstepdb/lockstep/procedures/builtin"
 	"github.com/urfave/cli/v2"
 )
@@ -142,11 +142,9 @@ func oneStreamName(c *cli.Context, cmd string) (string, error) {
 	return c.Args().First(), nil
 }
 
-// tableText is a result that the table format prints as it is, on a line.
-type tableText string
-
 // withSession runs call with a client holding a session (the stream.* built-ins go
-// through the log) within --timeout, and prints its result in the --output format.
+// through the log) within --timeout, and prints its result in the --output format
+// (cliout.Result).
 func withSession(c *cli.Context, call func(*client.Client) (any, error)) error {
 	format, err := outputFormat(c)
 	if err != nil {
@@ -167,22 +165,5 @@ func withSession(c *cli.Context, call func(*client.Client) (any, error)) error {
 	if err != nil {
 		return err
 	}
-	if format == outputJSON {
-		return writeJSON(c.App.Writer, v)
-	}
-	if s, ok := v.(tableText); ok {
-		_, err := fmt.Fprintln(c.App.Writer, string(s))
-		return err
-	}
-	if d, ok := v.(builtin.GroupDescription); ok {
-		return writeGroupDescription(c.App.Writer, d)
-	}
-	if d, ok := v.(builtin.StreamDescription); ok {
-		if err := writeValueTable(c.App.Writer, reflect.ValueOf(d.Definition)); err != nil {
-			return err
-		}
-		fmt.Fprintln(c.App.Writer)
-		return writeValueTable(c.App.Writer, reflect.ValueOf(d.Partitions))
-	}
-	return writeValueTable(c.App.Writer, reflect.ValueOf(v))
+	return cliout.Result(c.App.Writer, format, v)
 }

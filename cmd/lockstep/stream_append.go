@@ -1,25 +1,20 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/recordjson"
 	"github.com/lockstepdb/lockstep/procedures/schema"
 	"github.com/urfave/cli/v2"
 )
 
 // appendBatch is the most records of stdin appended in one AppendBatch call.
 const appendBatch = 256
-
-// maxAppendLine bounds one line of stdin: a record's key and value, base64 and JSON.
-const maxAppendLine = 4 << 20
 
 func streamAppendCommand() *cli.Command {
 	return &cli.Command{
@@ -59,21 +54,6 @@ Examples:
 		),
 		Action: runStreamAppend,
 	}
-}
-
-// appendLine is one line of stream append's stdin: the fields of recordJSON it reads, and
-// the others so that a line of stream read is accepted as it is.
-type appendLine struct {
-	Key        []byte          `json:"key"`
-	KeyText    *string         `json:"key_text"`
-	EventTime  json.RawMessage `json:"event_time"`
-	Data       []byte          `json:"data"`
-	Text       *string         `json:"text"`
-	Value      json.RawMessage `json:"value"`
-	Stream     string          `json:"stream"`
-	Partition  int             `json:"partition"`
-	Offset     uint64          `json:"offset"`
-	ValueError string          `json:"value_error"`
 }
 
 func runStreamAppend(c *cli.Context) error {
@@ -129,7 +109,7 @@ func runStreamAppend(c *cli.Context) error {
 		return nil
 	}
 	if !single {
-		err = readAppendLines(c.App.Reader, vt, func(r client.StreamRecord) error {
+		err = recordjson.ReadLines(c.App.Reader, vt, func(r client.StreamRecord) error {
 			if recs = append(recs, r); len(recs) == appendBatch {
 				return flush()
 			}
@@ -160,8 +140,8 @@ func argRecord(c *cli.Context, vt *schema.Type) (client.StreamRecord, error) {
 	var et time.Time
 	if s := c.String("event-time"); s != "" {
 		var err error
-		if et, err = parseEventTime(strconv.Quote(s)); err != nil {
-			if et, err = parseEventTime(s); err != nil {
+		if et, err = recordjson.ParseEventTime(strconv.Quote(s)); err != nil {
+			if et, err = recordjson.ParseEventTime(s); err != nil {
 				return client.StreamRecord{}, fmt.Errorf("--event-time %q: want RFC 3339 or Unix milliseconds", s)
 			}
 		}
@@ -170,94 +150,9 @@ func argRecord(c *cli.Context, vt *schema.Type) (client.StreamRecord, error) {
 	if vt == nil && c.Bool("json") && !json.Valid(text) {
 		return client.StreamRecord{}, fmt.Errorf("VALUE %s: not JSON (--json)", text)
 	}
-	v, err := encodeValue(vt, text)
+	v, err := recordjson.EncodeValue(vt, text)
 	if err != nil {
 		return client.StreamRecord{}, err
 	}
 	return client.StreamRecord{Key: []byte(key), Value: v, EventTime: et}, nil
-}
-
-// parseEventTime reads a JSON event time: an RFC 3339 string or a number of Unix
-// milliseconds; empty or null is the zero time (the batch time).
-func parseEventTime(raw string) (time.Time, error) {
-	raw = string(bytes.TrimSpace([]byte(raw)))
-	switch {
-	case raw == "" || raw == "null":
-		return time.Time{}, nil
-	case raw[0] == '"':
-		var s string
-		if err := json.Unmarshal([]byte(raw), &s); err != nil {
-			return time.Time{}, err
-		}
-		return time.Parse(time.RFC3339Nano, s)
-	}
-	ms, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return time.UnixMilli(ms), nil
-}
-
-// readAppendLines decodes the records of r, one JSON object a line (blank lines are
-// skipped), and hands each to add.
-func readAppendLines(r io.Reader, vt *schema.Type, add func(client.StreamRecord) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxAppendLine)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		rec, err := lineRecord(line, vt)
-		if err != nil {
-			return fmt.Errorf("stdin line %d: %w", n, err)
-		}
-		if err := add(rec); err != nil {
-			return err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("stdin: %w", err)
-	}
-	return nil
-}
-
-// lineRecord decodes one line of stream append's stdin.
-func lineRecord(line []byte, vt *schema.Type) (client.StreamRecord, error) {
-	var l appendLine
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&l); err != nil {
-		return client.StreamRecord{}, fmt.Errorf("not a record object: %w", err)
-	}
-	rec := client.StreamRecord{Key: l.Key}
-	if l.KeyText != nil {
-		rec.Key = []byte(*l.KeyText)
-	}
-	if len(rec.Key) == 0 {
-		return rec, errors.New("no key (key_text or key)")
-	}
-	et, err := parseEventTime(string(l.EventTime))
-	if err != nil {
-		return rec, fmt.Errorf("event_time %s: want RFC 3339 or Unix milliseconds", l.EventTime)
-	}
-	rec.EventTime = et
-	switch {
-	case len(l.Value) > 0 && vt != nil:
-		if rec.Value, err = encodeValue(vt, l.Value); err != nil {
-			return rec, err
-		}
-	case l.Data != nil:
-		rec.Value = l.Data
-	case l.Text != nil:
-		rec.Value = []byte(*l.Text)
-	case len(l.Value) > 0:
-		// A stream of raw bytes holding JSON documents: the value's JSON text is the bytes.
-		var b bytes.Buffer
-		if err := json.Compact(&b, l.Value); err != nil {
-			return rec, fmt.Errorf("value: %w", err)
-		}
-		rec.Value = b.Bytes()
-	}
-	return rec, nil
 }

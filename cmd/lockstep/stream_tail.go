@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstepdb/lockstep/internal/recordjson"
 	"os"
 	"os/signal"
 	"syscall"
@@ -111,25 +112,10 @@ func tail(ctx context.Context, c *cli.Context, cl *client.Client, stream, format
 			return err
 		}
 		for run := range client.PartitionRuns(recs) { // print each partition's run as one batch
-			if err := printTail(c, format, stream, vt, run); err != nil {
+			if err := recordjson.WriteTail(c.App.Writer, format, stream, vt, run); err != nil {
 				return err
 			}
 			from[run[0].Partition] = run[len(run)-1].Offset + 1
 		}
 	}
-}
-
-// printTail prints records of one partition, their values as JSON of vt if not nil.
-func printTail(c *cli.Context, format, stream string, vt *schema.Type, recs []client.Record) error {
-	w := c.App.Writer
-	part := recs[0].Partition
-	if format != outputTable {
-		return printRecords(w, format, stream, part, vt, recs)
-	}
-	for _, r := range recs {
-		if _, err := fmt.Fprintf(w, "%-9d %-10d %-24s %-16s %s\n", part, r.Offset, r.EventTime.Format(eventTimeFormat), bytesText(r.Key), valueCell(vt, r.Data)); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/cliout"
 	"github.com/urfave/cli/v2"
 )
 
@@ -104,15 +106,9 @@ func runUserAdd(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("user add %s: %w", name, err)
 	}
-	ctx, cl, done, err := adminCommand(c)
-	if err != nil {
-		return err
-	}
-	defer done()
-	if err := cl.Users().Add(ctx, name, role); err != nil {
-		return fmt.Errorf("user add %s: %w", name, err)
-	}
-	return printDone(c, map[string]any{"added": name, "role": string(role)}, "added user %s with role %s", name, role)
+	return adminDo(c, func(ctx context.Context, cl *client.Client) error {
+		return wrap(cl.Users().Add(ctx, name, role), "user add %s", name)
+	}, map[string]any{"added": name, "role": string(role)}, "added user %s with role %s", name, role)
 }
 
 func runUserRemove(c *cli.Context) error {
@@ -120,73 +116,35 @@ func runUserRemove(c *cli.Context) error {
 		return errors.New("user remove needs exactly one NAME")
 	}
 	name := c.Args().First()
-	ctx, cl, done, err := adminCommand(c)
-	if err != nil {
-		return err
-	}
-	defer done()
-	if err := cl.Users().Remove(ctx, name); err != nil {
-		return fmt.Errorf("user remove %s: %w", name, err)
-	}
-	return printDone(c, map[string]any{"removed": name}, "removed user %s", name)
+	return adminDo(c, func(ctx context.Context, cl *client.Client) error {
+		return wrap(cl.Users().Remove(ctx, name), "user remove %s", name)
+	}, map[string]any{"removed": name}, "removed user %s", name)
 }
 
 func runUserList(c *cli.Context) error {
-	format, err := outputFormat(c)
-	if err != nil {
-		return err
-	}
-	ctx, cl, done, err := adminCommand(c)
-	if err != nil {
-		return err
-	}
-	defer done()
-	users, err := cl.Users().List(ctx)
-	if err != nil {
-		return fmt.Errorf("user list: %w", err)
-	}
-	if format == outputJSON {
-		return writeJSON(c.App.Writer, users)
-	}
-	for _, u := range users {
-		fmt.Fprintf(c.App.Writer, "%-20s %-7s %s\n", u.Name, u.Role, grantsText(u))
-	}
-	return nil
-}
-
-func grantsText(u client.User) string {
-	switch {
-	case u.Role != client.RoleWriter:
-		return ""
-	case !u.Limited:
-		return "all procedures"
-	case len(u.Procedures) == 0:
-		return "read-only procedures only"
-	}
-	return strings.Join(u.Procedures, " ")
+	return adminShow(c, "user list", func(ctx context.Context, cl *client.Client) ([]client.User, error) {
+		return cl.Users().List(ctx)
+	}, cliout.Users)
 }
 
 func runGrant(c *cli.Context, grant bool) error {
-	verb := "revoke"
+	verb, call := "revoke", client.Users.Revoke
 	if grant {
-		verb = "grant"
+		verb, call = "grant", client.Users.Grant
 	}
 	if c.NArg() < 2 {
 		return fmt.Errorf("%s needs a NAME and at least one PROC", verb)
 	}
 	name, procs := c.Args().First(), c.Args().Slice()[1:]
-	ctx, cl, done, err := adminCommand(c)
-	if err != nil {
-		return err
+	return adminDo(c, func(ctx context.Context, cl *client.Client) error {
+		return wrap(call(cl.Users(), ctx, name, procs...), "%s %s", verb, name)
+	}, map[string]any{"user": name, verb: procs}, "%s %s: %s", verb, name, strings.Join(procs, " "))
+}
+
+// wrap returns err prefixed with what format and args say, or nil.
+func wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
 	}
-	defer done()
-	if grant {
-		err = cl.Users().Grant(ctx, name, procs...)
-	} else {
-		err = cl.Users().Revoke(ctx, name, procs...)
-	}
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", verb, name, err)
-	}
-	return printDone(c, map[string]any{"user": name, verb: procs}, "%s %s: %s", verb, name, strings.Join(procs, " "))
+	return fmt.Errorf(format+": %w", append(args, err)...)
 }
