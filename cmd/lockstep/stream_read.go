@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockstepdb/lockstep/internal/recordjson"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/lockstepdb/lockstep/internal/recordjson"
 	"github.com/urfave/cli/v2"
 )
 

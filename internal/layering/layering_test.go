@@ -67,7 +67,7 @@ var allowed = map[string][]string{
 	"node/runner": {"node", "procedures", "internal/faultenv", "internal/netaddr"},
 	// node/statuspage renders the admin port's HTML status page from plain values.
 	"node/statuspage": {},
-	"cmd/lockstep": {"internal/backup", "internal/cliout", "internal/clusterstatus", "internal/restartplan", "internal/recordjson", "client", "client/pgsink", "client/kafka", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo",
+	"cmd/lockstep": {"internal/backup", "internal/cliout", "internal/clusterstatus", "internal/restartplan", "internal/recordjson", "internal/sqlshell", "client", "client/pgsink", "client/kafka", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo",
 		"benchmarks/nexmark", "benchmarks/nexmark/feed", "benchmarks/nexmark/goqueries", "benchmarks/nexmark/nexbench", "sql"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},
@@ -107,11 +107,13 @@ var allowed = map[string][]string{
 	"tests/packaging": {"node", "internal/certs", "internal/testutil", "internal/testutil/proctest"},
 	// cmd/lockstep's library packages: internal/cliout renders --output table|json;
 	// internal/clusterstatus is `cluster status` (rows, health, table); internal/restartplan
-	// the rolling restart; internal/recordjson the JSON lines of stream records.
+	// the rolling restart; internal/recordjson the JSON lines of stream records;
+	// internal/sqlshell runs `lockstep sql` scripts and the shell.
 	"internal/cliout":        {"client", "client/profile", "internal/certs", "procedures/builtin", "procedures/schema"},
 	"internal/clusterstatus": {"client", "internal/cliout", "node"},
 	"internal/restartplan":   {"client", "internal/cliout", "internal/clusterstatus", "procedures"},
 	"internal/recordjson":    {"client", "internal/cliout", "procedures", "procedures/schema"},
+	"internal/sqlshell":      {"client", "internal/cliout", "sql"},
 }
 
 // tagSets are the build-tag sets the import rules are checked under: the default build,
