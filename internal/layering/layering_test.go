@@ -24,7 +24,7 @@ var allowed = map[string][]string{
 	"procedures":         {"partition", "procedures/builtin", "procedures/schema", "procedures/window", "internal/canon", "internal/planted"},
 	"procedures/window":  {"partition", "internal/canon"},
 	// procedures/modules runs Starlark modules (go.starlark.net) as procedures and processors.
-	"procedures/modules": {"partition", "procedures"},
+	"procedures/modules": {"partition", "procedures", "procedures/window"},
 	// sql is the SQL layer's front end (the parser behind one file, the planner); sql/plan
 	// is what replicas run: the versioned plan format and its operators, no parser.
 	"sql":                 {"partition", "procedures", "sql/plan"},
