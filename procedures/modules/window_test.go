@@ -166,3 +166,178 @@ func TestWindowModuleMatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// tickModule has a processor whose tick hook counts ticks per partition with the time
+// and a random draw, and fails on the partitions where the procedure app.fail set a flag.
+const tickModule = `
+def count(tx, rec):
+    tx.put("app.seen", rec.key, tx.get("app.seen", rec.key, 0) + 1)
+
+def tick(tx):
+    k = str(tx.partition())
+    if tx.get("app.flags", k, False):
+        fail("tick refused on partition " + k)
+    tx.put("app.ticks", k, [tx.get("app.ticks", k, [0])[0] + 1, tx.now(), tx.rand(1000)])
+
+def click(tx, args):
+    return tx.append("app.in", tx.key(), args, 0)
+
+def failing(tx, args):
+    tx.put("app.flags", str(tx.partition()), args)
+
+procedures = {"app.click": click, "app.fail": failing}
+processors = {"app.ticker": processor(count, input = "app.in", tick = tick,
+    outputs = {"app.out": {"max_records": 10, "max_age": "1h", "compact": True}})}
+`
+
+// TestModuleTick: a module's tick hook runs once per partition per processor phase, the
+// same on engines run in parallel and sequentially (DESIGN.md invariant 1: equal
+// hashes); a failing tick is undone and dead-lettered with Tick set, once per run of
+// identical failures, as a Go hook's is; the output declared is created on every
+// partition with its configuration once the input exists.
+func TestModuleTick(t *testing.T) {
+	m := mustCompile(t, tickModule, modules.Options{})
+	decl := m.Processors()[0]
+	if !decl.Tick || decl.Windowed || len(decl.Outputs) != 1 || decl.Emits[0] != "app.out" {
+		t.Fatalf("declaration %+v", decl)
+	}
+	var ref string
+	for run, sequential := range []bool{false, true} {
+		e := newEngine(t, m, 3, sequential)
+		// No input stream yet: the processor waits and creates nothing.
+		e.apply([]partition.Input{e.input(t, "app.fail", "x", false)})
+		if _, ok := e.eng.Partitions()[0].StreamInfo("app.out"); ok {
+			t.Fatal("output created before the input exists")
+		}
+		e.apply(e.createStreams(t, "app.in"))
+		for _, p := range e.eng.Partitions() {
+			info, ok := p.StreamInfo("app.out")
+			if want := (partition.StreamConfig{MaxRecords: 10, MaxAgeMs: 3_600_000, Compact: true}); !ok || info.Config != want {
+				t.Fatalf("partition %d: output app.out %v %+v, want %+v", p.ID(), ok, info.Config, want)
+			}
+		}
+		for i := range 20 {
+			key := fmt.Sprintf("k%d", i%7)
+			batch := []partition.Input{e.input(t, "app.click", key, i)}
+			if i == 5 {
+				batch = append(batch, e.input(t, "app.fail", key, true)) // that partition's ticks fail from here
+			}
+			e.apply(batch)
+		}
+		dl := e.deadLetters(t, "app.in")
+		if len(dl) != 1 || !dl[0].Tick || dl[0].Processor != "app.ticker" || !strings.Contains(dl[0].Error, "tick refused on partition") {
+			t.Fatalf("dead letters %+v, want one failed tick", dl)
+		}
+		var ticked int
+		for _, p := range e.eng.Partitions() {
+			v, ok := p.Get("app.ticks", []byte(fmt.Sprint(p.ID())))
+			if ok {
+				ticked++
+				var tk []any
+				if err := msgpack.Unmarshal(v, &tk); err != nil || len(tk) != 3 {
+					t.Fatalf("partition %d ticks %x: %v", p.ID(), v, err)
+				}
+			}
+		}
+		if ticked != 3 {
+			t.Fatalf("%d partitions ticked, want 3", ticked)
+		}
+		st := e.eng.ProcessorStatus()
+		failing := 0
+		for _, s := range st {
+			if s.TickFailing {
+				failing++
+				if s.TickErrors < 10 {
+					t.Fatalf("status %+v: want a failed tick per phase since the flag", s)
+				}
+			}
+		}
+		if failing != 1 {
+			t.Fatalf("statuses %+v: want one partition failing", st)
+		}
+		if d := e.dump(t); run == 0 {
+			ref = d
+		} else if d != ref {
+			t.Fatalf("sequential run differs (invariant 1):\n%s\nwant:\n%s", d, ref)
+		}
+	}
+}
+
+// TestDialects: Dialect1 (cluster version 3) compiles what it always did and refuses
+// Dialect2's arguments and names with the errors it always gave, so a replica of a newer
+// binary decides a version-3 deploy as an older one does.
+func TestDialects(t *testing.T) {
+	for i, c := range []struct {
+		src  string
+		want string // Dialect1's error; "" compiles
+	}{
+		{`processors = {"a.p": processor(lambda tx, rec: None, input = "s", tick = None)}`, `processor: unexpected keyword argument "tick"`},
+		{`processors = {"a.p": processor(lambda tx, rec: None, input = "s", outputs = ["o"])}`, `processor: unexpected keyword argument "outputs"`},
+		{`w = tumbling(10)
+processors = {}`, `undefined: tumbling`},
+		{`processors = {"a.p": processor(lambda tx, rec: None, input = "s", emits = ["o"])}`, ""},
+	} {
+		_, err := modules.Compile("app.star", []byte(c.src), modules.Options{Dialect: modules.Dialect1})
+		if c.want == "" {
+			if err != nil {
+				t.Fatalf("#%d: got %v, want it to compile", i, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("#%d: got %v, want %q", i, err, c.want)
+		}
+	}
+}
+
+// TestWindowDeclarationErrors: a bad window aggregate declaration is ErrDeclaration or
+// ErrCompile with what is wrong.
+func TestWindowDeclarationErrors(t *testing.T) {
+	wrap := func(args string) string {
+		return "def add(state, rec):\n    return state\ndef res(tx, r):\n    pass\n" +
+			"processors = {\"a.p\": processor(add, input = \"s\", " + args + ")}"
+	}
+	for i, c := range []struct{ src, want string }{
+		{wrap(`window = tumbling("1s")`), "needs result"},
+		{wrap(`window = session("1s"), result = res`), "merge"},
+		{wrap(`window = tumbling("1s"), result = res, merge = add`), "merge"},
+		{wrap(`window = tumbling("1.5ms"), result = res`), "whole milliseconds"},
+		{wrap(`window = tumbling(0), result = res`), "tumbling size 0"},
+		{wrap(`window = hopping(10, 20), result = res`), "slide"},
+		{wrap(`window = tumbling(10, results = "some"), result = res`), `want "all" or "final"`},
+		{wrap(`result = res`), "for window aggregates"},
+		{wrap(`window = 10, result = res`), "want tumbling"},
+		{wrap(`window = tumbling(10), result = res, init = set([1])`), "init"},
+		{wrap(`window = tumbling(10), result = lambda tx: None`), "want (tx, r)"},
+		{wrap(`tick = lambda tx, y: None`), "want (tx)"},
+		{wrap(`outputs = {"o": {"retention": 1}}`), "unknown setting"},
+		{wrap(`outputs = ["s"]`), `emitted stream "s"`},
+	} {
+		_, err := modules.Compile("app.star", []byte(c.src), modules.Options{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("#%d: got %v, want %q", i, err, c.want)
+		}
+	}
+}
+
+// TestWindowFoldFailure: an error or a budget overrun in a window's fold fails the
+// record (a dead letter), leaving the window as it was.
+func TestWindowFoldFailure(t *testing.T) {
+	src := strings.Replace(fmt.Sprintf(windowModule, `tumbling(1000)`, ""), "return state + 1",
+		"if rec.value == \"bad\":\n        fail(\"bad record\")\n    if rec.value == \"loop\":\n        while True:\n            pass\n    return state + 1", 1)
+	m := mustCompile(t, src, modules.Options{MaxSteps: 10_000})
+	e := newEngine(t, m, 1, true)
+	log := e.createStreams(t, "clicks")
+	for i, v := range []string{"a", "bad", "b", "loop", "c"} {
+		log = append(log, e.input(t, "app.click", "k", map[string]any{"v": v, "t": 1000 + i}))
+	}
+	log = append(log, e.input(t, "app.click", "k", map[string]any{"v": "d", "t": 5000}))
+	e.apply(log)
+	dl := e.deadLetters(t, "clicks")
+	if len(dl) != 2 || !strings.Contains(dl[0].Error, "bad record") || !strings.Contains(dl[1].Error, "steps") {
+		t.Fatalf("dead letters %+v", dl)
+	}
+	if got := streamValues(t, e, "mod.counts"); !strings.Contains(got, "[1000 2000 3 0 true false]") {
+		t.Fatalf("results %s: want the window [1000,2000) with 3 records", got)
+	}
+}
