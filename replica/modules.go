@@ -112,6 +112,7 @@ func (m *Module) clone() Module {
 type compiledModule struct {
 	version uint32
 	hash    uint64
+	env     moduleEnv // what it was compiled under (modulesettings.go)
 	reg     *procedures.Registry
 }
 
@@ -141,15 +142,15 @@ func checkModuleName(name string) error {
 	return nil
 }
 
-// compile compiles a module's source with the compiler of its kind; ok is false if this
-// binary has none.
-func (f *FSM) compile(name, kind string, source []byte) (reg *procedures.Registry, ok bool, err error) {
+// compile compiles a module's source with the compiler of its kind under env; ok is false
+// if this binary has none.
+func (f *FSM) compile(env moduleEnv, name, kind string, source []byte) (reg *procedures.Registry, ok bool, err error) {
 	c, ok := f.cfg.Compilers[kind]
 	if !ok {
 		return nil, false, nil
 	}
 	reg = procedures.New()
-	if err := c.Compile(name, source, reg); err != nil {
+	if err := compileWith(c, env, name, source, reg); err != nil {
 		return nil, true, fmt.Errorf("%w: module %s: %w", ErrBadModule, name, err)
 	}
 	return reg, true, nil
@@ -169,7 +170,7 @@ func (f *FSM) CheckModule(name, kind string, source []byte, carried []string) er
 	if err := checkModuleHeader(d, name, kind, source); err != nil {
 		return err
 	}
-	reg, ok, err := f.compile(name, kind, source)
+	reg, ok, err := f.compile(f.publishedEnv(), name, kind, source)
 	switch {
 	case err != nil:
 		return err
@@ -226,7 +227,8 @@ func (f *FSM) deployModule(index uint64, c *batch.ConfigChange) error {
 	// The inputs before the deploy in this entry run without it, and the streams they
 	// created exist for the checks below.
 	f.flush()
-	reg, ok, err := f.compile(c.Module, c.Kind, c.Source)
+	env := f.env()
+	reg, ok, err := f.compile(env, c.Module, c.Kind, c.Source)
 	if err != nil {
 		return err
 	}
@@ -263,7 +265,7 @@ func (f *FSM) deployModule(index uint64, c *batch.ConfigChange) error {
 		if err := f.createStreams(index, defs); err != nil {
 			return err
 		}
-		f.compiled[c.Module] = &compiledModule{version: prev + 1, hash: hash, reg: reg}
+		f.compiled[c.Module] = &compiledModule{version: prev + 1, hash: hash, env: f.kindEnv(c.Kind, env), reg: reg}
 	} // else this binary cannot compile the kind: it records the deploy and becomes incompatible
 	f.useDeployment(d)
 	f.recheckCompat()
@@ -367,6 +369,7 @@ func (f *FSM) removeModule(index uint64, c *batch.ConfigChange) error {
 // that does not compile here is recorded in f.modErr (the node is then incompatible).
 func (f *FSM) refreshModules(d *Deployment) {
 	clear(f.modErr)
+	env := envOf(d.Effective(), f.conf.Modules)
 	keep := map[string]bool{}
 	tab := &moduleTable{procs: map[string]moduleProc{}, regs: map[string]*procedures.Registry{}}
 	for i := range d.Modules {
@@ -377,8 +380,8 @@ func (f *FSM) refreshModules(d *Deployment) {
 		cur := m.Current()
 		keep[m.Name] = true
 		cm := f.compiled[m.Name]
-		if cm == nil || cm.version != cur.Version || cm.hash != cur.SourceHash {
-			reg, ok, err := f.compile(m.Name, m.Kind, m.Source)
+		if cm == nil || cm.version != cur.Version || cm.hash != cur.SourceHash || cm.env != f.kindEnv(m.Kind, env) {
+			reg, ok, err := f.compile(env, m.Name, m.Kind, m.Source)
 			if !ok {
 				delete(f.compiled, m.Name)
 				continue // missingCompiler reports it
@@ -388,7 +391,7 @@ func (f *FSM) refreshModules(d *Deployment) {
 				delete(f.compiled, m.Name)
 				continue
 			}
-			cm = &compiledModule{version: cur.Version, hash: cur.SourceHash, reg: reg}
+			cm = &compiledModule{version: cur.Version, hash: cur.SourceHash, env: f.kindEnv(m.Kind, env), reg: reg}
 			f.compiled[m.Name] = cm
 		}
 		tab.regs[m.Name] = cm.reg

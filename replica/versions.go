@@ -9,6 +9,7 @@ import (
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/procedures/modules"
 )
 
 // The cluster version and the active registrations (docs/architecture.md, Code in the
@@ -32,6 +33,12 @@ import (
 //	   deployed, replaced and removed through the log; snapshots carry them. Module kinds:
 //	   "starlark", and "sql" (the SQL text and its plan, plan formats 1 and 2: a later
 //	   plan format is a later cluster version).
+//	4  module settings: Starlark modules compile in modules.Dialect2 (window aggregates,
+//	   tick hooks, outputs the runtime creates) and run under the budgets of the
+//	   replicated configuration (module-max-steps, -elements, -value-bytes, -int-bits:
+//	   set at bootstrap, changed through the log, every module compiled again at the
+//	   change's index); before, Dialect1 under modules' default budgets, and the
+//	   settings are unknown (modulesettings.go).
 //
 // Every later change of replicated behaviour — a built-in's semantics, the entry or the
 // snapshot format — is a new cluster version, and the code keeps the old behaviour while
@@ -42,7 +49,7 @@ const (
 	// MinClusterVersion is the oldest cluster version this binary runs.
 	MinClusterVersion = 1
 	// MaxClusterVersion is the newest: a cluster this binary bootstraps starts at it.
-	MaxClusterVersion = 3
+	MaxClusterVersion = 4
 	// VersionActiveRegistrations is the cluster version from which active registrations
 	// are replicated.
 	VersionActiveRegistrations = 2
@@ -53,6 +60,9 @@ const (
 	// VersionModules is the cluster version from which modules are deployed through the
 	// log (and snapshots and hashes carry them).
 	VersionModules = 3
+	// VersionModuleSettings is the cluster version from which Starlark modules compile
+	// in modules.Dialect2 and run under the replicated module budgets.
+	VersionModuleSettings = 4
 )
 
 // Errors of the "upgrade" and "activate" commands; each wraps ErrBadClusterConfig, and
@@ -352,6 +362,13 @@ func (f *FSM) upgrade(index uint64, c *batch.ConfigChange) error {
 		// same processors on both sides of the upgrade. Only what stays identical is
 		// fingerprinted from now on.
 		d.Rest = f.reg.TablesFingerprint()
+	}
+	if cur < VersionModuleSettings && c.To >= VersionModuleSettings && f.conf.Version != 0 {
+		// The module budgets become settings, at the values modules ran with.
+		next := f.conf
+		next.Modules = moduleLimitsOf(modules.Options{})
+		next.Version, next.Index = f.conf.Version+1, index
+		f.useConfig(next)
 	}
 	d.Version, d.Index = c.To, index
 	f.useDeployment(d)

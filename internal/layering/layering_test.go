@@ -64,7 +64,7 @@ var allowed = map[string][]string{
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/netaddr", "internal/planted", "internal/ratelog",
 		"node/statuspage", "sql", "sql/plan"},
 	// node/runner is `lockstep node` for any binary: flags, config file, signals, rebuild.
-	"node/runner": {"node", "procedures", "internal/faultenv", "internal/netaddr"},
+	"node/runner": {"node", "procedures", "procedures/modules", "internal/faultenv", "internal/netaddr"},
 	// node/statuspage renders the admin port's HTML status page from plain values.
 	"node/statuspage": {},
 	"cmd/lockstep": {"internal/backup", "client", "client/pgsink", "client/kafka", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo",
