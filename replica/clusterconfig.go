@@ -69,9 +69,9 @@ type setting struct {
 	// since is the cluster version that brought the setting (0: every version). Until the
 	// cluster runs it the setting is 0, and a configuration whose value is 0 leaves it
 	// out of its Settings, View and hash, as before the setting existed.
-	since    uint64
-	get      func(*ClusterConfig) int64
-	set      func(*ClusterConfig, int64)
+	since uint64
+	get   func(*ClusterConfig) int64
+	set   func(*ClusterConfig, int64)
 }
 
 // settings are the ClusterConfig's settings, by name. Append new ones; a name is written
