@@ -107,7 +107,7 @@ func streamValues(t testing.TB, e *engine, stream string) string {
 			t.Fatalf("partition %d: %s: %v", p.ID(), stream, err)
 		}
 		for _, r := range recs {
-			var v []any
+			var v any
 			if err := msgpack.Unmarshal(r.Value, &v); err != nil {
 				t.Fatal(err)
 			}
