@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/lockstepdb/lockstep/internal/batch"
+	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/lockstepdb/lockstep/procedures/modules"
 	"github.com/vmihailenco/msgpack/v5"
@@ -221,3 +222,86 @@ func TestModuleSettingsGated(t *testing.T) {
 
 // moduleOptions is module budgets with a step budget of n.
 func moduleOptions(n uint64) modules.Options { return modules.Options{MaxSteps: n} }
+
+// windowTickSource is a Dialect2 module: a tumbling window over "in" with results to an
+// output, and a tick hook that fails on a partition once m.flag set its flag.
+var windowTickSource = []byte(`
+def add(state, rec):
+    return state + 1
+
+def result(tx, r):
+    tx.emit("win.out", r.key, [r.start, r.value, r.final], r.end - 1)
+
+def tick(tx):
+    if tx.get("win.flags", str(tx.partition()), False):
+        fail("tick refused")
+    tx.put("win.ticks", str(tx.partition()), tx.rand(1000))
+
+def flag(tx, args):
+    tx.put("win.flags", str(tx.partition()), True)
+
+procedures = {"win.flag": flag}
+processors = {"win.count": processor(add, input = "in", window = tumbling(1000), init = 0,
+    result = result, tick = tick, outputs = ["win.out"])}
+`)
+
+// TestModuleWindowTickOnReplicas: through the log, a module's window aggregate and tick
+// hook run alike on every replica whatever the apply grouping (equal hashes, DESIGN.md
+// invariant 1), and a failing tick is dead-lettered once, with Tick set.
+func TestModuleWindowTickOnReplicas(t *testing.T) {
+	cfg := Config{Partitions: verParts}
+	entries := [][]batch.Item{
+		{initWith(t, cfg), createStreamItem(verParts, "in")},
+		{deployItem(t, "win", windowTickSource)},
+	}
+	for i := range 12 {
+		items := []batch.Item{appendItem(verParts, "in", fmt.Sprintf("k%d", i%3), "x")}
+		if i == 6 {
+			items = append(items, invokeItem("win.flag", "k1"))
+		}
+		entries = append(entries, items, []batch.Item{{Kind: batch.KindTick}})
+	}
+	entries = append(entries, []batch.Item{{Kind: batch.KindHashCheck}})
+	var logs []*raft.Log
+	for i, items := range entries {
+		logs = append(logs, commandLog(uint64(i+1), &batch.Entry{Time: int64(1_700_000_000+i*700) * 1e6, Items: items}))
+	}
+	// Event times are batch times (stream.append's 0): 700 ms apart, so windows close.
+	var refHashes []uint64
+	var refMeta uint64
+	for _, group := range []int{1, 3, len(logs)} {
+		f := newFSMWith(t, cfg, procedures.Builtins())
+		for _, items := range outcomesOf(applyInGroups(f, logs, group)) {
+			for _, it := range items {
+				if it.Err != "" {
+					t.Fatalf("group %d: %s", group, it.Err)
+				}
+			}
+		}
+		var ticks, dead, results int
+		for _, p := range f.eng.Partitions() {
+			if _, ok := p.Get("win.ticks", []byte(fmt.Sprint(p.ID()))); ok {
+				ticks++
+			}
+			recs, _, _ := p.ReadStream("in.dead", 0, 100)
+			for _, r := range recs {
+				var dl partition.DeadLetter
+				if err := msgpack.Unmarshal(r.Value, &dl); err != nil || !dl.Tick || !strings.Contains(dl.Error, "tick refused") {
+					t.Fatalf("group %d: dead letter %+v %v", group, dl, err)
+				}
+				dead++
+			}
+			info, _ := p.StreamInfo("win.out")
+			results += int(info.NextOffset)
+		}
+		if ticks != verParts || dead != 1 || results == 0 {
+			t.Fatalf("group %d: %d partitions ticked, %d dead letters, %d results; want %d, 1, some", group, ticks, dead, results, verParts)
+		}
+		if group == 1 {
+			refHashes, refMeta = f.eng.Hashes(), f.metaHash()
+		} else if !slices.Equal(f.eng.Hashes(), refHashes) || f.metaHash() != refMeta {
+			t.Fatalf("group %d: hashes differ (invariant 1)", group)
+		}
+		f.Close()
+	}
+}
