@@ -13,7 +13,7 @@ import (
 //	processor(fn, input, emits = [], start = "earliest", doc = "",
 //	          outputs = [] | {name: {"max_records": n, "max_bytes": n, "max_age": "1h", "compact": False}},
 //	          tick = None,
-//	          window = None, init = None, merge = None, result = None, late = None)
+//	          window = None, init = None, merge = None, result = None, late = None, key = None)
 //
 // outputs are streams the processor emits to that the runtime creates for it, on every
 // partition, once its input exists (procedures.Output; a list gives them the default
@@ -31,18 +31,19 @@ type processorExt struct {
 	merge   *starlark.Function
 	result  *starlark.Function
 	late    *starlark.Function
+	key     *starlark.Function // the grouping key of a record; nil: its key
 }
 
 // extArgs are the Dialect2 arguments of processor(...) as given.
 type extArgs struct {
-	outputs, tick, window, init, merge, result, late starlark.Value
+	outputs, tick, window, init, merge, result, late, key starlark.Value
 }
 
 func (a *extArgs) pairs() []any {
-	a.outputs, a.tick, a.window, a.init, a.merge, a.result, a.late = starlark.None, starlark.None, starlark.None,
-		starlark.None, starlark.None, starlark.None, starlark.None
+	a.outputs, a.tick, a.window, a.init, a.merge, a.result, a.late, a.key = starlark.None, starlark.None, starlark.None,
+		starlark.None, starlark.None, starlark.None, starlark.None, starlark.None
 	return []any{"outputs?", &a.outputs, "tick?", &a.tick, "window?", &a.window, "init?", &a.init,
-		"merge?", &a.merge, "result?", &a.result, "late?", &a.late}
+		"merge?", &a.merge, "result?", &a.result, "late?", &a.late, "key?", &a.key}
 }
 
 // check reads the arguments given (all None under Dialect1); b encodes init.
@@ -59,7 +60,7 @@ func (a *extArgs) check(b *budget) (processorExt, error) {
 		name string
 		v    starlark.Value
 		to   **starlark.Function
-	}{{"tick", a.tick, &x.tick}, {"merge", a.merge, &x.merge}, {"result", a.result, &x.result}, {"late", a.late, &x.late}}
+	}{{"tick", a.tick, &x.tick}, {"merge", a.merge, &x.merge}, {"result", a.result, &x.result}, {"late", a.late, &x.late}, {"key", a.key, &x.key}}
 	for _, f := range fns {
 		if f.v == starlark.None {
 			continue
@@ -81,8 +82,8 @@ func (a *extArgs) check(b *budget) (processorExt, error) {
 			return x, fmt.Errorf("processor: init: %w", err)
 		}
 		x.init = enc.out
-	} else if a.init != starlark.None || x.merge != nil || x.result != nil || x.late != nil {
-		return x, fmt.Errorf("processor: init, merge, result and late are for window aggregates (window = ...)")
+	} else if a.init != starlark.None || x.merge != nil || x.result != nil || x.late != nil || x.key != nil {
+		return x, fmt.Errorf("processor: init, merge, result, late and key are for window aggregates (window = ...)")
 	}
 	return x, nil
 }
@@ -186,7 +187,7 @@ func (m *Module) checkExt(n string, d *ProcessorDecl) error {
 	params := []struct {
 		fn   *starlark.Function
 		want string
-	}{{x.tick, "tx"}, {x.merge, "a, b"}, {x.result, "tx, r"}, {x.late, "tx, rec, watermark"}}
+	}{{x.tick, "tx"}, {x.merge, "a, b"}, {x.result, "tx, r"}, {x.late, "tx, rec, watermark"}, {x.key, "rec"}}
 	for _, p := range params {
 		if p.fn != nil {
 			if err := checkParams(m.name, "processor", n, p.fn, p.want); err != nil {

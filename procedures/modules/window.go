@@ -25,7 +25,8 @@ import (
 //
 // runs procedures/window's operator (window.Aggregate), the one Go processors use: the
 // same watermark, firing, lateness, revisions and state tables (named after the
-// processor: NAME.wm, NAME.win, NAME.fire, NAME.close), keyed by the record's key. States
+// processor: NAME.wm, NAME.win, NAME.fire, NAME.close), keyed by the record's key, or by
+// what key(rec) returns (str or bytes; None leaves the record out of every window). States
 // are the module's values, stored in the module's canonical encoding; each window starts
 // at init. add(state, rec) runs for each window the record falls in, merge(a, b) (session
 // windows only) when sessions merge; result(tx, r) gets every result (each revision and
@@ -298,7 +299,20 @@ func (op *windowOp) process(s *runState, tx *partition.Tx) error {
 	if op.ext.window.processingTime {
 		t = window.BatchTime(tx)
 	}
-	err := r.agg.Process(tx, s.rec.rec.Key, t, &s.rec)
+	key := s.rec.rec.Key
+	if fn := op.ext.key; fn != nil {
+		v, err := starlark.Call(&s.thread, fn, starlark.Tuple{&s.rec}, nil)
+		if err != nil {
+			return op.m.runError(&s.budget, fn.Name(), err)
+		}
+		if v == starlark.None {
+			return nil // not for any window
+		}
+		if key, err = keyBytes(fn.Name(), v); err != nil {
+			return fmt.Errorf("%w: %s: in %s: %w", ErrRaised, op.m.name, fn.Name(), err)
+		}
+	}
+	err := r.agg.Process(tx, key, t, &s.rec)
 	if r.err != nil {
 		return r.err
 	}

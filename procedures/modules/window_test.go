@@ -341,3 +341,23 @@ func TestWindowFoldFailure(t *testing.T) {
 		t.Fatalf("results %s: want the window [1000,2000) with 3 records", got)
 	}
 }
+
+// TestWindowKey: key = fn(rec) groups records by what it returns, and None leaves a record
+// out of every window (not late, not counted).
+func TestWindowKey(t *testing.T) {
+	src := strings.Replace(fmt.Sprintf(windowModule, `tumbling(1000)`, `key = page,`), "def add(state, rec):",
+		"def page(rec):\n    if rec.value.startswith(\"bot\"):\n        return None\n    return rec.value[:2]\n\ndef add(state, rec):", 1)
+	m := mustCompile(t, src, modules.Options{})
+	e := newEngine(t, m, 2, false)
+	log := e.createStreams(t, "clicks")
+	for i, v := range []string{"p1-a", "p2-b", "bot-c", "p1-d", "p1-e"} {
+		log = append(log, e.input(t, "app.click", "u9", map[string]any{"v": v, "t": 1000 + i})) // one partition: one watermark
+	}
+	log = append(log, e.input(t, "app.click", "u9", map[string]any{"v": "bot", "t": 9000}))
+	log = append(log, e.input(t, "app.click", "u9", map[string]any{"v": "zz", "t": 9000}))
+	e.apply(log)
+	got := streamValues(t, e, "mod.counts")
+	if !strings.Contains(got, " p1 @1999 [1000 2000 3 0 true false]") || !strings.Contains(got, " p2 @1999 [1000 2000 1 0 true false]") || strings.Contains(got, "bo") {
+		t.Fatalf("results:\n%s", got)
+	}
+}
