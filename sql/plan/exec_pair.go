@@ -132,7 +132,12 @@ func (v *View) pairRecord(tx *partition.Tx, rec partition.Record) error {
 	if err := v.noteStamp(tx, x.Stamp); err != nil {
 		return err
 	}
-	if freed && x.Stamp != partition.NoWatermark && t < x.Stamp {
+	late := freed && x.Stamp != partition.NoWatermark && t < x.Stamp
+	if j.LateByFreed {
+		f, ok := v.freedUpTo(tx, other)
+		late = ok && f >= t
+	}
+	if late {
 		// The other side may have forgotten this row's partners: late as a whole.
 		_, err := tx.Append(v.Name+SuffixLate, x.Key, append([]byte{x.Side}, x.Row...), t)
 		return err
@@ -292,6 +297,7 @@ func (v *View) freePairs(tx *partition.Tx) error {
 	}); err != nil {
 		return err
 	}
+	freed := map[byte]int64{}
 	for _, k := range keys {
 		if err := tx.Delete(v.Name+SuffixExpiry, k); err != nil {
 			return err
@@ -299,8 +305,33 @@ func (v *View) freePairs(tx *partition.Tx) error {
 		if err := tx.Delete(v.Name+SuffixPairs, k[8:]); err != nil {
 			return err
 		}
+		if _, rest, ok := cutEscaped(k[8:]); ok && len(rest) > 0 {
+			freed[rest[0]] = readTime(k) // keys are in expiry order: the last is the highest
+		}
+	}
+	if !v.Pair.LateByFreed {
+		return nil
+	}
+	for _, side := range []byte{sideLeft, sideRight} {
+		if e, ok := freed[side]; ok {
+			if f, had := v.freedUpTo(tx, side); !had || e > f {
+				if err := tx.Put(v.Name+SuffixStamp, []byte{'f', side}, appendTime(nil, e)); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	return nil
+}
+
+// freedUpTo returns the highest expiry of the rows of side the joiner has freed on this
+// partition (LateByFreed), and whether it freed any.
+func (v *View) freedUpTo(tx *partition.Tx, side byte) (int64, bool) {
+	b, ok := tx.Get(v.Name+SuffixStamp, []byte{'f', side})
+	if !ok || len(b) != 8 {
+		return 0, false
+	}
+	return readTime(b), true
 }
 
 // prefixRange is the scan range of the keys that start with p.

@@ -45,6 +45,13 @@ type PairJoin struct {
 	// with none.
 	LeftUntil  *Until `msgpack:"luntil,omitempty"`
 	RightUntil *Until `msgpack:"runtil,omitempty"`
+	// LateByFreed (plan version 3) judges a row late only when the other side has freed
+	// a row that could have been its partner: one whose expiry is at or after the row's
+	// time (the highest expiry each side has freed is kept in n.stamp). Without it a row
+	// is late whenever its time is before its stamp (version 2's rule, kept for the
+	// plans written before). Both make the view the batch join less the late rows; this
+	// one drops far fewer rows out of order.
+	LateByFreed bool `msgpack:"lbf,omitempty"`
 }
 
 // Until is a join row's bound by one of its columns (PairJoin.LeftUntil).
@@ -65,9 +72,9 @@ func (j *PairJoin) bounded() bool {
 func (j *PairJoin) leftFreed() bool  { return j.HasLo || j.RightUntil != nil }
 func (j *PairJoin) rightFreed() bool { return j.HasHi || j.LeftUntil != nil }
 
-// groupsByJoinKey reports whether v's GROUP BY holds a join key column, so that every
-// pair of a group is found on one partition.
-func (v *View) groupsByJoinKey() bool {
+// GroupsByJoinKey reports whether a join view's GROUP BY holds a join key column, so
+// that every pair of a group is found on one partition.
+func (v *View) GroupsByJoinKey() bool {
 	for _, g := range v.GroupBy {
 		if g.Op == OpCol && (g.Col == v.Pair.LeftKey || g.Col == v.rightOffset()+v.Pair.RightKey) {
 			return true
@@ -111,7 +118,7 @@ func (v *View) validatePair() error {
 		return fmt.Errorf("%w: a join side that is a view must have final rows", ErrBadPlan)
 	case v.Window != nil:
 		return fmt.Errorf("%w: a stream–stream join has no window of its own", ErrBadPlan)
-	case (len(v.Aggs) > 0 || v.Having != nil) && !v.groupsByJoinKey():
+	case (len(v.Aggs) > 0 || v.Having != nil) && !v.GroupsByJoinKey():
 		return fmt.Errorf("%w: an aggregate over a join must GROUP BY a join key column", ErrBadPlan)
 	case j.LeftKey < 0 || j.LeftKey >= len(v.Input.Columns) || j.RightKey < 0 || j.RightKey >= len(j.Right.Columns) ||
 		v.Input.Columns[j.LeftKey].Type != j.Right.Columns[j.RightKey].Type || v.Input.Columns[j.LeftKey].Type == TypeDouble:

@@ -179,7 +179,7 @@ func (v *View) usesVersion3() bool {
 		return true
 	}
 	j := v.Pair
-	return j != nil && (j.RightFrom != nil || j.LeftUntil != nil || j.RightUntil != nil || len(v.Aggs) > 0)
+	return j != nil && (j.LateByFreed || j.RightFrom != nil || j.LeftUntil != nil || j.RightUntil != nil || len(v.Aggs) > 0)
 }
 
 // validateUpdating checks a view over updating rows: an unwindowed aggregate of
