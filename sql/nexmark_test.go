@@ -212,7 +212,9 @@ func nexmarkEntries(r *rand.Rand, h *harness, evs []nexmark.Event) []batch.Entry
 		}
 		entries = append(entries, e)
 	}
-	for range 4 {
+	// Enough ticks for the watermark to cross a chain of views (each view over a view
+	// takes it a phase or two later).
+	for range 8 {
 		now += 5e9
 		entries = append(entries, batch.Entry{Time: now, Items: []batch.Item{{Kind: batch.KindTick}}})
 	}
@@ -257,14 +259,33 @@ func (h *harness) withoutLate(v *plan.View, evs []nexmark.Event) ([]nexmark.Even
 
 // nexmarkPostgres loads events into a fresh schema and runs q there.
 func nexmarkPostgres(t *testing.T, conn *pgx.Conn, evs []nexmark.Event, q string) [][]any {
+	return nexmarkPostgresSets(t, conn, map[string][]nexmark.Event{"": evs}, q)
+}
+
+// nexmarkPostgresSets loads each set of events into tables person, auction and bid
+// whose names have the set's prefix (prefix_bid, …; "" for none), in a fresh schema, and
+// runs q there.
+func nexmarkPostgresSets(t *testing.T, conn *pgx.Conn, sets map[string][]nexmark.Event, q string) [][]any {
 	ctx := context.Background()
 	schema := fmt.Sprintf("nx%d", rand.Uint32())
 	pgExec(t, conn, "CREATE SCHEMA "+schema)
 	defer func() { _, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE") }()
 	pgExec(t, conn, "SET search_path TO "+schema)
-	pgExec(t, conn, `CREATE TABLE person (id bigint, name text, email_address text, credit_card text, city text, state text, date_time bigint, extra text)`)
-	pgExec(t, conn, `CREATE TABLE auction (id bigint, item_name text, description text, initial_bid bigint, reserve bigint, date_time bigint, expires bigint, seller bigint, category bigint, extra text)`)
-	pgExec(t, conn, `CREATE TABLE bid (auction bigint, bidder bigint, price bigint, channel text, url text, date_time bigint, extra text)`)
+	for prefix, evs := range sets {
+		if prefix != "" {
+			prefix += "_"
+		}
+		loadNexmark(t, conn, prefix, evs)
+	}
+	return pgRows(t, conn, q)
+}
+
+// loadNexmark loads events into tables prefix+person, prefix+auction, prefix+bid.
+func loadNexmark(t *testing.T, conn *pgx.Conn, prefix string, evs []nexmark.Event) {
+	ctx := context.Background()
+	pgExec(t, conn, `CREATE TABLE `+prefix+`person (id bigint, name text, email_address text, credit_card text, city text, state text, date_time bigint, extra text)`)
+	pgExec(t, conn, `CREATE TABLE `+prefix+`auction (id bigint, item_name text, description text, initial_bid bigint, reserve bigint, date_time bigint, expires bigint, seller bigint, category bigint, extra text)`)
+	pgExec(t, conn, `CREATE TABLE `+prefix+`bid (auction bigint, bidder bigint, price bigint, channel text, url text, date_time bigint, extra text)`)
 	rows := map[string][][]any{}
 	for _, e := range evs {
 		switch {
@@ -285,11 +306,10 @@ func nexmarkPostgres(t *testing.T, conn *pgx.Conn, evs []nexmark.Event, q string
 		"bid":     {"auction", "bidder", "price", "channel", "url", "date_time", "extra"},
 	}
 	for tbl, rs := range rows {
-		if _, err := conn.CopyFrom(ctx, pgx.Identifier{tbl}, cols[tbl], pgx.CopyFromRows(rs)); err != nil {
+		if _, err := conn.CopyFrom(ctx, pgx.Identifier{prefix + tbl}, cols[tbl], pgx.CopyFromRows(rs)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return pgRows(t, conn, q)
 }
 
 // diffRows fails the test, showing a few differences, when got and want differ.
