@@ -32,6 +32,8 @@ import (
 //	   deployed, replaced and removed through the log; snapshots carry them. Module kinds:
 //	   "starlark", and "sql" (the SQL text and its plan, plan formats 1 and 2: a later
 //	   plan format is a later cluster version).
+//	4  sources: modules of kind "source" (sourcemodules.go: a CREATE SOURCE's definition,
+//	   whose workers the nodes run).
 //
 // Every later change of replicated behaviour — a built-in's semantics, the entry or the
 // snapshot format — is a new cluster version, and the code keeps the old behaviour while
@@ -42,7 +44,7 @@ const (
 	// MinClusterVersion is the oldest cluster version this binary runs.
 	MinClusterVersion = 1
 	// MaxClusterVersion is the newest: a cluster this binary bootstraps starts at it.
-	MaxClusterVersion = 3
+	MaxClusterVersion = 4
 	// VersionActiveRegistrations is the cluster version from which active registrations
 	// are replicated.
 	VersionActiveRegistrations = 2
@@ -53,6 +55,9 @@ const (
 	// VersionModules is the cluster version from which modules are deployed through the
 	// log (and snapshots and hashes carry them).
 	VersionModules = 3
+	// VersionSources is the cluster version from which modules of kind "source" (CREATE
+	// SOURCE) are deployed.
+	VersionSources = 4
 )
 
 // Errors of the "upgrade" and "activate" commands; each wraps ErrBadClusterConfig, and
