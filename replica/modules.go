@@ -64,13 +64,14 @@ type Compiler interface {
 
 // DefaultCompilers returns the compilers of the module kinds this binary runs, by kind.
 func DefaultCompilers() map[string]Compiler {
-	return map[string]Compiler{ModuleKindStarlark: modules.Compiler{}, ModuleKindSQL: SQLCompiler{}}
+	return map[string]Compiler{ModuleKindStarlark: modules.Compiler{}, ModuleKindSQL: SQLCompiler{}, ModuleKindSource: SourceCompiler{}}
 }
 
 // kindAdmitted reports whether a cluster at version v deploys modules of kind: the kinds a
 // version admits are fixed with it, so every replica of the cluster decides alike.
 func kindAdmitted(v uint64, kind string) bool {
-	return v >= VersionModules && (kind == ModuleKindStarlark || kind == ModuleKindSQL)
+	return v >= VersionModules && (kind == ModuleKindStarlark || kind == ModuleKindSQL) ||
+		v >= VersionSources && kind == ModuleKindSource
 }
 
 // ModuleVersion is one step of a module's history.
@@ -197,12 +198,25 @@ func (f *FSM) CheckModule(name, kind string, source []byte, carried []string) er
 	if err != nil {
 		return err
 	}
+	if err := f.checkReads(name, kind, source, withStreams{part, defs}); err != nil {
+		return err
+	}
 	return checkModuleCode(d, f.reg, f.modView.Load().regs, name, reg, withStreams{part, defs})
 }
 
 func checkModuleHeader(d *Deployment, name, kind string, source []byte) error {
 	if err := checkModuleName(name); err != nil {
 		return err
+	}
+	if kind == ModuleKindSource && d.Effective() < VersionSources {
+		return fmt.Errorf("%w: kind %q needs cluster version %d, the cluster runs %d (lockstep cluster upgrade %d)",
+			ErrNeedsVersion, kind, VersionSources, d.Effective(), VersionSources)
+	}
+	if kind == ModuleKindSQL && d.Effective() < VersionSQLPlan3 {
+		if _, p, err := DecodeSQLSource(source); err == nil && p.Version > 2 {
+			return fmt.Errorf("%w: module %s: its plan is in format %d (views over views, aggregates over joins or join bounds by a column), which needs cluster version %d; the cluster runs %d (lockstep cluster upgrade %d)",
+				ErrNeedsVersion, name, p.Version, VersionSQLPlan3, d.Effective(), VersionSQLPlan3)
+		}
 	}
 	if !kindAdmitted(d.Effective(), kind) {
 		return fmt.Errorf("%w: kind %q: cluster version %d deploys %q and %q modules", ErrBadModule, kind, d.Effective(), ModuleKindStarlark, ModuleKindSQL)
@@ -255,6 +269,9 @@ func (f *FSM) deployModule(index uint64, c *batch.ConfigChange) error {
 		part := streamHolder(f.eng.Partitions()[0])
 		defs, err := f.declaredStreams(c.Module, c.Kind, c.Source, part)
 		if err != nil {
+			return err
+		}
+		if err := f.checkReads(c.Module, c.Kind, c.Source, withStreams{part, defs}); err != nil {
 			return err
 		}
 		if err := checkModuleCode(&f.dep, f.reg, f.compiledRegs(), c.Module, reg, withStreams{part, defs}); err != nil {
@@ -351,6 +368,9 @@ func (f *FSM) removeModule(index uint64, c *batch.ConfigChange) error {
 		return fmt.Errorf("%w: %q", ErrNoModule, c.Module)
 	}
 	if err := checkSQLRemove(&f.dep, c.Module); err != nil {
+		return err
+	}
+	if err := checkSourceRemove(&f.dep, c.Module); err != nil {
 		return err
 	}
 	f.flush()

@@ -38,7 +38,10 @@ import (
 //	   replicated configuration (module-max-steps, -elements, -value-bytes, -int-bits:
 //	   set at bootstrap, changed through the log, every module compiled again at the
 //	   change's index); before, Dialect1 under modules' default budgets, and the
-//	   settings are unknown (modulesettings.go).
+//	   settings are unknown (modulesettings.go). Sources: modules of kind "source"
+//	   (sourcemodules.go: a CREATE SOURCE's definition, whose workers the nodes run).
+//	   SQL plan format 3 (views over views, aggregates over joins, join bounds by a
+//	   column); before, a "sql" module's plan must be format 1 or 2.
 //
 // Every later change of replicated behaviour — a built-in's semantics, the entry or the
 // snapshot format — is a new cluster version, and the code keeps the old behaviour while
@@ -63,6 +66,12 @@ const (
 	// VersionModuleSettings is the cluster version from which Starlark modules compile
 	// in modules.Dialect2 and run under the replicated module budgets.
 	VersionModuleSettings = 4
+	// VersionSources is the cluster version from which modules of kind "source" (CREATE
+	// SOURCE) are deployed.
+	VersionSources = 4
+	// VersionSQLPlan3 is the cluster version from which a "sql" module's plan may be in
+	// plan format 3 (sql/plan.Version); before, formats 1 and 2 only.
+	VersionSQLPlan3 = 4
 )
 
 // Errors of the "upgrade" and "activate" commands; each wraps ErrBadClusterConfig, and

@@ -62,7 +62,9 @@ var allowed = map[string][]string{
 	// and merges modules' procedures into the catalogue (procedures/schema).
 	"node": {"internal/backup", "partition", "procedures", "procedures/builtin", "procedures/schema", "procedures/window", "internal/batch",
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/netaddr", "internal/planted", "internal/ratelog",
-		"node/statuspage", "sql", "sql/plan"},
+		"node/statuspage", "sql", "sql/plan", "connect"},
+	// connect runs, inside a node, the workers of the sources the log defines (client/kafka).
+	"connect": {"client", "client/kafka", "sql/plan"},
 	// node/runner is `lockstep node` for any binary: flags, config file, signals, rebuild.
 	"node/runner": {"node", "procedures", "procedures/modules", "internal/faultenv", "internal/netaddr"},
 	// node/statuspage renders the admin port's HTML status page from plain values.
