@@ -50,9 +50,10 @@ type Supervisor struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	workers map[string]*worker // by module name
-	closed  bool
+	mu       sync.Mutex
+	workers  map[string]*worker // by module name
+	stopping map[*worker]bool   // stopped by Sync, still leaving their groups
+	closed   bool
 }
 
 // New returns a Supervisor that runs nothing until Sync.
@@ -69,7 +70,7 @@ func New(cfg Config) (*Supervisor, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = kafka.DefaultSourceConfig().Timeout
 	}
-	s := &Supervisor{cfg: cfg, workers: map[string]*worker{}}
+	s := &Supervisor{cfg: cfg, workers: map[string]*worker{}, stopping: map[*worker]bool{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -91,6 +92,7 @@ func (s *Supervisor) Sync(defs []Def) {
 		if d, ok := want[name]; !ok || d.Version != w.def.Version {
 			stop = append(stop, w)
 			delete(s.workers, name)
+			s.stopping[w] = true
 		}
 	}
 	for name, d := range want {
@@ -104,6 +106,9 @@ func (s *Supervisor) Sync(defs []Def) {
 	for _, w := range stop {
 		w.cancel()
 		<-w.done
+		s.mu.Lock()
+		delete(s.stopping, w)
+		s.mu.Unlock()
 	}
 }
 
@@ -145,11 +150,15 @@ type WorkerStatus struct {
 	Partitions []kafka.PartitionLag
 }
 
-// Status returns the state of each worker, by source name.
+// Status returns the state of each worker, by source name, including those Sync is
+// still stopping (they leave their groups before they are gone).
 func (s *Supervisor) Status() []WorkerStatus {
 	s.mu.Lock()
-	ws := make([]*worker, 0, len(s.workers))
+	ws := make([]*worker, 0, len(s.workers)+len(s.stopping))
 	for _, w := range s.workers {
+		ws = append(ws, w)
+	}
+	for w := range s.stopping {
 		ws = append(ws, w)
 	}
 	s.mu.Unlock()
