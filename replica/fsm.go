@@ -334,11 +334,6 @@ func (f *FSM) flush() {
 	for k := range results {
 		r := &results[k]
 		p := &f.pend[k]
-		if r.Err != nil && f.dep.Version < VersionModules && CodeOf(r.Err) == CodeLimitExceeded {
-			// Before cluster version 3 a module's limit was a procedure error: its code
-			// is in the session cache, replicated.
-			r.Err = &Error{Code: CodeProcedureError, Message: r.Err.Error()}
-		}
 		var v []byte
 		if r.Err == nil {
 			start := len(arena)
