@@ -124,6 +124,7 @@ type moduleTable struct {
 }
 
 type moduleProc struct {
+	key     string // the engine key, moduleKey of the name
 	module  string
 	version uint32
 	info    procedures.Info
@@ -416,7 +417,7 @@ func (f *FSM) refreshModules(d *Deployment) {
 		}
 		tab.regs[m.Name] = cm.reg
 		for _, info := range cm.reg.List() {
-			tab.procs[info.Name] = moduleProc{module: m.Name, version: cur.Version, info: info, reg: cm.reg}
+			tab.procs[info.Name] = moduleProc{key: moduleKey(info.Name), module: m.Name, version: cur.Version, info: info, reg: cm.reg}
 		}
 	}
 	for name := range f.compiled {

@@ -186,6 +186,7 @@ func (f *FSM) useDeployment(d Deployment) {
 	f.dep = d
 	c := d.clone()
 	f.depView.Store(&c)
+	f.keyView.Store(newEngineKeys(&f.dep))
 	f.resolveProcessorCode()
 	f.refreshModules(&f.dep)
 	if err := f.applyProcessorSet(); err != nil {
@@ -217,31 +218,6 @@ func (f *FSM) resolveProcessorCode() {
 			f.procCode[i] = c // else unreachable: a node that lacks it is incompatible and applies nothing
 		}
 	}
-}
-
-// resolve returns the registry key of the version of the procedure name that runs at this
-// point of the log, or an error every replica gives alike for a name that is not active.
-func (f *FSM) resolve(name string) (string, error) {
-	return resolveIn(&f.dep, f.modView.Load(), name)
-}
-
-func resolveIn(d *Deployment, tab *moduleTable, name string) (string, error) {
-	if strings.IndexByte(name, '@') >= 0 {
-		// A client names the procedure, the cluster picks its version: "p@2" run directly
-		// would run on the replicas that carry it and fail on the others.
-		return "", fmt.Errorf("%w: %q: invoke a procedure by its name without a version", procedures.ErrUnknownProcedure, name)
-	}
-	if d.Version < VersionActiveRegistrations {
-		return name, nil
-	}
-	if _, ok := tab.procs[name]; ok && d.Version >= VersionModules {
-		return moduleKey(name), nil
-	}
-	g, ok := d.active(name)
-	if !ok {
-		return "", fmt.Errorf("%w: %q is not active in this cluster (lockstep deploy activate %s@N)", procedures.ErrUnknownProcedure, name, name)
-	}
-	return procedures.VersionKey(g.Name, g.Version), nil
 }
 
 // initDeployment applies the cluster version and registrations of the first entry.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/lockstepdb/lockstep/internal/batch"
+	"github.com/lockstepdb/lockstep/internal/testutil/sqltest"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/lockstepdb/lockstep/replica"
@@ -108,8 +109,7 @@ func (l *logFSM) insert(text string) {
 		l.t.Fatal(err)
 	}
 	for _, a := range recs {
-		h := &harness{parts: l.parts}
-		if err := l.apply(h.appendItem(a)); err != nil {
+		if err := l.apply(sqltest.AppendItem(a, l.parts)); err != nil {
 			l.t.Fatal(err)
 		}
 	}

@@ -55,6 +55,9 @@ var allowed = map[string][]string{
 	// and carries one planted bug (lockstep_kafka_splitstep).
 	"client/kafka":             {"client", "procedures/builtin", "internal/planted"},
 	"internal/testutil/pgtest": {},
+	// internal/testutil/sqltest runs a compiled SQL deployment on an in-process replica FSM,
+	// for the SQL layer's tests and client/pgsink's typed mode.
+	"internal/testutil/sqltest": {"internal/batch", "partition", "procedures", "procedures/builtin", "replica", "sql", "sql/plan"},
 	// internal/testutil/proctest is the process-level tests' harness (cmd/lockstep's and
 	// tests/system's): it builds and runs the binary, on jepsen.Cluster, with the client.
 	"internal/testutil/proctest": {"client", "jepsen", "internal/testutil"},
