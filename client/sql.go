@@ -21,8 +21,12 @@ type SQL struct{ c *Client }
 // SQL returns the client's SQL surface.
 func (c *Client) SQL() SQL { return SQL{c} }
 
-// ModuleKindSQL is the kind of the modules SQL deploys.
-const ModuleKindSQL = "sql"
+// ModuleKindSQL is the kind of the modules SQL deploys; ModuleKindSource that of a
+// CREATE SOURCE's (docs/sources.md).
+const (
+	ModuleKindSQL    = "sql"
+	ModuleKindSource = "source"
+)
 
 // ExecResult says what Exec did.
 type ExecResult struct {
@@ -84,8 +88,12 @@ func (s SQL) Exec(ctx context.Context, text string) (ExecResult, error) {
 	case wire.SQLRows:
 		out.Rows = rowsOf(res)
 	case wire.SQLDeploy:
+		kind := res.ModuleKind
+		if kind == "" {
+			kind = ModuleKindSQL
+		}
 		d, err := s.c.deployCall(ctx, "sql deploy "+res.Module, wire.ClusterConfigArgs{Cmd: wire.ConfigDeployModule,
-			Module: res.Module, Kind: ModuleKindSQL, Source: res.Source})
+			Module: res.Module, Kind: kind, Source: res.Source})
 		if err != nil {
 			// A retry after a lost answer finds its own deploy applied: the module runs
 			// exactly this source.

@@ -22,3 +22,23 @@ func (c *testCluster) dial(ctx context.Context) *client.Client {
 	c.t.Cleanup(func() { cl.Close() })
 	return cl
 }
+
+// dialAs adds the user name with role through cl (an admin's client) and returns a client
+// of the cluster that authenticates as name (its certificate in testCertsDir), closed when
+// the test ends.
+func (c *testCluster) dialAs(ctx context.Context, cl *client.Client, name string, role client.UserRole) *client.Client {
+	c.t.Helper()
+	if err := cl.Users().Add(ctx, name, role); err != nil {
+		c.t.Fatal(err)
+	}
+	tls, err := client.LoadTLS(testCertsDir, name)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ucl, err := client.Open(client.Config{Addrs: c.ClientAddrs(), TLS: tls})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { ucl.Close() })
+	return ucl
+}

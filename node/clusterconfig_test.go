@@ -105,18 +105,7 @@ func TestClusterConfigReplicated(t *testing.T) {
 	}
 
 	// Only an admin may change it.
-	if err := cl.Users().Add(ctx, "other", client.RoleWriter); err != nil {
-		t.Fatal(err)
-	}
-	tls, err := client.LoadTLS(testCertsDir, "other")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wcl, err := client.Open(client.Config{Addrs: c.ClientAddrs(), TLS: tls})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wcl.Close()
+	wcl := c.dialAs(ctx, cl, "other", client.RoleWriter)
 	if _, err := wcl.Cluster().SetConfig(ctx, client.Setting{Name: "processor-budget", Value: "9"}); !errors.Is(err, client.ErrPermissionDenied) {
 		t.Errorf("a writer's set: %v, want ErrPermissionDenied", err)
 	}

@@ -18,4 +18,7 @@ const (
 	MetricReplicationRPCSeconds = "lockstep_replication_rpc_seconds"
 	// MetricRaftIsLeader is the gauge that is 1 while the node is the Raft leader.
 	MetricRaftIsLeader = "lockstep_raft_is_leader"
+	// MetricSourceLag is the gauge of a source's lag per Kafka partition (label source,
+	// topic, partition), exported by the node whose worker reads the partition.
+	MetricSourceLag = "lockstep_source_lag_records"
 )

@@ -71,7 +71,7 @@ func newMetrics(n *Node) *Metrics {
 			ConstLabels: prometheus.Labels{"stage": stage},
 		}, func() float64 { return f(n.seq.Stats()).Seconds() })
 	}
-	m.Registry.MustRegister(m.inputs, m.entries, m.entryInputs, m.applySeconds, newProcessorCollector(n), newStageCollector(n),
+	m.Registry.MustRegister(m.inputs, m.entries, m.entryInputs, m.applySeconds, newProcessorCollector(n), newSourceCollector(n), newStageCollector(n),
 		m.subscriptions, m.pushedRecords,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		gauge(MetricRaftIsLeader, "1 if this node is the Raft leader.", func() float64 { return b2f(n.seq.IsLeader()) }),

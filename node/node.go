@@ -15,6 +15,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/connect"
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/internal/certs"
 	"github.com/lockstepdb/lockstep/internal/netaddr"
@@ -116,6 +117,10 @@ type Config struct {
 	// DisableAutoRebuild keeps a divergent replica fenced instead of rebuilding it
 	// automatically (rebuild.go). Default false: a divergent replica is rebuilt, once.
 	DisableAutoRebuild bool
+	// DisableSources keeps the node from running source workers (CREATE SOURCE,
+	// docs/sources.md): the other nodes share the sources' Kafka partitions. Default
+	// false: every node but a read replica runs them.
+	DisableSources bool
 	// BuildTarget is the build target this node reports when it joins and compares a
 	// joining node's with when it leads (see BuildTarget, the function). Default "": this
 	// binary's. Set it only to test what a cluster does with a node of another build.
@@ -257,6 +262,8 @@ type Node struct {
 	rebuild       rebuilder             // this node's automatic rebuild after a divergence (rebuild.go)
 	refusals      refusalLogs           // refusals logged at a bounded rate (refusals.go)
 	reclaim       reclaimer             // memory given back once request frames are garbage (reclaim.go)
+	sources       *connect.Supervisor   // this node's source workers (sources.go); nil if it runs none
+	sourceClient  *client.Client        // the workers' client
 
 	// Addresses besides the listeners' own (addrs.go), and the probe server.
 	clientAdvertise string       // the client address the node tells others (ClientAddr)
@@ -432,6 +439,10 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 	go n.processorTickLoop()
 	n.wg.Add(1)
 	go n.reclaimLoop()
+	if err := n.startSources(); err != nil {
+		n.Close()
+		return nil, err
+	}
 	return n, nil
 }
 
@@ -494,6 +505,7 @@ func (n *Node) Close() error {
 	}
 	n.closed = true
 	n.mu.Unlock()
+	n.stopSources()
 	n.cancel()
 	n.stopProbe()
 	n.stopAdmin()

@@ -16,7 +16,9 @@ import (
 //
 //  1. An insecure connection (no certificate) may do everything.
 //  2. A node certificate may make the calls nodes make of each other (ping, status, the
-//     procedure and processor lists, join) and nothing else: it is not an admin client.
+//     procedure and processor lists, join) and those of a node's source workers
+//     (sourceWorkerOp: a session, the group calls of a member, source.append and the
+//     reads it needs), nothing else: it is not an admin client.
 //  3. A client certificate's common name is looked up in the users table (replicated,
 //     replica.Users; RootUser is always admin): an admin may do everything; a writer
 //     everything but membership, leadership and users, and, when limited, invoke only its
@@ -86,7 +88,7 @@ func (cc *clientConn) permitted(req *wire.Request) error {
 	case certs.KindNone:
 		return nil
 	case certs.KindNode:
-		if peerOp(req.Op) {
+		if peerOp(req.Op) || sourceWorkerOp(req) {
 			return nil
 		}
 		return fmt.Errorf("%w: a node certificate may make only the calls of nodes, not %v", wire.ErrPermissionDenied, req.Op)

@@ -99,6 +99,8 @@ func (n *Node) sqlAnswer(text string) (wire.SQLResult, error) {
 		catalog = append(catalog, m.Plan.Schemas()...)
 	}
 	switch cmd.Kind {
+	case sql.CmdCreateSource, sql.CmdDropSource, sql.CmdShowSources:
+		return n.sourceAnswer(cmd, catalog)
 	case sql.CmdDeploy:
 		art, err := sql.Compile(text, sql.Options{Catalog: catalog, Exists: n.streamExists})
 		if err != nil {

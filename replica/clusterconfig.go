@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures/modules"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -53,6 +54,11 @@ type ClusterConfig struct {
 	ProcessorBudget int `msgpack:"processor_budget"`
 	// ProcessorBudgetPerAppend is Config.ProcessorBudgetPerAppend; 0 turns the scaling off.
 	ProcessorBudgetPerAppend int `msgpack:"processor_budget_per_append"`
+	// Modules are the budgets of Starlark modules' calls (modules.Options: MaxSteps,
+	// MaxElements, MaxValueBytes, MaxIntBits), from cluster version 4
+	// (VersionModuleSettings); all 0 before, when modules run with modules' defaults.
+	// modulesettings.go.
+	Modules ModuleLimits `msgpack:"modules,omitempty"`
 }
 
 // setting describes one named setting of the ClusterConfig.
@@ -60,34 +66,51 @@ type setting struct {
 	name     string
 	duration bool // written and parsed as a Go duration ("2m"); else a decimal integer
 	min, max int64
-	get      func(*ClusterConfig) int64
-	set      func(*ClusterConfig, int64)
+	// since is the cluster version that brought the setting (0: every version). Until the
+	// cluster runs it the setting is 0, and a configuration whose value is 0 leaves it
+	// out of its Settings, View and hash, as before the setting existed.
+	since uint64
+	get   func(*ClusterConfig) int64
+	set   func(*ClusterConfig, int64)
 }
 
 // settings are the ClusterConfig's settings, by name. Append new ones; a name is written
 // into the log forever.
 var settings = []setting{
-	{"max-cached-result-bytes", false, 1, 1 << 40,
+	{"max-cached-result-bytes", false, 1, 1 << 40, 0,
 		func(c *ClusterConfig) int64 { return int64(c.MaxCachedResultBytes) },
 		func(c *ClusterConfig, v int64) { c.MaxCachedResultBytes = int(v) }},
-	{"max-result-bytes", false, 1, partition.MaxResultBytesLimit,
+	{"max-result-bytes", false, 1, partition.MaxResultBytesLimit, 0,
 		func(c *ClusterConfig) int64 { return int64(c.MaxResultBytes) },
 		func(c *ClusterConfig, v int64) { c.MaxResultBytes = int(v) }},
-	{"max-sessions", false, 1, 1 << 24,
+	{"max-sessions", false, 1, 1 << 24, 0,
 		func(c *ClusterConfig) int64 { return int64(c.MaxSessions) },
 		func(c *ClusterConfig, v int64) { c.MaxSessions = int(v) }},
-	{"processor-budget", false, 1, partition.MaxProcessorBudget,
+	{"processor-budget", false, 1, partition.MaxProcessorBudget, 0,
 		func(c *ClusterConfig) int64 { return int64(c.ProcessorBudget) },
 		func(c *ClusterConfig, v int64) { c.ProcessorBudget = int(v) }},
-	{"processor-budget-per-append", false, 0, partition.MaxProcessorBudget,
+	{"processor-budget-per-append", false, 0, partition.MaxProcessorBudget, 0,
 		func(c *ClusterConfig) int64 { return int64(c.ProcessorBudgetPerAppend) },
 		func(c *ClusterConfig, v int64) { c.ProcessorBudgetPerAppend = int(v) }},
-	{"session-ttl", true, int64(time.Second), int64(365 * 24 * time.Hour),
+	{"session-ttl", true, int64(time.Second), int64(365 * 24 * time.Hour), 0,
 		func(c *ClusterConfig) int64 { return int64(c.SessionTTL) },
 		func(c *ClusterConfig, v int64) { c.SessionTTL = time.Duration(v) }},
-	{"session-window", false, 1, 1 << 20,
+	{"session-window", false, 1, 1 << 20, 0,
 		func(c *ClusterConfig) int64 { return int64(c.SessionWindow) },
 		func(c *ClusterConfig, v int64) { c.SessionWindow = uint64(v) }},
+	// Module budgets (modulesettings.go), from cluster version 4.
+	{"module-max-steps", false, minModuleSteps, modules.MaxMaxSteps, VersionModuleSettings,
+		func(c *ClusterConfig) int64 { return int64(c.Modules.MaxSteps) },
+		func(c *ClusterConfig, v int64) { c.Modules.MaxSteps = uint64(v) }},
+	{"module-max-elements", false, 1, modules.MaxMaxElements, VersionModuleSettings,
+		func(c *ClusterConfig) int64 { return int64(c.Modules.MaxElements) },
+		func(c *ClusterConfig, v int64) { c.Modules.MaxElements = int(v) }},
+	{"module-max-value-bytes", false, minModuleValueBytes, partition.MaxValueBytes, VersionModuleSettings,
+		func(c *ClusterConfig) int64 { return int64(c.Modules.MaxValueBytes) },
+		func(c *ClusterConfig, v int64) { c.Modules.MaxValueBytes = int(v) }},
+	{"module-max-int-bits", false, 64, modules.MaxMaxIntBits, VersionModuleSettings,
+		func(c *ClusterConfig) int64 { return int64(c.Modules.MaxIntBits) },
+		func(c *ClusterConfig, v int64) { c.Modules.MaxIntBits = int(v) }},
 }
 
 func lookupSetting(name string) (*setting, bool) {
@@ -98,11 +121,17 @@ func lookupSetting(name string) (*setting, bool) {
 	return &settings[i], true
 }
 
-// SettingNames returns the names of the cluster configuration's settings, sorted.
-func SettingNames() []string {
-	out := make([]string, len(settings))
-	for i, s := range settings {
-		out[i] = s.name
+// SettingNames returns the names of the cluster configuration's settings: those of
+// every cluster version by name, then those later versions brought, in their order.
+func SettingNames() []string { return settingNamesAt(MaxClusterVersion) }
+
+// settingNamesAt returns the names of the settings a cluster at version v has.
+func settingNamesAt(v uint64) []string {
+	var out []string
+	for _, s := range settings {
+		if s.since <= v {
+			out = append(out, s.name)
+		}
 	}
 	return out
 }
@@ -128,7 +157,7 @@ func ParseSetting(name, text string) (batch.Setting, error) {
 		return batch.Setting{}, fmt.Errorf("%w: %s: %q is not a %s", ErrBadClusterConfig, name, text, s.kind())
 	}
 	bs := batch.Setting{Name: name, Value: v}
-	return bs, checkSetting(bs)
+	return bs, checkSetting(bs, MaxClusterVersion)
 }
 
 func (s *setting) kind() string {
@@ -145,12 +174,13 @@ func (s *setting) format(v int64) string {
 	return strconv.FormatInt(v, 10)
 }
 
-// checkSetting returns an error wrapping ErrBadClusterConfig unless bs names a setting and
-// its value is in range. A pure function: every replica decides alike.
-func checkSetting(bs batch.Setting) error {
+// checkSetting returns an error wrapping ErrBadClusterConfig unless bs names a setting a
+// cluster at version v has and its value is in range. A pure function: every replica
+// decides alike, and a setting of a later version is unknown, as to a binary without it.
+func checkSetting(bs batch.Setting, v uint64) error {
 	s, ok := lookupSetting(bs.Name)
-	if !ok {
-		return fmt.Errorf("%w: unknown setting %q (want one of %s)", ErrBadClusterConfig, bs.Name, strings.Join(SettingNames(), ", "))
+	if !ok || s.since > v {
+		return fmt.Errorf("%w: unknown setting %q (want one of %s)", ErrBadClusterConfig, bs.Name, strings.Join(settingNamesAt(v), ", "))
 	}
 	if bs.Value < s.min || bs.Value > s.max {
 		return fmt.Errorf("%w: %s %s not in %s..%s", ErrBadClusterConfig, bs.Name, s.format(bs.Value), s.format(s.min), s.format(s.max))
@@ -158,12 +188,13 @@ func checkSetting(bs batch.Setting) error {
 	return nil
 }
 
-// withSettings returns c with set applied, or why set is refused (a bad setting, a name
-// given twice, nothing to set); c is unchanged either way. A pure function.
-func (c ClusterConfig) withSettings(set []batch.Setting) (ClusterConfig, error) {
+// withSettings returns c with set applied at cluster version v, or why set is refused (a
+// bad setting, a name given twice, nothing to set); c is unchanged either way. A pure
+// function.
+func (c ClusterConfig) withSettings(set []batch.Setting, v uint64) (ClusterConfig, error) {
 	seen := map[string]bool{}
 	for _, bs := range set {
-		if err := checkSetting(bs); err != nil {
+		if err := checkSetting(bs, v); err != nil {
 			return c, err
 		}
 		if seen[bs.Name] {
@@ -178,14 +209,20 @@ func (c ClusterConfig) withSettings(set []batch.Setting) (ClusterConfig, error) 
 	return c, nil
 }
 
-// Settings returns every setting of c by name, in SettingNames order.
+// Settings returns every setting of c by name, in SettingNames order, but a setting of a
+// later cluster version that c does not have (see setting.since).
 func (c ClusterConfig) Settings() []batch.Setting {
-	out := make([]batch.Setting, len(settings))
+	out := make([]batch.Setting, 0, len(settings))
 	for i := range settings {
-		out[i] = batch.Setting{Name: settings[i].name, Value: settings[i].get(&c)}
+		if s := &settings[i]; s.has(&c) {
+			out = append(out, batch.Setting{Name: s.name, Value: s.get(&c)})
+		}
 	}
 	return out
 }
+
+// has reports whether c has the setting s: one of every version, or set.
+func (s *setting) has(c *ClusterConfig) bool { return s.since == 0 || s.get(c) != 0 }
 
 // ConfigSetting is one setting of a ConfigView.
 type ConfigSetting struct {
@@ -211,8 +248,9 @@ type ConfigView struct {
 func (c ClusterConfig) View() ConfigView {
 	v := ConfigView{Version: c.Version, Index: c.Index}
 	for i := range settings {
-		s := &settings[i]
-		v.Settings = append(v.Settings, ConfigSetting{Name: s.name, Value: s.format(s.get(&c))})
+		if s := &settings[i]; s.has(&c) {
+			v.Settings = append(v.Settings, ConfigSetting{Name: s.name, Value: s.format(s.get(&c))})
+		}
 	}
 	return v
 }
@@ -231,9 +269,15 @@ func clusterConfigOf(cfg Config) ClusterConfig {
 }
 
 // InitialSettings returns the settings a node configured with cfg proposes for a new
-// cluster (batch.ClusterInfo.Settings).
+// cluster (batch.ClusterInfo.Settings), which starts at cfg.MaxClusterVersion: from
+// VersionModuleSettings on, the module budgets too.
 func InitialSettings(cfg Config) []batch.Setting {
-	return clusterConfigOf(cfg.withDefaults()).Settings()
+	cfg = cfg.withDefaults()
+	c := clusterConfigOf(cfg)
+	if cfg.MaxClusterVersion >= VersionModuleSettings {
+		c.Modules = moduleLimitsOf(cfg.ModuleLimits)
+	}
+	return c.Settings()
 }
 
 // ClusterConfig returns the cluster configuration as applied so far. Safe for concurrent
@@ -262,7 +306,7 @@ func (f *FSM) initConfig(index uint64, info *batch.ClusterInfo) {
 	}
 	c := clusterConfigOf(DefaultConfig())
 	for _, bs := range info.Settings {
-		next, err := c.withSettings([]batch.Setting{bs})
+		next, err := c.withSettings([]batch.Setting{bs}, info.ClusterVersion)
 		if err != nil {
 			f.log.Error("cluster's initial setting skipped", "index", index, "err", err)
 			continue
@@ -287,9 +331,16 @@ func (f *FSM) configCommand(index uint64, payload []byte) ([]byte, error) {
 		if len(c.Set) == 0 {
 			return nil, fmt.Errorf("%w: set names no setting", ErrBadClusterConfig)
 		}
-		next, err := f.conf.withSettings(c.Set)
+		next, err := f.conf.withSettings(c.Set, f.dep.Effective())
 		if err != nil {
 			return nil, err
+		}
+		if next.Modules != f.conf.Modules {
+			// Every module compiles again under the new budgets, or nothing changes.
+			if err := f.setModuleLimits(index, next); err != nil {
+				return nil, err
+			}
+			break
 		}
 		// The inputs before the change in this entry run with the old values.
 		f.flush()
@@ -350,7 +401,7 @@ func (c *ClusterConfig) hash(u func(uint64), str func(string)) {
 // (a configuration read from a snapshot).
 func (c *ClusterConfig) check() error {
 	for _, bs := range c.Settings() {
-		if err := checkSetting(bs); err != nil {
+		if err := checkSetting(bs, MaxClusterVersion); err != nil {
 			return err
 		}
 	}

@@ -285,6 +285,7 @@ func FuzzConfigCommand(f *testing.F) {
 		Source: []byte("def f(tx, a):\n    return 1\nprocedures = {\"app.f\": f}\n")}))
 	f.Add(mustMarshalF(&batch.ConfigChange{Cmd: "deploy-module", Module: "app", Kind: ModuleKindStarlark, Source: []byte("def f(:")}))
 	f.Add(mustMarshalF(&batch.ConfigChange{Cmd: "remove-module", Module: "app"}))
+	f.Add(mustMarshalF(&batch.ConfigChange{Cmd: "set", Set: []batch.Setting{{Name: "module-max-steps", Value: 5000}, {Name: "module-max-int-bits", Value: 64}}}))
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		fsm := newTestFSM(t, Config{})
 		defer fsm.Close()

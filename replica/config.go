@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockstepdb/lockstep/partition"
+	"github.com/lockstepdb/lockstep/procedures/modules"
 )
 
 // Config configures an FSM. Zero fields take their defaults.
@@ -65,6 +66,11 @@ type Config struct {
 	// cluster must compile a kind alike (the interpreter is pinned by go.mod and the
 	// cluster version admits the kind).
 	Compilers map[string]Compiler
+	// ModuleLimits are the initial module budgets (MaxSteps, MaxElements, MaxValueBytes,
+	// MaxIntBits; the other fields are ignored) of a cluster this node creates at cluster
+	// version 4 or later: replicated settings, like MaxResultBytes. Zero fields take
+	// modules' defaults.
+	ModuleLimits modules.Options
 }
 
 // DefaultProcessorBudgetPerAppend is Config.ProcessorBudgetPerAppend's default.
@@ -141,6 +147,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: ProcessorBudgetPerAppend %d over %d", partition.ErrBadConfig, c.ProcessorBudgetPerAppend, partition.MaxProcessorBudget)
 	case c.MaxClusterVersion < MinClusterVersion || c.MaxClusterVersion > MaxClusterVersion:
 		return fmt.Errorf("%w: MaxClusterVersion %d not in %d..%d", partition.ErrBadConfig, c.MaxClusterVersion, MinClusterVersion, MaxClusterVersion)
+	}
+	if err := checkModuleLimits(moduleLimitsOf(c.ModuleLimits)); err != nil {
+		return fmt.Errorf("%w: ModuleLimits: %w", partition.ErrBadConfig, err)
 	}
 	return nil
 }

@@ -62,6 +62,7 @@ type FSM struct {
 	users     atomic.Pointer[Users]         // the users table: see Users (users.go)
 	confView  atomic.Pointer[ClusterConfig] // a copy of conf: see ClusterConfig
 	depView   atomic.Pointer[Deployment]    // a copy of dep: see Deployment
+	keyView   atomic.Pointer[engineKeys]    // the engine keys of dep (enginekeys.go)
 	modView   atomic.Pointer[moduleTable]   // the active modules' procedures, from dep
 
 	// Scratch reused between applies.
@@ -333,11 +334,6 @@ func (f *FSM) flush() {
 	for k := range results {
 		r := &results[k]
 		p := &f.pend[k]
-		if r.Err != nil && f.dep.Version < VersionModules && CodeOf(r.Err) == CodeLimitExceeded {
-			// Before cluster version 3 a module's limit was a procedure error: its code
-			// is in the session cache, replicated.
-			r.Err = &Error{Code: CodeProcedureError, Message: r.Err.Error()}
-		}
 		var v []byte
 		if r.Err == nil {
 			start := len(arena)
@@ -539,7 +535,7 @@ func (f *FSM) Sessions() int { return int(f.sessionCount.Load()) }
 func (f *FSM) Query(in *partition.Input) partition.Result {
 	h := f.handlers.Get().(partition.Handler)
 	defer f.handlers.Put(h)
-	key, err := resolveIn(f.depView.Load(), f.modView.Load(), in.Procedure)
+	key, err := resolveIn(f.keyView.Load(), f.modView.Load(), in.Procedure)
 	if err != nil {
 		return partition.Result{Err: err}
 	}

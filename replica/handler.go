@@ -1,11 +1,13 @@
 package replica
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/procedures/modules"
 )
 
 // The engine's handler: compiled-in procedures run from the node's registry, a module's
@@ -38,7 +40,11 @@ func (h *fsmHandler) Run(tx *partition.Tx, in *partition.Input, out []byte) ([]b
 	}
 	name, ok := strings.CutPrefix(in.Procedure, "@")
 	if !ok {
-		return h.base.Run(tx, in, out)
+		out, err := h.base.Run(tx, in, out)
+		if err != nil {
+			err = h.f.compiledInError(err)
+		}
+		return out, err
 	}
 	tab := h.f.modView.Load()
 	if tab != h.tab {
@@ -57,6 +63,18 @@ func (h *fsmHandler) Run(tx *partition.Tx, in *partition.Input, out []byte) ([]b
 	c := *in
 	c.Procedure = name
 	return mh.Run(tx, &c, out)
+}
+
+// compiledInError returns the error of a compiled-in procedure as the cluster version
+// records it. Before cluster version 3 a module's limit (Starlark code compiled into the
+// binary: deployed modules need version 3) was a procedure error; the code is in the
+// session cache, replicated. The version is the one the entry runs at: a deployment
+// changes only between engine executions, after the inputs before it ran (flush).
+func (f *FSM) compiledInError(err error) error {
+	if f.depView.Load().Version < VersionModules && errors.Is(err, modules.ErrLimitExceeded) {
+		return &Error{Code: CodeProcedureError, Message: err.Error()}
+	}
+	return err
 }
 
 // LookupProcedure returns the procedure clients invoke as name at this point of the log:

@@ -64,13 +64,14 @@ type Compiler interface {
 
 // DefaultCompilers returns the compilers of the module kinds this binary runs, by kind.
 func DefaultCompilers() map[string]Compiler {
-	return map[string]Compiler{ModuleKindStarlark: modules.Compiler{}, ModuleKindSQL: SQLCompiler{}}
+	return map[string]Compiler{ModuleKindStarlark: modules.Compiler{}, ModuleKindSQL: SQLCompiler{}, ModuleKindSource: SourceCompiler{}}
 }
 
 // kindAdmitted reports whether a cluster at version v deploys modules of kind: the kinds a
 // version admits are fixed with it, so every replica of the cluster decides alike.
 func kindAdmitted(v uint64, kind string) bool {
-	return v >= VersionModules && (kind == ModuleKindStarlark || kind == ModuleKindSQL)
+	return v >= VersionModules && (kind == ModuleKindStarlark || kind == ModuleKindSQL) ||
+		v >= VersionSources && kind == ModuleKindSource
 }
 
 // ModuleVersion is one step of a module's history.
@@ -112,6 +113,7 @@ func (m *Module) clone() Module {
 type compiledModule struct {
 	version uint32
 	hash    uint64
+	env     moduleEnv // what it was compiled under (modulesettings.go)
 	reg     *procedures.Registry
 }
 
@@ -122,6 +124,7 @@ type moduleTable struct {
 }
 
 type moduleProc struct {
+	key     string // the engine key, moduleKey of the name
 	module  string
 	version uint32
 	info    procedures.Info
@@ -141,15 +144,15 @@ func checkModuleName(name string) error {
 	return nil
 }
 
-// compile compiles a module's source with the compiler of its kind; ok is false if this
-// binary has none.
-func (f *FSM) compile(name, kind string, source []byte) (reg *procedures.Registry, ok bool, err error) {
+// compile compiles a module's source with the compiler of its kind under env; ok is false
+// if this binary has none.
+func (f *FSM) compile(env moduleEnv, name, kind string, source []byte) (reg *procedures.Registry, ok bool, err error) {
 	c, ok := f.cfg.Compilers[kind]
 	if !ok {
 		return nil, false, nil
 	}
 	reg = procedures.New()
-	if err := c.Compile(name, source, reg); err != nil {
+	if err := compileWith(c, env, name, source, reg); err != nil {
 		return nil, true, fmt.Errorf("%w: module %s: %w", ErrBadModule, name, err)
 	}
 	return reg, true, nil
@@ -169,7 +172,7 @@ func (f *FSM) CheckModule(name, kind string, source []byte, carried []string) er
 	if err := checkModuleHeader(d, name, kind, source); err != nil {
 		return err
 	}
-	reg, ok, err := f.compile(name, kind, source)
+	reg, ok, err := f.compile(f.publishedEnv(), name, kind, source)
 	switch {
 	case err != nil:
 		return err
@@ -196,12 +199,25 @@ func (f *FSM) CheckModule(name, kind string, source []byte, carried []string) er
 	if err != nil {
 		return err
 	}
+	if err := f.checkReads(name, kind, source, withStreams{part, defs}); err != nil {
+		return err
+	}
 	return checkModuleCode(d, f.reg, f.modView.Load().regs, name, reg, withStreams{part, defs})
 }
 
 func checkModuleHeader(d *Deployment, name, kind string, source []byte) error {
 	if err := checkModuleName(name); err != nil {
 		return err
+	}
+	if kind == ModuleKindSource && d.Effective() < VersionSources {
+		return fmt.Errorf("%w: kind %q needs cluster version %d, the cluster runs %d (lockstep cluster upgrade %d)",
+			ErrNeedsVersion, kind, VersionSources, d.Effective(), VersionSources)
+	}
+	if kind == ModuleKindSQL && d.Effective() < VersionSQLPlan3 {
+		if _, p, err := DecodeSQLSource(source); err == nil && p.Version > 2 {
+			return fmt.Errorf("%w: module %s: its plan is in format %d (views over views, aggregates over joins or join bounds by a column), which needs cluster version %d; the cluster runs %d (lockstep cluster upgrade %d)",
+				ErrNeedsVersion, name, p.Version, VersionSQLPlan3, d.Effective(), VersionSQLPlan3)
+		}
 	}
 	if !kindAdmitted(d.Effective(), kind) {
 		return fmt.Errorf("%w: kind %q: cluster version %d deploys %q and %q modules", ErrBadModule, kind, d.Effective(), ModuleKindStarlark, ModuleKindSQL)
@@ -226,7 +242,8 @@ func (f *FSM) deployModule(index uint64, c *batch.ConfigChange) error {
 	// The inputs before the deploy in this entry run without it, and the streams they
 	// created exist for the checks below.
 	f.flush()
-	reg, ok, err := f.compile(c.Module, c.Kind, c.Source)
+	env := f.env()
+	reg, ok, err := f.compile(env, c.Module, c.Kind, c.Source)
 	if err != nil {
 		return err
 	}
@@ -255,6 +272,9 @@ func (f *FSM) deployModule(index uint64, c *batch.ConfigChange) error {
 		if err != nil {
 			return err
 		}
+		if err := f.checkReads(c.Module, c.Kind, c.Source, withStreams{part, defs}); err != nil {
+			return err
+		}
 		if err := checkModuleCode(&f.dep, f.reg, f.compiledRegs(), c.Module, reg, withStreams{part, defs}); err != nil {
 			return err
 		}
@@ -263,7 +283,7 @@ func (f *FSM) deployModule(index uint64, c *batch.ConfigChange) error {
 		if err := f.createStreams(index, defs); err != nil {
 			return err
 		}
-		f.compiled[c.Module] = &compiledModule{version: prev + 1, hash: hash, reg: reg}
+		f.compiled[c.Module] = &compiledModule{version: prev + 1, hash: hash, env: f.kindEnv(c.Kind, env), reg: reg}
 	} // else this binary cannot compile the kind: it records the deploy and becomes incompatible
 	f.useDeployment(d)
 	f.recheckCompat()
@@ -351,6 +371,9 @@ func (f *FSM) removeModule(index uint64, c *batch.ConfigChange) error {
 	if err := checkSQLRemove(&f.dep, c.Module); err != nil {
 		return err
 	}
+	if err := checkSourceRemove(&f.dep, c.Module); err != nil {
+		return err
+	}
 	f.flush()
 	d := f.dep.clone()
 	m := &d.Modules[i]
@@ -367,6 +390,7 @@ func (f *FSM) removeModule(index uint64, c *batch.ConfigChange) error {
 // that does not compile here is recorded in f.modErr (the node is then incompatible).
 func (f *FSM) refreshModules(d *Deployment) {
 	clear(f.modErr)
+	env := envOf(d.Effective(), f.conf.Modules)
 	keep := map[string]bool{}
 	tab := &moduleTable{procs: map[string]moduleProc{}, regs: map[string]*procedures.Registry{}}
 	for i := range d.Modules {
@@ -377,8 +401,8 @@ func (f *FSM) refreshModules(d *Deployment) {
 		cur := m.Current()
 		keep[m.Name] = true
 		cm := f.compiled[m.Name]
-		if cm == nil || cm.version != cur.Version || cm.hash != cur.SourceHash {
-			reg, ok, err := f.compile(m.Name, m.Kind, m.Source)
+		if cm == nil || cm.version != cur.Version || cm.hash != cur.SourceHash || cm.env != f.kindEnv(m.Kind, env) {
+			reg, ok, err := f.compile(env, m.Name, m.Kind, m.Source)
 			if !ok {
 				delete(f.compiled, m.Name)
 				continue // missingCompiler reports it
@@ -388,12 +412,12 @@ func (f *FSM) refreshModules(d *Deployment) {
 				delete(f.compiled, m.Name)
 				continue
 			}
-			cm = &compiledModule{version: cur.Version, hash: cur.SourceHash, reg: reg}
+			cm = &compiledModule{version: cur.Version, hash: cur.SourceHash, env: f.kindEnv(m.Kind, env), reg: reg}
 			f.compiled[m.Name] = cm
 		}
 		tab.regs[m.Name] = cm.reg
 		for _, info := range cm.reg.List() {
-			tab.procs[info.Name] = moduleProc{module: m.Name, version: cur.Version, info: info, reg: cm.reg}
+			tab.procs[info.Name] = moduleProc{key: moduleKey(info.Name), module: m.Name, version: cur.Version, info: info, reg: cm.reg}
 		}
 	}
 	for name := range f.compiled {

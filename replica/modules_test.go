@@ -286,3 +286,56 @@ func TestModuleNamesAgainstBinary(t *testing.T) {
 		t.Fatalf("activating m.add@2 over the module's m.add: got %v, want ErrRedefined", err)
 	}
 }
+
+// TestLimitExceededAtUpgrade: the code of a limit error follows the cluster version at
+// the input's own log position: a compiled-in module procedure past its budget fails
+// with CodeProcedureError before an upgrade to version 3 in the same entry and with
+// CodeLimitExceeded after it, a retry gets the cached code, and every apply grouping
+// gives the same outcomes and hashes (DESIGN.md invariant 1, section 10).
+func TestLimitExceededAtUpgrade(t *testing.T) {
+	src := []byte("def loop(tx, args):\n    while True:\n        pass\n\nprocedures = {\"t.loop\": loop}\n")
+	reg := procedures.Builtins()
+	if err := (modules.Compiler{}).Compile("loop", src, reg); err != nil {
+		t.Fatal(err)
+	}
+	info := batch.ClusterInfo{ClusterID: "c", Partitions: verParts, Procedures: reg.Fingerprint()}
+	BootstrapInfo(Config{MaxClusterVersion: 2}, reg, &info)
+	loop := func(seq uint64) batch.Item {
+		it := invokeItem("t.loop", "k")
+		it.Session, it.Seq = 1, seq
+		return it
+	}
+	entries := [][]batch.Item{
+		{{Kind: batch.KindInitCluster, Args: marshal(t, &info)}, nodeItem(t, "n1"), {Kind: batch.KindOpenSession}},
+		{loop(1), upgradeItem(t, 3, batch.MemberVersions{ID: "n1", Min: 1, Max: 3}), loop(2)},
+		{loop(1), loop(2)}, // retries
+	}
+	var logs []*raft.Log
+	for i, items := range entries {
+		logs = append(logs, commandLog(uint64(i+1), &batch.Entry{Time: int64(i+1) * 1e9, Items: items}))
+	}
+	want := []struct {
+		entry, item int
+		code        Code
+	}{
+		{1, 0, CodeProcedureError}, {1, 2, CodeLimitExceeded}, {2, 0, CodeProcedureError}, {2, 1, CodeLimitExceeded},
+	}
+	var wantHashes []uint64
+	var wantMeta uint64
+	for _, group := range []int{1, 2, len(logs)} {
+		f := newFSMWith(t, Config{Partitions: verParts}, reg)
+		out := applyInGroups(f, logs, group)
+		for i, w := range want {
+			err := out[w.entry].(*batch.Results).Items[w.item].Err
+			if got := CodeOf(err); got != w.code || !strings.Contains(fmt.Sprint(err), "steps") {
+				t.Errorf("group %d #%d: got %v (%v), want %v", group, i, got, err, w.code)
+			}
+		}
+		if wantHashes == nil {
+			wantHashes, wantMeta = f.eng.Hashes(), f.metaHash()
+		} else if !slices.Equal(f.eng.Hashes(), wantHashes) || f.metaHash() != wantMeta {
+			t.Errorf("group %d: hashes %x meta %x, want %x %x", group, f.eng.Hashes(), f.metaHash(), wantHashes, wantMeta)
+		}
+		f.Close()
+	}
+}

@@ -244,5 +244,8 @@ func (f *FSM) CheckRemoveModule(name string) error {
 	if !ok || !d.Modules[i].Active() {
 		return fmt.Errorf("%w: %q", ErrNoModule, name)
 	}
-	return checkSQLRemove(d, name)
+	if err := checkSQLRemove(d, name); err != nil {
+		return err
+	}
+	return checkSourceRemove(d, name)
 }

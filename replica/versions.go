@@ -9,6 +9,7 @@ import (
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/procedures/modules"
 )
 
 // The cluster version and the active registrations (docs/architecture.md, Code in the
@@ -32,6 +33,15 @@ import (
 //	   deployed, replaced and removed through the log; snapshots carry them. Module kinds:
 //	   "starlark", and "sql" (the SQL text and its plan, plan formats 1 and 2: a later
 //	   plan format is a later cluster version).
+//	4  module settings: Starlark modules compile in modules.Dialect2 (window aggregates,
+//	   tick hooks, outputs the runtime creates) and run under the budgets of the
+//	   replicated configuration (module-max-steps, -elements, -value-bytes, -int-bits:
+//	   set at bootstrap, changed through the log, every module compiled again at the
+//	   change's index); before, Dialect1 under modules' default budgets, and the
+//	   settings are unknown (modulesettings.go). Sources: modules of kind "source"
+//	   (sourcemodules.go: a CREATE SOURCE's definition, whose workers the nodes run).
+//	   SQL plan format 3 (views over views, aggregates over joins, join bounds by a
+//	   column); before, a "sql" module's plan must be format 1 or 2.
 //
 // Every later change of replicated behaviour — a built-in's semantics, the entry or the
 // snapshot format — is a new cluster version, and the code keeps the old behaviour while
@@ -42,7 +52,7 @@ const (
 	// MinClusterVersion is the oldest cluster version this binary runs.
 	MinClusterVersion = 1
 	// MaxClusterVersion is the newest: a cluster this binary bootstraps starts at it.
-	MaxClusterVersion = 3
+	MaxClusterVersion = 4
 	// VersionActiveRegistrations is the cluster version from which active registrations
 	// are replicated.
 	VersionActiveRegistrations = 2
@@ -53,6 +63,15 @@ const (
 	// VersionModules is the cluster version from which modules are deployed through the
 	// log (and snapshots and hashes carry them).
 	VersionModules = 3
+	// VersionModuleSettings is the cluster version from which Starlark modules compile
+	// in modules.Dialect2 and run under the replicated module budgets.
+	VersionModuleSettings = 4
+	// VersionSources is the cluster version from which modules of kind "source" (CREATE
+	// SOURCE) are deployed.
+	VersionSources = 4
+	// VersionSQLPlan3 is the cluster version from which a "sql" module's plan may be in
+	// plan format 3 (sql/plan.Version); before, formats 1 and 2 only.
+	VersionSQLPlan3 = 4
 )
 
 // Errors of the "upgrade" and "activate" commands; each wraps ErrBadClusterConfig, and
@@ -167,6 +186,7 @@ func (f *FSM) useDeployment(d Deployment) {
 	f.dep = d
 	c := d.clone()
 	f.depView.Store(&c)
+	f.keyView.Store(newEngineKeys(&f.dep))
 	f.resolveProcessorCode()
 	f.refreshModules(&f.dep)
 	if err := f.applyProcessorSet(); err != nil {
@@ -198,31 +218,6 @@ func (f *FSM) resolveProcessorCode() {
 			f.procCode[i] = c // else unreachable: a node that lacks it is incompatible and applies nothing
 		}
 	}
-}
-
-// resolve returns the registry key of the version of the procedure name that runs at this
-// point of the log, or an error every replica gives alike for a name that is not active.
-func (f *FSM) resolve(name string) (string, error) {
-	return resolveIn(&f.dep, f.modView.Load(), name)
-}
-
-func resolveIn(d *Deployment, tab *moduleTable, name string) (string, error) {
-	if strings.IndexByte(name, '@') >= 0 {
-		// A client names the procedure, the cluster picks its version: "p@2" run directly
-		// would run on the replicas that carry it and fail on the others.
-		return "", fmt.Errorf("%w: %q: invoke a procedure by its name without a version", procedures.ErrUnknownProcedure, name)
-	}
-	if d.Version < VersionActiveRegistrations {
-		return name, nil
-	}
-	if _, ok := tab.procs[name]; ok && d.Version >= VersionModules {
-		return moduleKey(name), nil
-	}
-	g, ok := d.active(name)
-	if !ok {
-		return "", fmt.Errorf("%w: %q is not active in this cluster (lockstep deploy activate %s@N)", procedures.ErrUnknownProcedure, name, name)
-	}
-	return procedures.VersionKey(g.Name, g.Version), nil
 }
 
 // initDeployment applies the cluster version and registrations of the first entry.
@@ -352,6 +347,13 @@ func (f *FSM) upgrade(index uint64, c *batch.ConfigChange) error {
 		// same processors on both sides of the upgrade. Only what stays identical is
 		// fingerprinted from now on.
 		d.Rest = f.reg.TablesFingerprint()
+	}
+	if cur < VersionModuleSettings && c.To >= VersionModuleSettings && f.conf.Version != 0 {
+		// The module budgets become settings, at the values modules ran with.
+		next := f.conf
+		next.Modules = moduleLimitsOf(modules.Options{})
+		next.Version, next.Index = f.conf.Version+1, index
+		f.useConfig(next)
 	}
 	d.Version, d.Index = c.To, index
 	f.useDeployment(d)

@@ -20,18 +20,18 @@ func BenchmarkViews(b *testing.B) {
 			h := newHarness(b, 4, `CREATE STREAM clicks (usr text, page text, ts timestamp, n bigint)
   WITH (key = 'usr', event_time = 'ts', out_of_orderness = '1 second');
 CREATE MATERIALIZED VIEW v AS `+bc.view+";")
-			s := h.art.Plan.Relations[0]
+			s := h.Art.Plan.Relations[0]
 			const perEntry = 256
 			b.ResetTimer()
 			for i := 0; i < b.N; {
-				e := batch.Entry{Time: h.now + 1e6}
+				e := batch.Entry{Time: h.Now + 1e6}
 				for ; len(e.Items) < perEntry; i++ {
 					user := fmt.Sprintf("u%d", i%97)
 					ts := oracleBase + int64(i)*10
 					row, _ := s.EncodeRow([]any{user, fmt.Sprintf("p%d", i%13), ts, int64(i % 7)})
-					e.Items = append(e.Items, h.appendItem(sql.Append{Stream: "clicks", Key: []byte(user), Value: row, EventTimeMs: ts}))
+					e.Items = append(e.Items, h.AppendItem(sql.Append{Stream: "clicks", Key: []byte(user), Value: row, EventTimeMs: ts}))
 				}
-				h.apply([][]batch.Entry{{e}})
+				h.Apply([][]batch.Entry{{e}})
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 		})

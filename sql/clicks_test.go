@@ -38,11 +38,11 @@ func TestClickPipelineInSQL(t *testing.T) {
 		parts := 1 + r.IntN(4)
 		h := newHarness(t, parts, clicksSQL)
 		args, _ := msgpack.Marshal(builtin.StreamDefinition{Name: goStreams.Clicks})
-		h.apply([][]batch.Entry{{{Time: h.now, Items: []batch.Item{{Kind: batch.KindInvoke, Procedure: builtin.StreamCreate,
+		h.Apply([][]batch.Entry{{{Time: h.Now, Items: []batch.Item{{Kind: batch.KindInvoke, Procedure: builtin.StreamCreate,
 			Scope: partition.AllPartitions(parts), Args: args}}}}})
-		s := h.art.Plan.Relations[0]
+		s := h.Art.Plan.Relations[0]
 		var entries []batch.Entry
-		now := h.now
+		now := h.Now
 		for i := 0; i < 600; {
 			now += int64(r.IntN(2000)) * 1e6
 			e := batch.Entry{Time: now}
@@ -56,9 +56,9 @@ func TestClickPipelineInSQL(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				e.Items = append(e.Items, h.appendItem(sql.Append{Stream: "clicks", Key: []byte(user), Value: row, EventTimeMs: ts}))
+				e.Items = append(e.Items, h.AppendItem(sql.Append{Stream: "clicks", Key: []byte(user), Value: row, EventTimeMs: ts}))
 				click, _ := msgpack.Marshal(&builtin.Click{Page: page, Time: ts})
-				e.Items = append(e.Items, h.appendItem(sql.Append{Stream: goStreams.Clicks, Key: []byte(user), Value: click, EventTimeMs: ts}))
+				e.Items = append(e.Items, h.AppendItem(sql.Append{Stream: goStreams.Clicks, Key: []byte(user), Value: click, EventTimeMs: ts}))
 				i++
 			}
 			entries = append(entries, e)
@@ -67,10 +67,10 @@ func TestClickPipelineInSQL(t *testing.T) {
 			now += 11e9
 			entries = append(entries, batch.Entry{Time: now, Items: []batch.Item{{Kind: batch.KindTick}}})
 		}
-		h.apply(randomGroups(r, entries))
+		h.Apply(randomGroups(r, entries))
 
 		var goWindows, goLate []string
-		for _, rec := range h.stream(goStreams.Counts) {
+		for _, rec := range h.Stream(goStreams.Counts) {
 			var pc builtin.PageCount
 			if err := msgpack.Unmarshal(rec.Value, &pc); err != nil {
 				t.Fatal(err)
@@ -79,7 +79,7 @@ func TestClickPipelineInSQL(t *testing.T) {
 				goWindows = append(goWindows, fmt.Sprintf("%d %d %s %d", pc.Start, pc.End, pc.Page, pc.Count))
 			}
 		}
-		for _, rec := range h.stream(goStreams.Late) {
+		for _, rec := range h.Stream(goStreams.Late) {
 			var c builtin.Click
 			if err := msgpack.Unmarshal(rec.Value, &c); err != nil {
 				t.Fatal(err)
@@ -87,7 +87,7 @@ func TestClickPipelineInSQL(t *testing.T) {
 			goLate = append(goLate, fmt.Sprintf("%s %s %d", c.User, c.Page, c.Time))
 		}
 		var sqlWindows, sqlLate []string
-		for _, row := range h.view("page_counts") {
+		for _, row := range h.View("page_counts") {
 			sqlWindows = append(sqlWindows, fmt.Sprintf("%d %d %s %d", row[0], row[1], row[2], row[3]))
 		}
 		for _, row := range h.lateRows("page_counts", &s) {

@@ -32,6 +32,13 @@ const (
 	CmdShow
 	// CmdExplain: EXPLAIN of a script (compiled, not deployed) or of a deployed name.
 	CmdExplain
+	// CmdCreateSource: one CREATE SOURCE, deployed as a module of kind "source"
+	// (CompileSource; source.go).
+	CmdCreateSource
+	// CmdDropSource: DROP SOURCE names: their modules are removed through the log.
+	CmdDropSource
+	// CmdShowSources: SHOW SOURCES.
+	CmdShowSources
 )
 
 // Command is one parsed command.
@@ -60,6 +67,9 @@ func ParseCommand(text string) (Command, error) {
 	rest := text[start:]
 	word := strings.ToLower(wordRe.FindString(rest))
 	at := int32(start)
+	if cmd, ok, err := parseSourceCommand(s, word, rest, start); ok {
+		return cmd, err
+	}
 	switch word {
 	case "create":
 		return Command{Kind: CmdDeploy, Text: text}, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/lockstepdb/lockstep/internal/batch"
+	"github.com/lockstepdb/lockstep/internal/testutil/sqltest"
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/lockstepdb/lockstep/replica"
@@ -30,6 +31,12 @@ type logFSM struct {
 
 func newLogFSM(t testing.TB, parts int) *logFSM {
 	t.Helper()
+	return newLogFSMAt(t, parts, 0)
+}
+
+// newLogFSMAt is newLogFSM bootstrapped at cluster version v (0: this binary's newest).
+func newLogFSMAt(t testing.TB, parts int, v uint64) *logFSM {
+	t.Helper()
 	reg := procedures.Builtins()
 	f, err := replica.New(replica.Config{Partitions: parts}, reg, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -37,7 +44,7 @@ func newLogFSM(t testing.TB, parts int) *logFSM {
 	}
 	t.Cleanup(f.Close)
 	info := batch.ClusterInfo{ClusterID: "c", Partitions: parts, Procedures: reg.Fingerprint()}
-	replica.BootstrapInfo(replica.Config{}, reg, &info)
+	replica.BootstrapInfo(replica.Config{MaxClusterVersion: v}, reg, &info)
 	args, _ := msgpack.Marshal(&info)
 	l := &logFSM{t: t, f: f, parts: parts, now: 1_700_000_000_000 * 1e6}
 	if err := l.apply(batch.Item{Kind: batch.KindInitCluster, Args: args}); err != nil {
@@ -102,8 +109,7 @@ func (l *logFSM) insert(text string) {
 		l.t.Fatal(err)
 	}
 	for _, a := range recs {
-		h := &harness{parts: l.parts}
-		if err := l.apply(h.appendItem(a)); err != nil {
+		if err := l.apply(sqltest.AppendItem(a, l.parts)); err != nil {
 			l.t.Fatal(err)
 		}
 	}
@@ -231,4 +237,33 @@ func mustCompile(t testing.TB, text string) *sql.Artifact {
 		t.Fatal(err)
 	}
 	return art
+}
+
+// TestPlanFormat3NeedsVersion4: at cluster version 3 a script whose plan needs format 3
+// (a view over a view: Nexmark q5) is refused with ErrNeedsVersion and nothing deployed,
+// since binaries of version 3 decode formats 1 and 2 only; a format-2 script deploys; at
+// version 4 the format-3 script deploys.
+func TestPlanFormat3NeedsVersion4(t *testing.T) {
+	l := newLogFSMAt(t, 2, 3)
+	if err := l.deploy("streams", sql.NexmarkStreams); err != nil {
+		t.Fatal(err)
+	}
+	before := len(l.f.SQLModules())
+	err := l.deploy("q5", sql.NexmarkQ5)
+	if !errors.Is(err, replica.ErrNeedsVersion) || !strings.Contains(err.Error(), "format 3") {
+		t.Fatalf("q5 at cluster version 3: got %v, want ErrNeedsVersion naming format 3", err)
+	}
+	if got := len(l.f.SQLModules()); got != before {
+		t.Fatalf("%d sql modules after the refusal, want %d", got, before)
+	}
+	if err := l.deploy("q1", "CREATE MATERIALIZED VIEW q1 AS SELECT auction, price FROM bid;"); err != nil {
+		t.Fatalf("a format-1 script at version 3: %v", err)
+	}
+	l4 := newLogFSMAt(t, 2, 4)
+	if err := l4.deploy("streams", sql.NexmarkStreams); err != nil {
+		t.Fatal(err)
+	}
+	if err := l4.deploy("q5", sql.NexmarkQ5); err != nil {
+		t.Fatalf("q5 at cluster version 4: %v", err)
+	}
 }

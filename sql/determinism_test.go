@@ -31,14 +31,14 @@ func TestViewsDeterministic(t *testing.T) {
 		for i := range entries {
 			one = append(one, entries[i:i+1])
 		}
-		base.apply(one)
+		base.Apply(one)
 		other := newHarnessWith(t, replica.Config{Partitions: c.parts}, art)
-		other.apply(randomGroups(r, entries))
-		a, b := base.f.Engine().Hashes(), other.f.Engine().Hashes()
+		other.Apply(randomGroups(r, entries))
+		a, b := base.F.Engine().Hashes(), other.F.Engine().Hashes()
 		if !slices.Equal(a, b) {
 			t.Errorf("seed %d: hashes %x and %x", seed, a, b)
 		}
-		if n := len(base.stream("tw")) + len(base.stream("hw")); n == 0 {
+		if n := len(base.Stream("tw")) + len(base.Stream("hw")); n == 0 {
 			t.Errorf("seed %d: no window results: %s", seed, fmt.Sprint(c.parts))
 		}
 	}
@@ -67,13 +67,13 @@ func TestJoinsDeterministic(t *testing.T) {
 	for i := range entries {
 		one = append(one, entries[i:i+1])
 	}
-	base.apply(one)
+	base.Apply(one)
 	other := newHarnessWith(t, replica.Config{Partitions: 3}, art)
-	other.apply(randomGroups(r, entries))
-	if a, b := base.f.Engine().Hashes(), other.f.Engine().Hashes(); !slices.Equal(a, b) {
+	other.Apply(randomGroups(r, entries))
+	if a, b := base.F.Engine().Hashes(), other.F.Engine().Hashes(); !slices.Equal(a, b) {
 		t.Errorf("hashes %x and %x", a, b)
 	}
-	if len(base.stream("near.late")) == 0 || len(base.stream("q8")) == 0 {
+	if len(base.Stream("near.late")) == 0 || len(base.Stream("q8")) == 0 {
 		t.Errorf("no late join rows or no q8 rows: the log tests little")
 	}
 }

@@ -47,7 +47,7 @@ CREATE MATERIALIZED VIEW ex AS SELECT k,
   `+list+`
 FROM e;`)
 	r := rand.New(rand.NewPCG(1, 2))
-	s := h.art.Plan.Relations[0]
+	s := h.Art.Plan.Relations[0]
 	var rows [][]any
 	var items []batch.Item
 	for i := range 300 {
@@ -68,10 +68,10 @@ FROM e;`)
 		if err != nil {
 			t.Fatal(err)
 		}
-		items = append(items, h.appendItem(sql.Append{Stream: "e", Key: plan.KeyBytes(row[0]), Value: b, EventTimeMs: row[5].(int64)}))
+		items = append(items, h.AppendItem(sql.Append{Stream: "e", Key: plan.KeyBytes(row[0]), Value: b, EventTimeMs: row[5].(int64)}))
 	}
-	h.apply([][]batch.Entry{{{Time: h.now + 1e9, Items: items}}})
-	if dead := h.stream("e.dead"); len(dead) > 0 {
+	h.Apply([][]batch.Entry{{{Time: h.Now + 1e9, Items: items}}})
+	if dead := h.Stream("e.dead"); len(dead) > 0 {
 		t.Fatalf("%d dead letters, first %q", len(dead), dead[0].Value)
 	}
 
@@ -85,7 +85,7 @@ FROM e;`)
 	if _, err := conn.CopyFrom(context.Background(), pgx.Identifier{"e"}, []string{"k", "a", "b", "x", "s", "ts"}, pgx.CopyFromRows(pgRowsIn)); err != nil {
 		t.Fatal(err)
 	}
-	got := byKey(h.view("ex"))
+	got := byKey(h.View("ex"))
 	want := byKey(pgRows(t, conn, "SELECT k,\n  "+list+"\nFROM e"))
 	if len(got) != len(want) {
 		t.Fatalf("%d rows, PostgreSQL %d", len(got), len(want))

@@ -77,6 +77,9 @@ func (g *groupScope) aggregate(c *converter, fc *pg.FuncCall) (*plan.Expr, error
 		return nil, g.src.errAt(ErrType, fc.Location, "%v", err)
 	}
 	a.Type = t
+	if g.v.From != nil && g.v.From.Updating && !a.Retracts() {
+		return nil, g.src.errAt(ErrUnsupported, fc.Location, "%s over the changing rows of view %s: only count, and sum and avg of integers, take a changed row back exactly", name, g.in.schema.Name)
+	}
 	for i := range g.v.Aggs {
 		if x := &g.v.Aggs[i]; x.Func == a.Func && x.Distinct == a.Distinct && x.Arg.Equal(a.Arg) {
 			return g.slot(len(g.groups) + i), nil

@@ -37,10 +37,10 @@ func TestJoinsMatchPostgres(t *testing.T) {
 
 func runJoinCase(t *testing.T, conn *pgx.Conn, r *rand.Rand) {
 	h := newHarness(t, 1+r.IntN(4), joinScript)
-	users, orders := h.art.Plan.Relations[0], h.art.Plan.Relations[1]
+	users, orders := h.Art.Plan.Relations[0], h.Art.Plan.Relations[1]
 	final := map[string][]any{}
 	var entries []batch.Entry
-	now := h.now
+	now := h.Now
 	add := func(s plan.Schema, rows [][]any) {
 		for i := 0; i < len(rows); {
 			now += int64(1+r.IntN(50)) * 1e6
@@ -50,7 +50,7 @@ func runJoinCase(t *testing.T, conn *pgx.Conn, r *rand.Rand) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				e.Items = append(e.Items, h.appendItem(sql.Append{Stream: s.Name, Key: plan.KeyBytes(rows[i][s.Key]), Value: b, EventTimeMs: s.RecordTime(rows[i], 0)}))
+				e.Items = append(e.Items, h.AppendItem(sql.Append{Stream: s.Name, Key: plan.KeyBytes(rows[i][s.Key]), Value: b, EventTimeMs: s.RecordTime(rows[i], 0)}))
 				i++
 			}
 			entries = append(entries, e)
@@ -77,9 +77,9 @@ func runJoinCase(t *testing.T, conn *pgx.Conn, r *rand.Rand) {
 	add(orders, orows)
 	// A row emitted to another partition in the last entry is joined in the next.
 	entries = append(entries, batch.Entry{Time: now + 1e6, Items: []batch.Item{{Kind: batch.KindTick}}})
-	h.apply(randomGroups(r, entries))
+	h.Apply(randomGroups(r, entries))
 	for _, s := range []string{"users.dead", "orders.dead"} {
-		if d := h.stream(s); len(d) > 0 {
+		if d := h.Stream(s); len(d) > 0 {
 			t.Fatalf("%s: %d dead letters", s, len(d))
 		}
 	}
@@ -107,7 +107,7 @@ func runJoinCase(t *testing.T, conn *pgx.Conn, r *rand.Rand) {
 		"named":  `SELECT oid, coalesce(name, 'unknown'), amount FROM orders LEFT JOIN users ON users.id = orders.uid`,
 	}
 	for v, q := range queries {
-		got, want := canonRows(h.view(v)), canonRows(pgRows(t, conn, q))
+		got, want := canonRows(h.View(v)), canonRows(pgRows(t, conn, q))
 		if !slices.Equal(got, want) {
 			for _, w := range want {
 				if !slices.Contains(got, w) {
@@ -132,12 +132,12 @@ func runJoinCase(t *testing.T, conn *pgx.Conn, r *rand.Rand) {
 		"SELECT id FROM users u WHERE u.tier = 0 OR name LIKE 'n1%' ORDER BY id DESC",
 		"SELECT name, tier FROM users ORDER BY tier DESC, name, id LIMIT 0",
 	} {
-		qp, err := sql.CompileQuery(q, h.art.Schemas())
+		qp, err := sql.CompileQuery(q, h.Art.Schemas())
 		if err != nil {
 			t.Fatalf("#%d: %v", i, err)
 		}
 		var parts []plan.Scanner
-		for _, p := range h.f.Engine().Partitions() {
+		for _, p := range h.F.Engine().Partitions() {
 			parts = append(parts, p)
 		}
 		rows, err := qp.Run(parts)

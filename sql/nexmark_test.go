@@ -164,21 +164,21 @@ func runNexmarkCase(t *testing.T, conn *pgx.Conn, c nexmarkCase) {
 	}
 	r := rand.New(rand.NewPCG(c.seed, 23))
 	h := newHarness(t, c.parts, nexmarkScript(c.ooo))
-	h.apply(randomGroups(r, nexmarkEntries(r, h, evs)))
+	h.Apply(randomGroups(r, nexmarkEntries(r, h, evs)))
 	for _, s := range []string{"person.dead", "auction.dead", "bid.dead"} {
-		if d := h.stream(s); len(d) > 0 {
+		if d := h.Stream(s); len(d) > 0 {
 			t.Fatalf("%s: %d dead letters, the first %q", s, len(d), d[0].Value)
 		}
 	}
 	late := 0
 	for _, q := range nexmarkQueries {
-		v := h.viewPlan(q.name)
+		v := h.ViewPlan(q.name)
 		onTime, n := h.withoutLate(v, evs)
 		late += n
 		if n > 0 && (v.Pair == nil || !v.Pair.HasLo && !v.Pair.HasHi) {
 			t.Errorf("%s: %d late rows, but it never frees a row", q.name, n)
 		}
-		got := canonRows(h.view(q.name))
+		got := canonRows(h.View(q.name))
 		want := canonRows(nexmarkPostgres(t, conn, onTime, q.pg))
 		if len(want) == 0 {
 			t.Errorf("%s: PostgreSQL's answer is empty: the slice tests nothing", q.name)
@@ -201,18 +201,20 @@ func runNexmarkCase(t *testing.T, conn *pgx.Conn, c nexmarkCase) {
 // 0..200 ms, then ticks past the idle timeout, so that the watermark is at its highest.
 func nexmarkEntries(r *rand.Rand, h *harness, evs []nexmark.Event) []batch.Entry {
 	var entries []batch.Entry
-	now := h.now
+	now := h.Now
 	for i := 0; i < len(evs); {
 		now += int64(r.IntN(200)) * 1e6
 		e := batch.Entry{Time: now}
 		for n := 1 + r.IntN(40); n > 0 && i < len(evs); n-- {
 			ev := &evs[i]
-			e.Items = append(e.Items, h.appendItem(sql.Append{Stream: ev.Stream(), Key: ev.Key(), Value: ev.Value(), EventTimeMs: ev.Time()}))
+			e.Items = append(e.Items, h.AppendItem(sql.Append{Stream: ev.Stream(), Key: ev.Key(), Value: ev.Value(), EventTimeMs: ev.Time()}))
 			i++
 		}
 		entries = append(entries, e)
 	}
-	for range 4 {
+	// Enough ticks for the watermark to cross a chain of views (each view over a view
+	// takes it a phase or two later).
+	for range 8 {
 		now += 5e9
 		entries = append(entries, batch.Entry{Time: now, Items: []batch.Item{{Kind: batch.KindTick}}})
 	}
@@ -222,15 +224,15 @@ func nexmarkEntries(r *rand.Rand, h *harness, evs []nexmark.Event) []batch.Entry
 // withoutLate returns the events less those in view v's late stream (a join's late
 // record is its side's byte, then the record as it came), and how many those were.
 func (h *harness) withoutLate(v *plan.View, evs []nexmark.Event) ([]nexmark.Event, int) {
-	h.t.Helper()
+	h.T.Helper()
 	late := map[string]int{}
 	var recs []partition.Record
 	if v.Pair != nil { // only joins and windowed views have a late stream
-		recs = h.stream(v.Name + plan.SuffixLate)
+		recs = h.Stream(v.Name + plan.SuffixLate)
 	}
 	for _, rec := range recs {
 		if v.Pair == nil || len(rec.Value) == 0 {
-			h.t.Fatalf("%s: late record %q of a view that is not a join", v.Name, rec.Value)
+			h.T.Fatalf("%s: late record %q of a view that is not a join", v.Name, rec.Value)
 		}
 		stream := v.Input.Name
 		if rec.Value[0] == 'R' {
@@ -249,7 +251,7 @@ func (h *harness) withoutLate(v *plan.View, evs []nexmark.Event) ([]nexmark.Even
 	}
 	for k, n := range late {
 		if n > 0 {
-			h.t.Fatalf("%s: late record %q is no event of the slice", v.Name, k)
+			h.T.Fatalf("%s: late record %q is no event of the slice", v.Name, k)
 		}
 	}
 	return out, len(recs)
@@ -257,14 +259,33 @@ func (h *harness) withoutLate(v *plan.View, evs []nexmark.Event) ([]nexmark.Even
 
 // nexmarkPostgres loads events into a fresh schema and runs q there.
 func nexmarkPostgres(t *testing.T, conn *pgx.Conn, evs []nexmark.Event, q string) [][]any {
+	return nexmarkPostgresSets(t, conn, map[string][]nexmark.Event{"": evs}, q)
+}
+
+// nexmarkPostgresSets loads each set of events into tables person, auction and bid
+// whose names have the set's prefix (prefix_bid, …; "" for none), in a fresh schema, and
+// runs q there.
+func nexmarkPostgresSets(t *testing.T, conn *pgx.Conn, sets map[string][]nexmark.Event, q string) [][]any {
 	ctx := context.Background()
 	schema := fmt.Sprintf("nx%d", rand.Uint32())
 	pgExec(t, conn, "CREATE SCHEMA "+schema)
 	defer func() { _, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE") }()
 	pgExec(t, conn, "SET search_path TO "+schema)
-	pgExec(t, conn, `CREATE TABLE person (id bigint, name text, email_address text, credit_card text, city text, state text, date_time bigint, extra text)`)
-	pgExec(t, conn, `CREATE TABLE auction (id bigint, item_name text, description text, initial_bid bigint, reserve bigint, date_time bigint, expires bigint, seller bigint, category bigint, extra text)`)
-	pgExec(t, conn, `CREATE TABLE bid (auction bigint, bidder bigint, price bigint, channel text, url text, date_time bigint, extra text)`)
+	for prefix, evs := range sets {
+		if prefix != "" {
+			prefix += "_"
+		}
+		loadNexmark(t, conn, prefix, evs)
+	}
+	return pgRows(t, conn, q)
+}
+
+// loadNexmark loads events into tables prefix+person, prefix+auction, prefix+bid.
+func loadNexmark(t *testing.T, conn *pgx.Conn, prefix string, evs []nexmark.Event) {
+	ctx := context.Background()
+	pgExec(t, conn, `CREATE TABLE `+prefix+`person (id bigint, name text, email_address text, credit_card text, city text, state text, date_time bigint, extra text)`)
+	pgExec(t, conn, `CREATE TABLE `+prefix+`auction (id bigint, item_name text, description text, initial_bid bigint, reserve bigint, date_time bigint, expires bigint, seller bigint, category bigint, extra text)`)
+	pgExec(t, conn, `CREATE TABLE `+prefix+`bid (auction bigint, bidder bigint, price bigint, channel text, url text, date_time bigint, extra text)`)
 	rows := map[string][][]any{}
 	for _, e := range evs {
 		switch {
@@ -285,11 +306,10 @@ func nexmarkPostgres(t *testing.T, conn *pgx.Conn, evs []nexmark.Event, q string
 		"bid":     {"auction", "bidder", "price", "channel", "url", "date_time", "extra"},
 	}
 	for tbl, rs := range rows {
-		if _, err := conn.CopyFrom(ctx, pgx.Identifier{tbl}, cols[tbl], pgx.CopyFromRows(rs)); err != nil {
+		if _, err := conn.CopyFrom(ctx, pgx.Identifier{prefix + tbl}, cols[tbl], pgx.CopyFromRows(rs)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return pgRows(t, conn, q)
 }
 
 // diffRows fails the test, showing a few differences, when got and want differ.
@@ -318,10 +338,10 @@ func diffRows(t *testing.T, what string, got, want []string) {
 // row still indexed by expiry expires at or after W (the rest were freed), and, with
 // wantFreed, some were freed.
 func (h *harness) checkFreed(v *plan.View, wantFreed bool) {
-	h.t.Helper()
+	h.T.Helper()
 	byKey := v.Name + plan.SuffixByKey
-	kept, indexed, fed := 0, 0, len(h.stream(byKey))
-	for _, p := range h.f.Engine().Partitions() {
+	kept, indexed, fed := 0, 0, len(h.Stream(byKey))
+	for _, p := range h.F.Engine().Partitions() {
 		wm := int64(partition.NoWatermark)
 		p.Scan(partition.SysWatermarks, partition.ScanOptions{}, func(k, val []byte) bool {
 			if bytes.Equal(k, append([]byte{'i'}, byKey...)) {
@@ -330,25 +350,25 @@ func (h *harness) checkFreed(v *plan.View, wantFreed bool) {
 			return true
 		})
 		if wm == partition.NoWatermark {
-			h.t.Fatalf("%s: no exchange watermark", v.Name)
+			h.T.Fatalf("%s: no exchange watermark", v.Name)
 		}
 		p.Scan(v.Name+plan.SuffixPairs, partition.ScanOptions{}, func(_, _ []byte) bool { kept++; return true })
 		p.Scan(v.Name+plan.SuffixExpiry, partition.ScanOptions{}, func(k, _ []byte) bool {
 			indexed++
 			if exp := decodeTime(k); exp < wm {
-				h.t.Errorf("%s: a kept row expired at %d, before the watermark %d", v.Name, exp, wm)
+				h.T.Errorf("%s: a kept row expired at %d, before the watermark %d", v.Name, exp, wm)
 				return false
 			}
 			return true
 		})
 	}
 	if wantFreed && kept >= fed {
-		h.t.Errorf("%s: %d rows kept of %d: none freed", v.Name, kept, fed)
+		h.T.Errorf("%s: %d rows kept of %d: none freed", v.Name, kept, fed)
 	}
 	if v.Pair.HasLo && v.Pair.HasHi && indexed != kept {
-		h.t.Errorf("%s: %d kept rows, %d indexed by expiry", v.Name, kept, indexed)
+		h.T.Errorf("%s: %d kept rows, %d indexed by expiry", v.Name, kept, indexed)
 	}
-	h.t.Logf("%s: %d of %d rows kept", v.Name, kept, fed)
+	h.T.Logf("%s: %d of %d rows kept", v.Name, kept, fed)
 }
 
 // decodeTime reads the order-preserving time encoding of a kept row's expiry key
@@ -377,16 +397,16 @@ func TestJoinFreesUnderLoad(t *testing.T) {
 	h := newHarness(t, 2, fmt.Sprintf(nexmarkStreams, "0 seconds")+"CREATE MATERIALIZED VIEW fresh AS "+nexmarkQueries[5].view+";")
 	var entries []batch.Entry
 	for i := 0; i < len(evs); i += 200 {
-		e := batch.Entry{Time: h.now + int64(i+1)*1e6}
+		e := batch.Entry{Time: h.Now + int64(i+1)*1e6}
 		for j := i; j < min(i+200, len(evs)); j++ {
 			ev := &evs[j]
-			e.Items = append(e.Items, h.appendItem(sql.Append{Stream: ev.Stream(), Key: ev.Key(), Value: ev.Value(), EventTimeMs: ev.Time()}))
+			e.Items = append(e.Items, h.AppendItem(sql.Append{Stream: ev.Stream(), Key: ev.Key(), Value: ev.Value(), EventTimeMs: ev.Time()}))
 		}
 		entries = append(entries, e)
 	}
-	h.apply([][]batch.Entry{entries})
-	kept, fed := 0, len(h.stream("fresh.by_key"))
-	for _, p := range h.f.Engine().Partitions() {
+	h.Apply([][]batch.Entry{entries})
+	kept, fed := 0, len(h.Stream("fresh.by_key"))
+	for _, p := range h.F.Engine().Partitions() {
 		p.Scan("fresh"+plan.SuffixPairs, partition.ScanOptions{}, func(_, _ []byte) bool { kept++; return true })
 	}
 	if kept*4 > fed {

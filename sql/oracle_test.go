@@ -110,9 +110,9 @@ func TestViewsMatchPostgres(t *testing.T) {
 // runOracleCase runs one case and returns the number of late rows.
 func runOracleCase(t *testing.T, conn *pgx.Conn, r *rand.Rand, c *oracleCase) int {
 	h := newHarness(t, c.parts, c.script())
-	ev := h.art.Plan.Relations[0]
-	h.apply(randomGroups(r, oracleEntries(t, r, h, c)))
-	if dead := h.stream("ev.dead"); len(dead) > 0 {
+	ev := h.Art.Plan.Relations[0]
+	h.Apply(randomGroups(r, oracleEntries(t, r, h, c)))
+	if dead := h.Stream("ev.dead"); len(dead) > 0 {
 		t.Fatalf("%d dead letters, first %q", len(dead), dead[0].Value)
 	}
 
@@ -140,7 +140,7 @@ func runOracleCase(t *testing.T, conn *pgx.Conn, r *rand.Rand, c *oracleCase) in
 		if !ok {
 			t.Fatalf("view %s: its late stream holds rows that are not input rows", v)
 		}
-		vp := h.viewPlan(v)
+		vp := h.ViewPlan(v)
 		for _, lr := range lateRows {
 			// A late row fell in no window still open: the last of its windows ended by
 			// the watermark less the allowed lateness.
@@ -175,7 +175,7 @@ func runOracleCase(t *testing.T, conn *pgx.Conn, r *rand.Rand, c *oracleCase) in
 		        coalesce(d, 0.5), upper(k) || '-' || g FROM ev WHERE v % 2 = 0 OR d < 0`,
 	}
 	for _, v := range []string{"agg", "tw", "hw", "sw", "pj"} {
-		got := canonRows(h.view(v))
+		got := canonRows(h.View(v))
 		want := canonRows(pgRows(t, conn, queries[v]))
 		if !slices.Equal(got, want) {
 			t.Errorf("view %s (parts %d, ooo %d, size %d, lateness %d, pred %s): %d rows, PostgreSQL %d\n got %v\nwant %v",
@@ -189,9 +189,9 @@ func runOracleCase(t *testing.T, conn *pgx.Conn, r *rand.Rand, c *oracleCase) in
 // 0..300 ms, some ticks, then ticks past the idle timeout, so that every partition is
 // idle and the watermark at its highest.
 func oracleEntries(t testing.TB, r *rand.Rand, h *harness, c *oracleCase) []batch.Entry {
-	ev := h.art.Plan.Relations[0]
+	ev := h.Art.Plan.Relations[0]
 	var entries []batch.Entry
-	now := h.now
+	now := h.Now
 	for i := 0; i < len(c.rows); {
 		now += int64(r.IntN(300)) * 1e6
 		e := batch.Entry{Time: now}
@@ -203,7 +203,7 @@ func oracleEntries(t testing.TB, r *rand.Rand, h *harness, c *oracleCase) []batc
 			if err != nil {
 				t.Fatal(err)
 			}
-			e.Items = append(e.Items, h.appendItem(sql.Append{Stream: "ev", Key: plan.KeyBytes(c.rows[i][0]), Value: b, EventTimeMs: c.rows[i][4].(int64)}))
+			e.Items = append(e.Items, h.AppendItem(sql.Append{Stream: "ev", Key: plan.KeyBytes(c.rows[i][0]), Value: b, EventTimeMs: c.rows[i][4].(int64)}))
 			i++
 		}
 		entries = append(entries, e)
@@ -229,10 +229,10 @@ func randomGroups(r *rand.Rand, entries []batch.Entry) [][]batch.Entry {
 // lateRows decodes a view's late stream.
 func (h *harness) lateRows(view string, in *plan.Schema) [][]any {
 	var out [][]any
-	for _, rec := range h.stream(view + plan.SuffixLate) {
+	for _, rec := range h.Stream(view + plan.SuffixLate) {
 		row, err := in.DecodeRow(rec.Value)
 		if err != nil {
-			h.t.Fatal(err)
+			h.T.Fatal(err)
 		}
 		out = append(out, row)
 	}
@@ -242,10 +242,10 @@ func (h *harness) lateRows(view string, in *plan.Schema) [][]any {
 // watermark is a windowed view's operator watermark: the least over partitions.
 func (h *harness) watermark(view string) int64 {
 	w := int64(math.MaxInt64)
-	for _, p := range h.f.Engine().Partitions() {
+	for _, p := range h.F.Engine().Partitions() {
 		st, err := window.ReadOperator(p, view+plan.SuffixOperator)
 		if err != nil {
-			h.t.Fatal(err)
+			h.T.Fatal(err)
 		}
 		w = min(w, st.Watermark)
 	}

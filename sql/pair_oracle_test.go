@@ -47,10 +47,10 @@ CREATE MATERIALIZED VIEW sw AS SELECT a.g, a.window_start AS ws FROM TUMBLE(l, t
 CREATE MATERIALIZED VIEW un AS SELECT l.id AS lid, r.id AS rid FROM l JOIN r ON l.g = r.g WHERE l.v > r.w;
 `, ooo, lo, hi, size)
 	h := newHarness(t, 1+r.IntN(4), script)
-	ls, rs := h.art.Plan.Relations[0], h.art.Plan.Relations[1]
+	ls, rs := h.Art.Plan.Relations[0], h.Art.Plan.Relations[1]
 	var lrows, rrows [][]any
 	var entries []batch.Entry
-	now, hiTime := h.now, int64(oracleBase)
+	now, hiTime := h.Now, int64(oracleBase)
 	for i := 0; i < 600; {
 		now += int64(r.IntN(300)) * 1e6
 		e := batch.Entry{Time: now}
@@ -71,7 +71,7 @@ CREATE MATERIALIZED VIEW un AS SELECT l.id AS lid, r.id AS rid FROM l JOIN r ON 
 				t.Fatal(err)
 			}
 			*rows = append(*rows, row)
-			e.Items = append(e.Items, h.appendItem(sql.Append{Stream: s.Name, Key: plan.KeyBytes(row[0]), Value: b, EventTimeMs: ts}))
+			e.Items = append(e.Items, h.AppendItem(sql.Append{Stream: s.Name, Key: plan.KeyBytes(row[0]), Value: b, EventTimeMs: ts}))
 			i++
 		}
 		entries = append(entries, e)
@@ -80,7 +80,7 @@ CREATE MATERIALIZED VIEW un AS SELECT l.id AS lid, r.id AS rid FROM l JOIN r ON 
 		now += 3e9
 		entries = append(entries, batch.Entry{Time: now, Items: []batch.Item{{Kind: batch.KindTick}}})
 	}
-	h.apply(randomGroups(r, entries))
+	h.Apply(randomGroups(r, entries))
 	queries := map[string]string{
 		"iv": fmt.Sprintf(`SELECT l.id, r.id, l.v + r.w FROM l JOIN r ON l.g = r.g AND r.ts BETWEEN l.ts + %d AND l.ts + %d WHERE l.v <> 3`, lo, hi),
 		"up": fmt.Sprintf(`SELECT l.id, r.id FROM l JOIN r ON r.g = l.g AND r.ts < l.ts + %d`, hi),
@@ -90,7 +90,7 @@ CREATE MATERIALIZED VIEW un AS SELECT l.id AS lid, r.id AS rid FROM l JOIN r ON 
 	late := 0
 	for name, q := range queries {
 		lok, rok := lrows, rrows
-		for _, rec := range h.stream(name + plan.SuffixLate) {
+		for _, rec := range h.Stream(name + plan.SuffixLate) {
 			s, rows := ls, &lok
 			if rec.Value[0] == 'R' {
 				s, rows = rs, &rok
@@ -119,7 +119,7 @@ CREATE MATERIALIZED VIEW un AS SELECT l.id AS lid, r.id AS rid FROM l JOIN r ON 
 				t.Fatal(err)
 			}
 		}
-		diffRows(t, fmt.Sprintf("%s (bounds %d..%d ms, size %d, ooo %d)", name, lo, hi, size, ooo), canonRows(h.view(name)), canonRows(pgRows(t, conn, q)))
+		diffRows(t, fmt.Sprintf("%s (bounds %d..%d ms, size %d, ooo %d)", name, lo, hi, size, ooo), canonRows(h.View(name)), canonRows(pgRows(t, conn, q)))
 		_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
 	}
 	t.Logf("%d late rows", late)

@@ -20,6 +20,7 @@ type pairSide struct {
 	schema *plan.Schema
 	names  []string
 	window *plan.Window
+	from   *plan.ViewInput // a view's final rows
 }
 
 func (c *compiler) pairSide(n *pg.Node) (*pairSide, error) {
@@ -30,6 +31,12 @@ func (c *compiler) pairSide(n *pg.Node) (*pairSide, error) {
 			return nil, c.src.errAt(ErrUnknown, x.RangeVar.Location, "stream or table %s", x.RangeVar.Relname)
 		}
 		ps := &pairSide{schema: s, names: []string{x.RangeVar.Relname}}
+		if s.Kind == plan.KindView {
+			ps.schema, ps.from = c.viewInput(s)
+			if ps.from.Updating {
+				return nil, c.src.errAt(ErrUnsupported, x.RangeVar.Location, "a join side that is a view must have final rows (a TUMBLE or HOP view with EMIT ON WINDOW CLOSE that selects window_end, window_start or its event-time column): the rows of %s change", s.Name)
+			}
+		}
 		if x.RangeVar.Alias != nil {
 			ps.names = append(ps.names, x.RangeVar.Alias.Aliasname)
 		}
@@ -73,7 +80,7 @@ func (p *pairSide) scopeSchema() *plan.Schema {
 }
 
 // pairJoin plans FROM a JOIN b over two streams.
-func (c *compiler) pairJoin(je *pg.JoinExpr, ls, rs *pairSide, v *plan.View) (*inputScope, error) {
+func (c *compiler) pairJoin(je *pg.JoinExpr, ls, rs *pairSide, v *plan.View, where *pg.Node) (*inputScope, error) {
 	if je.Jointype != pg.JoinType_JOIN_INNER {
 		return nil, c.src.errAt(ErrUnsupported, location(je.Rarg), "a join of two streams is an inner JOIN (outer joins of streams are not supported)")
 	}
@@ -89,7 +96,18 @@ func (c *compiler) pairJoin(je *pg.JoinExpr, ls, rs *pairSide, v *plan.View) (*i
 	nl := len(lsch.Columns)
 	j := &plan.PairJoin{Right: *rs.schema, LeftKey: -1, RightKey: -1, LeftWindow: ls.window, RightWindow: rs.window}
 	b := &bounds{}
-	for _, e := range conjuncts(on) {
+	terms := conjuncts(on)
+	if where != nil {
+		// WHERE filters every pair as ON does: its terms bound the join's times too.
+		w, err := (&converter{src: c.src, scope: in}).expr(where)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range conjuncts(w) {
+			b.conjunct(e, ls, rs, nl)
+		}
+	}
+	for _, e := range terms {
 		if e.Op == plan.OpEq && j.LeftKey < 0 {
 			l, r := e.Args[0], e.Args[1]
 			if l.Op == plan.OpCol && l.Col >= nl {
@@ -107,10 +125,18 @@ func (c *compiler) pairJoin(je *pg.JoinExpr, ls, rs *pairSide, v *plan.View) (*i
 		return nil, c.src.errAt(ErrUnsupported, location(je.Quals), "a join of two streams needs ON left.column = right.column (equal types, not double precision) among its AND-ed conditions")
 	}
 	j.HasLo, j.LoMs, j.HasHi, j.HiMs = b.hasLo, b.lo, b.hasHi, b.hi
+	j.LeftUntil, j.RightUntil = b.leftUntil, b.rightUntil
 	if j.HasLo && j.HasHi && j.LoMs > j.HiMs {
 		return nil, c.src.errAt(ErrDefinition, location(je.Quals), "the join's time bounds admit no pair (%d ms > %d ms)", j.LoMs, j.HiMs)
 	}
-	v.Pair, v.Input = j, *ls.schema
+	if (ls.from != nil || rs.from != nil) && !j.HasLo && !j.HasHi && j.LeftUntil == nil && j.RightUntil == nil {
+		return nil, c.src.errAt(ErrUnsupported, location(je.Quals), "a join with a view's rows needs a time bound between the sides' event times (ON or WHERE: b.t BETWEEN a.t AND a.t + INTERVAL '...'), or it keeps every row for ever")
+	}
+	j.RightFrom = rs.from
+	v.Pair, v.Input, v.From = j, *ls.schema, ls.from
+	// The version 3 lateness rule for joins that need version 3 anyway (aggregates are
+	// set later: see checkOverJoinOrView); plain joins keep their version 2 plans.
+	j.LateByFreed = j.RightFrom != nil || v.From != nil || j.LeftUntil != nil || j.RightUntil != nil
 	in.on = on
 	return in, nil
 }
@@ -127,6 +153,9 @@ func conjuncts(e *plan.Expr) []*plan.Expr {
 type bounds struct {
 	hasLo, hasHi bool
 	lo, hi       int64
+	// leftUntil and rightUntil bound a side's rows by one of its columns: the other
+	// side's time is at most that column plus an offset.
+	leftUntil, rightUntil *plan.Until
 }
 
 func (b *bounds) atLeast(k int64) {
@@ -167,6 +196,10 @@ func (b *bounds) conjunct(e *plan.Expr, ls, rs *pairSide, nl int) {
 	}
 	sa, oa, ok1 := timeTerm(e.Args[0], ls, rs, nl)
 	sb, ob, ok2 := timeTerm(e.Args[1], ls, rs, nl)
+	if ok1 != ok2 {
+		b.until(e, op, ls, rs, nl)
+		return
+	}
 	if !ok1 || !ok2 || sa == sb {
 		return
 	}
@@ -239,5 +272,88 @@ func (c *compiler) streamSide(n *pg.Node) bool {
 		return false
 	}
 	s, ok := c.names[rv.Relname]
-	return ok && s.Kind == plan.KindStream
+	return ok && (s.Kind == plan.KindStream || s.Kind == plan.KindView)
+}
+
+// until reads a term that bounds one side's event time by a timestamp column of the
+// other side (plus or minus constant intervals): t (op) col, or col (op) t. With t at
+// most col + k, the column's side is useless once the watermark passes col + k.
+func (b *bounds) until(e *plan.Expr, op plan.Op, ls, rs *pairSide, nl int) {
+	x, y := e.Args[0], e.Args[1]
+	st, ot, ok := timeTerm(x, ls, rs, nl)
+	if !ok { // col (op) t: flip it to t (op') col
+		x, y = y, x
+		if st, ot, ok = timeTerm(x, ls, rs, nl); !ok {
+			return
+		}
+		switch op {
+		case plan.OpLt:
+			op = plan.OpGt
+		case plan.OpLe:
+			op = plan.OpGe
+		case plan.OpGt:
+			op = plan.OpLt
+		case plan.OpGe:
+			op = plan.OpLe
+		}
+	}
+	side, col, oc, ok := columnTerm(y, ls, rs, nl)
+	if !ok || side == st {
+		return
+	}
+	k := oc - ot // t (op) col + k
+	switch op {
+	case plan.OpLt:
+		k--
+	case plan.OpLe, plan.OpEq:
+	default:
+		return
+	}
+	u := &plan.Until{Col: col, OffMs: k}
+	if side == 'L' && b.leftUntil == nil {
+		b.leftUntil = u
+	} else if side == 'R' && b.rightUntil == nil {
+		b.rightUntil = u
+	}
+}
+
+// columnTerm reads side.column ± constant intervals, the column a timestamp of the
+// side's own (not a window bound): its side, index in the side's row and offset.
+func columnTerm(e *plan.Expr, ls, rs *pairSide, nl int) (byte, int, int64, bool) {
+	switch e.Op {
+	case plan.OpCol:
+		if e.Type != plan.TypeTimestamp {
+			return 0, 0, 0, false
+		}
+		switch {
+		case e.Col < len(ls.schema.Columns):
+			return 'L', e.Col, 0, true
+		case e.Col >= nl && e.Col < nl+len(rs.schema.Columns):
+			return 'R', e.Col - nl, 0, true
+		}
+	case plan.OpAdd, plan.OpSub:
+		s, col, o, ok := columnTerm(e.Args[0], ls, rs, nl)
+		ms, isConst := intervalConst(e.Args[1])
+		if !ok || !isConst {
+			return 0, 0, 0, false
+		}
+		if e.Op == plan.OpSub {
+			ms = -ms
+		}
+		return s, col, o + ms, true
+	}
+	return 0, 0, 0, false
+}
+
+// intervalConst reads a constant interval of at most 2^40 ms.
+func intervalConst(c *plan.Expr) (int64, bool) {
+	if c.Op != plan.OpConst || c.Type != plan.TypeInterval {
+		return 0, false
+	}
+	x, err := plan.DecodeValue(c.Val, plan.TypeInterval)
+	ms, isInt := x.(int64)
+	if err != nil || !isInt || ms > 1<<40 || ms < -(1<<40) {
+		return 0, false
+	}
+	return ms, true
 }

@@ -39,9 +39,9 @@ func rowsText(rows [][]any) []string {
 // The three kinds of view on a few rows, with the results worked out by hand.
 func TestViewExamples(t *testing.T) {
 	h := newHarness(t, 4, clicksScript)
-	h.insert(clicksRows)
-	h.tick(5000)
-	h.tick(5000)
+	h.Insert(clicksRows)
+	h.Tick(5000)
+	h.Tick(5000)
 	const m0, m1 = 1704067200000, 1704067260000
 	want := map[string][]string{
 		"per_page": {"cart 1 3", "home 3 8"},
@@ -50,14 +50,14 @@ func TestViewExamples(t *testing.T) {
 		"big":        {"u2 HOME 10", "u2 HOME 4", "u3 CART 6"},
 	}
 	for v, w := range want {
-		if got := rowsText(h.view(v)); !slices.Equal(got, w) {
+		if got := rowsText(h.View(v)); !slices.Equal(got, w) {
 			t.Errorf("view %s: got %q, want %q", v, got, w)
 		}
 	}
 	// per_page's changelog: an insert per new page, an update per later row of it.
 	var ops []string
-	vp := h.viewPlan("per_page")
-	for _, rec := range h.stream("per_page") {
+	vp := h.ViewPlan("per_page")
+	for _, rec := range h.Stream("per_page") {
 		ch, err := vp.DecodeChange(rec.Key, rec.Value)
 		if err != nil {
 			t.Fatal(err)
@@ -74,7 +74,7 @@ func TestViewExamples(t *testing.T) {
 // reason: it goes to the dead-letter stream and changes no view.
 func TestBadRowsDeadLettered(t *testing.T) {
 	h := newHarness(t, 2, clicksScript)
-	s := h.art.Plan.Relations[0]
+	s := h.Art.Plan.Relations[0]
 	good, _ := s.EncodeRow([]any{"u1", "home", int64(1704067201000), int64(1)})
 	wrongType := plan.AppendRow(nil, []any{"u1", "home", int64(1704067201000), "one"})
 	short := plan.AppendRow(nil, []any{"u1", "home"})
@@ -87,11 +87,11 @@ func TestBadRowsDeadLettered(t *testing.T) {
 		{Stream: "clicks", Key: []byte("someone-else"), Value: good},
 		{Stream: "clicks", Key: []byte("u1"), Value: []byte{0xc1}},
 	} {
-		items = append(items, h.appendItem(a))
+		items = append(items, h.AppendItem(a))
 	}
-	h.apply([][]batch.Entry{{{Time: h.now + 1e6, Items: items}}})
+	h.Apply([][]batch.Entry{{{Time: h.Now + 1e6, Items: items}}})
 	var got []string
-	for _, rec := range h.stream("clicks.dead") {
+	for _, rec := range h.Stream("clicks.dead") {
 		var dl partition.DeadLetter
 		if err := msgpack.Unmarshal(rec.Value, &dl); err != nil {
 			t.Fatal(err)
@@ -112,7 +112,7 @@ func TestBadRowsDeadLettered(t *testing.T) {
 		}
 	}
 	for _, v := range []string{"per_page", "big"} {
-		if rows := h.view(v); len(rows) != 0 {
+		if rows := h.View(v); len(rows) != 0 {
 			t.Errorf("view %s has rows %v after bad rows only", v, rows)
 		}
 	}

@@ -15,11 +15,11 @@ func TestTableUpserts(t *testing.T) {
 	h := newHarness(t, 3, `
 CREATE TABLE users (id text, name text, score bigint) WITH (key = 'id');
 CREATE MATERIALIZED VIEW good AS SELECT id, upper(name) AS name FROM users WHERE score >= 10;`)
-	h.insert(`INSERT INTO users VALUES ('u1', 'ann', 5), ('u2', 'bob', 20), ('u3', 'cy', 12);
+	h.Insert(`INSERT INTO users VALUES ('u1', 'ann', 5), ('u2', 'bob', 20), ('u3', 'cy', 12);
 INSERT INTO users VALUES ('u1', 'ann', 15), ('u3', 'cy', 1), ('u2', 'bobby', 30)`)
-	users := h.art.Plan.Relations[0]
+	users := h.Art.Plan.Relations[0]
 	var rows [][]any
-	for _, p := range h.f.Engine().Partitions() {
+	for _, p := range h.F.Engine().Partitions() {
 		for _, id := range []string{"u1", "u2", "u3"} {
 			if b, ok := p.Get("users", []byte(id)); ok {
 				row, err := users.DecodeRow(b)
@@ -33,11 +33,11 @@ INSERT INTO users VALUES ('u1', 'ann', 15), ('u3', 'cy', 1), ('u2', 'bobby', 30)
 	if got, want := rowsText(rows), []string{"u1 ann 15", "u2 bobby 30", "u3 cy 1"}; !slices.Equal(got, want) {
 		t.Errorf("table users: got %q, want %q", got, want)
 	}
-	if got, want := rowsText(h.view("good")), []string{"u1 ANN", "u2 BOBBY"}; !slices.Equal(got, want) {
+	if got, want := rowsText(h.View("good")), []string{"u1 ANN", "u2 BOBBY"}; !slices.Equal(got, want) {
 		t.Errorf("view good: got %q, want %q", got, want)
 	}
 	var ops []byte
-	for _, rec := range h.stream("good") {
+	for _, rec := range h.Stream("good") {
 		ops = append(ops, rec.Value[0])
 	}
 	slices.Sort(ops)

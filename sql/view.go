@@ -51,6 +51,12 @@ func (c *compiler) createView(st statement, ct *pg.CreateTableAsStmt) error {
 	if sel == nil {
 		return c.src.errAt(ErrUnsupported, st.start, "a view is a SELECT")
 	}
+	if len(sel.FromClause) == 2 && sel.WhereClause != nil && sel.FromClause[0].GetJoinExpr() == nil && sel.FromClause[1].GetJoinExpr() == nil {
+		// FROM a, b WHERE cond is the inner join a JOIN b ON cond.
+		sel.FromClause = []*pg.Node{{Node: &pg.Node_JoinExpr{JoinExpr: &pg.JoinExpr{Jointype: pg.JoinType_JOIN_INNER,
+			Larg: sel.FromClause[0], Rarg: sel.FromClause[1], Quals: sel.WhereClause}}}}
+		sel.WhereClause = nil
+	}
 	if err := c.checkSelect(sel, st.start); err != nil {
 		return err
 	}
@@ -78,8 +84,8 @@ func (c *compiler) createView(st statement, ct *pg.CreateTableAsStmt) error {
 		}
 	}
 	aggregated := len(sel.GroupClause) > 0 || v.Window != nil || sel.HavingClause != nil || c.hasAggregate(in, sel.TargetList)
-	if v.Pair != nil && (v.Window != nil || sel.HavingClause != nil || c.hasAggregate(in, sel.TargetList)) {
-		return c.src.errAt(ErrUnsupported, location(sel.TargetList[0]), "aggregates over a join of streams are a later step (GROUP BY without aggregates, a distinct set, is supported)")
+	if v.From != nil && v.From.Updating && !aggregated {
+		return c.src.errAt(ErrUnsupported, location(sel.FromClause[0]), "the rows of view %s change (it is not a TUMBLE or HOP view with EMIT ON WINDOW CLOSE): only an aggregate (count, and sum or avg of integers) reads it", v.Input.Name)
 	}
 	if aggregated && v.Join != nil {
 		return c.src.errAt(ErrUnsupported, location(sel.FromClause[0]), "aggregates over a join are a later step")
@@ -92,6 +98,9 @@ func (c *compiler) createView(st statement, ct *pg.CreateTableAsStmt) error {
 			return err
 		}
 	} else if err := c.aggregate(&v, in, sel); err != nil {
+		return err
+	}
+	if err := c.checkOverJoinOrView(&v, sel, st); err != nil {
 		return err
 	}
 	switch st.emit {
@@ -178,7 +187,7 @@ func (c *compiler) from(sel *pg.SelectStmt, v *plan.View) (*inputScope, error) {
 		rv = fc.Args[0].GetColumnRef().Fields[0].GetString_().GetSval()
 		at = location(fc.Args[0])
 	case *pg.Node_JoinExpr:
-		return c.join(x.JoinExpr, v)
+		return c.join(x.JoinExpr, v, sel.WhereClause)
 	case *pg.Node_RangeSubselect:
 		return nil, c.src.errAt(ErrUnsupported, -1, "subqueries in FROM are not supported")
 	default:
@@ -188,8 +197,14 @@ func (c *compiler) from(sel *pg.SelectStmt, v *plan.View) (*inputScope, error) {
 	if !ok {
 		return nil, c.src.errAt(ErrUnknown, at, "stream %s", rv)
 	}
-	if s.Kind == plan.KindView || (s.Kind == plan.KindTable && fc != nil) {
+	if s.Kind == plan.KindView && fc != nil {
+		return nil, c.src.errAt(ErrUnsupported, at, "%s(%s, ...): windows are over streams; over a view's final rows, GROUP BY its event-time column", strings.ToUpper(funcName(fc)), rv)
+	}
+	if s.Kind == plan.KindTable && fc != nil {
 		return nil, c.src.errAt(ErrUnsupported, at, "%s is a %s: views read streams, and tables without windows or aggregates (the rest is a later step)", rv, s.Kind)
+	}
+	if s.Kind == plan.KindView {
+		s, v.From = c.viewInput(s)
 	}
 	in := &inputScope{src: c.src, schema: s, names: []string{rv}}
 	if alias != nil {
@@ -396,7 +411,7 @@ func (c *compiler) addColumn(v *plan.View, name string, e *plan.Expr, at int32) 
 
 // join resolves FROM stream [AS a] [LEFT] JOIN table [AS b] ON a.col = b.key: a lookup
 // of the table's row whose key is the stream row's column.
-func (c *compiler) join(je *pg.JoinExpr, v *plan.View) (*inputScope, error) {
+func (c *compiler) join(je *pg.JoinExpr, v *plan.View, where *pg.Node) (*inputScope, error) {
 	if je.Jointype != pg.JoinType_JOIN_INNER && je.Jointype != pg.JoinType_JOIN_LEFT {
 		return nil, c.src.errAt(ErrUnsupported, location(je.Rarg), "only JOIN and LEFT JOIN of a stream with a table are supported")
 	}
@@ -412,7 +427,7 @@ func (c *compiler) join(je *pg.JoinExpr, v *plan.View) (*inputScope, error) {
 		if err != nil {
 			return nil, err
 		}
-		return c.pairJoin(je, l, r, v)
+		return c.pairJoin(je, l, r, v, where)
 	}
 	side := func(n *pg.Node) (*plan.Schema, []string, error) {
 		rv := n.GetRangeVar()

@@ -20,7 +20,18 @@ const (
 	// FormatJSON takes a JSON object and stores it as a msgpack map (keys sorted, integers
 	// as integers, other numbers as float64). Anything else is a malformed record.
 	FormatJSON Format = "json"
+	// FormatMsgpack takes one msgpack value and keeps its bytes. Anything else (no value,
+	// bytes after it) is a malformed record.
+	FormatMsgpack Format = "msgpack"
 )
+
+// Decoder turns a Kafka record (its key, value and timestamp in Unix milliseconds) into
+// the Lockstep record's key, value and event time (Unix milliseconds), or refuses it:
+// the error's text is the dead letter's reason. It is called from the worker's
+// goroutine only.
+type Decoder interface {
+	Decode(key, value []byte, timestampMs int64) (outKey, outValue []byte, eventTimeMs int64, err error)
+}
 
 // Limits of a Lockstep record (partition.MaxKeyBytes and a margin under
 // partition.MaxValueBytes for the rest of a source.append request): a Kafka record past
@@ -44,8 +55,17 @@ func (f Format) decode(v []byte) ([]byte, error) {
 		if out, err = jsonToMsgpack(v); err != nil {
 			return nil, err
 		}
+	case FormatMsgpack:
+		rd := bytes.NewReader(v)
+		if err := msgpack.NewDecoder(rd).Skip(); err != nil {
+			return nil, fmt.Errorf("%w: not msgpack: %v", errMalformed, err)
+		}
+		if rd.Len() != 0 {
+			return nil, fmt.Errorf("%w: %d bytes after the msgpack value", errMalformed, rd.Len())
+		}
+		out = v
 	default:
-		return nil, configErr("format %q (raw or json)", f)
+		return nil, configErr("format %q (raw, json or msgpack)", f)
 	}
 	if len(out) > maxValueBytes {
 		return nil, fmt.Errorf("%w: value of %d bytes, limit %d", errMalformed, len(out), maxValueBytes)

@@ -362,7 +362,25 @@ func (s *Source) convert(r *kgo.Record) (builtin.SourceRecord, *builtin.SourceRe
 	if len(key) == 0 {
 		key = fmt.Appendf(nil, "%s/%d", r.Topic, r.Partition)
 	}
-	value, err := s.cfg.Format.decode(r.Value)
+	var value []byte
+	var err error
+	if s.cfg.Decoder != nil {
+		k, v, et, derr := s.cfg.Decoder.Decode(r.Key, r.Value, ms)
+		if err = derr; err == nil {
+			value = v
+			if len(k) > 0 {
+				key = k
+			}
+			if et > 0 {
+				ms = et
+			}
+		}
+	} else {
+		value, err = s.cfg.Format.decode(r.Value)
+	}
+	if err == nil && len(value) > maxValueBytes {
+		err = fmt.Errorf("%w: value of %d bytes, limit %d", errMalformed, len(value), maxValueBytes)
+	}
 	if err == nil && len(key) > maxKeyBytes {
 		err = fmt.Errorf("%w: key of %d bytes, limit %d", errMalformed, len(key), maxKeyBytes)
 	}

@@ -28,6 +28,11 @@ type SourceConfig struct {
 	Member string
 	// Format decodes the values. Default FormatRaw.
 	Format Format
+	// Decoder, if set, replaces Format: it turns each record into the Lockstep record's
+	// key, value and event time, or refuses it (the error is the dead letter's reason).
+	// A source into a stream with a SQL schema decodes into its columns with one
+	// (plan.Ingest). Default nil.
+	Decoder Decoder
 	// BatchRecords is the most records one source.append carries. Default 2000.
 	BatchRecords int
 	// BatchBytes bounds the bytes of keys and values one source.append carries. Default
@@ -96,8 +101,8 @@ func (c SourceConfig) Validate() error {
 		return configErr("no stream")
 	case c.Member == "":
 		return configErr("no member id")
-	case c.Format != FormatRaw && c.Format != FormatJSON:
-		return configErr("format %q (raw or json)", c.Format)
+	case c.Format != FormatRaw && c.Format != FormatJSON && c.Format != FormatMsgpack:
+		return configErr("format %q (raw, json or msgpack)", c.Format)
 	case c.BatchRecords < 1:
 		return configErr("batch of %d records", c.BatchRecords)
 	case c.BatchBytes < 1 || c.BatchBytes > 768<<10:

@@ -16,6 +16,7 @@ import (
 	"github.com/lockstepdb/lockstep/client/pgsink"
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/internal/testutil/pgtest"
+	"github.com/lockstepdb/lockstep/internal/testutil/sqltest"
 	"github.com/lockstepdb/lockstep/sql"
 	"github.com/lockstepdb/lockstep/sql/plan"
 )
@@ -267,7 +268,7 @@ CREATE MATERIALIZED VIEW per_page AS
 // PostgreSQL exactly the view's rows in Lockstep, which are also the batch query's result
 // over the input rows in PostgreSQL.
 func TestTypedViewUpsertEqualsView(t *testing.T) {
-	h := newSQLHarness(t, 4, viewScript)
+	h := sqltest.New(t, 4, viewScript)
 	db := pgtest.New(t)
 	db.Exec(t, `CREATE TABLE clicks_input (usr text, page text, n bigint)`)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -277,10 +278,10 @@ func TestTypedViewUpsertEqualsView(t *testing.T) {
 	}
 	for i := 0; i < len(ins); i += 50 {
 		stmt := "INSERT INTO clicks VALUES " + strings.Join(ins[i:i+50], ", ")
-		h.insert(stmt)
+		h.Insert(stmt)
 		db.Exec(t, strings.Replace(stmt, "clicks", "clicks_input", 1))
 	}
-	changes := h.records("per_page")
+	changes := clientRecords(h.StreamParts("per_page"))
 	deletes, total := 0, 0
 	for _, p := range changes {
 		for _, r := range p {
@@ -293,7 +294,7 @@ func TestTypedViewUpsertEqualsView(t *testing.T) {
 	if deletes == 0 {
 		t.Fatalf("the view's changelog (%d records) has no delete: the test does not test deletes", total)
 	}
-	schema := *h.schema("per_page")
+	schema := h.ViewPlan("per_page").Schema
 	origin := &sliceOrigin{stream: "per_page", parts: changes, batch: 7}
 	ctx := context.Background()
 	const offsets = `SELECT coalesce(sum(next_offset), 0) FROM lockstep_sink_offsets`
@@ -312,7 +313,7 @@ func TestTypedViewUpsertEqualsView(t *testing.T) {
 	runUntil(t, sk, db, offsets, total)
 
 	var view []string
-	for _, r := range h.viewRows("per_page") {
+	for _, r := range h.View("per_page") {
 		view = append(view, fmtValues(r))
 	}
 	slices.Sort(view)

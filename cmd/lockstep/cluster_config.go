@@ -19,7 +19,9 @@ func clusterConfigCommand() *cli.Command {
 		Usage: "show or change the cluster's replicated configuration (admin only)",
 		Description: `The settings every node must apply alike, because they decide replicated results:
 session-ttl, session-window, max-cached-result-bytes, max-sessions, max-result-bytes,
-processor-budget and processor-budget-per-append. They are replicated state: the flags of
+processor-budget and processor-budget-per-append, and from cluster version 4 the Starlark
+module budgets module-max-steps, module-max-elements, module-max-value-bytes and
+module-max-int-bits. They are replicated state: the flags of
 the node that creates the cluster give their initial values, and from then on they change
 only through the log ("cluster config set"), at one log index on every node. A node's own
 flags of these names do not override them.`,

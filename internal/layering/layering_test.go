@@ -24,7 +24,7 @@ var allowed = map[string][]string{
 	"procedures":         {"partition", "procedures/builtin", "procedures/schema", "procedures/window", "internal/canon", "internal/planted"},
 	"procedures/window":  {"partition", "internal/canon"},
 	// procedures/modules runs Starlark modules (go.starlark.net) as procedures and processors.
-	"procedures/modules": {"partition", "procedures"},
+	"procedures/modules": {"partition", "procedures", "procedures/window"},
 	// sql is the SQL layer's front end (the parser behind one file, the planner); sql/plan
 	// is what replicas run: the versioned plan format and its operators, no parser.
 	"sql":                 {"partition", "procedures", "sql/plan"},
@@ -55,6 +55,9 @@ var allowed = map[string][]string{
 	// and carries one planted bug (lockstep_kafka_splitstep).
 	"client/kafka":             {"client", "procedures/builtin", "internal/planted"},
 	"internal/testutil/pgtest": {},
+	// internal/testutil/sqltest runs a compiled SQL deployment on an in-process replica FSM,
+	// for the SQL layer's tests and client/pgsink's typed mode.
+	"internal/testutil/sqltest": {"internal/batch", "partition", "procedures", "procedures/builtin", "replica", "sql", "sql/plan"},
 	// internal/testutil/proctest is the process-level tests' harness (cmd/lockstep's and
 	// tests/system's): it builds and runs the binary, on jepsen.Cluster, with the client.
 	"internal/testutil/proctest": {"client", "jepsen", "internal/testutil"},
@@ -62,9 +65,11 @@ var allowed = map[string][]string{
 	// and merges modules' procedures into the catalogue (procedures/schema).
 	"node": {"internal/backup", "partition", "procedures", "procedures/builtin", "procedures/schema", "procedures/window", "internal/batch",
 		"internal/wire", "sequencer", "replica", "client", "internal/buildinfo", "internal/certs", "internal/netaddr", "internal/planted", "internal/ratelog",
-		"node/statuspage", "sql", "sql/plan"},
+		"node/statuspage", "sql", "sql/plan", "connect"},
+	// connect runs, inside a node, the workers of the sources the log defines (client/kafka).
+	"connect": {"client", "client/kafka", "sql/plan"},
 	// node/runner is `lockstep node` for any binary: flags, config file, signals, rebuild.
-	"node/runner": {"node", "procedures", "internal/faultenv", "internal/netaddr"},
+	"node/runner": {"node", "procedures", "procedures/modules", "internal/faultenv", "internal/netaddr"},
 	// node/statuspage renders the admin port's HTML status page from plain values.
 	"node/statuspage": {},
 	"cmd/lockstep": {"internal/backup", "internal/cliout", "internal/clusterstatus", "internal/restartplan", "internal/recordjson", "internal/sqlshell", "client", "client/pgsink", "client/kafka", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo",

@@ -153,9 +153,11 @@ type SQLResult struct {
 	// milliseconds) or nil.
 	Columns []SQLColumn `msgpack:"cols,omitempty"`
 	Rows    [][]any     `msgpack:"rows,omitempty"`
-	// Module and Source are a SQLDeploy answer: deploy Source as the "sql" module Module.
-	Module string `msgpack:"mod,omitempty"`
-	Source []byte `msgpack:"src,omitempty"`
+	// Module and Source are a SQLDeploy answer: deploy Source as the module Module, of
+	// kind ModuleKind ("sql" when empty; "source" for a CREATE SOURCE).
+	Module     string `msgpack:"mod,omitempty"`
+	Source     []byte `msgpack:"src,omitempty"`
+	ModuleKind string `msgpack:"mkind,omitempty"`
 	// Modules are a SQLDrop answer: the modules to remove.
 	Modules []string `msgpack:"mods,omitempty"`
 	// Appends are a SQLInsert answer, in order.

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/lockstepdb/lockstep/node"
+	"github.com/lockstepdb/lockstep/procedures/modules"
 	"github.com/urfave/cli/v2"
 )
 
@@ -63,6 +64,10 @@ func Flags() []cli.Flag {
 		&cli.IntFlag{Name: "max-result-bytes", Usage: "longest encoded result an input may return" + replicatedSetting, Value: rd.MaxResultBytes},
 		&cli.IntFlag{Name: "processor-budget", Usage: "most records each processor handles per partition per log entry" + replicatedSetting, Value: rd.ProcessorBudget},
 		&cli.IntFlag{Name: "processor-budget-per-append", Usage: "records added to an entry's processor budget per stream record it appended (0: none)" + replicatedSetting, Value: rd.ProcessorBudgetPerAppend},
+		&cli.Uint64Flag{Name: "module-max-steps", Usage: "step budget of one Starlark module call or record (cluster version 4)" + replicatedSetting, Value: modules.DefaultMaxSteps},
+		&cli.IntFlag{Name: "module-max-elements", Usage: "most elements of one value a Starlark module builds (cluster version 4)" + replicatedSetting, Value: modules.DefaultMaxElements},
+		&cli.IntFlag{Name: "module-max-value-bytes", Usage: "longest string or encoded value of a Starlark module, in bytes (cluster version 4)" + replicatedSetting, Value: modules.DefaultMaxValueBytes},
+		&cli.IntFlag{Name: "module-max-int-bits", Usage: "largest int a Starlark module computes, in bits (cluster version 4)" + replicatedSetting, Value: modules.DefaultMaxIntBits},
 		&cli.StringFlag{Name: "log-store", Usage: "Raft log store: wal (raft-wal, wal/) or bolt (raft-boltdb, raft.db); empty: the store the data dir holds, else " + node.DefaultLogStore + " (docs/operations.md)"},
 		&cli.StringFlag{Name: "wal-files", Usage: "raft-wal segment files (--log-store wal): preallocated (fallocated, each commit an fsync) or zeroed (written with zeros when made, a spare zeroed in the background, each commit an fdatasync)", Value: node.DefaultWALFiles},
 		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt, node.crt and node.key (see lockstep cert): mutual TLS on every port; reloaded on SIGHUP",
@@ -166,6 +171,8 @@ func ConfigFromFlags(c *cli.Context) (Config, error) {
 	if cfg.Replica.ProcessorBudgetPerAppend == 0 {
 		cfg.Replica.ProcessorBudgetPerAppend = -1 // the flag's 0 is "none"; replica.Config's 0 is its default
 	}
+	cfg.Replica.ModuleLimits = modules.Options{MaxSteps: c.Uint64("module-max-steps"), MaxElements: c.Int("module-max-elements"),
+		MaxValueBytes: c.Int("module-max-value-bytes"), MaxIntBits: c.Int("module-max-int-bits")}
 	cfg.Sequencer.LogStoreKind = c.String("log-store")
 	cfg.Sequencer.WALFiles = c.String("wal-files")
 	if err := cfg.Validate(); err != nil {

@@ -33,6 +33,7 @@ type processorDecl struct {
 	input, doc  string
 	emits       []string
 	startLatest bool
+	ext         processorExt // Dialect2's additions (outputs, tick, window)
 }
 
 func (d *procDecl) String() string        { return fmt.Sprintf("procedure(%s)", d.fn.Name()) }
@@ -47,9 +48,10 @@ func (d *processorDecl) Freeze()               {}
 func (d *processorDecl) Truth() starlark.Bool  { return true }
 func (d *processorDecl) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: processor") }
 
-// declarationBuiltins are procedure and processor.
-func declarationBuiltins() starlark.StringDict {
-	return starlark.StringDict{
+// declarationBuiltins are procedure and processor, as the dialect has them, and from
+// Dialect2 the window specifications.
+func declarationBuiltins(dialect int) starlark.StringDict {
+	out := starlark.StringDict{
 		"procedure": starlark.NewBuiltin("procedure", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 			d := &procDecl{}
 			if err := starlark.UnpackArgs("procedure", args, kwargs, "fn", &d.fn, "read_only?", &d.readOnly, "multi?", &d.multi, "doc?", &d.doc); err != nil {
@@ -57,26 +59,21 @@ func declarationBuiltins() starlark.StringDict {
 			}
 			return d, nil
 		}),
-		"processor": starlark.NewBuiltin("processor", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		"processor": starlark.NewBuiltin("processor", func(t *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 			d := &processorDecl{}
 			var emits starlark.Value = starlark.NewList(nil)
 			start := "earliest"
-			if err := starlark.UnpackArgs("processor", args, kwargs, "fn", &d.fn, "input", &d.input, "emits?", &emits, "start?", &start, "doc?", &d.doc); err != nil {
+			pairs := []any{"fn", &d.fn, "input", &d.input, "emits?", &emits, "start?", &start, "doc?", &d.doc}
+			var ext extArgs
+			if dialect >= Dialect2 {
+				pairs = append(pairs, ext.pairs()...)
+			}
+			if err := starlark.UnpackArgs("processor", args, kwargs, pairs...); err != nil {
 				return nil, err
 			}
-			it, ok := emits.(starlark.Iterable)
-			if !ok {
-				return nil, fmt.Errorf("processor: emits is a %s, want a list of stream names", emits.Type())
-			}
-			iter := it.Iterate()
-			defer iter.Done()
-			var v starlark.Value
-			for iter.Next(&v) {
-				s, ok := v.(starlark.String)
-				if !ok {
-					return nil, fmt.Errorf("processor: emits holds a %s, want stream names", v.Type())
-				}
-				d.emits = append(d.emits, string(s))
+			var err error
+			if d.emits, err = streamNames("processor: emits", emits); err != nil {
+				return nil, err
 			}
 			switch start {
 			case "earliest":
@@ -85,9 +82,38 @@ func declarationBuiltins() starlark.StringDict {
 			default:
 				return nil, fmt.Errorf("processor: start is %q, want \"earliest\" or \"latest\"", start)
 			}
+			if d.ext, err = ext.check(budgetOf(t)); err != nil {
+				return nil, err
+			}
 			return d, nil
 		}),
 	}
+	if dialect >= Dialect2 {
+		for k, v := range windowBuiltins() {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// streamNames reads a list of stream names.
+func streamNames(what string, v starlark.Value) ([]string, error) {
+	it, ok := v.(starlark.Iterable)
+	if !ok {
+		return nil, fmt.Errorf("%s is a %s, want a list of stream names", what, v.Type())
+	}
+	iter := it.Iterate()
+	defer iter.Done()
+	var out []string
+	var x starlark.Value
+	for iter.Next(&x) {
+		s, ok := x.(starlark.String)
+		if !ok {
+			return nil, fmt.Errorf("%s holds a %s, want stream names", what, x.Type())
+		}
+		out = append(out, string(s))
+	}
+	return out, nil
 }
 
 // declare reads the module's declarations from its frozen globals.
@@ -154,11 +180,19 @@ func (m *Module) declare(g starlark.StringDict) error {
 		if !ok {
 			return fmt.Errorf("%w: %s: processor %s is a %s, want processor(...)", ErrDeclaration, m.name, n, kv[1].Type())
 		}
-		if err := checkParams(m.name, "processor", n, v.fn, "tx, rec"); err != nil {
+		d := ProcessorDecl{Name: n, Input: v.input, StartLatest: v.startLatest, Doc: v.doc, fn: v.fn, ext: v.ext}
+		if err := m.checkExt(n, &d); err != nil {
 			return err
 		}
-		d := ProcessorDecl{Name: n, Input: v.input, Emits: slices.Compact(slices.Sorted(slices.Values(v.emits))), StartLatest: v.startLatest, Doc: v.doc, fn: v.fn}
-		if err := partition.ValidateProcessors([]partition.Processor{{Name: n, Input: d.Input, Emits: d.Emits,
+		emits := v.emits
+		for _, o := range v.ext.outputs {
+			emits = append(emits, o.Name)
+		}
+		d.Emits = slices.Compact(slices.Sorted(slices.Values(emits)))
+		d.Outputs = slices.Clone(v.ext.outputs)
+		d.Tick = v.ext.tick != nil || v.ext.window != nil
+		d.Windowed = v.ext.window != nil
+		if err := partition.ValidateProcessors([]partition.Processor{{Name: n, Input: d.Input, Emits: d.Emits, Outputs: d.Outputs,
 			Process: func(*partition.Tx, partition.Record) error { return nil }}}); err != nil {
 			return fmt.Errorf("%w: %s: processor %s: %w", ErrDeclaration, m.name, n, err)
 		}
@@ -189,9 +223,10 @@ func items(d *starlark.Dict) []starlark.Tuple {
 	return d.Items()
 }
 
-// checkParams refuses a function that does not take exactly the two parameters want.
+// checkParams refuses a function that does not take exactly the parameters want (a
+// comma-separated list).
 func checkParams(module, kind, name string, fn *starlark.Function, want string) error {
-	if fn.NumParams() != 2 || fn.HasVarargs() || fn.HasKwargs() || fn.NumKwonlyParams() != 0 {
+	if n := strings.Count(want, ",") + 1; fn.NumParams() != n || fn.HasVarargs() || fn.HasKwargs() || fn.NumKwonlyParams() != 0 {
 		return fmt.Errorf("%w: %s: %s %s: %s takes %d parameters, want (%s)", ErrDeclaration, module, kind, name, fn.Name(), fn.NumParams(), want)
 	}
 	return nil

@@ -20,8 +20,27 @@ procedures and processors:
 	    page = rec.value["page"]
 	    tx.put("pages", page, tx.get("pages", page, 0) + 1)
 
+	def per_page(state, rec):
+	    return state + 1
+
+	def window_result(tx, r):
+	    tx.emit("page_counts", r.key, {"start": r.start, "n": r.value}, r.end - 1)
+
+	def tick(tx):
+	    tx.put("heartbeat", str(tx.partition()), tx.now())
+
 	procedures = {"app.add": add, "app.get": procedure(get, read_only = True)}
-	processors = {"app.count": processor(count, input = "clicks", emits = ["counts"])}
+	processors = {
+	    "app.count": processor(count, input = "clicks", emits = ["counts"], tick = tick),
+	    "app.per10s": processor(per_page, input = "clicks", init = 0, result = window_result,
+	        window = tumbling("10s", out_of_order = "2s", lateness = "30s"),
+	        outputs = ["page_counts"]),
+	}
+
+The second processor is a window aggregate (window.go): procedures/window's operator, the
+one Go processors use, folding records with per_page and handing each result to
+window_result; tick hooks, outputs the runtime creates and windows are Dialect2 (cluster
+version 4, Options.Dialect), ext.go.
 
 # Usage
 
@@ -52,7 +71,9 @@ Compile does, in order:
 Each call then runs in a new thread with the module's budgets: the function gets a tx
 (the partition.Tx: get, put, delete, scan, emit, append, now, rand, key, partition,
 partitions, partition_of, on) and its arguments (the decoded msgpack value) or its record
-(key, value, raw, offset, time). A procedure's return value is its msgpack result.
+(key, value, raw, offset, time). A procedure's return value is its msgpack result. A tick
+hook gets a tx; a window aggregate's fold gets (state, rec), its result function (tx, r)
+and its late function (tx, rec, watermark), all within the record's (or tick's) budget.
 
 # The contract
 
@@ -62,7 +83,8 @@ partitions, partition_of, on) and its arguments (the decoded msgpack value) or i
     dicts iterate in insertion order; values are encoded canonically (values.go).
   - Budgets (Options): MaxSteps interpreter steps plus charged work, MaxElements per
     container, MaxValueBytes per string and per encoded value, MaxIntBits per int, 64
-    levels of nesting. Past one, the call fails with a LimitError (ErrLimitExceeded)
+    levels of nesting. A cluster takes the first four from its replicated configuration
+    (from cluster version 4; replica/modulesettings.go). Past one, the call fails with a LimitError (ErrLimitExceeded)
     whose text names the limit, the same on every replica; the engine undoes the call's
     effects, and a processor's record goes to its dead-letter stream.
   - Errors the code raises are ErrRaised with file:line:col, the function and the

@@ -22,16 +22,40 @@ const (
 	DefaultMaxElements = 100_000
 	// DefaultMaxValueBytes bounds one string or bytes value and one encoded value.
 	DefaultMaxValueBytes = 1 << 20
-	// MaxIntBits bounds the magnitude of an int a module computes with *, << or int().
-	MaxIntBits = 4096
+	// DefaultMaxIntBits bounds the magnitude of an int a module computes with *, << or
+	// int().
+	DefaultMaxIntBits = 4096
+	// MaxIntBits is DefaultMaxIntBits, the bound before it was an option.
+	MaxIntBits = DefaultMaxIntBits
+	// MaxMaxSteps, MaxMaxElements and MaxMaxIntBits bound Options' fields; MaxValueBytes
+	// is bounded by partition.MaxValueBytes.
+	MaxMaxSteps    = 1 << 40
+	MaxMaxElements = 1 << 24
+	MaxMaxIntBits  = 1 << 16
+)
+
+// Dialects of the declarations a module may make (Options.Dialect). A dialect is fixed
+// with the cluster version that admits it, so every replica compiles a deployed module
+// alike, whatever its binary.
+const (
+	// Dialect1 (cluster version 3): procedure(fn, read_only, multi, doc) and
+	// processor(fn, input, emits, start, doc).
+	Dialect1 = 1
+	// Dialect2 (cluster version 4): also processor(..., outputs, tick, window, init,
+	// merge, result, late) and the window specifications tumbling, hopping and session
+	// (window.go).
+	Dialect2 = 2
+	// LatestDialect is the newest dialect this binary compiles.
+	LatestDialect = Dialect2
 )
 
 // bytesPerStep is how many bytes of a string or bytes value one charged step covers.
 const bytesPerStep = 32
 
-// Options are a module's budgets and the names it may not define. Zero fields take
-// their defaults. Every replica must use the same Options (a later change takes them
-// from the replicated configuration).
+// Options are a module's budgets, its dialect and the names it may not define. Zero
+// fields take their defaults. Every replica must use the same Options: a cluster takes
+// the budgets from its replicated configuration (from cluster version 4, the settings
+// module-max-*; the defaults before) and the dialect from its cluster version.
 type Options struct {
 	// MaxSteps is the step budget of one invocation, one processor record, and the
 	// module's top-level code at Compile: interpreter steps (starlark.Thread's count,
@@ -46,6 +70,12 @@ type Options struct {
 	// longest encoded value it reads, writes, emits or returns, in bytes; at most
 	// partition.MaxValueBytes. Default DefaultMaxValueBytes.
 	MaxValueBytes int
+	// MaxIntBits bounds the magnitude of an int the code computes with *, << or int(),
+	// in bits. Default DefaultMaxIntBits.
+	MaxIntBits int
+	// Dialect is the declarations the module may use (Dialect1, Dialect2). Default
+	// LatestDialect.
+	Dialect int
 	// Existing names procedures and processors defined elsewhere (the built-ins): the
 	// module may not define them (ErrRedefined).
 	Existing []string
@@ -54,9 +84,18 @@ type Options struct {
 // DefaultOptions returns the default budgets.
 func DefaultOptions() Options { return Options{}.withDefaults() }
 
-// Validate checks o: no negative bound, MaxValueBytes at most partition.MaxValueBytes.
+// Validate checks o: no negative bound and none past its maximum (MaxMaxSteps,
+// MaxMaxElements, partition.MaxValueBytes, MaxMaxIntBits), a known dialect.
 func (o Options) Validate() error {
 	switch {
+	case o.MaxSteps > MaxMaxSteps:
+		return fmt.Errorf("%w: MaxSteps %d past %d", ErrBadOptions, o.MaxSteps, uint64(MaxMaxSteps))
+	case o.MaxElements < 0 || o.MaxElements > MaxMaxElements:
+		return fmt.Errorf("%w: MaxElements %d not in 0..%d", ErrBadOptions, o.MaxElements, MaxMaxElements)
+	case o.MaxIntBits < 0 || o.MaxIntBits > MaxMaxIntBits:
+		return fmt.Errorf("%w: MaxIntBits %d not in 0..%d", ErrBadOptions, o.MaxIntBits, MaxMaxIntBits)
+	case o.Dialect < 0 || o.Dialect > LatestDialect:
+		return fmt.Errorf("%w: Dialect %d not in 0..%d", ErrBadOptions, o.Dialect, LatestDialect)
 	case o.MaxElements < 0:
 		return fmt.Errorf("%w: MaxElements %d < 0", ErrBadOptions, o.MaxElements)
 	case o.MaxValueBytes < 0:
@@ -76,6 +115,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxValueBytes == 0 {
 		o.MaxValueBytes = DefaultMaxValueBytes
+	}
+	if o.MaxIntBits == 0 {
+		o.MaxIntBits = DefaultMaxIntBits
+	}
+	if o.Dialect == 0 {
+		o.Dialect = LatestDialect
 	}
 	return o
 }
@@ -298,8 +343,8 @@ func (b *budget) checkSize(v starlark.Value) error {
 	case starlark.Bytes:
 		return b.checkBytes(len(v))
 	case starlark.Int:
-		if bits := intBits(v); bits > MaxIntBits {
-			return b.exceeded(limitIntBits, "int of %d bits, limit %d", bits, MaxIntBits)
+		if bits := intBits(v); bits > b.opts.MaxIntBits {
+			return b.exceeded(limitIntBits, "int of %d bits, limit %d", bits, b.opts.MaxIntBits)
 		}
 		return nil
 	case *starlark.List, starlark.Tuple, *starlark.Dict, *starlark.Set:

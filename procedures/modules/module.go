@@ -62,12 +62,22 @@ type ProcedureDecl struct {
 
 // ProcessorDecl is a processor a module declares.
 type ProcessorDecl struct {
-	// Name, Input, Emits, StartLatest and Doc are as procedures.ProcessorInfo's.
+	// Name, Input, Emits, Outputs, StartLatest and Doc are as procedures.ProcessorInfo's
+	// (Emits includes Outputs).
 	Name, Input string
 	Emits       []string
+	Outputs     []partition.OutputStream
 	StartLatest bool
 	Doc         string
-	fn          *starlark.Function
+	// Tick reports whether the processor has a tick hook: its own (tick = fn) or its
+	// window's (window = ..., which advances the window on every tick).
+	Tick bool
+	// Windowed reports whether it is a window aggregate (window = ...): fn folds
+	// records into window states, results go to its result function.
+	Windowed bool
+	fn       *starlark.Function
+	ext      processorExt
+	agg      *windowOp // the window operator of a Windowed processor
 }
 
 // Name returns the module's file name.
@@ -81,6 +91,7 @@ func (m *Module) Processors() []ProcessorDecl {
 	out := slices.Clone(m.processors)
 	for i := range out {
 		out[i].Emits = slices.Clone(out[i].Emits)
+		out[i].Outputs = slices.Clone(out[i].Outputs)
 	}
 	return out
 }
@@ -110,7 +121,7 @@ func Compile(name string, source []byte, opts Options) (*Module, error) {
 	}
 	(&rewriter{}).file(f)
 	pre := runtimePredeclared()
-	for k, v := range declarationBuiltins() {
+	for k, v := range declarationBuiltins(opts.Dialect) {
 		pre[k] = v
 	}
 	prog, err := starlark.FileProgram(f, pre.Has)
@@ -201,26 +212,61 @@ func (m *Module) Call(tx *partition.Tx, name string, args []byte) ([]byte, error
 	return enc.out, nil
 }
 
-// Process runs the declared processor name on rec.
+// Process runs the declared processor name on rec: its function, or for a window
+// aggregate the window operator (window.go).
 func (m *Module) Process(tx *partition.Tx, name string, rec partition.Record) error {
-	i, ok := slices.BinarySearchFunc(m.processors, name, func(p ProcessorDecl, n string) int { return strings.Compare(p.Name, n) })
-	if !ok {
-		return fmt.Errorf("%w: processor %q", ErrDeclaration, name)
+	d, err := m.processor(name)
+	if err != nil {
+		return err
 	}
-	fn := m.processors[i].fn
 	s := newRun(&m.opts, name)
 	defer s.done()
 	s.tx.tx = tx
 	s.rec = recordValue{rec: rec, b: &s.budget}
-	if _, err := starlark.Call(&s.thread, fn, starlark.Tuple{&s.tx, &s.rec}, nil); err != nil {
-		return m.runError(&s.budget, fn.Name(), err)
+	if d.agg != nil {
+		return d.agg.process(s, tx)
+	}
+	if _, err := starlark.Call(&s.thread, d.fn, starlark.Tuple{&s.tx, &s.rec}, nil); err != nil {
+		return m.runError(&s.budget, d.fn.Name(), err)
 	}
 	return nil
 }
 
+// Tick runs the tick of the declared processor name: its window's Advance, then its
+// tick hook, each if it has one, under one step budget.
+func (m *Module) Tick(tx *partition.Tx, name string) error {
+	d, err := m.processor(name)
+	if err != nil {
+		return err
+	}
+	s := newRun(&m.opts, name)
+	defer s.done()
+	s.tx.tx = tx
+	if d.agg != nil {
+		if err := d.agg.advance(s, tx); err != nil {
+			return err
+		}
+		s.tx.tx = tx
+	}
+	if fn := d.ext.tick; fn != nil {
+		if _, err := starlark.Call(&s.thread, fn, starlark.Tuple{&s.tx}, nil); err != nil {
+			return m.runError(&s.budget, fn.Name(), err)
+		}
+	}
+	return nil
+}
+
+func (m *Module) processor(name string) (*ProcessorDecl, error) {
+	i, ok := slices.BinarySearchFunc(m.processors, name, func(p ProcessorDecl, n string) int { return strings.Compare(p.Name, n) })
+	if !ok {
+		return nil, fmt.Errorf("%w: processor %q", ErrDeclaration, name)
+	}
+	return &m.processors[i], nil
+}
+
 // Register registers the module's procedures (raw msgpack arguments and results,
-// procedures.RegisterRaw) and processors (with their declared input and output streams)
-// in r. It stops at the first refusal, which it returns; the procedures and processors
+// procedures.RegisterRaw) and processors (with their declared input and emitted streams,
+// the outputs the runtime creates, their tick hooks and window operators) in r. It stops at the first refusal, which it returns; the procedures and processors
 // registered before it stay.
 func (m *Module) Register(r *procedures.Registry) error {
 	for _, p := range m.procs {
@@ -243,7 +289,16 @@ func (m *Module) Register(r *procedures.Registry) error {
 		if p.StartLatest {
 			opts = append(opts, procedures.StartLatest())
 		}
+		for _, o := range p.Outputs {
+			opts = append(opts, procedures.Output(o.Name, o.Config))
+		}
 		name := p.Name
+		if p.Tick {
+			opts = append(opts, procedures.OnTick(func(tx *partition.Tx) error { return m.Tick(tx, name) }))
+		}
+		if p.Windowed {
+			opts = append(opts, procedures.WindowOperators(name))
+		}
 		if err := procedures.RegisterProcessor(r, name, p.Input, func(tx *partition.Tx, rec partition.Record) error {
 			return m.Process(tx, name, rec)
 		}, opts...); err != nil {

@@ -123,8 +123,8 @@ func (b *budget) predictBinop(op syntax.Token, x, y starlark.Value) error {
 			return nil
 		}
 		if xi, ok := x.(starlark.Int); ok {
-			if bits := intBits(xi) + intBits(n); bits > MaxIntBits+64 {
-				return b.exceeded(limitIntBits, "product of %d bits, limit %d", bits, MaxIntBits)
+			if bits := intBits(xi) + intBits(n); bits > b.opts.MaxIntBits+64 {
+				return b.exceeded(limitIntBits, "product of %d bits, limit %d", bits, b.opts.MaxIntBits)
 			}
 			return nil
 		}
@@ -142,8 +142,8 @@ func (b *budget) predictBinop(op syntax.Token, x, y starlark.Value) error {
 		if xi, ok := x.(starlark.Int); ok {
 			if n, ok := y.(starlark.Int); ok {
 				s, ok := n.Int64()
-				if !ok || int64(intBits(xi))+s > MaxIntBits+64 {
-					return b.exceeded(limitIntBits, "shift past %d bits", MaxIntBits)
+				if !ok || int64(intBits(xi))+s > int64(b.opts.MaxIntBits)+64 {
+					return b.exceeded(limitIntBits, "shift past %d bits", b.opts.MaxIntBits)
 				}
 			}
 		}
@@ -455,7 +455,7 @@ func charged(name string, printing bool) *starlark.Builtin {
 			}
 		}
 		if name == "int" && len(args) > 0 {
-			if s, ok := args[0].(starlark.String); ok && len(s) > MaxIntBits/3 {
+			if s, ok := args[0].(starlark.String); ok && len(s) > b.opts.MaxIntBits/3 {
 				return nil, b.exceeded(limitIntBits, "int() of a %d-byte string", len(s))
 			}
 		}

@@ -47,7 +47,7 @@ func DerivedNames(name string, kind Kind) []string {
 		return []string{name, name + SuffixMaterialize}
 	case KindView:
 		out := []string{name, name + SuffixProject, name + SuffixByKey, name + SuffixWindow, name + SuffixGroup, name + SuffixJoin,
-			name + SuffixLate, name + SuffixState, name + SuffixLeft, name + SuffixRight, name + SuffixPairs, name + SuffixExpiry, name + SuffixStamp}
+			name + SuffixLate, name + SuffixState, name + SuffixLeft, name + SuffixRight, name + SuffixPairs, name + SuffixExpiry, name + SuffixStamp, name + SuffixPrev}
 		for _, t := range []string{".wm", ".win", ".fire", ".close"} {
 			out = append(out, name+SuffixOperator+t)
 		}
@@ -195,12 +195,12 @@ func materializer(s *Schema) processorDef {
 func projector(v *View) processorDef {
 	return processorDef{name: v.Name + SuffixProject, input: v.Input.Name,
 		fn: func(tx *partition.Tx, rec partition.Record) error {
-			row, err := v.Input.CheckRecord(rec.Key, rec.Value)
+			row, _, _, err := readInput(&v.Input, v.From, rec)
 			if err != nil {
 				return err
 			}
 			key := appendEscaped(nil, rec.Key)
-			if v.Input.Kind == KindStream {
+			if v.Input.Kind != KindTable {
 				key = appendTime(key, int64(rec.Offset))
 			}
 			ok, err := v.where(row)

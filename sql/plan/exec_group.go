@@ -22,6 +22,7 @@ type exchanged struct {
 	Off   uint64 `msgpack:"o"`           // the input record's offset
 	Row   []byte `msgpack:"r"`           // the input row, as its record holds it
 	Side  byte   `msgpack:"s,omitempty"` // a stream–stream join's side (sideLeft, sideRight)
+	Neg   bool   `msgpack:"n,omitempty"` // a retraction of Row (a view over changing rows)
 }
 
 // groupRecord is what the aggregation folds: the input record (for the late stream) and
@@ -37,11 +38,11 @@ type groupRecord struct {
 // router is a grouped view's first processor: it checks each input row, publishes the
 // partition's watermark (windowed views), applies WHERE and emits the row to n.by_key on
 // the partition of its group key.
-func router(v *View, src *window.Source) processorDef {
+func router(v *View, src watermarker, opts ...procedures.ProcessorOption) processorDef {
 	out := v.Name + SuffixByKey
 	return processorDef{name: v.Name + SuffixByKey, input: v.Input.Name,
 		fn: func(tx *partition.Tx, rec partition.Record) error {
-			row, err := v.Input.CheckRecord(rec.Key, rec.Value)
+			row, raw, _, err := readInput(&v.Input, v.From, rec)
 			if err != nil {
 				return err
 			}
@@ -64,14 +65,14 @@ func router(v *View, src *window.Source) processorDef {
 			if err != nil {
 				return err
 			}
-			b, err := msgpack.Marshal(&exchanged{Stamp: stamp, Key: rec.Key, Row: rec.Value})
+			b, err := msgpack.Marshal(&exchanged{Stamp: stamp, Key: rec.Key, Row: raw})
 			if err != nil {
 				return err
 			}
 			return tx.Emit(out, gkey, b, t)
 		},
-		opts: []procedures.ProcessorOption{procedures.Output(out, partition.StreamConfig{}),
-			procedures.ProcessorDoc("sql: view " + v.Name + ": repartitions rows by group key")}}
+		opts: append(opts, procedures.Output(out, partition.StreamConfig{}),
+			procedures.ProcessorDoc("sql: view "+v.Name+": repartitions rows by group key"))}
 }
 
 // groupKey is the canonical row of the GROUP BY values: the record key rows are
@@ -157,8 +158,7 @@ func (v *View) groupRow(gkey []byte, st []AggState, bounds *[2]int64) ([]any, er
 // across the exchange.
 func windowed(v *View) ([]processorDef, error) {
 	byKey, late := v.Name+SuffixByKey, v.Name+SuffixLate
-	src, err := window.NewSource(window.SourceConfig{Stream: byKey,
-		OutOfOrderness: v.Input.OutOfOrdernessMs, IdleTimeout: v.Input.IdleTimeoutMs})
+	src, srcOpts, err := newWatermarker(&v.Input, v.From, byKey)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +225,7 @@ func windowed(v *View) ([]processorDef, error) {
 			procedures.Output(late, partition.StreamConfig{}), procedures.OnTick(agg.Advance),
 			procedures.WindowOperators(v.Name + SuffixOperator),
 			procedures.ProcessorDoc("sql: view " + v.Name + ": windowed aggregation")}}
-	return []processorDef{router(v, src), agg2}, nil
+	return []processorDef{router(v, src, srcOpts...), agg2}, nil
 }
 
 // hopTime returns the event time to give the window operator for a HOP row of event
@@ -273,6 +273,9 @@ const minSessionTime = window.MinTime + window.MaxSpan
 // grouped is an unwindowed aggregated view's processors: the router, then a running
 // aggregate per group in table n.state, published on every row.
 func grouped(v *View) []processorDef {
+	if v.From != nil && v.From.Updating {
+		return retracting(v)
+	}
 	state := v.Name + SuffixState
 	agg := processorDef{name: v.Name + SuffixGroup, input: v.Name + SuffixByKey,
 		fn: func(tx *partition.Tx, rec partition.Record) error {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
-	"github.com/lockstepdb/lockstep/procedures/window"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -37,12 +36,15 @@ const (
 func paired(v *View) ([]processorDef, error) {
 	j := v.Pair
 	byKey := v.Name + SuffixByKey
-	bounded := j.HasLo || j.HasHi
-	route := func(side byte, s *Schema, keyCol int) (processorDef, error) {
-		var src *window.Source
+	bounded := j.bounded()
+	route := func(side byte, s *Schema, from *ViewInput, keyCol int) (processorDef, error) {
+		var (
+			src  watermarker
+			opts []procedures.ProcessorOption
+		)
 		if bounded {
 			var err error
-			if src, err = window.NewSource(window.SourceConfig{Stream: byKey, OutOfOrderness: s.OutOfOrdernessMs, IdleTimeout: s.IdleTimeoutMs}); err != nil {
+			if src, opts, err = newWatermarker(s, from, byKey); err != nil {
 				return processorDef{}, err
 			}
 		}
@@ -52,7 +54,7 @@ func paired(v *View) ([]processorDef, error) {
 		}
 		return processorDef{name: name, input: s.Name,
 			fn: func(tx *partition.Tx, rec partition.Record) error {
-				row, err := s.CheckRecord(rec.Key, rec.Value)
+				row, raw, _, err := readInput(s, from, rec)
 				if err != nil {
 					return err
 				}
@@ -66,20 +68,20 @@ func paired(v *View) ([]processorDef, error) {
 				if row[keyCol] == nil {
 					return nil // NULL equals nothing
 				}
-				b, err := msgpack.Marshal(&exchanged{Stamp: stamp, Key: rec.Key, Off: rec.Offset, Row: rec.Value, Side: side})
+				b, err := msgpack.Marshal(&exchanged{Stamp: stamp, Key: rec.Key, Off: rec.Offset, Row: raw, Side: side})
 				if err != nil {
 					return err
 				}
 				return tx.Emit(byKey, KeyBytes(row[keyCol]), b, t)
 			},
-			opts: []procedures.ProcessorOption{procedures.Output(byKey, partition.StreamConfig{}),
-				procedures.ProcessorDoc("sql: view " + v.Name + ": repartitions " + s.Name + " rows by join key")}}, nil
+			opts: append(opts, procedures.Output(byKey, partition.StreamConfig{}),
+				procedures.ProcessorDoc("sql: view "+v.Name+": repartitions "+s.Name+" rows by join key"))}, nil
 	}
-	left, err := route(sideLeft, &v.Input, j.LeftKey)
+	left, err := route(sideLeft, &v.Input, v.From, j.LeftKey)
 	if err != nil {
 		return nil, err
 	}
-	right, err := route(sideRight, &j.Right, j.RightKey)
+	right, err := route(sideRight, &j.Right, j.RightFrom, j.RightKey)
 	if err != nil {
 		return nil, err
 	}
@@ -116,9 +118,9 @@ func (v *View) pairRecord(tx *partition.Tx, rec partition.Record) error {
 	if err := msgpack.Unmarshal(rec.Value, &x); err != nil {
 		return fmt.Errorf("%w: %s%s record: %w", ErrCorrupt, v.Name, SuffixByKey, err)
 	}
-	s, w, other, freed := &v.Input, j.LeftWindow, byte(sideRight), j.HasLo
+	s, w, other, freed, until := &v.Input, j.LeftWindow, byte(sideRight), j.leftFreed(), j.LeftUntil
 	if x.Side == sideRight {
-		s, w, other, freed = &j.Right, j.RightWindow, sideLeft, j.HasHi
+		s, w, other, freed, until = &j.Right, j.RightWindow, sideLeft, j.rightFreed(), j.RightUntil
 	} else if x.Side != sideLeft {
 		return fmt.Errorf("%w: %s%s record of side %d", ErrCorrupt, v.Name, SuffixByKey, x.Side)
 	}
@@ -130,7 +132,12 @@ func (v *View) pairRecord(tx *partition.Tx, rec partition.Record) error {
 	if err := v.noteStamp(tx, x.Stamp); err != nil {
 		return err
 	}
-	if freed && x.Stamp != partition.NoWatermark && t < x.Stamp {
+	late := freed && x.Stamp != partition.NoWatermark && t < x.Stamp
+	if j.LateByFreed {
+		f, ok := v.freedUpTo(tx, other)
+		late = ok && f >= t
+	}
+	if late {
 		// The other side may have forgotten this row's partners: late as a whole.
 		_, err := tx.Append(v.Name+SuffixLate, x.Key, append([]byte{x.Side}, x.Row...), t)
 		return err
@@ -158,17 +165,26 @@ func (v *View) pairRecord(tx *partition.Tx, rec partition.Record) error {
 			return err
 		}
 	}
-	// Keep the row for the other side's rows to come.
-	sk := append(append(prefix, x.Side), stateSuffix(t, x.Key, x.Off)...)
-	if err := tx.Put(v.Name+SuffixPairs, sk, x.Row); err != nil {
-		return err
-	}
 	expiry, ok := int64(0), false
 	switch {
 	case x.Side == sideLeft && j.HasHi:
 		expiry, ok = t+j.HiMs, true
 	case x.Side == sideRight && j.HasLo:
 		expiry, ok = t-j.LoMs, true
+	}
+	if until != nil {
+		u, isTime := row[until.Col].(int64)
+		if !isTime {
+			return nil // NULL: ON fails for every partner to come, so keep nothing
+		}
+		if e := u + until.OffMs; !ok || e < expiry {
+			expiry, ok = e, true
+		}
+	}
+	// Keep the row for the other side's rows to come.
+	sk := append(append(prefix, x.Side), stateSuffix(t, x.Key, x.Off)...)
+	if err := tx.Put(v.Name+SuffixPairs, sk, x.Row); err != nil {
+		return err
 	}
 	if ok {
 		return tx.Put(v.Name+SuffixExpiry, append(appendTime(nil, expiry), sk...), nil)
@@ -223,6 +239,9 @@ func (v *View) publishPair(tx *partition.Tx, l, r *pairSide) error {
 	if err != nil {
 		return err
 	}
+	if len(v.Aggs) > 0 {
+		return v.foldPair(tx, gkey, row, at)
+	}
 	if _, ok := tx.Get(v.Name, gkey); ok {
 		return nil // the group's row is there: a distinct set changes on its first pair only
 	}
@@ -246,7 +265,7 @@ var stampKey = []byte("s")
 // the exchange watermark after entry N−1, and that never goes back), so every record
 // still to be handled has a stamp at least this one.
 func (v *View) noteStamp(tx *partition.Tx, stamp int64) error {
-	if !v.Pair.HasLo && !v.Pair.HasHi {
+	if !v.Pair.bounded() {
 		return nil
 	}
 	if b, ok := tx.Get(v.Name+SuffixStamp, stampKey); ok && len(b) == 8 && readTime(b) >= stamp {
@@ -259,7 +278,7 @@ func (v *View) noteStamp(tx *partition.Tx, stamp int64) error {
 // the exchange watermark once the joiner has handled its input on this partition, else
 // the stamp of the last record it handled, which no record still to come is behind.
 func (v *View) freePairs(tx *partition.Tx) error {
-	if !v.Pair.HasLo && !v.Pair.HasHi {
+	if !v.Pair.bounded() {
 		return nil
 	}
 	wm := int64(partition.NoWatermark)
@@ -278,6 +297,7 @@ func (v *View) freePairs(tx *partition.Tx) error {
 	}); err != nil {
 		return err
 	}
+	freed := map[byte]int64{}
 	for _, k := range keys {
 		if err := tx.Delete(v.Name+SuffixExpiry, k); err != nil {
 			return err
@@ -285,8 +305,33 @@ func (v *View) freePairs(tx *partition.Tx) error {
 		if err := tx.Delete(v.Name+SuffixPairs, k[8:]); err != nil {
 			return err
 		}
+		if _, rest, ok := cutEscaped(k[8:]); ok && len(rest) > 0 {
+			freed[rest[0]] = readTime(k) // keys are in expiry order: the last is the highest
+		}
+	}
+	if !v.Pair.LateByFreed {
+		return nil
+	}
+	for _, side := range []byte{sideLeft, sideRight} {
+		if e, ok := freed[side]; ok {
+			if f, had := v.freedUpTo(tx, side); !had || e > f {
+				if err := tx.Put(v.Name+SuffixStamp, []byte{'f', side}, appendTime(nil, e)); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	return nil
+}
+
+// freedUpTo returns the highest expiry of the rows of side the joiner has freed on this
+// partition (LateByFreed), and whether it freed any.
+func (v *View) freedUpTo(tx *partition.Tx, side byte) (int64, bool) {
+	b, ok := tx.Get(v.Name+SuffixStamp, []byte{'f', side})
+	if !ok || len(b) != 8 {
+		return 0, false
+	}
+	return readTime(b), true
 }
 
 // prefixRange is the scan range of the keys that start with p.
@@ -328,4 +373,38 @@ func readTime(b []byte) int64 {
 		u = u<<8 | uint64(c)
 	}
 	return int64(u ^ (1 << 63))
+}
+
+// foldPair adds a pair (row) to its group's aggregates (table n.state, one row per
+// group: pairs are never retracted, so the aggregates only fold) and publishes the
+// group's row. Every pair of a group meets on one partition: the group holds a join key.
+func (v *View) foldPair(tx *partition.Tx, gkey []byte, row []any, at int64) error {
+	state := v.Name + SuffixState
+	st := v.initStates()
+	if b, ok := tx.Get(state, gkey); ok {
+		if err := msgpack.Unmarshal(b, &st); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrCorrupt, state, err)
+		}
+	}
+	for i := range v.Aggs {
+		x, err := v.Aggs[i].Value(row)
+		if err == nil {
+			err = v.Aggs[i].Fold(&st[i], x)
+		}
+		if err != nil {
+			return fmt.Errorf("view %s: aggregate %d: %w", v.Name, i+1, err)
+		}
+	}
+	b, err := msgpack.Marshal(st)
+	if err != nil {
+		return err
+	}
+	if err := tx.Put(state, gkey, b); err != nil {
+		return err
+	}
+	group, err := v.groupRow(gkey, st, nil)
+	if err != nil {
+		return err
+	}
+	return v.publish(tx, gkey, group, at)
 }

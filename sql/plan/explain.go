@@ -170,8 +170,11 @@ func (v *View) explain(b *strings.Builder) {
 			env = append(env, a.Func.String()+"("+arg+")")
 		}
 		fmt.Fprintf(b, "  %s: stream %s%s → stream %s, repartitioned by (%s)", v.Name+SuffixByKey, v.Input.Name, where, v.Name+SuffixByKey, strings.Join(group, ", "))
-		if v.Window != nil {
-			fmt.Fprintf(b, ", watermark: event time − %d ms, idle after %d ms", v.Input.OutOfOrdernessMs, v.Input.IdleTimeoutMs)
+		switch {
+		case v.From != nil && v.From.Updating:
+			fmt.Fprintf(b, ", retracting each key's previous row (table %s)", v.Name+SuffixPrev)
+		case v.Window != nil:
+			b.WriteString(", watermark: " + watermarkText(&v.Input, v.From))
 		}
 		b.WriteString("\n")
 		emit := "EMIT CHANGES"
@@ -200,4 +203,12 @@ func (v *View) explain(b *strings.Builder) {
 		fmt.Fprintf(b, "  %s: %s, allowed lateness %d ms (operator %s)%s, SELECT %s → table %s, changelog %s, late rows → %s, %s\n",
 			v.Name+SuffixWindow, win, v.AllowedLatenessMs, v.Name+SuffixOperator, having, outs(env), v.Name, v.Name, v.Name+SuffixLate, emit)
 	}
+}
+
+// watermarkText describes the watermark a router publishes for rows of s.
+func watermarkText(s *Schema, from *ViewInput) string {
+	if from != nil {
+		return fmt.Sprintf("operator %s's − %d ms (final rows of view %s)", s.Name+SuffixOperator, from.LagMs, s.Name)
+	}
+	return fmt.Sprintf("event time − %d ms, idle after %d ms", s.OutOfOrdernessMs, s.IdleTimeoutMs)
 }

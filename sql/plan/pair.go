@@ -35,6 +35,52 @@ type PairJoin struct {
 	LoMs  int64 `msgpack:"lo,omitempty"`
 	HasHi bool  `msgpack:"hhi,omitempty"`
 	HiMs  int64 `msgpack:"hi,omitempty"`
+	// RightFrom, if set, makes the right side a view's changelog (plan version 3): Right
+	// is then the view's schema, read as ViewInput says (final rows only).
+	RightFrom *ViewInput `msgpack:"rfrom,omitempty"`
+	// LeftUntil and RightUntil, if set, bound by a column (plan version 3): a row of
+	// that side pairs only with rows of the other side whose event time is at most its
+	// column's value plus OffMs (ON holds other.time <= this.col + OffMs), so it is
+	// freed once the watermark passes that value, and a row whose column is NULL pairs
+	// with none.
+	LeftUntil  *Until `msgpack:"luntil,omitempty"`
+	RightUntil *Until `msgpack:"runtil,omitempty"`
+	// LateByFreed (plan version 3) judges a row late only when the other side has freed
+	// a row that could have been its partner: one whose expiry is at or after the row's
+	// time (the highest expiry each side has freed is kept in n.stamp). Without it a row
+	// is late whenever its time is before its stamp (version 2's rule, kept for the
+	// plans written before). Both make the view the batch join less the late rows; this
+	// one drops far fewer rows out of order.
+	LateByFreed bool `msgpack:"lbf,omitempty"`
+}
+
+// Until is a join row's bound by one of its columns (PairJoin.LeftUntil).
+type Until struct {
+	// Col is the timestamp column, an index into the side's row.
+	Col int `msgpack:"c"`
+	// OffMs is added to its value.
+	OffMs int64 `msgpack:"o"`
+}
+
+// bounded reports whether the join frees rows: some time bound.
+func (j *PairJoin) bounded() bool {
+	return j.HasLo || j.HasHi || j.LeftUntil != nil || j.RightUntil != nil
+}
+
+// leftFreed and rightFreed report whether the other side forgets rows, so that a late
+// row of this side may have lost partners.
+func (j *PairJoin) leftFreed() bool  { return j.HasLo || j.RightUntil != nil }
+func (j *PairJoin) rightFreed() bool { return j.HasHi || j.LeftUntil != nil }
+
+// GroupsByJoinKey reports whether a join view's GROUP BY holds a join key column, so
+// that every pair of a group is found on one partition.
+func (v *View) GroupsByJoinKey() bool {
+	for _, g := range v.GroupBy {
+		if g.Op == OpCol && (g.Col == v.Pair.LeftKey || g.Col == v.rightOffset()+v.Pair.RightKey) {
+			return true
+		}
+	}
+	return false
 }
 
 // sideTypes returns a side's column types in the pair row: its columns, then its
@@ -66,19 +112,34 @@ func (v *View) validatePair() error {
 		return err
 	}
 	switch {
-	case v.Input.Kind != KindStream || j.Right.Kind != KindStream || v.Join != nil:
+	case (v.Input.Kind != KindStream && v.From == nil) || (j.Right.Kind != KindStream && j.RightFrom == nil) || v.Join != nil:
 		return fmt.Errorf("%w: stream–stream join of %s %s with %s %s", ErrBadPlan, v.Input.Kind, v.Input.Name, j.Right.Kind, j.Right.Name)
-	case v.Window != nil || len(v.Aggs) > 0 || v.Having != nil:
-		return fmt.Errorf("%w: a stream–stream join groups only by its columns (no window, aggregates or HAVING of its own)", ErrBadPlan)
+	case (v.From != nil && v.From.Updating) || (j.RightFrom != nil && j.RightFrom.Updating):
+		return fmt.Errorf("%w: a join side that is a view must have final rows", ErrBadPlan)
+	case v.Window != nil:
+		return fmt.Errorf("%w: a stream–stream join has no window of its own", ErrBadPlan)
+	case (len(v.Aggs) > 0 || v.Having != nil) && !v.GroupsByJoinKey():
+		return fmt.Errorf("%w: an aggregate over a join must GROUP BY a join key column", ErrBadPlan)
 	case j.LeftKey < 0 || j.LeftKey >= len(v.Input.Columns) || j.RightKey < 0 || j.RightKey >= len(j.Right.Columns) ||
 		v.Input.Columns[j.LeftKey].Type != j.Right.Columns[j.RightKey].Type || v.Input.Columns[j.LeftKey].Type == TypeDouble:
 		return fmt.Errorf("%w: join key columns %d and %d", ErrBadPlan, j.LeftKey, j.RightKey)
-	case (j.HasLo || j.HasHi || j.LeftWindow != nil || j.RightWindow != nil) && (v.Input.EventTime < 0 || j.Right.EventTime < 0):
+	case (j.bounded() || j.LeftWindow != nil || j.RightWindow != nil) && (v.Input.EventTime < 0 || j.Right.EventTime < 0):
 		return fmt.Errorf("%w: a time-bounded join needs both sides' event-time columns", ErrBadPlan)
 	case j.HasLo && j.HasHi && j.LoMs > j.HiMs:
 		return fmt.Errorf("%w: join time bounds %d > %d ms", ErrBadPlan, j.LoMs, j.HiMs)
 	case (j.HasLo && !checkSpanMs(j.LoMs)) || (j.HasHi && !checkSpanMs(j.HiMs)):
 		return fmt.Errorf("%w: join time bounds %d, %d ms out of range", ErrBadPlan, j.LoMs, j.HiMs)
+	}
+	if err := validateFrom(&j.Right, j.RightFrom); err != nil {
+		return err
+	}
+	for _, u := range []struct {
+		u *Until
+		s *Schema
+	}{{j.LeftUntil, &v.Input}, {j.RightUntil, &j.Right}} {
+		if u.u != nil && (u.u.Col < 0 || u.u.Col >= len(u.s.Columns) || u.s.Columns[u.u.Col].Type != TypeTimestamp || !checkSpanMs(u.u.OffMs) || u.s.EventTime < 0) {
+			return fmt.Errorf("%w: join bound by column %d of %s", ErrBadPlan, u.u.Col, u.s.Name)
+		}
 	}
 	for _, w := range []*Window{j.LeftWindow, j.RightWindow} {
 		if w != nil && (w.Kind != WindowTumble || w.SizeMs <= 0 || !checkSpanMs(w.SizeMs)) {
@@ -100,10 +161,11 @@ func (v *View) explainPair(b *strings.Builder, in []string, where string, outs f
 		name string
 		s    *Schema
 		key  int
-	}{{v.Name + SuffixLeft, &v.Input, j.LeftKey}, {v.Name + SuffixRight, &j.Right, j.RightKey}} {
-		fmt.Fprintf(b, "  %s: stream %s → stream %s, repartitioned by %s", side.name, side.s.Name, v.Name+SuffixByKey, side.s.Columns[side.key].Name)
-		if j.HasLo || j.HasHi {
-			fmt.Fprintf(b, ", watermark: event time − %d ms, idle after %d ms", side.s.OutOfOrdernessMs, side.s.IdleTimeoutMs)
+		from *ViewInput
+	}{{v.Name + SuffixLeft, &v.Input, j.LeftKey, v.From}, {v.Name + SuffixRight, &j.Right, j.RightKey, j.RightFrom}} {
+		fmt.Fprintf(b, "  %s: %s %s → stream %s, repartitioned by %s", side.name, side.s.Kind, side.s.Name, v.Name+SuffixByKey, side.s.Columns[side.key].Name)
+		if j.bounded() {
+			b.WriteString(", watermark: " + watermarkText(side.s, side.from))
 		}
 		b.WriteString("\n")
 	}
@@ -114,6 +176,15 @@ func (v *View) explainPair(b *strings.Builder, in []string, where string, outs f
 		return fmt.Sprintf("%d ms", ms)
 	}
 	keep := fmt.Sprintf("right time − left time in [%s, %s]", bound(j.HasLo, j.LoMs, "−∞"), bound(j.HasHi, j.HiMs, "+∞"))
+	for _, u := range []struct {
+		u    *Until
+		side string
+		s    *Schema
+	}{{j.LeftUntil, "left", &v.Input}, {j.RightUntil, "right", &j.Right}} {
+		if u.u != nil {
+			keep += fmt.Sprintf(", a %s row until %s.%s + %d ms", u.side, u.s.Name, u.s.Columns[u.u.Col].Name, u.u.OffMs)
+		}
+	}
 	distinct := ""
 	env := in
 	if len(v.GroupBy) > 0 {
@@ -122,6 +193,16 @@ func (v *View) explainPair(b *strings.Builder, in []string, where string, outs f
 			group = append(group, g.format(in))
 		}
 		distinct, env = ", one row per ("+strings.Join(group, ", ")+")", group
+		for _, a := range v.Aggs {
+			arg := "*"
+			if a.Arg != nil {
+				arg = a.Arg.format(in)
+			}
+			env = append(env, a.Func.String()+"("+arg+")")
+		}
+		if len(v.Aggs) > 0 {
+			distinct = ", aggregated per (" + strings.Join(group, ", ") + ") in table " + v.Name + SuffixState
+		}
 	}
 	fmt.Fprintf(b, "  %s: JOIN %s ON %s = %s, %s (kept rows: tables %s, %s)%s%s, SELECT %s → table %s, changelog %s, late rows → %s\n",
 		v.Name+SuffixJoin, j.Right.Name, v.Input.Columns[j.LeftKey].Name, j.Right.Columns[j.RightKey].Name, keep,

@@ -16,9 +16,13 @@ import (
 // version: DESIGN.md section 10).
 //
 //	1  the first format
-//	2  adds Schema.Layout (LayoutMap records); a plan that uses nothing new is still
-//	   written as version 1 (MinVersion), byte for byte as before
-const Version = 2
+//	2  adds Schema.Layout (LayoutMap records) and stream–stream joins (View.Pair); a
+//	   plan that uses nothing new is still written as version 1 (MinVersion), byte for
+//	   byte as before
+//	3  adds views over views (View.From, PairJoin.RightFrom), aggregates over
+//	   stream–stream joins, and join bounds by a column (PairJoin.LeftUntil,
+//	   RightUntil); a plan using none is written as version 1 or 2, as before
+const Version = 3
 
 // VersionMin is the oldest plan format this binary runs.
 const VersionMin = 1
@@ -27,6 +31,11 @@ const VersionMin = 1
 // that a plan using no new construct still runs on binaries that know only version 1.
 func (p *Plan) MinVersion() int {
 	uses := func(s *Schema) bool { return s.Layout != LayoutArray }
+	for i := range p.Views {
+		if p.Views[i].usesVersion3() {
+			return 3
+		}
+	}
 	for i := range p.Relations {
 		if uses(&p.Relations[i]) {
 			return 2
@@ -109,8 +118,11 @@ type View struct {
 	Name string `msgpack:"name"`
 	// SQL is the statement's text, for SHOW and EXPLAIN.
 	SQL string `msgpack:"sql"`
-	// Input is the schema of the stream the view reads.
+	// Input is the schema of the stream (or, with From, the view) the view reads.
 	Input Schema `msgpack:"input"`
+	// From, if set, says how the view reads Input, a view's changelog (plan version 3;
+	// viewinput.go): its final rows as a stream, or its changing rows with retractions.
+	From *ViewInput `msgpack:"from,omitempty"`
 	// Join, if set, joins each input row with the row of a table whose key equals one of
 	// its columns: the input row is then the stream's columns followed by the table's
 	// (NULL for a LEFT join that finds none). Only unaggregated views join.
@@ -263,7 +275,13 @@ func (v *View) validate() error {
 	if err := v.Schema.Validate(); err != nil {
 		return err
 	}
-	if v.Schema.Name != v.Name || v.Schema.Kind != KindView || (v.Input.Kind != KindStream && (v.Input.Kind != KindTable || v.Aggregated())) {
+	if err := validateFrom(&v.Input, v.From); err != nil {
+		return err
+	}
+	if err := v.validateUpdating(); err != nil {
+		return err
+	}
+	if v.Schema.Name != v.Name || v.Schema.Kind != KindView || (v.Input.Kind == KindTable && v.Aggregated()) {
 		return fmt.Errorf("%w: view schema %s (%s) over %s (%s)", ErrBadPlan, v.Schema.Name, v.Schema.Kind, v.Input.Name, v.Input.Kind)
 	}
 	if j := v.Join; j != nil {
@@ -363,8 +381,10 @@ func (v *View) validate() error {
 // Schemas returns the schemas the plan defines: its relations, then its views'.
 func (p *Plan) Schemas() []Schema {
 	out := append([]Schema(nil), p.Relations...)
-	for _, v := range p.Views {
-		out = append(out, v.Schema)
+	for i := range p.Views {
+		s := p.Views[i].Schema
+		s.Offer = p.Views[i].Offer()
+		out = append(out, s)
 	}
 	return out
 }

@@ -61,6 +61,9 @@ type Schema struct {
 	// Layout is how the relation's records lay out a row (a stream or table; a view's
 	// rows are always LayoutArray). LayoutMap needs plan version 2.
 	Layout Layout `msgpack:"l,omitempty"`
+	// Offer, for a view's schema as Plan.Schemas returns it, is what the view offers a
+	// view that reads it (never encoded: derived from the view's plan).
+	Offer *ViewOffer `msgpack:"-"`
 }
 
 // Column returns the index of the column named name, or -1.

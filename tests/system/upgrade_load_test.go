@@ -3,6 +3,7 @@ package system
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,96 @@ import (
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
 )
+
+// The loads the rolling-upgrade tests run while nodes restart: steadyLoad is the worker
+// loop both share; scoreLoad calls score.add, playLoad appends to stream "plays".
+
+// steadyLoad is a bounded, steady load: workers each send one request at a time, at most
+// every pace, until halted. Every acknowledged request is counted and every failure kept
+// with its error, so that a test can check that none failed.
+type steadyLoad struct {
+	what  string // what a request is, for messages: "score.add calls"
+	stop  atomic.Bool
+	wg    sync.WaitGroup
+	acked atomic.Int64
+
+	mu     sync.Mutex // guards failed, and what the loads record across workers
+	failed []string   // every request that failed, with its error
+}
+
+// start dials the cluster at addrs and starts workers: worker w sends its request i with
+// send(ctx, cl, w, i), under a deadline of its own. It halts the load when the test ends.
+func (l *steadyLoad) start(t *testing.T, ctx context.Context, addrs []string, workers int, pace time.Duration,
+	send func(ctx context.Context, cl *client.Client, w, i int) error) *client.Client {
+	t.Helper()
+	// Unbounded retries: the client moves between nodes as they restart, and retries with
+	// the same session numbers (exactly once); only a request's own deadline ends it.
+	cl, err := client.Dial(ctx, client.Config{Addrs: addrs, MaxRetries: -1, TLS: proctest.TLS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for w := range workers {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			tick := time.NewTicker(pace)
+			defer tick.Stop()
+			for i := 0; !l.stop.Load(); i++ {
+				rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				err := send(rctx, cl, w, i)
+				cancel()
+				if err != nil {
+					l.mu.Lock()
+					l.failed = append(l.failed, fmt.Sprintf("worker %d request %d: %v", w, i, err))
+					l.mu.Unlock()
+				} else {
+					l.acked.Add(1)
+				}
+				select {
+				case <-tick.C:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	t.Cleanup(func() { l.halt(); cl.Close() })
+	return cl
+}
+
+// waitAcked waits until n more requests succeeded.
+func (l *steadyLoad) waitAcked(t *testing.T, n int64) {
+	t.Helper()
+	from := l.acked.Load()
+	testutil.WaitFor(t, 60*time.Second, func() error {
+		if got := l.acked.Load() - from; got < n {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			last := "none"
+			if k := len(l.failed); k > 0 {
+				last = l.failed[k-1]
+			}
+			return fmt.Errorf("%d of %d more %s acknowledged; %d failed so far, the last: %s", got, n, l.what, len(l.failed), last)
+		}
+		return nil
+	})
+}
+
+// halt stops the workers and waits for them.
+func (l *steadyLoad) halt() {
+	l.stop.Store(true)
+	l.wg.Wait()
+}
+
+// checkFailed reports, after halt, every request that failed.
+func (l *steadyLoad) checkFailed(t *testing.T) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, f := range l.failed {
+		t.Errorf("failed request: %s", f)
+	}
+}
 
 // scoreResult is examples/upgradeapp's score.add result: the version of the code that ran
 // and the player's score after it.
@@ -32,92 +123,33 @@ func scorePoints(v int) int64 {
 	return 0
 }
 
-// scoreLoad is a bounded, steady load on score.add: workers each call it on their own
-// player, one request at a time at most every pace, until halted. Every request is
-// counted, and every result kept in order, so the test can check that none failed and
-// that each one ran exactly once with the version it names.
+// scoreLoad calls score.add: each worker on its own player, every result kept in order,
+// so that the test can check that each call ran exactly once with the version it names.
 type scoreLoad struct {
+	steadyLoad
 	cl      *client.Client
-	workers int
-	stop    atomic.Bool
-	wg      sync.WaitGroup
-	acked   atomic.Int64
-
-	mu      sync.Mutex
-	sent    []int           // requests each worker sent
+	sent    []int           // requests each worker sent; each written by its worker only
 	nfailed []int           // requests of each worker that failed
 	results [][]scoreResult // the results each worker got, in order
-	failed  []string        // every request that failed, with its error
 }
 
 // startScoreLoad starts the load on the cluster at addrs; it is halted when the test ends.
 func startScoreLoad(t *testing.T, ctx context.Context, addrs []string, workers int, pace time.Duration) *scoreLoad {
 	t.Helper()
-	// Unbounded retries: the client moves between nodes as they restart, and retries with
-	// the same session numbers (exactly once); only a request's own deadline ends it.
-	cl, err := client.Dial(ctx, client.Config{Addrs: addrs, MaxRetries: -1, TLS: proctest.TLS()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &scoreLoad{cl: cl, workers: workers, sent: make([]int, workers), nfailed: make([]int, workers), results: make([][]scoreResult, workers)}
-	for w := range workers {
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			tick := time.NewTicker(pace)
-			defer tick.Stop()
-			key := []byte(fmt.Sprintf("player-%d", w))
-			for !l.stop.Load() {
-				rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				var r scoreResult
-				err := cl.Invoke(rctx, "score.add", key, struct{}{}, &r)
-				cancel()
-				l.mu.Lock()
-				l.sent[w]++
-				if err != nil {
-					l.nfailed[w]++
-					l.failed = append(l.failed, fmt.Sprintf("worker %d request %d: %v", w, l.sent[w], err))
-				} else {
-					l.results[w] = append(l.results[w], r)
-				}
-				l.mu.Unlock()
-				if err == nil {
-					l.acked.Add(1)
-				}
-				select {
-				case <-tick.C:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
-	}
-	t.Cleanup(func() { l.halt(); cl.Close() })
-	return l
-}
-
-// waitAcked waits until n more requests succeeded.
-func (l *scoreLoad) waitAcked(t *testing.T, n int64) {
-	t.Helper()
-	from := l.acked.Load()
-	testutil.WaitFor(t, 60*time.Second, func() error {
-		if got := l.acked.Load() - from; got < n {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			last := "none"
-			if k := len(l.failed); k > 0 {
-				last = l.failed[k-1]
-			}
-			return fmt.Errorf("%d of %d more score.add calls acknowledged; %d failed so far, the last: %s", got, n, len(l.failed), last)
+	l := &scoreLoad{steadyLoad: steadyLoad{what: "score.add calls"},
+		sent: make([]int, workers), nfailed: make([]int, workers), results: make([][]scoreResult, workers)}
+	l.cl = l.start(t, ctx, addrs, workers, pace, func(ctx context.Context, cl *client.Client, w, _ int) error {
+		var r scoreResult
+		err := cl.Invoke(ctx, "score.add", []byte(fmt.Sprintf("player-%d", w)), struct{}{}, &r)
+		l.sent[w]++
+		if err != nil {
+			l.nfailed[w]++
+			return err
 		}
+		l.results[w] = append(l.results[w], r)
 		return nil
 	})
-}
-
-// halt stops the workers and waits for them.
-func (l *scoreLoad) halt() {
-	l.stop.Store(true)
-	l.wg.Wait()
+	return l
 }
 
 // check verifies, after halt, that no request failed and that each worker's results are
@@ -126,11 +158,7 @@ func (l *scoreLoad) halt() {
 // returns how many calls each version answered.
 func (l *scoreLoad) check(t *testing.T) map[int]int {
 	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, f := range l.failed {
-		t.Errorf("failed request: %s", f)
-	}
+	l.checkFailed(t)
 	ran := map[int]int{}
 	for w, rs := range l.results {
 		if len(rs)+l.nfailed[w] != l.sent[w] {
@@ -153,4 +181,44 @@ func (l *scoreLoad) check(t *testing.T) map[int]int {
 		}
 	}
 	return ran
+}
+
+// playKeys is how many keys the play load spreads its records over: enough to reach
+// every partition, few enough that each key gets many records.
+const playKeys = 12
+
+// playLoad appends to stream "plays" through the client's exactly-once append (retried
+// with the same session number, so it runs once), cycling over playKeys keys, counting the
+// acknowledged appends per key, so that the test can compare the processor's counts with
+// what the cluster acknowledged.
+type playLoad struct {
+	steadyLoad
+	perKey map[string]int64 // acknowledged appends by key; guarded by mu
+}
+
+// startPlayLoad starts the load on the cluster at addrs; it is halted when the test ends.
+func startPlayLoad(t *testing.T, ctx context.Context, addrs []string, workers int, pace time.Duration) *playLoad {
+	t.Helper()
+	l := &playLoad{steadyLoad: steadyLoad{what: "appends"}, perKey: map[string]int64{}}
+	l.start(t, ctx, addrs, workers, pace, func(ctx context.Context, cl *client.Client, w, i int) error {
+		key := fmt.Sprintf("fan-%d", (w+i*workers)%playKeys)
+		if _, err := cl.Append(ctx, playsStream, []byte(key), []byte(fmt.Sprintf("w%d-%d", w, i))); err != nil {
+			return fmt.Errorf("append to %s: %w", key, err)
+		}
+		l.mu.Lock()
+		l.perKey[key]++
+		l.mu.Unlock()
+		return nil
+	})
+	return l
+}
+
+// check verifies, after halt, that no append failed, and returns the acknowledged
+// appends by key.
+func (l *playLoad) check(t *testing.T) map[string]int64 {
+	t.Helper()
+	l.checkFailed(t)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.perKey)
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -83,10 +81,8 @@ func TestRollingAddProcessor(t *testing.T) {
 
 	// Step 1: the roll to build C, followers first, the leader last. No new cluster
 	// version: build C runs the one the cluster runs.
-	restartCmd := fmt.Sprintf(`ln -sfn %s %s.new && mv -T %[2]s.new %[2]s && sh %s "$LOCKSTEP_RESTART_ID"`,
-		shellWord(buildC), `"`+inst.dir+`/$LOCKSTEP_RESTART_ID/upgradeapp"`, shellWord(script))
 	r := proctest.RunWithin(t, 2*time.Minute, bin, "cluster", "restart-plan", "--addr", addrs, "--execute",
-		"--restart-cmd", restartCmd, "--node-timeout", "60s")
+		"--restart-cmd", inst.rollCommand(buildC, script), "--node-timeout", "60s")
 	t.Logf("restart-plan:\n%s", r.Stdout)
 	if r.Code != 0 || !strings.Contains(r.Stdout, "rolling restart done: 3 nodes in ") {
 		t.Fatalf("restart-plan: %v", r)
@@ -118,14 +114,8 @@ func TestRollingAddProcessor(t *testing.T) {
 
 	// A follower restarted on build C replays the entries before the activation without
 	// the processor and those after it with it: its hashes must end equal to the others'.
-	leader := clusterStatus(t, bin, addrs).Leader
-	var followers []*proctest.Node
-	for _, n := range c.Procs {
-		if n.ID != leader {
-			followers = append(followers, n)
-		}
-	}
-	replayed, old := followers[0], followers[1]
+	fs := followers(t, bin, addrs, c)
+	replayed, old := fs[0], fs[1]
 	restartSupervised(t, sup, script, replayed.ID)
 	waitBack(t, ctx, sup, replayed)
 	plays.waitAcked(t, 20)
@@ -134,34 +124,8 @@ func TestRollingAddProcessor(t *testing.T) {
 	// it, and hands off the leadership it is given.
 	inst.install(t, old.ID, buildB)
 	restartSupervised(t, sup, script, old.ID)
-	reason := fmt.Sprintf("processor %s@1 is active in the cluster and this binary does not carry it", playsProcessor)
-	oldCl, err := client.Open(client.Config{Addrs: []string{old.Client}, TLS: proctest.TLS()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer oldCl.Close()
-	testutil.WaitFor(t, 60*time.Second, func() error {
-		st, err := oldCl.Status(ctx, old.Client)
-		if err != nil {
-			return err
-		}
-		if st.Ready || !strings.Contains(st.Incompatible, reason) || !strings.Contains(st.NotReadyReason, reason) {
-			return fmt.Errorf("%s on build B: ready %t, incompatible %q, not ready %q; want a refusal saying %q",
-				old.ID, st.Ready, st.Incompatible, st.NotReadyReason, reason)
-		}
-		return nil
-	})
-	proctest.MustRun(t, bin, "cluster", "transfer-leader", old.ID, "--addr", addrs)
-	testutil.WaitFor(t, 30*time.Second, func() error {
-		if !strings.Contains(string(sup.Current(old.ID).Log()), "unfit replica handed leadership off") {
-			return fmt.Errorf("%s logged no hand-off of the leadership it was given", old.ID)
-		}
-		cs := proctest.StatusAnyHealth[clusterStatusJSON](t, bin, addrs)
-		if cs.Leader == "" || cs.Leader == old.ID {
-			return fmt.Errorf("leader %q", cs.Leader)
-		}
-		return nil
-	})
+	checkRefusesAndHandsOff(t, ctx, bin, addrs, sup, old, "B",
+		fmt.Sprintf("processor %s@1 is active in the cluster and this binary does not carry it", playsProcessor))
 	plays.waitAcked(t, 20)
 	inst.install(t, old.ID, buildC)
 	restartSupervised(t, sup, script, old.ID)
@@ -217,32 +181,6 @@ func TestRollingAddProcessor(t *testing.T) {
 		t.FailNow()
 	}
 	proctest.WaitConvergedVoters(t, bin, addrs, []string{"n1", "n2", "n3"})
-}
-
-// installed are the nodes' installed binaries, which a restart command replaces: a
-// symbolic link per node, dir/ID/upgradeapp, that the supervisor starts.
-type installed struct{ dir string }
-
-// installBinaries installs build as every node of c's binary.
-func installBinaries(t *testing.T, c *proctest.Cluster, build string) installed {
-	t.Helper()
-	inst := installed{dir: t.TempDir()}
-	for _, n := range c.Procs {
-		inst.install(t, n.ID, build)
-	}
-	return inst
-}
-
-// path returns node id's installed binary.
-func (i installed) path(id string) string { return filepath.Join(i.dir, id, "upgradeapp") }
-
-// install makes build node id's installed binary, atomically.
-func (i installed) install(t *testing.T, id, build string) {
-	t.Helper()
-	tmp := i.path(id) + ".new"
-	if err := errors.Join(os.MkdirAll(filepath.Dir(tmp), 0o755), os.Symlink(build, tmp), os.Rename(tmp, i.path(id))); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // processorsOf returns `lockstep processors -o json` of the node at nodeAddr.

@@ -2,20 +2,13 @@ package system
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/lockstepdb/lockstep/client"
-	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
-	"github.com/lockstepdb/lockstep/jepsen"
 	"github.com/lockstepdb/lockstep/node"
 )
 
@@ -56,22 +49,11 @@ func TestRollingUpgradeProcesses(t *testing.T) {
 			t.Fatalf("%s on build A: cluster version %d, binary's newest %d; want %d and %d", n.NodeID, n.ClusterVersion, n.MaxVersion, from, from)
 		}
 	}
-	// The installed binary of each node, which the restart command replaces: a symbolic
-	// link to build A, then to build B. The supervisor starts a node's installed binary
-	// whenever its process exits.
-	inst := t.TempDir()
-	installed := func(id string) string { return filepath.Join(inst, id, "upgradeapp") }
-	install := func(id, build string) {
-		t.Helper()
-		tmp := installed(id) + ".new"
-		if err := errors.Join(os.MkdirAll(filepath.Dir(tmp), 0o755), os.Symlink(build, tmp), os.Rename(tmp, installed(id))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, n := range c.Procs {
-		install(n.ID, buildA)
-	}
-	sup := proctest.Supervise(t, c.Procs, func(n *proctest.Node) string { return installed(n.ID) })
+	// The installed binary of each node, which the restart command replaces: build A,
+	// then build B. The supervisor starts a node's installed binary whenever its process
+	// exits.
+	inst := installBinaries(t, c, buildA)
+	sup := proctest.Supervise(t, c.Procs, func(n *proctest.Node) string { return inst.path(n.ID) })
 	script, err := sup.RestartScript()
 	if err != nil {
 		t.Fatal(err)
@@ -87,10 +69,8 @@ func TestRollingUpgradeProcesses(t *testing.T) {
 		fmt.Sprintf("supports cluster versions 1..%d, not %d", from, to))
 
 	// The upgrade, steps 1 and 2: the roll and the new cluster version, in one command.
-	restartCmd := fmt.Sprintf(`ln -sfn %s %s.new && mv -T %[2]s.new %[2]s && sh %s "$LOCKSTEP_RESTART_ID"`,
-		shellWord(buildB), `"`+inst+`/$LOCKSTEP_RESTART_ID/upgradeapp"`, shellWord(script))
 	r := proctest.RunWithin(t, 3*time.Minute, bin, "cluster", "restart-plan", "--addr", addrs, "--execute",
-		"--restart-cmd", restartCmd, "--node-timeout", "60s", "--upgrade", fmt.Sprint(to))
+		"--restart-cmd", inst.rollCommand(buildB, script), "--node-timeout", "60s", "--upgrade", fmt.Sprint(to))
 	t.Logf("restart-plan:\n%s", r.Stdout)
 	if r.Code != 0 {
 		t.Fatalf("restart-plan: %v", r)
@@ -117,53 +97,20 @@ func TestRollingUpgradeProcesses(t *testing.T) {
 
 	// A follower restarted on build B replays the old entries with score.add@1 and the
 	// new ones with @2: its hashes must end equal to the others' (checked at the end).
-	leader := clusterStatus(t, bin, addrs).Leader
-	var followers []*proctest.Node
-	for _, n := range c.Procs {
-		if n.ID != leader {
-			followers = append(followers, n)
-		}
-	}
-	replayed, old := followers[0], followers[1]
+	fs := followers(t, bin, addrs, c)
+	replayed, old := fs[0], fs[1]
 	restartSupervised(t, sup, script, replayed.ID)
 	waitBack(t, ctx, sup, replayed)
 	load.waitAcked(t, 20)
 
 	// A node restarted on build A after the activation refuses to serve, naming the
 	// reason, and hands off the leadership it is given.
-	install(old.ID, buildA)
+	inst.install(t, old.ID, buildA)
 	restartSupervised(t, sup, script, old.ID)
-	reason := fmt.Sprintf("the cluster runs cluster version %d, this binary supports 1..%d", to, from)
-	oldCl, err := client.Open(client.Config{Addrs: []string{old.Client}, TLS: proctest.TLS()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer oldCl.Close()
-	testutil.WaitFor(t, 60*time.Second, func() error {
-		st, err := oldCl.Status(ctx, old.Client)
-		if err != nil {
-			return err
-		}
-		if st.Ready || !strings.Contains(st.Incompatible, reason) || !strings.Contains(st.NotReadyReason, reason) {
-			return fmt.Errorf("%s on build A: ready %t, incompatible %q, not ready %q; want a refusal saying %q",
-				old.ID, st.Ready, st.Incompatible, st.NotReadyReason, reason)
-		}
-		return nil
-	})
-	proctest.MustRun(t, bin, "cluster", "transfer-leader", old.ID, "--addr", addrs)
-	testutil.WaitFor(t, 30*time.Second, func() error {
-		log := string(sup.Current(old.ID).Log())
-		if !strings.Contains(log, "unfit replica handed leadership off") {
-			return fmt.Errorf("%s logged no hand-off of the leadership it was given", old.ID)
-		}
-		cs := proctest.StatusAnyHealth[clusterStatusJSON](t, bin, addrs)
-		if cs.Leader == "" || cs.Leader == old.ID {
-			return fmt.Errorf("leader %q", cs.Leader)
-		}
-		return nil
-	})
+	checkRefusesAndHandsOff(t, ctx, bin, addrs, sup, old, "A",
+		fmt.Sprintf("the cluster runs cluster version %d, this binary supports 1..%d", to, from))
 	load.waitAcked(t, 20)
-	install(old.ID, buildB)
+	inst.install(t, old.ID, buildB)
 	restartSupervised(t, sup, script, old.ID)
 	waitBack(t, ctx, sup, old)
 	load.waitAcked(t, 20)
@@ -222,41 +169,3 @@ func checkUpgradeOutput(t *testing.T, out string, to uint64) {
 		}
 	}
 }
-
-// checkDeployment checks a deployment as `deploy list|activate` print it: the cluster
-// version and, among the active registrations, regs.
-func checkDeployment(t *testing.T, what, out string, version uint64, regs []string) {
-	t.Helper()
-	wants := []string{fmt.Sprintf(`(?m)^cluster version\s+%d$`, version)}
-	for _, g := range regs {
-		wants = append(wants, `(?m)^active\s+`+regexp.QuoteMeta(g)+`$`)
-	}
-	for _, want := range wants {
-		if !regexp.MustCompile(want).MatchString(out) {
-			t.Errorf("%s printed no %q:\n%s", what, want, out)
-		}
-	}
-}
-
-// restartSupervised stops node id's process with the supervisor's restart script (as
-// the rolling restart's command does), which returns once the supervisor started the
-// node's installed binary again.
-func restartSupervised(t *testing.T, sup *jepsen.Supervisor, script, id string) {
-	t.Helper()
-	cmd := exec.Command("sh", script, id)
-	cmd.Env = proctest.Env()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("restart %s: %v\n%s", id, err, out)
-	}
-}
-
-// waitBack waits until node n's latest process is ready.
-func waitBack(t *testing.T, ctx context.Context, sup *jepsen.Supervisor, n *proctest.Node) {
-	t.Helper()
-	if err := sup.Current(n.ID).WaitReady(ctx, n.Admin, proctest.TLS(), 60*time.Second); err != nil {
-		t.Fatalf("%s after its restart: %v", n.ID, err)
-	}
-}
-
-// shellWord quotes s as one word of a POSIX shell.
-func shellWord(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
