@@ -11,6 +11,8 @@
 //  2. Scrape once when the warm-up ends and once when the run ends (Watch).
 //  3. Report the difference: Batches (the batch-size distribution) and Round (each
 //     stage's count, mean and p99, added up over the nodes).
+//  4. Make the whole run's report with the load generator's measurement (NewBench): its
+//     text, JSON and chart, as lockstep bench prints them.
 //
 // Usage:
 //

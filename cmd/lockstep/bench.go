@@ -209,11 +209,11 @@ func runBench(c *cli.Context) error {
 		endProgress(c.App.ErrWriter)
 	}
 	batches, round := watch()
-	rep := newBenchReport(spec, c, res, batches, round)
+	rep := newBenchReport(spec, res, batches, round)
 	if c.Bool("json") || c.String("output") == outputJSON {
 		err = writeJSON(c.App.Writer, rep)
 	} else {
-		err = rep.writeText(c.App.Writer)
+		err = rep.WriteText(c.App.Writer)
 	}
 	if err == nil && chartPath != "" {
 		err = writeBenchChart(chartPath, rep, res)

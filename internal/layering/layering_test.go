@@ -72,7 +72,7 @@ var allowed = map[string][]string{
 	"node/runner": {"node", "procedures", "procedures/modules", "internal/faultenv", "internal/netaddr"},
 	// node/statuspage renders the admin port's HTML status page from plain values.
 	"node/statuspage": {},
-	"cmd/lockstep": {"internal/backup", "internal/cliout", "internal/clusterstatus", "internal/restartplan", "internal/recordjson", "internal/sqlshell", "client", "client/pgsink", "client/kafka", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "internal/latency", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/chart", "internal/demo",
+	"cmd/lockstep": {"internal/backup", "internal/cliout", "internal/clusterstatus", "internal/restartplan", "internal/recordjson", "internal/sqlshell", "client", "client/pgsink", "client/kafka", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/demo",
 		"benchmarks/nexmark", "benchmarks/nexmark/feed", "benchmarks/nexmark/goqueries", "benchmarks/nexmark/nexbench", "sql"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},
@@ -95,7 +95,7 @@ var allowed = map[string][]string{
 	"benchmarks/nexmark/nexbench": {"benchmarks/nexmark", "benchmarks/nexmark/feed", "benchmarks/nexmark/goqueries", "client",
 		"jepsen", "procedures", "procedures/builtin", "internal/latency", "internal/chart"},
 	// benchmarks/report reads the node's metric names (node.Metric...), nothing else of it.
-	"benchmarks/report":   {"node"},
+	"benchmarks/report":   {"node", "benchmarks/loadgen", "internal/chart", "internal/latency"},
 	"jepsen":              {"client", "procedures/builtin", "internal/chart", "internal/faultenv"},
 	"internal/chart":      {},
 	"internal/demo":       {"client", "client/pgsink", "node", "procedures", "procedures/builtin", "benchmarks/loadgen"}, // `lockstep demo`
