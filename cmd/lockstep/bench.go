@@ -17,6 +17,7 @@ import (
 	"github.com/lockstepdb/lockstep/benchmarks/report"
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/node"
+	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/urfave/cli/v2"
 )
 
@@ -259,25 +260,31 @@ func openBenchTarget(ctx context.Context, c *cli.Context, spec benchSpec) (*benc
 		}
 		return t, nil
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	ncfg := node.Config{Logger: quiet}
-	ncfg.Replica.Partitions = c.Int("partitions")
-	cluster, err := node.StartLocalCluster(startCtx, node.LocalClusterOptions{Nodes: spec.embedded, Node: ncfg})
+	cluster, clients, closeAll, err := startEmbedded(ctx, spec.embedded, c.Int("partitions"), nil, spec.connections)
 	if err != nil {
-		return nil, fmt.Errorf("starting the embedded cluster: %w", err)
-	}
-	clients, err := loadgen.Dial(startCtx, cluster.ClientConfig(), spec.connections)
-	if err != nil {
-		cluster.Close()
 		return nil, err
 	}
-	return &benchTarget{
-		clients: clients,
-		metrics: clusterMetrics(cluster),
-		close:   func() { loadgen.Close(clients); cluster.Close() },
-	}, nil
+	return &benchTarget{clients: clients, metrics: clusterMetrics(cluster), close: closeAll}, nil
+}
+
+// startEmbedded starts a new in-process cluster of n quiet nodes with the given partition
+// count and registry (nil: the built-ins), and connects clients clients to it; closeAll
+// closes both.
+func startEmbedded(ctx context.Context, n, partitions int, registry func(int) *procedures.Registry, clients int) (
+	cluster *node.LocalCluster, cls []*client.Client, closeAll func(), err error) {
+	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ncfg := node.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	ncfg.Replica.Partitions = partitions
+	cluster, err = node.StartLocalCluster(startCtx, node.LocalClusterOptions{Nodes: n, Node: ncfg, Registry: registry})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("starting the embedded cluster: %w", err)
+	}
+	if cls, err = loadgen.Dial(startCtx, cluster.ClientConfig(), clients); err != nil {
+		cluster.Close()
+		return nil, nil, nil, err
+	}
+	return cluster, cls, func() { loadgen.Close(cls); cluster.Close() }, nil
 }
 
 // progressPrinter returns a Progress function writing one line a second to w: in place

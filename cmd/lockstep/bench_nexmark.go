@@ -2,16 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os/signal"
 	"slices"
 	"syscall"
-	"time"
 
+	"github.com/lockstepdb/lockstep/benchmarks/loadgen"
 	"github.com/lockstepdb/lockstep/benchmarks/nexmark"
 	"github.com/lockstepdb/lockstep/benchmarks/nexmark/feed"
 	"github.com/lockstepdb/lockstep/benchmarks/nexmark/goqueries"
@@ -180,63 +178,19 @@ func runBenchNexmark(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("appending after %d events: %w", res.Events, err)
 	}
-	rep := nexmarkReport{Events: res.Events, Batches: res.Batches, AppendS: res.Elapsed.Seconds(), AppendRate: res.EventsPerSec}
 	if spec.format == outputJSON {
-		return writeJSON(c.App.Writer, rep)
+		return writeJSON(c.App.Writer, res.Report())
 	}
-	return rep.writeTable(c.App.Writer)
+	return res.Report().WriteTable(c.App.Writer)
 }
 
-// nexmarkReport is the result of an append run (a query run's is nexbench.Report).
-// Durations are seconds.
-type nexmarkReport struct {
-	Events  int64 `json:"events"`
-	Batches int64 `json:"batches"`
-	// AppendS is the time the appends took, AppendRate the events over it.
-	AppendS    float64 `json:"append_s"`
-	AppendRate float64 `json:"append_events_per_s"`
-}
-
-func (r nexmarkReport) writeTable(w io.Writer) error {
-	tw := newTable(w)
-	fmt.Fprintf(tw, "events\t%d\n", r.Events)
-	fmt.Fprintf(tw, "append\t%.3fs, %d batches, %.0f events/s\n", r.AppendS, r.Batches, r.AppendRate)
-	return tw.Flush()
-}
-
-// printNexmark writes the events, a chunk at a time.
+// printNexmark writes the events (nexmark.WriteEvents).
 func printNexmark(w io.Writer, spec nexmarkSpec) error {
 	g, err := nexmark.New(spec.gen)
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false) // URLs print as they are
-	if spec.format == outputTable {
-		fmt.Fprintf(w, "%-8s  %-8s  %-7s  %-8s  %-24s  %s\n", "POSITION", "NUMBER", "STREAM", "KEY", "TIME", "COLUMNS")
-	}
-	end := spec.feed.From + spec.feed.Events
-	for from := spec.feed.From; from < end; from += 1000 {
-		evs, err := g.Slice(from, min(from+1000, end))
-		if err != nil {
-			return err
-		}
-		for i := range evs {
-			e := &evs[i]
-			if spec.format == outputJSON {
-				if err := enc.Encode(e); err != nil {
-					return err
-				}
-				continue
-			}
-			cols, _ := json.Marshal(map[nexmark.Kind]any{nexmark.KindPerson: e.Person, nexmark.KindAuction: e.Auction, nexmark.KindBid: e.Bid}[e.Kind])
-			if _, err := fmt.Fprintf(w, "%-8d  %-8d  %-7s  %-8s  %-24s  %s\n", from+int64(i), e.Number, e.Stream(), e.Key(),
-				time.UnixMilli(e.Time()).UTC().Format("2006-01-02T15:04:05.000Z"), cols); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return nexmark.WriteEvents(w, g, spec.feed.From, spec.feed.Events, spec.format == outputJSON)
 }
 
 // openNexmarkTarget connects --workers clients to the cluster at --addr, or starts the
@@ -253,15 +207,15 @@ func openNexmarkTarget(ctx context.Context, c *cli.Context, spec nexmarkSpec) ([
 		}
 		dialCtx, cancel := context.WithTimeout(ctx, c.Duration("timeout"))
 		defer cancel()
-		clients, err := dialClients(dialCtx, cfg, workers)
+		clients, err := loadgen.Dial(dialCtx, cfg, workers)
 		if err != nil {
 			return nil, nil, dialFailed(cfg.Addrs, c.Duration("timeout"), err)
 		}
-		return clients, func() { closeClients(clients) }, nil
+		return clients, func() { loadgen.Close(clients) }, nil
 	}
 	registry := func(int) *procedures.Registry { return procedures.Builtins() }
 	if spec.query != "" {
-		qcfg := goqueries.Config{OutOfOrderness: queryOutOfOrderness(spec)}
+		qcfg := goqueries.Config{OutOfOrderness: spec.feed.OutOfOrderness()}
 		if err := goqueries.Register(procedures.Builtins(), qcfg, spec.query); err != nil {
 			return nil, nil, err
 		}
@@ -271,43 +225,6 @@ func openNexmarkTarget(ctx context.Context, c *cli.Context, spec nexmarkSpec) ([
 			return r
 		}
 	}
-	ncfg := node.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	ncfg.Replica.Partitions = c.Int("partitions")
-	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cluster, err := node.StartLocalCluster(startCtx, node.LocalClusterOptions{Nodes: spec.embedded, Node: ncfg, Registry: registry})
-	if err != nil {
-		return nil, nil, fmt.Errorf("starting the embedded cluster: %w", err)
-	}
-	clients, err := dialClients(startCtx, cluster.ClientConfig(), workers)
-	if err != nil {
-		cluster.Close()
-		return nil, nil, err
-	}
-	return clients, func() { closeClients(clients); cluster.Close() }, nil
-}
-
-func dialClients(ctx context.Context, cfg client.Config, n int) ([]*client.Client, error) {
-	var out []*client.Client
-	for range n {
-		c, err := client.Dial(ctx, cfg)
-		if err != nil {
-			closeClients(out)
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, nil
-}
-
-func closeClients(cs []*client.Client) {
-	for _, c := range cs {
-		c.Close()
-	}
-}
-
-// queryOutOfOrderness is the query's out-of-orderness: it covers the feed's disorder,
-// so no event is late.
-func queryOutOfOrderness(spec nexmarkSpec) time.Duration {
-	return max(time.Second, 2*time.Duration(spec.feed.MaxDisorderMs())*time.Millisecond)
+	_, clients, closeAll, err := startEmbedded(ctx, spec.embedded, c.Int("partitions"), registry, workers)
+	return clients, closeAll, err
 }

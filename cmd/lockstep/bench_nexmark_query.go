@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/lockstepdb/lockstep/benchmarks/loadgen"
 	"github.com/lockstepdb/lockstep/benchmarks/nexmark/nexbench"
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/urfave/cli/v2"
@@ -29,7 +30,7 @@ func runNexmarkQuery(ctx context.Context, c *cli.Context, spec nexmarkSpec) erro
 		startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		cl, err := nexbench.StartCluster(startCtx, nexbench.ClusterOptions{Bin: bin, Nodes: spec.nodes, Partitions: c.Int("partitions"),
-			Query: spec.query, OutOfOrderness: queryOutOfOrderness(spec), Dir: dir, CPUProfile: c.String("node-cpuprofile")})
+			Query: spec.query, OutOfOrderness: spec.feed.OutOfOrderness(), Dir: dir, CPUProfile: c.String("node-cpuprofile")})
 		if err != nil {
 			return err
 		}
@@ -37,12 +38,12 @@ func runNexmarkQuery(ctx context.Context, c *cli.Context, spec nexmarkSpec) erro
 		for range spec.feed.Workers {
 			cc, err := cl.Client(startCtx)
 			if err != nil {
-				closeClients(clients)
+				loadgen.Close(clients)
 				return err
 			}
 			clients = append(clients, cc)
 		}
-		defer closeClients(clients)
+		defer loadgen.Close(clients)
 		nodes = cl.Nodes()
 	} else {
 		cs, closeAll, err := openNexmarkTarget(ctx, c, spec)
