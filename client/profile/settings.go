@@ -2,6 +2,7 @@ package profile
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -105,4 +106,23 @@ func Resolve(layers ...Settings) (Settings, error) {
 		}
 	}
 	return out, nil
+}
+
+// Envs are the environment variables of the connection settings, the context to use and
+// the contexts file.
+var Envs = []string{EnvAddr, EnvClusterID, EnvCertsDir, EnvUser, EnvInsecure, EnvTimeout, EnvContext, EnvConfig}
+
+// UnsetEmpty unsets each of Envs that is set but empty: an empty variable means unset, so
+// it gives no setting and hides none of the context's (an empty LOCKSTEP_CERTS_DIR does
+// not make the context's certificates directory unused). A program calls it before it
+// reads its flags.
+func UnsetEmpty() error {
+	for _, k := range Envs {
+		if v, ok := os.LookupEnv(k); ok && v == "" {
+			if err := os.Unsetenv(k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -77,44 +77,35 @@ func applyContext(c *cli.Context) error {
 	if name == "" {
 		return nil
 	}
-	have := profile.Settings{ClusterID: c.String("cluster-id"), User: c.String("user")}
+	var have profile.Settings
 	if c.IsSet("addr") {
 		have.Addrs = c.StringSlice("addr")
 	}
 	if c.IsSet("timeout") {
 		have.Timeout = c.Duration("timeout")
 	}
-	if !c.IsSet("user") {
-		have.User = ""
+	if c.IsSet("user") {
+		have.User = c.String("user")
 	}
-	if c.IsSet("certs-dir") || c.IsSet("insecure") {
-		ctx.CertsDir, ctx.Insecure = "", false
-	}
-	s, err := profile.Resolve(have, ctx)
+	have.ClusterID = c.String("cluster-id")
+	fill, err := profile.Fill(have, c.IsSet("certs-dir") || c.IsSet("insecure"), ctx)
 	if err != nil {
 		return fmt.Errorf("context %q: %w", name, err)
 	}
-	set := func(flag, v string) error {
-		if v == "" || c.IsSet(flag) {
-			return nil
-		}
-		if err := c.Set(flag, v); err != nil {
-			return fmt.Errorf("context %q: %s: %w", name, flag, err)
-		}
-		return nil
+	var timeout, insecure string
+	if fill.Timeout > 0 {
+		timeout = fill.Timeout.String()
 	}
-	var timeout string
-	if s.Timeout > 0 {
-		timeout = s.Timeout.String()
-	}
-	var insecure string
-	if s.Insecure {
+	if fill.Insecure {
 		insecure = "true"
 	}
-	for _, kv := range [][2]string{{"addr", strings.Join(s.Addrs, ",")}, {"timeout", timeout}, {"cluster-id", s.ClusterID},
-		{"user", s.User}, {"certs-dir", s.CertsDir}, {"insecure", insecure}} {
-		if err := set(kv[0], kv[1]); err != nil {
-			return err
+	for _, kv := range [][2]string{{"addr", strings.Join(fill.Addrs, ",")}, {"timeout", timeout}, {"cluster-id", fill.ClusterID},
+		{"user", fill.User}, {"certs-dir", fill.CertsDir}, {"insecure", insecure}} {
+		if kv[1] == "" || c.IsSet(kv[0]) {
+			continue
+		}
+		if err := c.Set(kv[0], kv[1]); err != nil {
+			return fmt.Errorf("context %q: %s: %w", name, kv[0], err)
 		}
 	}
 	return nil

@@ -22,7 +22,8 @@ lockstep cluster status          # uses prod's addresses, certificates and user
 Each connection flag a command is not given comes from its environment variable
 (LOCKSTEP_ADDR, LOCKSTEP_TIMEOUT, LOCKSTEP_CLUSTER_ID, LOCKSTEP_CERTS_DIR, LOCKSTEP_USER,
 LOCKSTEP_INSECURE), else from the context in use (--context or LOCKSTEP_CONTEXT, else the
-file's current one), else its default: flag > environment > context > default.
+file's current one), else its default: flag > environment > context > default. A
+variable that is set but empty counts as unset.
 --certs-dir and --insecure count as one setting: either one on the command line or in the
 environment leaves the context's unused.
 

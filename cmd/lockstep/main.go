@@ -31,6 +31,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/lockstepdb/lockstep/client/profile"
 	"github.com/lockstepdb/lockstep/node"
 	"github.com/urfave/cli/v2"
 )
@@ -50,6 +51,8 @@ func newApp() *cli.App {
 		Usage:                "a replicated, deterministic-execution stream database",
 		Version:              node.Version(), // --version; nodes report the same in their status
 		EnableBashCompletion: true,
+		// An empty connection variable means unset (before any command reads its flags).
+		Before: func(*cli.Context) error { return profile.UnsetEmpty() },
 		Commands: []*cli.Command{
 			nodeCommand(),
 			certCommand(),
