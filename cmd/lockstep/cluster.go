@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/clusterstatus"
 	"github.com/lockstepdb/lockstep/node"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/urfave/cli/v2"
 )
-
-// leaderPollInterval is how often transfer-leader looks for the new leader.
-const leaderPollInterval = 50 * time.Millisecond
 
 func clusterCommand() *cli.Command {
 	return &cli.Command{
@@ -100,7 +97,7 @@ func runClusterJoin(c *cli.Context) error {
 	defer done()
 	parts := c.Int("partitions")
 	if parts == 0 {
-		st, err := firstStatus(ctx, cl, c.StringSlice("addr"))
+		st, err := clusterstatus.First(ctx, cl, c.StringSlice("addr"))
 		if err != nil {
 			return err
 		}
@@ -145,7 +142,7 @@ func runTransferLeader(c *cli.Context) error {
 	}
 	defer done()
 	addrs := c.StringSlice("addr")
-	st, err := firstStatus(ctx, cl, addrs)
+	st, err := clusterstatus.First(ctx, cl, addrs)
 	if err != nil {
 		return err
 	}
@@ -156,46 +153,9 @@ func runTransferLeader(c *cli.Context) error {
 	if err := cl.Cluster().TransferLeadership(ctx, target); err != nil {
 		return err // it names the transfer ("client: transfer leadership to n2: ...")
 	}
-	next, err := waitNewLeader(ctx, cl, addrs, old)
+	next, err := clusterstatus.WaitNewLeader(ctx, cl, addrs, old)
 	if err != nil {
 		return fmt.Errorf("leadership transfer from %s acknowledged, but no new leader seen: %w", old, err)
 	}
 	return printDone(c, map[string]any{"from": old, "to": next, "moved": true}, "leadership moved from %s to %s", old, next)
-}
-
-// firstStatus returns the status of the first node of addrs that answers.
-func firstStatus(ctx context.Context, cl *client.Client, addrs []string) (client.Status, error) {
-	var errs []error
-	for _, a := range addrs {
-		st, err := cl.Status(ctx, a)
-		if err == nil {
-			return st, nil
-		}
-		errs = append(errs, err)
-	}
-	return client.Status{}, fmt.Errorf("no node answered: %w", errors.Join(errs...))
-}
-
-// waitNewLeader polls the nodes until one reports a leader other than old, and returns it.
-func waitNewLeader(ctx context.Context, cl *client.Client, addrs []string, old string) (string, error) {
-	t := time.NewTicker(leaderPollInterval)
-	defer t.Stop()
-	var last error
-	for {
-		for _, a := range addrs {
-			st, err := cl.Status(ctx, a)
-			if err != nil {
-				last = err
-				continue
-			}
-			if st.LeaderID != "" && st.LeaderID != old {
-				return st.LeaderID, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return "", deadlineError(ctx, last)
-		case <-t.C:
-		}
-	}
 }

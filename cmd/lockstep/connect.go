@@ -21,17 +21,6 @@ import (
 // (status and membership requests are not invocations, and a cluster without a leader
 // must still answer `cluster status`); `invoke` through client.Dial.
 
-// deadlineError explains that ctx ended, naming the last error seen.
-func deadlineError(ctx context.Context, last error) error {
-	if last == nil {
-		return ctx.Err()
-	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("gave up at the --timeout: %w", last)
-	}
-	return fmt.Errorf("%w: %w", ctx.Err(), last)
-}
-
 // maxDialTimeout caps the time one connection attempt of the Go client may take, so it
 // tries the other addresses within --timeout.
 const maxDialTimeout = 2 * time.Second

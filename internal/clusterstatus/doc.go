@@ -13,6 +13,8 @@ answer, why.
     ErrUnreachable, ErrNotReady, in that order of severity).
  3. Print the rows as a table (WriteTable): the nodes, the learners' progress, the
     rebuilds, each partition's state hash on every node and whether the hashes agree.
+ 4. Ask single nodes (First: the first of some addresses that answers) and wait for a
+    leadership change (WaitNewLeader), as cluster join and transfer-leader do.
 
 # Usage
 
