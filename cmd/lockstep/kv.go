@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"unicode/utf8"
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/cliout"
@@ -23,22 +22,6 @@ const maxStdinValue = 16 << 20
 
 // errKeyNotFound: get named a key that holds no value (exit code exitNotFound).
 var errKeyNotFound = errors.New("not found")
-
-// kvJSON is the output of get and put with --output json.
-type kvJSON struct {
-	// Key is the key, as given.
-	Key string `json:"key"`
-	// Found says the key holds a value (get), Created that put made it, Existed that del
-	// removed one.
-	Found   *bool `json:"found,omitempty"`
-	Created *bool `json:"created,omitempty"`
-	Existed *bool `json:"existed,omitempty"`
-	// Data is the value (base64 in JSON), Text the same as a string when valid UTF-8, and
-	// Value the same as JSON when it is valid JSON (put --json stores only such values).
-	Data  []byte          `json:"data,omitempty"`
-	Text  *string         `json:"text,omitempty"`
-	Value json.RawMessage `json:"value,omitempty"`
-}
 
 func putCommand() *cli.Command {
 	return &cli.Command{
@@ -86,7 +69,7 @@ Examples:
 				if outputTable == c.String("output") {
 					return cliout.Text(map[bool]string{true: "created", false: "updated"}[created]), nil
 				}
-				return kvJSON{Key: key, Created: &created}, nil
+				return cliout.KVJSON{Key: key, Created: &created}, nil
 			})
 		},
 	}
@@ -134,7 +117,7 @@ Examples:
 				if c.String("output") == outputTable {
 					return cliout.Text(cliout.BytesText(res.Value)), nil
 				}
-				return valueJSON(key, res.Value), nil
+				return cliout.KVValue(key, res.Value), nil
 			})
 		},
 	}
@@ -164,7 +147,7 @@ Example:
 				if c.String("output") == outputTable {
 					return cliout.Text(map[bool]string{true: "deleted", false: "not found: nothing deleted"}[existed]), nil
 				}
-				return kvJSON{Key: key, Existed: &existed}, nil
+				return cliout.KVJSON{Key: key, Existed: &existed}, nil
 			})
 		},
 	}
@@ -175,21 +158,4 @@ func oneKey(c *cli.Context, cmd string) (string, error) {
 		return "", fmt.Errorf("%s needs exactly one non-empty KEY", cmd)
 	}
 	return c.Args().First(), nil
-}
-
-// valueJSON is get's JSON output for a found value.
-func valueJSON(key string, v []byte) kvJSON {
-	found := true
-	out := kvJSON{Key: key, Found: &found, Data: v}
-	if out.Data == nil {
-		out.Data = []byte{}
-	}
-	if utf8.Valid(v) {
-		s := string(v)
-		out.Text = &s
-	}
-	if json.Valid(v) {
-		out.Value = json.RawMessage(v)
-	}
-	return out
 }
