@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"strings"
 
+	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/backup"
 	"github.com/lockstepdb/lockstep/node"
+	"github.com/lockstepdb/lockstep/node/runner"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/urfave/cli/v2"
 )
@@ -41,26 +43,11 @@ func runBackup(c *cli.Context) error {
 		return err
 	}
 	defer cl.Close()
-	tmp := out + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
+	var info client.BackupInfo
+	if err := backup.WriteFile(out, func(w io.Writer) (err error) {
+		info, err = cl.Cluster().Backup(c.Context, c.StringSlice("addr")[0], w)
 		return err
-	}
-	info, err := cl.Cluster().Backup(c.Context, c.StringSlice("addr")[0], f)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		_, err = backup.Verify(tmp)
-	}
-	if err == nil {
-		err = os.Rename(tmp, out)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	}); err != nil {
 		return err
 	}
 	if c.String("output") == outputJSON {
@@ -105,13 +92,9 @@ func runRestore(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return fmt.Errorf("restore: want one backup FILE, got %d arguments", c.NArg())
 	}
-	var members []node.Peer
-	for _, part := range c.StringSlice("members") {
-		f := strings.Split(strings.TrimSpace(part), "=")
-		if len(f) != 3 || f[0] == "" || f[1] == "" || f[2] == "" {
-			return fmt.Errorf("member %q: want ID=RAFTADDR=CLIENTADDR", part)
-		}
-		members = append(members, node.Peer{ID: f[0], RaftAddr: f[1], ClientAddr: f[2]})
+	members, err := runner.ParsePeers("member", c.StringSlice("members"))
+	if err != nil {
+		return err
 	}
 	log, err := newLogger("text", "warn")
 	if err != nil {

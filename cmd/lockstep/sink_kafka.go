@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/lockstepdb/lockstep/client/kafka"
+	"github.com/lockstepdb/lockstep/client/profile"
 	"github.com/urfave/cli/v2"
 )
 
@@ -63,7 +64,7 @@ func runSinkKafka(c *cli.Context) error {
 		}
 		cfg.Partitions = append(cfg.Partitions, n)
 	}
-	cfg.Brokers, cfg.Stream, cfg.Topic, cfg.Name = brokerList(c.String("brokers")), c.String("stream"), c.String("topic"), c.String("name")
+	cfg.Brokers, cfg.Stream, cfg.Topic, cfg.Name = profile.SplitAddrs(c.String("brokers")), c.String("stream"), c.String("topic"), c.String("name")
 	cfg.ProgressTopic, cfg.BatchRecords, cfg.TransactionTimeout = c.String("progress-topic"), c.Int("batch"), c.Duration("transaction-timeout")
 	cfg.Timeout, cfg.Logger = timeoutOr(c.Duration("timeout"), cfg.Timeout), log
 	if err := cfg.Validate(); err != nil { // before any connection

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/lockstepdb/lockstep/client/kafka"
+	"github.com/lockstepdb/lockstep/client/profile"
 	"github.com/urfave/cli/v2"
 )
 
@@ -55,16 +55,6 @@ Example:
 	}
 }
 
-func brokerList(s string) []string {
-	var out []string
-	for _, b := range strings.Split(s, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
 func defaultMember() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s-%d", host, os.Getpid())
@@ -76,7 +66,7 @@ func runSourceKafka(c *cli.Context) error {
 		return err
 	}
 	cfg := kafka.DefaultSourceConfig()
-	cfg.Brokers, cfg.Topic, cfg.Name, cfg.Stream = brokerList(c.String("brokers")), c.String("topic"), c.String("name"), c.String("stream")
+	cfg.Brokers, cfg.Topic, cfg.Name, cfg.Stream = profile.SplitAddrs(c.String("brokers")), c.String("topic"), c.String("name"), c.String("stream")
 	cfg.DeadLetter, cfg.Member, cfg.Format = c.String("dead-letter"), c.String("member"), kafka.Format(c.String("format"))
 	cfg.BatchRecords, cfg.SessionTimeout, cfg.Logger = c.Int("batch"), c.Duration("session-timeout"), log
 	cfg.Timeout = timeoutOr(c.Duration("timeout"), cfg.Timeout)
@@ -136,7 +126,7 @@ func runSourceStatus(c *cli.Context) error {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
-	lags, err := kafka.SourceStatus(ctx, cl, brokerList(c.String("brokers")), c.String("name"), c.String("topic"), c.Duration("timeout"))
+	lags, err := kafka.SourceStatus(ctx, cl, profile.SplitAddrs(c.String("brokers")), c.String("name"), c.String("topic"), c.Duration("timeout"))
 	if err != nil {
 		return fmt.Errorf("source status: %w", err)
 	}

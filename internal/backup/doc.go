@@ -14,7 +14,8 @@
 //
 // Usage: a node writes Prefix(h) then the body; a reader calls NewReader, reads the body
 // from the returned Body to its end, and gets ErrTruncated or ErrChecksum there if the
-// file was cut short or altered. Verify does both for a file on disk. The contract: a
+// file was cut short or altered. Verify does both for a file on disk; WriteFile writes a
+// file on disk whole or not at all (temporary file, sync, Verify, rename). The contract: a
 // reader must not use what it read from Body until Body returned io.EOF (the checksum
 // is checked only then).
 package backup

@@ -119,7 +119,7 @@ func ConfigFromFlags(c *cli.Context) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	peers, err := parsePeers(c.StringSlice("bootstrap"))
+	peers, err := ParsePeers("bootstrap peer", c.StringSlice("bootstrap"))
 	if err != nil {
 		return Config{}, err
 	}

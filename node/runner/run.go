@@ -91,14 +91,15 @@ func registry(reg Registry, id string) *procedures.Registry {
 	return r
 }
 
-// parsePeers reads the entries "id=raftaddr=clientaddr" of --bootstrap (already split at
-// commas by the flag) into bootstrap peers.
-func parsePeers(entries []string) ([]node.Peer, error) {
+// ParsePeers reads entries "id=raftaddr=clientaddr" (a flag's, already split at commas,
+// as --bootstrap's and restore's --members) into peers; a bad entry is an error naming it
+// as a kind ("bootstrap peer", "member").
+func ParsePeers(kind string, entries []string) ([]node.Peer, error) {
 	var peers []node.Peer
 	for _, part := range entries {
 		f := strings.Split(strings.TrimSpace(part), "=")
 		if len(f) != 3 || f[0] == "" || f[1] == "" || f[2] == "" {
-			return nil, fmt.Errorf("bootstrap peer %q: want ID=RAFTADDR=CLIENTADDR", part)
+			return nil, fmt.Errorf("%s %q: want ID=RAFTADDR=CLIENTADDR", kind, part)
 		}
 		peers = append(peers, node.Peer{ID: f[0], RaftAddr: f[1], ClientAddr: f[2]})
 	}
