@@ -10,6 +10,7 @@ import (
 	"github.com/lockstepdb/lockstep/client/profile"
 	"github.com/lockstepdb/lockstep/internal/clusterstatus"
 	"github.com/lockstepdb/lockstep/internal/demo"
+	"github.com/lockstepdb/lockstep/internal/invoke"
 )
 
 // The exit codes of every command: one table (exitTable), documented in docs/cli.md
@@ -55,7 +56,7 @@ var exitTable = []exitRow{
 	{exitRefused, "refused", "the cluster refused this client: permission denied, the TLS handshake, another cluster id or protocol",
 		[]error{client.ErrPermissionDenied, client.ErrTLS, client.ErrClusterMismatch, client.ErrProtocolVersion}},
 	{exitNotFound, "not-found", "`get` of a key without a value; an unknown stream, group, procedure, user, member or context",
-		[]error{errKeyNotFound, client.ErrUnknownStream, client.ErrUnknownGroup, client.ErrUnknownProcedure, errUnknownProcedure,
+		[]error{errKeyNotFound, client.ErrUnknownStream, client.ErrUnknownGroup, client.ErrUnknownProcedure, invoke.ErrUnknownProcedure,
 			client.ErrUnknownUser, client.ErrUnknownMember, profile.ErrUnknownContext}},
 	{exitRejected, "rejected", "the cluster refused the request and nothing changed: bad arguments, the procedure's error, too large, bad scope, the stream exists, an offset retention trimmed, a stale group member",
 		[]error{client.ErrBadArguments, client.ErrProcedure, client.ErrTooLarge, client.ErrBadScope, client.ErrStreamExists,

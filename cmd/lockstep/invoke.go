@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/lockstepdb/lockstep/client"
-	"github.com/lockstepdb/lockstep/procedures"
-	"github.com/lockstepdb/lockstep/procedures/schema"
+	"github.com/lockstepdb/lockstep/internal/cliout"
+	"github.com/lockstepdb/lockstep/internal/invoke"
 	"github.com/urfave/cli/v2"
 )
 
@@ -48,23 +46,6 @@ Examples:
 	}
 }
 
-// errUnknownProcedure: neither this binary nor the cluster has a procedure of that name.
-var errUnknownProcedure = errors.New("unknown procedure")
-
-// invocation is what `lockstep invoke` was asked to run, checked against the procedure's
-// description.
-type invocation struct {
-	// proc describes the procedure: the binary's own registration of a built-in, or the
-	// cluster's catalogue entry; its schemas encode the arguments and decode the result.
-	proc client.Procedure
-	key  []byte
-	keys [][]byte
-	// args is the msgpack encoding (msgpack.RawMessage) the argument schema built; nil
-	// for none.
-	args any
-	cons client.Consistency
-}
-
 func runInvoke(c *cli.Context) error {
 	format, err := outputFormat(c)
 	if err != nil {
@@ -74,13 +55,10 @@ func runInvoke(c *cli.Context) error {
 		return errors.New("invoke needs exactly one PROCEDURE name; \"lockstep procedures\" lists them")
 	}
 	name := c.Args().First()
-	var inv invocation
-	info, known := procedures.Builtins().Lookup(name)
-	if known {
-		// Everything is checked before anything is sent.
-		inv.proc = client.Procedure{Name: info.Name, ReadOnly: info.ReadOnly, Multi: info.Multi,
-			Args: schema.Of(info.Args), Result: schema.Of(info.Result)}
-		if err := inv.parse(c); err != nil {
+	var call invoke.Call
+	proc, known := invoke.Builtin(name)
+	if known { // everything is checked before anything is sent
+		if err := parseCall(c, proc, &call); err != nil {
 			return err
 		}
 	}
@@ -95,74 +73,46 @@ func runInvoke(c *cli.Context) error {
 	}
 	defer cl.Close()
 	if !known {
-		if inv.proc, err = clusterProcedure(ctx, c, cl, name); err != nil {
+		if proc, err = invoke.Lookup(ctx, cl, name, c.StringSlice("addr")); err != nil {
 			return err
 		}
-		if err := inv.parse(c); err != nil {
+		if err := parseCall(c, proc, &call); err != nil {
 			return err
 		}
 	}
-	return inv.run(ctx, c, cl, format)
-}
-
-// call runs the invocation with cl and decodes its result into result.
-func (inv *invocation) call(ctx context.Context, cl *client.Client, result any) error {
-	var err error
-	name := inv.proc.Name
-	switch {
-	case !inv.proc.ReadOnly && inv.proc.Multi: // writes run in the session, exactly once
-		err = cl.InvokeMulti(ctx, name, inv.keys, inv.args, result)
-	case !inv.proc.ReadOnly:
-		err = cl.Invoke(ctx, name, inv.key, inv.args, result)
-	case inv.proc.Multi:
-		err = cl.QueryMulti(ctx, name, inv.keys, inv.args, result, inv.cons)
-	default:
-		err = cl.Query(ctx, name, inv.key, inv.args, result, inv.cons)
-	}
+	v, err := call.Run(ctx, cl)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return err
 	}
-	return nil
+	if format == outputJSON {
+		return writeJSON(c.App.Writer, v)
+	}
+	return cliout.Dynamic(c.App.Writer, v)
 }
 
-// clusterProcedure looks name up in the catalogue of the cluster cl talks to.
-func clusterProcedure(ctx context.Context, c *cli.Context, cl *client.Client, name string) (client.Procedure, error) {
-	addrs := strings.Join(c.StringSlice("addr"), ",")
-	list, err := cl.Procedures().Catalog(ctx)
-	if err != nil {
-		return client.Procedure{}, fmt.Errorf("%q is not a built-in, and the procedures of the cluster at %s: %w", name, addrs, err)
-	}
-	for _, p := range list {
-		if p.Name == name {
-			return p, nil
-		}
-	}
-	return client.Procedure{}, fmt.Errorf("%w %q: not a built-in, and the cluster at %s does not run it; \"lockstep procedures --addr %s\" lists the cluster's",
-		errUnknownProcedure, name, addrs, addrs)
-}
-
-// parse checks the key flags, the consistency level and the JSON arguments against the
-// procedure.
-func (inv *invocation) parse(c *cli.Context) error {
-	name := inv.proc.Name
+// parseCall checks the key flags, the consistency level and the JSON arguments against
+// the procedure p, into call.
+func parseCall(c *cli.Context, p client.Procedure, call *invoke.Call) error {
+	call.Proc = p
+	name := p.Name
 	switch cons := c.String("consistency"); cons {
 	case "linearizable":
-		inv.cons = client.ReadLinearizable
+		call.Cons = client.ReadLinearizable
 	case "any":
-		if !inv.proc.ReadOnly {
+		if !p.ReadOnly {
 			return fmt.Errorf("%s writes, so it runs linearizable only; --consistency any is for read-only procedures", name)
 		}
-		inv.cons = client.ReadAny
+		call.Cons = client.ReadAny
 	default:
 		return fmt.Errorf("--consistency %q: want linearizable or any", cons)
 	}
 	key, keys := c.String("key"), c.StringSlice("keys")
-	if inv.proc.Multi {
+	if p.Multi {
 		if c.IsSet("key") {
 			return fmt.Errorf("%s is multi-partition: it takes --keys, not --key", name)
 		}
 		for _, k := range keys {
-			inv.keys = append(inv.keys, []byte(k))
+			call.Keys = append(call.Keys, []byte(k))
 		}
 	} else {
 		if len(keys) > 0 {
@@ -171,10 +121,10 @@ func (inv *invocation) parse(c *cli.Context) error {
 		if key == "" {
 			return fmt.Errorf("%s is single-partition: give its partition key with --key", name)
 		}
-		inv.key = []byte(key)
+		call.Key = []byte(key)
 	}
 	var err error
-	if inv.args, err = encodeArgs(&inv.proc.Args, c.String("args")); err != nil {
+	if call.Args, err = invoke.EncodeArgs(&p.Args, c.String("args")); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil

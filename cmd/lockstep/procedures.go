@@ -6,7 +6,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/cliout"
-	"github.com/lockstepdb/lockstep/procedures"
+	"github.com/lockstepdb/lockstep/internal/invoke"
 	"github.com/urfave/cli/v2"
 )
 
@@ -37,24 +37,13 @@ func runProcedures(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	list := builtinCatalog()
+	list := invoke.Builtins()
 	if c.IsSet("addr") {
 		if list, err = clusterCatalog(c); err != nil {
 			return err
 		}
 	}
 	return cliout.Procedures(c.App.Writer, format, list)
-}
-
-// builtinCatalog describes the procedures of this binary's nodes, as a node would.
-func builtinCatalog() []client.Procedure {
-	cat := procedures.Builtins().Catalog()
-	out := make([]client.Procedure, len(cat))
-	for i, p := range cat {
-		out[i] = client.Procedure{Name: p.Name, Doc: p.Doc, ReadOnly: p.ReadOnly, Multi: p.Multi, Args: p.Args, Result: p.Result,
-			Version: p.Version, Origin: p.Origin}
-	}
-	return out
 }
 
 // clusterCatalog asks the cluster at --addr for its procedures.

@@ -72,7 +72,7 @@ var allowed = map[string][]string{
 	"node/runner": {"node", "procedures", "procedures/modules", "internal/faultenv", "internal/netaddr"},
 	// node/statuspage renders the admin port's HTML status page from plain values.
 	"node/statuspage": {},
-	"cmd/lockstep": {"internal/backup", "internal/cliout", "internal/clusterstatus", "internal/restartplan", "internal/recordjson", "internal/sqlshell", "client", "client/pgsink", "client/kafka", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/demo",
+	"cmd/lockstep": {"internal/backup", "internal/cliout", "internal/clusterstatus", "internal/restartplan", "internal/recordjson", "internal/sqlshell", "internal/invoke", "client", "client/pgsink", "client/kafka", "client/profile", "node", "node/runner", "procedures", "procedures/builtin", "procedures/schema", "jepsen", "internal/certs", "benchmarks/loadgen", "benchmarks/report", "internal/demo",
 		"benchmarks/nexmark", "benchmarks/nexmark/feed", "benchmarks/nexmark/goqueries", "benchmarks/nexmark/nexbench", "sql"},
 	"benchmarks":         {"client", "client/pgsink", "internal/latency", "benchmarks/loadgen"},
 	"benchmarks/loadgen": {"client", "procedures/builtin", "internal/latency"},
@@ -113,12 +113,14 @@ var allowed = map[string][]string{
 	// cmd/lockstep's library packages: internal/cliout renders --output table|json;
 	// internal/clusterstatus is `cluster status` (rows, health, table); internal/restartplan
 	// the rolling restart; internal/recordjson the JSON lines of stream records;
-	// internal/sqlshell runs `lockstep sql` scripts and the shell.
+	// internal/sqlshell runs `lockstep sql` scripts and the shell; internal/invoke calls a
+	// procedure by its schemas.
 	"internal/cliout":        {"client", "client/profile", "internal/certs", "procedures/builtin", "procedures/schema"},
 	"internal/clusterstatus": {"client", "internal/cliout", "node"},
 	"internal/restartplan":   {"client", "internal/cliout", "internal/clusterstatus", "procedures"},
 	"internal/recordjson":    {"client", "internal/cliout", "procedures", "procedures/schema"},
 	"internal/sqlshell":      {"client", "internal/cliout", "sql"},
+	"internal/invoke":        {"client", "procedures", "procedures/schema"},
 }
 
 // tagSets are the build-tag sets the import rules are checked under: the default build,

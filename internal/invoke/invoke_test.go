@@ -1,4 +1,4 @@
-package main
+package invoke
 
 import (
 	"encoding/json"
@@ -43,7 +43,7 @@ func TestEncodeArgs(t *testing.T) {
 		{typ: reflect.TypeFor[builtin.CounterAddArgs](), json: `{"Delta": 1, "d": 2}`, err: schema.ErrDuplicateField},
 	} {
 		shape := schema.Of(tc.typ)
-		got, err := encodeArgs(&shape, tc.json)
+		got, err := EncodeArgs(&shape, tc.json)
 		if tc.err != nil || tc.text != "" {
 			if err == nil || tc.err != nil && !errors.Is(err, tc.err) || !strings.Contains(err.Error(), "--args") || !strings.Contains(err.Error(), tc.text) || got != nil {
 				t.Errorf("#%d: got %v, %v; want an --args error wrapping %v with %q", i, got, err, tc.err, tc.text)
@@ -61,7 +61,7 @@ func TestEncodeArgs(t *testing.T) {
 		}
 	}
 	shape := schema.Of(reflect.TypeFor[builtin.CounterAddArgs]())
-	if got, err := encodeArgs(&shape, "  "); got != nil || err != nil {
+	if got, err := EncodeArgs(&shape, "  "); got != nil || err != nil {
 		t.Errorf("no --args: got %v, %v; want nil, nil", got, err)
 	}
 }
@@ -76,7 +76,7 @@ func TestBuiltinSkeletons(t *testing.T) {
 			t.Fatalf("#%d %s: %v", i, info.Name, err)
 		}
 		skeleton := string(b)
-		raw, err := encodeArgs(&shape, skeleton)
+		raw, err := EncodeArgs(&shape, skeleton)
 		if err != nil {
 			t.Fatalf("#%d %s: skeleton %s: %v", i, info.Name, skeleton, err)
 		}
