@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstepdb/lockstep/client/kafka"
 	"github.com/lockstepdb/lockstep/client/profile"
+	"github.com/lockstepdb/lockstep/internal/cliout"
 	"github.com/urfave/cli/v2"
 )
 
@@ -130,18 +131,7 @@ func runSourceStatus(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("source status: %w", err)
 	}
-	if format == outputJSON {
-		return writeJSON(c.App.Writer, lags)
-	}
-	tw := newTable(c.App.Writer)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tNEXT\tEND\tLAG\tGENERATION")
-	var total int64
-	for _, l := range lags {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", l.Topic, l.Partition, l.Next, l.End, l.Lag, l.Generation)
-		total += l.Lag
-	}
-	fmt.Fprintf(tw, "total\t\t\t\t%d\t\n", total)
-	return tw.Flush()
+	return cliout.SourceLags(c.App.Writer, format, lags)
 }
 
 // timeoutOr returns d, or def when d is not positive.

@@ -12,7 +12,7 @@ client's admin types.
     when they are printable (BytesText).
  4. Render the client's admin results as the commands print them: deployments, modules,
     the cluster configuration, processors, consumer groups, procedures, certificates,
-    users; the data verbs' JSON (KVJSON, KVValue).
+    users, a Kafka source's lag; the data verbs' JSON (KVJSON, KVValue).
 
 # Usage
 

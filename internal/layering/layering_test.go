@@ -115,7 +115,7 @@ var allowed = map[string][]string{
 	// the rolling restart; internal/recordjson the JSON lines of stream records;
 	// internal/sqlshell runs `lockstep sql` scripts and the shell; internal/invoke calls a
 	// procedure by its schemas.
-	"internal/cliout":        {"client", "client/profile", "internal/certs", "procedures/builtin", "procedures/schema"},
+	"internal/cliout":        {"client", "client/kafka", "client/profile", "internal/certs", "procedures/builtin", "procedures/schema"},
 	"internal/clusterstatus": {"client", "internal/cliout", "node"},
 	"internal/restartplan":   {"client", "internal/cliout", "internal/clusterstatus", "procedures"},
 	"internal/recordjson":    {"client", "internal/cliout", "procedures", "procedures/schema"},
