@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lockstepdb/lockstep/node"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -135,4 +136,17 @@ func Watch(src Source, warmup time.Duration) func() (*Batches, *Round) {
 		}
 		return BatchDelta(batchHistogram(before[0].Families), batchHistogram(after[0].Families)), RoundDelta(before, after)
 	}
+}
+
+// ClusterSource reads the metrics of an embedded cluster's running nodes (GatherSource).
+func ClusterSource(c *node.LocalCluster) Source {
+	return GatherSource(func() []Gatherer {
+		var out []Gatherer
+		for _, n := range c.Nodes {
+			if n != nil {
+				out = append(out, Gatherer{Node: n.ID(), Registry: n.Metrics().Registry})
+			}
+		}
+		return out
+	})
 }

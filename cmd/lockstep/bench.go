@@ -264,7 +264,7 @@ func openBenchTarget(ctx context.Context, c *cli.Context, spec benchSpec) (*benc
 	if err != nil {
 		return nil, err
 	}
-	return &benchTarget{clients: clients, metrics: clusterMetrics(cluster), close: closeAll}, nil
+	return &benchTarget{clients: clients, metrics: report.ClusterSource(cluster), close: closeAll}, nil
 }
 
 // startEmbedded starts a new in-process cluster of n quiet nodes with the given partition
@@ -322,17 +322,4 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// clusterMetrics reads the metrics of an embedded cluster's running nodes.
-func clusterMetrics(c *node.LocalCluster) report.Source {
-	return report.GatherSource(func() []report.Gatherer {
-		var out []report.Gatherer
-		for _, n := range c.Nodes {
-			if n != nil {
-				out = append(out, report.Gatherer{Node: n.ID(), Registry: n.Metrics().Registry})
-			}
-		}
-		return out
-	})
 }
