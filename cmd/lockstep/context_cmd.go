@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/lockstepdb/lockstep/client/profile"
 	"github.com/lockstepdb/lockstep/internal/cliout"
@@ -154,26 +155,17 @@ func oneContextName(c *cli.Context, cmd string) (string, error) {
 	return c.Args().First(), profile.CheckName(c.Args().First())
 }
 
-func loadContextsFile() (*profile.File, string, error) {
-	path, err := contextsPath()
-	if err != nil {
-		return nil, "", err
-	}
-	f, err := profile.Load(path)
-	return f, path, err
-}
+func loadContextsFile() (*profile.File, string, error) { return profile.LoadDefault(os.Getenv) }
 
-// editContexts loads the contexts file, applies edit and saves it; nothing is written if
-// edit fails. It then shows context show (or, for "", the list).
+// editContexts edits the contexts file (profile.Edit), then shows context show (or, for
+// "", the list).
 func editContexts(c *cli.Context, edit func(*profile.File) error, show string) error {
-	f, path, err := loadContextsFile()
+	path, err := contextsPath()
 	if err != nil {
 		return err
 	}
-	if err := edit(f); err != nil {
-		return fmt.Errorf("%w (in %s)", err, path)
-	}
-	if err := f.Save(path); err != nil {
+	f, err := profile.Edit(path, edit)
+	if err != nil {
 		return err
 	}
 	return cliout.Contexts(c.App.Writer, c.String("output"), cliout.ContextRows(f, show))
