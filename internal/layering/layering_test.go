@@ -123,6 +123,14 @@ var allowed = map[string][]string{
 	"internal/invoke":        {"client", "procedures", "procedures/schema"},
 }
 
+// forbidden lists, for some packages, imports they must not make directly whatever
+// allowed says, third-party ones included (an import path, or any path under it): the
+// binary is glue over library packages, so the PostgreSQL driver, the Prometheus text
+// parser and the crash-model store stay in the libraries that use them (issue 21).
+var forbidden = map[string][]string{
+	"cmd/lockstep": {"github.com/jackc/pgx", "github.com/prometheus/common/expfmt", module + "internal/crashstore"},
+}
+
 // tagSets are the build-tag sets the import rules are checked under: the default build,
 // the determinism-test build, each planted bug's build (internal/planted) and
 // examples/upgradeapp's old and next builds. A file behind a build tag imports only in its
@@ -213,6 +221,28 @@ func TestImportRulesCatchTaggedImport(t *testing.T) {
 	}
 }
 
+// TestImportRulesCatchForbiddenImport: a forbidden import is flagged, a third-party one
+// too, though allowed does not restrict those (a checker must be able to fail).
+func TestImportRulesCatchForbiddenImport(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "cmd", "lockstep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"go.mod":               "module github.com/lockstepdb/lockstep\n",
+		"cmd/lockstep/main.go": "package main\n\nimport _ \"github.com/jackc/pgx/v5\"\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, _ := checkImports(root, nil)
+	if len(v) != 1 || !strings.Contains(v[0], "cmd/lockstep imports github.com/jackc/pgx/v5, which it must not import") {
+		t.Fatalf("got %v, want the forbidden import of pgx", v)
+	}
+}
+
 // moduleRoot is the module's root folder.
 func moduleRoot(t *testing.T) string {
 	t.Helper()
@@ -250,6 +280,11 @@ func checkImports(root string, tags []string) (violations []string, found map[st
 			dep, ok := strings.CutPrefix(imp, module)
 			if ok && !slices.Contains(rules, dep) {
 				violations = append(violations, fmt.Sprintf("%s imports %s; it may import only %v", rel, dep, rules))
+			}
+			for _, f := range forbidden[rel] {
+				if imp == f || strings.HasPrefix(imp, f+"/") {
+					violations = append(violations, fmt.Sprintf("%s imports %s, which it must not import (forbidden: %v)", rel, imp, forbidden[rel]))
+				}
 			}
 		}
 	})
