@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -16,6 +15,7 @@ import (
 	"github.com/lockstepdb/lockstep/benchmarks/loadgen"
 	"github.com/lockstepdb/lockstep/benchmarks/report"
 	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/cliout"
 	"github.com/lockstepdb/lockstep/node"
 	"github.com/lockstepdb/lockstep/procedures"
 	"github.com/urfave/cli/v2"
@@ -194,8 +194,9 @@ func runBench(c *cli.Context) error {
 		}
 	}
 	spec.run.Op = spec.workload.On(clients)
+	progress := cliout.NewProgress(c.App.ErrWriter)
 	if !c.Bool("no-progress") {
-		spec.run.Progress = progressPrinter(c.App.ErrWriter)
+		spec.run.Progress = progressPrinter(progress)
 	}
 	watch := report.Watch(target.metrics, spec.run.Warmup)
 	stopProfile, err := startCPUProfile(c.String("cpuprofile"))
@@ -207,7 +208,7 @@ func runBench(c *cli.Context) error {
 		return err
 	}
 	if spec.run.Progress != nil {
-		endProgress(c.App.ErrWriter)
+		progress.End()
 	}
 	batches, round := watch()
 	rep := newBenchReport(spec, res, batches, round)
@@ -287,39 +288,14 @@ func startEmbedded(ctx context.Context, n, partitions int, registry func(int) *p
 	return cluster, cls, func() { loadgen.Close(cls); cluster.Close() }, nil
 }
 
-// progressPrinter returns a Progress function writing one line a second to w: in place
-// on a terminal, a line each otherwise.
-func progressPrinter(w io.Writer) func(loadgen.Second) {
-	tty := isTerminal(w)
+// progressPrinter returns a Progress function writing one line a second to p.
+func progressPrinter(p *cliout.Progress) func(loadgen.Second) {
 	return func(s loadgen.Second) {
-		var line string
 		if s.Warmup {
-			line = fmt.Sprintf("warm-up           %8d ops/s  %d errors", s.Ops, s.Errors)
+			p.Line(fmt.Sprintf("warm-up           %8d ops/s  %d errors", s.Ops, s.Errors))
 		} else {
-			line = fmt.Sprintf("bench  %6.0fs  %8d ops/s  %d errors  p50 %v  p99 %v  max %v",
-				s.At.Seconds(), s.Ops, s.Errors, s.Latency.P50, s.Latency.P99, s.Latency.Max)
-		}
-		if tty {
-			fmt.Fprintf(w, "\r\033[K%s", line)
-		} else {
-			fmt.Fprintln(w, line)
+			p.Line(fmt.Sprintf("bench  %6.0fs  %8d ops/s  %d errors  p50 %v  p99 %v  max %v",
+				s.At.Seconds(), s.Ops, s.Errors, s.Latency.P50, s.Latency.P99, s.Latency.Max))
 		}
 	}
-}
-
-// endProgress ends an in-place progress line.
-func endProgress(w io.Writer) {
-	if isTerminal(w) {
-		fmt.Fprintln(w)
-	}
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
