@@ -27,7 +27,9 @@ import (
 // records as the changelog.
 func (f *pipelineFixture) waitQuiet(t *testing.T) {
 	t.Helper()
+	start := time.Now()
 	f.waitSourceCaughtUp(t)
+	t.Logf("the source caught up in %.1f s", time.Since(start).Seconds())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	testutil.WaitFor(t, 3*time.Minute, func() error {
@@ -42,6 +44,7 @@ func (f *pipelineFixture) waitQuiet(t *testing.T) {
 		}
 		return nil
 	})
+	t.Logf("the processors caught up at %.1f s", time.Since(start).Seconds())
 	changelog := f.changelogPositions(t)
 	conn := f.db.Connect(t)
 	defer conn.Close(ctx)
@@ -58,6 +61,7 @@ func (f *pipelineFixture) waitQuiet(t *testing.T) {
 		}
 		return nil
 	})
+	t.Logf("the sinks caught up at %.1f s", time.Since(start).Seconds())
 }
 
 // check compares everything once every stage is quiet (waitQuiet) and returns the
