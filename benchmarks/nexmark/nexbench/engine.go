@@ -66,12 +66,17 @@ type deployed struct {
 	closeAfterMs int64
 	// view is the SQL engine's output view, whose changelog output is.
 	view *plan.View
+	// batchTimed: the output's records are at their log entry's batch time, not at an
+	// event time (an SQL projection's or lookup join's changelog); timeCol is then the
+	// view's date_time column, whose value is the result's event time, or -1.
+	batchTimed bool
+	timeCol    int
 }
 
 // deploy creates the input streams and, for the SQL engine, deploys the query's views
 // through the log, with out-of-orderness ooo.
 func deploy(ctx context.Context, c *client.Client, engine, q string, ooo time.Duration) (*deployed, error) {
-	d := &deployed{engine: engine, query: q, closeAfterMs: -1}
+	d := &deployed{engine: engine, query: q, closeAfterMs: -1, timeCol: -1}
 	if engine == EngineGo {
 		d.output = goqueries.Output(q)
 		if q == "q5" || q == "q7" || q == "q8" {
@@ -93,7 +98,15 @@ func deploy(ctx context.Context, c *client.Client, engine, q string, ooo time.Du
 	if d.view == nil {
 		return nil, fmt.Errorf("%w: the SQL of %s defines no view %s", ErrBadConfig, q, q)
 	}
-	if d.view.Window != nil {
+	v := d.view
+	if d.batchTimed = v.Pair == nil && v.Window == nil && len(v.Aggs) == 0 && len(v.GroupBy) == 0; d.batchTimed {
+		for i, c := range v.Schema.Columns {
+			if c.Name == "date_time" && c.Type == plan.TypeTimestamp {
+				d.timeCol = i
+			}
+		}
+	}
+	if v.Window != nil {
 		// A windowed view's changelog record is at its window's end, and the window
 		// closes when the watermark passes end + allowed lateness.
 		d.closeAfterMs = ooo.Milliseconds() + d.view.AllowedLatenessMs

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -14,7 +15,6 @@ import (
 	"github.com/lockstepdb/lockstep/benchmarks/nexmark/feed"
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/latency"
-	"github.com/lockstepdb/lockstep/sql/plan"
 )
 
 // ErrBadConfig is a Config Run refuses before it does anything.
@@ -85,7 +85,8 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	chunks := (fc.Events + int64(fc.Batch) - 1) / int64(fc.Batch)
 	w := &watcher{query: cfg.Query, gen: g.Config(), from: fc.From, end: fc.From + fc.Events, batch: int64(fc.Batch),
-		sent: make([]atomic.Int64, chunks), keep: cfg.Check, closeAfterMs: dep.closeAfterMs, total: latency.New(), window: latency.New()}
+		sent: make([]atomic.Int64, chunks), keep: cfg.Check, closeAfterMs: dep.closeAfterMs, batchTimed: dep.batchTimed, view: dep.view,
+		timeCol: dep.timeCol, total: latency.New(), window: latency.New()}
 	subCtx, stopSub := context.WithCancel(ctx)
 	defer stopSub()
 	sub, err := subscribe(subCtx, c0, dep.output)
@@ -276,10 +277,11 @@ func check(ctx context.Context, cfg Config, dep *deployed, parts int, w *watcher
 			return 0, fmt.Errorf("nexbench: appending the drain events: %w", err)
 		}
 	}
+	all := append(evs, drain...)
 	if dep.view != nil {
-		return checkSQL(ctx, cfg, dep.view, evs, maxT, w)
+		return checkSQL(ctx, cfg, dep, all, maxT, w)
 	}
-	want := reference(cfg.Query, append(evs, drain...), maxT+1)
+	want := reference(cfg.Query, all, maxT+1)
 	n := reflectLen(want)
 	deadline := time.Now().Add(cfg.DrainTimeout)
 	for {
@@ -303,18 +305,25 @@ func check(ctx context.Context, cfg Config, dep *deployed, parts int, w *watcher
 	}
 }
 
-// checkSQL waits until view v's rows, those of the run's events (before the drain),
-// equal the batch reference over the run's events projected to the view's columns
-// (ErrWrongResult when DrainTimeout passes first). It returns the reference's row count.
-func checkSQL(ctx context.Context, cfg Config, v *plan.View, evs []nexmark.Event, maxT int64, w *watcher) (int, error) {
+// checkSQL waits until the output view's rows equal the batch reference over the events
+// (the run's and the drain's; windows before the drain) projected to the view's columns
+// (ErrWrongResult when DrainTimeout passes first); rows at an event time of the drain
+// are not the run's (a batch-timed view's are all kept: the reference has their drain
+// rows). It returns the reference's row count.
+func checkSQL(ctx context.Context, cfg Config, dep *deployed, evs []nexmark.Event, maxT int64, w *watcher) (int, error) {
+	v := dep.view
 	want, err := projectReference(v, reference(cfg.Query, evs, maxT+1))
 	if err != nil {
 		return 0, err
 	}
+	before := w.drainFrom()
+	if dep.batchTimed {
+		before = math.MaxInt64
+	}
 	deadline := time.Now().Add(cfg.DrainTimeout)
 	for {
 		w.mu.Lock()
-		got, err := sqlAnswer(v, w.parts, w.drainFrom())
+		got, err := sqlAnswer(v, w.parts, before)
 		w.mu.Unlock()
 		if err != nil {
 			return len(want), err

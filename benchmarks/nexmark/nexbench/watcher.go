@@ -11,6 +11,7 @@ import (
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/chart"
 	"github.com/lockstepdb/lockstep/internal/latency"
+	"github.com/lockstepdb/lockstep/sql/plan"
 )
 
 // watcher is the run's subscriber of the query's output stream and the record of when
@@ -27,6 +28,11 @@ type watcher struct {
 	// closeAfterMs: a windowed query's result at event time t is due once the input
 	// reaches t + closeAfterMs (the watermark closes its window); -1 for no window.
 	closeAfterMs int64
+	// batchTimed, view and timeCol: deployed's; a batch-timed result's latency is from
+	// its date_time column's value, or without one from its log entry's batch time.
+	batchTimed bool
+	view       *plan.View
+	timeCol    int
 
 	mu      sync.Mutex
 	results int64
@@ -93,13 +99,21 @@ func (w *watcher) follow(ctx context.Context, sub *client.Subscription) error {
 		for _, r := range recs {
 			w.results++
 			t := r.EventTime.UnixMilli()
-			if due, ok := w.dueAt(t); ok && t < w.drainFrom() {
+			if w.batchTimed {
+				t = w.rowTime(r)
+				if t < 0 {
+					d := now.Sub(r.EventTime)
+					w.total.Record(d)
+					w.perSec[sec].Record(d)
+				}
+			}
+			if due, ok := w.dueAt(t); ok && t > 0 && t < w.drainFrom() {
 				d := now.Sub(due)
 				w.total.Record(d)
 				w.perSec[sec].Record(d)
 			}
 			// A window the run's own input closed (not check's drain, not idleness).
-			if due, ok := w.dueAt(t + w.closeAfterMs); ok && w.closeAfterMs >= 0 && t+w.closeAfterMs <= w.lastTime() {
+			if due, ok := w.dueAt(t + w.closeAfterMs); ok && t > 0 && w.closeAfterMs >= 0 && t+w.closeAfterMs <= w.lastTime() {
 				w.window.Record(now.Sub(due))
 			}
 			if w.keep {
@@ -118,6 +132,19 @@ func (w *watcher) follow(ctx context.Context, sub *client.Subscription) error {
 func (w *watcher) drainFrom() int64 {
 	last := w.from + int64(len(w.sent))*w.batch
 	return w.gen.BaseTime + last*1000/w.gen.Rate + time.Hour.Milliseconds()/2
+}
+
+// rowTime returns a batch-timed result's event time from its date_time column, or -1.
+func (w *watcher) rowTime(r client.Record) int64 {
+	if w.timeCol < 0 {
+		return -1
+	}
+	ch, err := w.view.DecodeChange(r.Key, r.Data)
+	if err != nil {
+		return -1
+	}
+	t, _ := ch.Row[w.timeCol].(int64)
+	return t
 }
 
 // lastTime is the event time of the run's last event number.
