@@ -89,8 +89,10 @@ func TestSQLAnswerAgainstReference(t *testing.T) {
 		mut   func(map[int][]kept)
 		equal bool
 	}{
-		"as written":      {func(map[int][]kept) {}, true},
-		"updated back":    {func(p map[int][]kept) { p[0] = append(p[0], rec(plan.ChangeUpdate, 0, bad, 1), rec(plan.ChangeUpdate, 0, ref[0], 1)) }, true},
+		"as written": {func(map[int][]kept) {}, true},
+		"updated back": {func(p map[int][]kept) {
+			p[0] = append(p[0], rec(plan.ChangeUpdate, 0, bad, 1), rec(plan.ChangeUpdate, 0, ref[0], 1))
+		}, true},
 		"deleted":         {func(p map[int][]kept) { p[0] = append(p[0], rec(plan.ChangeDelete, 0, ref[0], 1)) }, false},
 		"changed":         {func(p map[int][]kept) { p[0] = append(p[0], rec(plan.ChangeUpdate, 0, bad, 1)) }, false},
 		"extra":           {func(p map[int][]kept) { p[1] = append(p[1], rec(plan.ChangeInsert, 99999, ref[1], 1)) }, false},
