@@ -86,7 +86,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	chunks := (fc.Events + int64(fc.Batch) - 1) / int64(fc.Batch)
 	w := &watcher{query: cfg.Query, gen: g.Config(), from: fc.From, end: fc.From + fc.Events, batch: int64(fc.Batch),
 		sent: make([]atomic.Int64, chunks), keep: cfg.Check, closeAfterMs: dep.closeAfterMs, batchTimed: dep.batchTimed, view: dep.view,
-		timeCol: dep.timeCol, total: latency.New(), window: latency.New()}
+		timeCol: dep.timeCol, total: latency.New(), window: latency.New(), acked: latency.New()}
 	subCtx, stopSub := context.WithCancel(ctx)
 	defer stopSub()
 	sub, err := subscribe(subCtx, c0, dep.output)
@@ -99,7 +99,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 
 	cpu0 := cpuOf(cfg.Nodes)
 	w.start = time.Now()
-	fc.Sending = w.sending
+	fc.Sending, fc.Appended = w.sending, w.appended
 	res, err := feed.Run(ctx, cfg.Clients, fc)
 	rep := Report{Query: cfg.Query, Engine: cfg.Engine, Nodes: len(cfg.Nodes), Partitions: parts, Events: res.Events,
 		Batches: res.Batches, AppendS: res.Elapsed.Seconds(), AppendRate: res.EventsPerSec, Pace: fc.Pace}
@@ -162,6 +162,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	w.mu.Lock()
 	rep.Results = w.results
 	rep.Latency = summary(w.total.Summary())
+	rep.AppendLatency = summary(w.acked.Summary())
 	if dep.closeAfterMs >= 0 {
 		s := summary(w.window.Summary())
 		rep.WindowLatency = &s

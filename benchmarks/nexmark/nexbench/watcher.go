@@ -38,6 +38,7 @@ type watcher struct {
 	results int64
 	total   *latency.Recorder
 	window  *latency.Recorder   // windowed results' latency from the watermark that closed the window
+	acked   *latency.Recorder   // chunks' appends answered, from their due time
 	perSec  []*latency.Recorder // results' latency by second of the run they became visible
 	appends []int64             // events due per second of the run
 	parts   map[int][]kept      // kept records by partition, in offset order
@@ -53,6 +54,14 @@ func (w *watcher) sending(from, to int64, at time.Time) {
 		w.appends = append(w.appends, 0)
 	}
 	w.appends[sec] += to - from
+	w.mu.Unlock()
+}
+
+// appended records chunk [from, to)'s appends answered (feed.Config.Appended).
+func (w *watcher) appended(_, _ int64, due time.Time) {
+	d := time.Since(due)
+	w.mu.Lock()
+	w.acked.Record(d)
 	w.mu.Unlock()
 }
 
