@@ -26,7 +26,7 @@ batches of --batch from --workers concurrent clients, and reports events/s.
 --query qN runs query qN and measures it (package benchmarks/nexmark/nexbench):
 --engine go runs its hand-written Go processors (package benchmarks/nexmark/goqueries),
 carried by bench nodes (the hidden "bench nexmark-node", which "lockstep node" is not);
---engine sql deploys its SQL text (nexmark.SQLQueries: q0, q1, q2, q3, q8) through the
+--engine sql deploys its SQL text (nexmark.SQLQueries: q0, q1, q2, q3, q4, q5, q7, q8) through the
 log as a module of kind sql, on plain "lockstep node" processes. It runs on --nodes N new
 node processes of this binary (mutual TLS, fsync on), on a running cluster at --addr, or
 in this process (--embedded N). This process appends the events in batches and
@@ -52,7 +52,7 @@ func Flags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "generate", Usage: "generate events: print them, or with --append append them"},
 		&cli.BoolFlag{Name: "append", Usage: "with --generate: append the events to the cluster instead of printing them"},
-		&cli.StringFlag{Name: "query", Usage: "run this query (go: q0, q1, q2, q3, q4, q5, q7, q8; sql: q0, q1, q2, q3, q8) on the events"},
+		&cli.StringFlag{Name: "query", Usage: "run this query (go: q0, q1, q2, q3, q4, q5, q7, q8; sql: the same) on the events"},
 		&cli.StringFlag{Name: "engine", Usage: "with --query: go (hand-written processors) or sql (the query's SQL, deployed through the log)", Value: EngineGo},
 		&cli.Int64Flag{Name: "events", Aliases: []string{"n"}, Usage: "number of events", Value: 10_000},
 		&cli.Int64Flag{Name: "from", Usage: "first event position (any slice regenerates alike)"},
