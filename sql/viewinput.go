@@ -48,7 +48,7 @@ func (c *compiler) viewInput(s *plan.Schema) (*plan.Schema, *plan.ViewInput) {
 // of 1 ms over that time).
 func (c *compiler) checkOverJoinOrView(v *plan.View, sel *pg.SelectStmt, st statement) error {
 	if v.Pair != nil && (len(v.Aggs) > 0 || v.Having != nil) && !v.GroupsByJoinKey() {
-		return c.src.errAt(ErrUnsupported, location(sel.FromClause[0]), "an aggregate over a join must GROUP BY a join key column (%s or %s), so that each group's pairs meet on one partition",
+		return c.src.errAt(ErrUnsupported, location(sel.TargetList[0]), "an aggregate over a join must GROUP BY a join key column (%s or %s), so that each group's pairs meet on one partition",
 			v.Input.Columns[v.Pair.LeftKey].Name, v.Pair.Right.Columns[v.Pair.RightKey].Name)
 	}
 	if v.Pair != nil && len(v.Aggs) > 0 {
