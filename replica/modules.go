@@ -209,7 +209,7 @@ func checkModuleHeader(d *Deployment, name, kind string, source []byte) error {
 	if len(source) > MaxModuleSourceBytes {
 		return fmt.Errorf("%w: module %s: %d bytes of source, limit %d", ErrBadModule, name, len(source), MaxModuleSourceBytes)
 	}
-	return nil
+	return checkSQLPlanVersion(d, name, kind, source)
 }
 
 // deployModule applies a "deploy-module" item at index: the module c.Module, new or a

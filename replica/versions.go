@@ -53,6 +53,10 @@ const (
 	// VersionModules is the cluster version from which modules are deployed through the
 	// log (and snapshots and hashes carry them).
 	VersionModules = 3
+	// VersionSQLPlan3 is the cluster version from which "sql" modules may carry plan
+	// format 3 (views over views, aggregates over joins: sql/plan). It is above
+	// MaxClusterVersion until a release raises that to it.
+	VersionSQLPlan3 = 4
 )
 
 // Errors of the "upgrade" and "activate" commands; each wraps ErrBadClusterConfig, and

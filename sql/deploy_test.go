@@ -232,3 +232,25 @@ func mustCompile(t testing.TB, text string) *sql.Artifact {
 	}
 	return art
 }
+
+// A plan of format 3 (a view over a view) is refused by a cluster below
+// replica.VersionSQLPlan3, naming the version, and changes nothing; the same script
+// without the view over a view deploys.
+func TestDeployPlan3NeedsClusterVersion(t *testing.T) {
+	l := newLogFSM(t, 2)
+	if err := l.deploy("ev", `CREATE STREAM ev (k text, g bigint, ts timestamp) WITH (key = 'k', event_time = 'ts');
+CREATE MATERIALIZED VIEW agg AS SELECT g, count(*) AS c FROM ev GROUP BY g;`); err != nil {
+		t.Fatal(err)
+	}
+	if v := l.f.Deployment().Effective(); v >= replica.VersionSQLPlan3 {
+		t.Skipf("the cluster runs version %d, which admits plan format 3", v)
+	}
+	before, dep := l.f.StateHashes(), l.f.Deployment()
+	err := l.deploy("va", `CREATE MATERIALIZED VIEW va AS SELECT c, count(*) AS n FROM agg GROUP BY c;`)
+	if !errors.Is(err, replica.ErrNeedsVersion) || !strings.Contains(err.Error(), "plan format 3") {
+		t.Fatalf("deploy of a format 3 plan at cluster version %d: got %v", l.f.Deployment().Effective(), err)
+	}
+	if !slices.Equal(before.Hashes, l.f.StateHashes().Hashes) || len(dep.Modules) != len(l.f.Deployment().Modules) {
+		t.Fatal("a refused deploy changed the state")
+	}
+}
