@@ -249,13 +249,13 @@ func TestPlanFormat3NeedsVersion4(t *testing.T) {
 	if err := l.deploy("streams", nexmark.SQLStreamsText("1 second")); err != nil {
 		t.Fatal(err)
 	}
-	before := len(l.f.SQLModules())
+	before, hashes := len(l.f.SQLModules()), l.f.StateHashes()
 	err := l.deploy("q5", nexmarkViews("q5"))
 	if !errors.Is(err, replica.ErrNeedsVersion) || !strings.Contains(err.Error(), "format 3") {
 		t.Fatalf("q5 at cluster version 3: got %v, want ErrNeedsVersion naming format 3", err)
 	}
-	if got := len(l.f.SQLModules()); got != before {
-		t.Fatalf("%d sql modules after the refusal, want %d", got, before)
+	if got := len(l.f.SQLModules()); got != before || !slices.Equal(hashes.Hashes, l.f.StateHashes().Hashes) {
+		t.Fatalf("%d sql modules after the refusal (want %d), or the state changed", got, before)
 	}
 	if err := l.deploy("q1", "CREATE MATERIALIZED VIEW q1 AS SELECT auction, price FROM bid;"); err != nil {
 		t.Fatalf("a format-1 script at version 3: %v", err)
