@@ -153,6 +153,9 @@ func (n *Node) sqlAnswer(text string) (wire.SQLResult, error) {
 		}
 		return wire.SQLResult{Kind: wire.SQLDrop, Modules: ms}, nil
 	case sql.CmdShow:
+		if len(cmd.Names) == 1 {
+			return showSchema(mods, cmd.Names[0])
+		}
 		return showRows(mods, cmd.Show), nil
 	case sql.CmdExplain:
 		var p *plan.Plan

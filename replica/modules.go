@@ -213,19 +213,13 @@ func checkModuleHeader(d *Deployment, name, kind string, source []byte) error {
 		return fmt.Errorf("%w: kind %q needs cluster version %d, the cluster runs %d (lockstep cluster upgrade %d)",
 			ErrNeedsVersion, kind, VersionSources, d.Effective(), VersionSources)
 	}
-	if kind == ModuleKindSQL && d.Effective() < VersionSQLPlan3 {
-		if _, p, err := DecodeSQLSource(source); err == nil && p.Version > 2 {
-			return fmt.Errorf("%w: module %s: its plan is in format %d (views over views, aggregates over joins or join bounds by a column), which needs cluster version %d; the cluster runs %d (lockstep cluster upgrade %d)",
-				ErrNeedsVersion, name, p.Version, VersionSQLPlan3, d.Effective(), VersionSQLPlan3)
-		}
-	}
 	if !kindAdmitted(d.Effective(), kind) {
 		return fmt.Errorf("%w: kind %q: cluster version %d deploys %q and %q modules", ErrBadModule, kind, d.Effective(), ModuleKindStarlark, ModuleKindSQL)
 	}
 	if len(source) > MaxModuleSourceBytes {
 		return fmt.Errorf("%w: module %s: %d bytes of source, limit %d", ErrBadModule, name, len(source), MaxModuleSourceBytes)
 	}
-	return nil
+	return checkSQLPlanVersion(d, name, kind, source)
 }
 
 // deployModule applies a "deploy-module" item at index: the module c.Module, new or a

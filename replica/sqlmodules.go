@@ -249,3 +249,26 @@ func (f *FSM) CheckRemoveModule(name string) error {
 	}
 	return checkSourceRemove(d, name)
 }
+
+// checkSQLPlanVersion refuses a "sql" module whose plan format the cluster version does
+// not admit: formats 1 and 2 from VersionModules, 3 from VersionSQLPlan3.
+func checkSQLPlanVersion(d *Deployment, name, kind string, source []byte) error {
+	if kind != ModuleKindSQL {
+		return nil
+	}
+	var s SQLSource
+	if err := msgpack.Unmarshal(source, &s); err != nil {
+		return nil // refused, naming the reason, when it is compiled
+	}
+	var head struct {
+		Version int `msgpack:"version"`
+	}
+	if err := msgpack.Unmarshal(s.Plan, &head); err != nil || head.Version < 3 {
+		return nil
+	}
+	if v := d.Effective(); v < VersionSQLPlan3 {
+		return fmt.Errorf("%w: module %s: SQL plan format %d (views over views, aggregates over joins or join bounds by a column) needs cluster version %d, the cluster runs %d (lockstep cluster upgrade %d)",
+			ErrNeedsVersion, name, head.Version, VersionSQLPlan3, v, VersionSQLPlan3)
+	}
+	return nil
+}

@@ -70,7 +70,8 @@ const (
 	// SOURCE) are deployed.
 	VersionSources = 4
 	// VersionSQLPlan3 is the cluster version from which a "sql" module's plan may be in
-	// plan format 3 (sql/plan.Version); before, formats 1 and 2 only.
+	// plan format 3 (views over views, aggregates over joins: sql/plan.Version); before,
+	// formats 1 and 2 only.
 	VersionSQLPlan3 = 4
 )
 

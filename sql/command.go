@@ -28,7 +28,8 @@ const (
 	// CmdDrop: DROP STREAM|TABLE|MATERIALIZED VIEW names: the module that defined them is
 	// removed through the log.
 	CmdDrop
-	// CmdShow: SHOW STREAMS, SHOW TABLES or SHOW VIEWS.
+	// CmdShow: SHOW STREAMS, SHOW TABLES or SHOW VIEWS; SHOW SCHEMA name (Names holds
+	// the one name, Show is 0): the deployed schema of one stream, table or view.
 	CmdShow
 	// CmdExplain: EXPLAIN of a script (compiled, not deployed) or of a deployed name.
 	CmdExplain
@@ -56,6 +57,7 @@ type Command struct {
 var (
 	dropRe    = regexp.MustCompile(`(?is)^drop\s+(stream|table|materialized\s+view)\s+(?:if\s+exists\s+)?([a-z_][a-z0-9_]*(?:\s*,\s*[a-z_][a-z0-9_]*)*)\s*;?\s*$`)
 	showRe    = regexp.MustCompile(`(?is)^show\s+(streams|tables|views)\s*;?\s*$`)
+	schemaRe  = regexp.MustCompile(`(?is)^show\s+schema\s+([a-z_][a-z0-9_]*)\s*;?\s*$`)
 	explainRe = regexp.MustCompile(`(?is)^explain\s+([a-z_][a-z0-9_]*)\s*;?\s*$`)
 	wordRe    = regexp.MustCompile(`^[A-Za-z]+`)
 )
@@ -88,9 +90,12 @@ func ParseCommand(text string) (Command, error) {
 		}
 		return Command{Kind: CmdDrop, Text: text, Names: names}, nil
 	case "show":
+		if m := schemaRe.FindStringSubmatch(strings.TrimSpace(stripComments(rest))); m != nil {
+			return Command{Kind: CmdShow, Text: text, Names: []string{strings.ToLower(m[1])}}, nil
+		}
 		m := showRe.FindStringSubmatch(strings.TrimSpace(stripComments(rest)))
 		if m == nil {
-			return Command{}, s.errAt(ErrSyntax, at, "want SHOW STREAMS, SHOW TABLES or SHOW VIEWS")
+			return Command{}, s.errAt(ErrSyntax, at, "want SHOW STREAMS, SHOW TABLES, SHOW VIEWS or SHOW SCHEMA name")
 		}
 		k := map[string]plan.Kind{"streams": plan.KindStream, "tables": plan.KindTable, "views": plan.KindView}[strings.ToLower(m[1])]
 		return Command{Kind: CmdShow, Text: text, Show: k}, nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/lockstepdb/lockstep/benchmarks/nexmark"
 	"github.com/lockstepdb/lockstep/internal/batch"
 	"github.com/lockstepdb/lockstep/internal/testutil/sqltest"
 	"github.com/lockstepdb/lockstep/partition"
@@ -245,25 +246,25 @@ func mustCompile(t testing.TB, text string) *sql.Artifact {
 // version 4 the format-3 script deploys.
 func TestPlanFormat3NeedsVersion4(t *testing.T) {
 	l := newLogFSMAt(t, 2, 3)
-	if err := l.deploy("streams", sql.NexmarkStreams); err != nil {
+	if err := l.deploy("streams", nexmark.SQLStreamsText("1 second")); err != nil {
 		t.Fatal(err)
 	}
-	before := len(l.f.SQLModules())
-	err := l.deploy("q5", sql.NexmarkQ5)
+	before, hashes := len(l.f.SQLModules()), l.f.StateHashes()
+	err := l.deploy("q5", nexmarkViews("q5"))
 	if !errors.Is(err, replica.ErrNeedsVersion) || !strings.Contains(err.Error(), "format 3") {
 		t.Fatalf("q5 at cluster version 3: got %v, want ErrNeedsVersion naming format 3", err)
 	}
-	if got := len(l.f.SQLModules()); got != before {
-		t.Fatalf("%d sql modules after the refusal, want %d", got, before)
+	if got := len(l.f.SQLModules()); got != before || !slices.Equal(hashes.Hashes, l.f.StateHashes().Hashes) {
+		t.Fatalf("%d sql modules after the refusal (want %d), or the state changed", got, before)
 	}
 	if err := l.deploy("q1", "CREATE MATERIALIZED VIEW q1 AS SELECT auction, price FROM bid;"); err != nil {
 		t.Fatalf("a format-1 script at version 3: %v", err)
 	}
 	l4 := newLogFSMAt(t, 2, 4)
-	if err := l4.deploy("streams", sql.NexmarkStreams); err != nil {
+	if err := l4.deploy("streams", nexmark.SQLStreamsText("1 second")); err != nil {
 		t.Fatal(err)
 	}
-	if err := l4.deploy("q5", sql.NexmarkQ5); err != nil {
+	if err := l4.deploy("q5", nexmarkViews("q5")); err != nil {
 		t.Fatalf("q5 at cluster version 4: %v", err)
 	}
 }

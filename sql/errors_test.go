@@ -37,6 +37,28 @@ func TestCompileErrors(t *testing.T) {
 		{badBase + "CREATE MATERIALIZED VIEW v AS SELECT a.k FROM HOP(s, ts, INTERVAL '1 second', INTERVAL '2 seconds') a JOIN s b ON a.k = b.k;", sql.ErrUnsupported, 3, 47},
 		{badBase + "CREATE MATERIALIZED VIEW v AS SELECT a.k FROM s a JOIN s b ON a.k = b.k AND a.window_start = b.ts;", sql.ErrUnknown, 3, 77},
 		{"CREATE STREAM t (a bigint) WITH (key = 'a', format = 'csv');", sql.ErrDefinition, 1, 45},
+		// Views over views, aggregates over joins (plan version 3): each bad use at its place.
+		{badBase + `CREATE MATERIALIZED VIEW g AS SELECT k, count(*) AS c FROM s GROUP BY k;
+CREATE MATERIALIZED VIEW w AS SELECT n, max(d) AS m, window_end AS we FROM TUMBLE(s, ts, INTERVAL '1 second') GROUP BY window_start, window_end, n EMIT ON WINDOW CLOSE;
+` + "CREATE MATERIALIZED VIEW v AS SELECT k, c FROM g;", sql.ErrUnsupported, 5, 48},
+		{badBase + `CREATE MATERIALIZED VIEW g AS SELECT k, count(*) AS c FROM s GROUP BY k;
+CREATE MATERIALIZED VIEW w AS SELECT n, max(d) AS m, window_end AS we FROM TUMBLE(s, ts, INTERVAL '1 second') GROUP BY window_start, window_end, n EMIT ON WINDOW CLOSE;
+` + "CREATE MATERIALIZED VIEW v AS SELECT c, max(k) FROM g GROUP BY c;", sql.ErrUnsupported, 5, 41},
+		{badBase + `CREATE MATERIALIZED VIEW g AS SELECT k, count(*) AS c FROM s GROUP BY k;
+CREATE MATERIALIZED VIEW w AS SELECT n, max(d) AS m, window_end AS we FROM TUMBLE(s, ts, INTERVAL '1 second') GROUP BY window_start, window_end, n EMIT ON WINDOW CLOSE;
+` + "CREATE MATERIALIZED VIEW v AS SELECT c, sum(c), min(c) FROM g GROUP BY c;", sql.ErrUnsupported, 5, 49},
+		{badBase + `CREATE MATERIALIZED VIEW g AS SELECT k, count(*) AS c FROM s GROUP BY k;
+CREATE MATERIALIZED VIEW w AS SELECT n, max(d) AS m, window_end AS we FROM TUMBLE(s, ts, INTERVAL '1 second') GROUP BY window_start, window_end, n EMIT ON WINDOW CLOSE;
+` + "CREATE MATERIALIZED VIEW v AS SELECT a.k FROM s a JOIN g b ON a.k = b.k;", sql.ErrUnsupported, 5, 56},
+		{badBase + `CREATE MATERIALIZED VIEW g AS SELECT k, count(*) AS c FROM s GROUP BY k;
+CREATE MATERIALIZED VIEW w AS SELECT n, max(d) AS m, window_end AS we FROM TUMBLE(s, ts, INTERVAL '1 second') GROUP BY window_start, window_end, n EMIT ON WINDOW CLOSE;
+` + "CREATE MATERIALIZED VIEW v AS SELECT a.k FROM s a JOIN w b ON a.n = b.n;", sql.ErrUnsupported, 5, 67},
+		{badBase + `CREATE MATERIALIZED VIEW g AS SELECT k, count(*) AS c FROM s GROUP BY k;
+CREATE MATERIALIZED VIEW w AS SELECT n, max(d) AS m, window_end AS we FROM TUMBLE(s, ts, INTERVAL '1 second') GROUP BY window_start, window_end, n EMIT ON WINDOW CLOSE;
+` + "CREATE MATERIALIZED VIEW v AS SELECT window_start, count(*) FROM TUMBLE(w, we, INTERVAL '1 second') GROUP BY window_start;", sql.ErrUnsupported, 5, 73},
+		{badBase + `CREATE MATERIALIZED VIEW g AS SELECT k, count(*) AS c FROM s GROUP BY k;
+CREATE MATERIALIZED VIEW w AS SELECT n, max(d) AS m, window_end AS we FROM TUMBLE(s, ts, INTERVAL '1 second') GROUP BY window_start, window_end, n EMIT ON WINDOW CLOSE;
+` + "CREATE MATERIALIZED VIEW v AS SELECT a.k, count(*) FROM s a JOIN w b ON a.n = b.n AND a.ts < b.we GROUP BY a.k;", sql.ErrUnsupported, 5, 108},
 		{badBase + "CREATE MATERIALIZED VIEW v AS SELECT k FROM s EMIT ON WINDOW CLOSE;", sql.ErrDefinition, 3, 47},
 		{badBase + "CREATE MATERIALIZED VIEW v AS SELECT count(*) FROM TUMBLE(s, ts, INTERVAL '1 minute');", sql.ErrDefinition, 3, 52},
 		{badBase + "CREATE MATERIALIZED VIEW v AS SELECT window_start, sum(k) FROM TUMBLE(s, ts, INTERVAL '1 minute') GROUP BY window_start;", sql.ErrType, 3, 52},

@@ -39,9 +39,7 @@ func BenchmarkNexmarkSQL(b *testing.B) {
 	for _, q := range queries {
 		b.Run(q.name, func(b *testing.B) {
 			script := fmt.Sprintf(nexmarkStreams, "0 seconds")
-			if q.view != "" {
-				script += fmt.Sprintf("CREATE MATERIALIZED VIEW %s AS %s;", q.name, q.view)
-			}
+			script += q.views
 			art, err := sql.Compile(script, sql.Options{})
 			if err != nil {
 				b.Fatal(err)

@@ -19,33 +19,25 @@ import (
 	"github.com/lockstepdb/lockstep/sql/plan"
 )
 
-// nexmarkStreams declares the Nexmark streams over benchmarks/nexmark's record layout
-// (msgpack maps of the standard columns, keyed by id, id and auction), so that the
-// generator's records are read as they are. %s is the out-of-orderness.
-const nexmarkStreams = `
-CREATE STREAM person (id bigint, name text, email_address text, credit_card text, city text, state text,
-    date_time timestamp, extra text)
-  WITH (key = 'id', event_time = 'date_time', out_of_orderness = '%[1]s', format = 'map');
-CREATE STREAM auction (id bigint, item_name text, description text, initial_bid bigint, reserve bigint,
-    date_time timestamp, expires timestamp, seller bigint, category bigint, extra text)
-  WITH (key = 'id', event_time = 'date_time', out_of_orderness = '%[1]s', format = 'map');
-CREATE STREAM bid (auction bigint, bidder bigint, price bigint, channel text, url text, date_time timestamp, extra text)
-  WITH (key = 'auction', event_time = 'date_time', out_of_orderness = '%[1]s', format = 'map');
-`
+// nexmarkStreams declares the Nexmark streams over benchmarks/nexmark's record layout;
+// %s is the out-of-orderness. The text is benchmarks/nexmark's, which the benchmark
+// (lockstep bench nexmark --engine sql) deploys too.
+const nexmarkStreams = nexmark.SQLStreams
 
-// nexmarkQuery is one Nexmark query: the view as Lockstep's SQL (the standard text,
-// adapted in syntax only: docs/sql.md, "Nexmark"), and PostgreSQL's batch text over
-// tables person, auction and bid (times as bigint Unix ms, windows as arithmetic).
+// nexmarkQuery is one Nexmark query: its views as Lockstep's SQL (the standard text,
+// adapted in syntax only: docs/sql.md, "Nexmark"; for the Nexmark queries
+// benchmarks/nexmark.SQLQueries' text), and PostgreSQL's batch text over tables person,
+// auction and bid (times as bigint Unix ms, windows as arithmetic).
 type nexmarkQuery struct {
-	name, view, pg string
+	name, views, pg string
 	// ref is benchmarks/nexmark's batch reference as rows, nil where its shape differs.
 	ref func([]nexmark.Event) [][]any
 }
 
 var nexmarkQueries = []nexmarkQuery{
 	{name: "q0",
-		view: `SELECT auction, bidder, price, date_time, extra FROM bid`,
-		pg:   `SELECT auction, bidder, price, date_time, extra FROM bid`,
+		views: nexmarkViews("q0"),
+		pg:    `SELECT auction, bidder, price, date_time, extra FROM bid`,
 		ref: func(evs []nexmark.Event) (out [][]any) {
 			for _, r := range nexmark.RefQ0(evs) {
 				out = append(out, []any{r.Auction, r.Bidder, r.Price, r.DateTime, r.Extra})
@@ -53,8 +45,8 @@ var nexmarkQueries = []nexmarkQuery{
 			return out
 		}},
 	{name: "q1",
-		view: `SELECT auction, bidder, 0.908 * price AS price, date_time, extra FROM bid`,
-		pg:   `SELECT auction, bidder, 0.908::float8 * price, date_time, extra FROM bid`,
+		views: nexmarkViews("q1"),
+		pg:    `SELECT auction, bidder, 0.908::float8 * price, date_time, extra FROM bid`,
 		ref: func(evs []nexmark.Event) (out [][]any) {
 			for _, r := range nexmark.RefQ1(evs) {
 				out = append(out, []any{r.Auction, r.Bidder, r.Price, r.DateTime, r.Extra})
@@ -62,8 +54,8 @@ var nexmarkQueries = []nexmarkQuery{
 			return out
 		}},
 	{name: "q2",
-		view: `SELECT auction, price FROM bid WHERE auction % 123 = 0`,
-		pg:   `SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0`,
+		views: nexmarkViews("q2"),
+		pg:    `SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0`,
 		ref: func(evs []nexmark.Event) (out [][]any) {
 			for _, r := range nexmark.RefQ2(evs) {
 				out = append(out, []any{r.Auction, r.Price})
@@ -71,8 +63,7 @@ var nexmarkQueries = []nexmarkQuery{
 			return out
 		}},
 	{name: "q3",
-		view: `SELECT P.name, P.city, P.state, A.id FROM auction AS A INNER JOIN person AS P ON A.seller = P.id
-  WHERE A.category = 10 AND (P.state = 'OR' OR P.state = 'ID' OR P.state = 'CA')`,
+		views: nexmarkViews("q3"),
 		pg: `SELECT P.name, P.city, P.state, A.id FROM auction AS A INNER JOIN person AS P ON A.seller = P.id
   WHERE A.category = 10 AND (P.state = 'OR' OR P.state = 'ID' OR P.state = 'CA')`,
 		ref: func(evs []nexmark.Event) (out [][]any) {
@@ -82,10 +73,7 @@ var nexmarkQueries = []nexmarkQuery{
 			return out
 		}},
 	{name: "q8",
-		view: `SELECT P.id, P.name, P.window_start AS starttime
-  FROM TUMBLE(person, date_time, INTERVAL '10 seconds') P JOIN TUMBLE(auction, date_time, INTERVAL '10 seconds') A
-    ON P.id = A.seller AND P.window_start = A.window_start AND P.window_end = A.window_end
-  GROUP BY P.id, P.name, P.window_start`,
+		views: nexmarkViews("q8"),
 		pg: `SELECT P.id, P.name, P.starttime
   FROM (SELECT id, name, date_time - date_time % 10000 AS starttime, date_time - date_time % 10000 + 10000 AS endtime
         FROM person GROUP BY 1, 2, 3, 4) P
@@ -100,16 +88,25 @@ var nexmarkQueries = []nexmarkQuery{
 		}},
 	// Not Nexmark: interval joins, each bid with the auctions it may follow closely.
 	{name: "fresh",
-		view: `SELECT A.id, A.seller, B.bidder, B.price, B.date_time FROM auction A JOIN bid B
-    ON A.id = B.auction AND B.date_time BETWEEN A.date_time AND A.date_time + INTERVAL '2 seconds'`,
+		views: `CREATE MATERIALIZED VIEW fresh AS SELECT A.id, A.seller, B.bidder, B.price, B.date_time FROM auction A JOIN bid B
+    ON A.id = B.auction AND B.date_time BETWEEN A.date_time AND A.date_time + INTERVAL '2 seconds';`,
 		pg: `SELECT A.id, A.seller, B.bidder, B.price, B.date_time FROM auction A JOIN bid B
     ON A.id = B.auction AND B.date_time BETWEEN A.date_time AND A.date_time + 2000`},
 	// Bid on the left, strict and open bounds, written both ways round.
 	{name: "near",
-		view: `SELECT B.price, A.reserve, A.date_time - B.date_time AS gap FROM bid B JOIN auction A
-    ON B.auction = A.id AND B.date_time > A.date_time - INTERVAL '1 second' AND A.date_time + INTERVAL '500 milliseconds' >= B.date_time`,
+		views: `CREATE MATERIALIZED VIEW near AS SELECT B.price, A.reserve, A.date_time - B.date_time AS gap FROM bid B JOIN auction A
+    ON B.auction = A.id AND B.date_time > A.date_time - INTERVAL '1 second' AND A.date_time + INTERVAL '500 milliseconds' >= B.date_time;`,
 		pg: `SELECT B.price, A.reserve, A.date_time - B.date_time FROM bid B JOIN auction A
     ON B.auction = A.id AND B.date_time > A.date_time - 1000 AND A.date_time + 500 >= B.date_time`},
+}
+
+// nexmarkViews is Nexmark query q's views as the benchmark deploys them.
+func nexmarkViews(q string) string {
+	text, ok := nexmark.SQLText(q)
+	if !ok {
+		panic("no SQL text of " + q)
+	}
+	return text
 }
 
 // nexmarkScript is the streams and every query's view.
@@ -117,7 +114,7 @@ func nexmarkScript(ooo string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, nexmarkStreams, ooo)
 	for _, q := range nexmarkQueries {
-		fmt.Fprintf(&b, "CREATE MATERIALIZED VIEW %s AS %s;\n", q.name, q.view)
+		fmt.Fprintln(&b, q.views)
 	}
 	return b.String()
 }
@@ -394,7 +391,7 @@ func TestJoinFreesUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, 2, fmt.Sprintf(nexmarkStreams, "0 seconds")+"CREATE MATERIALIZED VIEW fresh AS "+nexmarkQueries[5].view+";")
+	h := newHarness(t, 2, fmt.Sprintf(nexmarkStreams, "0 seconds")+nexmarkQueries[5].views)
 	var entries []batch.Entry
 	for i := 0; i < len(evs); i += 200 {
 		e := batch.Entry{Time: h.Now + int64(i+1)*1e6}

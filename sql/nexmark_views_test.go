@@ -8,13 +8,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/lockstepdb/lockstep/benchmarks/nexmark"
 	"github.com/lockstepdb/lockstep/internal/testutil/pgtest"
-	"github.com/lockstepdb/lockstep/sql"
 	"github.com/lockstepdb/lockstep/sql/plan"
 )
 
-// nexmarkViews is q4, q5 and q7 (sql.NexmarkQ4, Q5, Q7: views over views, aggregates
-// over joins, a join with a view), to deploy after the streams.
-const nexmarkViews = sql.NexmarkQ4 + sql.NexmarkQ5 + sql.NexmarkQ7
+// viewQueries is q4, q5 and q7 (views over views, aggregates over joins, a join with a
+// view), to deploy after the streams.
+var viewQueries = nexmarkViews("q4") + nexmarkViews("q5") + nexmarkViews("q7")
 
 // TestNexmarkViewsMatchPostgres: Nexmark q4, q5 and q7 as SQL over generated slices, in
 // order and out of order, through a replica FSM with random entry and apply-batch
@@ -42,32 +41,32 @@ func runNexmarkViewsCase(t *testing.T, conn *pgx.Conn, c nexmarkCase) {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(c.seed, 29))
-	h := newHarness(t, c.parts, fmt.Sprintf(nexmarkStreams, c.ooo)+nexmarkViews)
-	if h.art.Plan.Version != 3 {
-		t.Fatalf("plan version %d, want 3", h.art.Plan.Version)
+	h := newHarness(t, c.parts, fmt.Sprintf(nexmarkStreams, c.ooo)+viewQueries)
+	if h.Art.Plan.Version != 3 {
+		t.Fatalf("plan version %d, want 3", h.Art.Plan.Version)
 	}
-	h.apply(randomGroups(r, nexmarkEntries(r, h, evs)))
+	h.Apply(randomGroups(r, nexmarkEntries(r, h, evs)))
 	for _, s := range []string{"auction.dead", "bid.dead", "q4_final.dead", "q5_bids.dead", "q5_max.dead", "q7_max.dead",
 		"q4_final.by_key.dead", "q4.by_key.dead", "q5.by_key.dead", "q5_max.by_key.dead", "q7.by_key.dead", "q7_max.by_key.dead", "q5_bids.by_key.dead"} {
-		if d := h.stream(s); len(d) > 0 {
+		if d := h.Stream(s); len(d) > 0 {
 			t.Fatalf("%s: %d dead letters, the first %q", s, len(d), d[0].Value)
 		}
 	}
 	for _, v := range []string{"q5_max", "q5"} { // views over views: never late
-		if n := len(h.stream(v + plan.SuffixLate)); n > 0 {
+		if n := len(h.Stream(v + plan.SuffixLate)); n > 0 {
 			t.Errorf("%s: %d late rows: a view over a view's final rows is never late", v, n)
 		}
 	}
 	late := 0
 	drop := func(view string) []nexmark.Event {
-		out, n := h.withoutLateOf(h.viewPlan(view), evs)
+		out, n := h.withoutLateOf(h.ViewPlan(view), evs)
 		late += n
 		return out
 	}
 
 	// q4: late rows only in the join.
 	onTime := drop("q4_final")
-	got := canonRows(h.view("q4"))
+	got := canonRows(h.View("q4"))
 	want := canonRows(nexmarkPostgres(t, conn, onTime, `SELECT Q.category, AVG(Q.final)::float8 FROM (
 	    SELECT MAX(B.price) AS final, A.category FROM auction A, bid B
 	    WHERE A.id = B.auction AND B.date_time BETWEEN A.date_time AND A.expires
@@ -79,12 +78,12 @@ func runNexmarkViewsCase(t *testing.T, conn *pgx.Conn, c nexmarkCase) {
 		ref = append(ref, []any{r.Category, r.Avg})
 	}
 	diffRows(t, "q4 vs nexmark.RefQ4", got, canonRows(ref))
-	h.checkFreed(h.viewPlan("q4_final"), c.wantFreeing)
+	h.checkFreed(h.ViewPlan("q4_final"), c.wantFreeing)
 
 	// q5: late rows only in the HOP counts; the windows q5_max has closed.
 	onTime = drop("q5_bids")
 	w5 := h.watermark("q5_max")
-	got = canonRows(h.view("q5"))
+	got = canonRows(h.View("q5"))
 	want = canonRows(nexmarkPostgres(t, conn, onTime, fmt.Sprintf(`WITH CountBids AS (
 	    SELECT auction, count(*) AS num, ws AS starttime, ws + 10000 AS endtime
 	    FROM bid, generate_series(date_time - date_time %% 2000 - 8000, date_time - date_time %% 2000, 2000) AS ws
@@ -102,13 +101,13 @@ func runNexmarkViewsCase(t *testing.T, conn *pgx.Conn, c nexmarkCase) {
 		}
 	}
 	diffRows(t, "q5 vs nexmark.RefQ5", got, canonRows(ref))
-	h.checkFreed(h.viewPlan("q5"), c.wantFreeing)
+	h.checkFreed(h.ViewPlan("q5"), c.wantFreeing)
 
 	// q7: a bid late for the maximum (its window closed) and one late for the join are
 	// judged apart, so PostgreSQL gets each set of on-time bids where it is used.
 	forMax, forJoin := drop("q7_max"), drop("q7")
 	w7 := h.watermark("q7_max")
-	got = canonRows(h.view("q7"))
+	got = canonRows(h.View("q7"))
 	want = canonRows(nexmarkPostgresSets(t, conn, map[string][]nexmark.Event{"max": forMax, "join": forJoin}, fmt.Sprintf(`
 	  SELECT B.auction, B.price, B.bidder, B.date_time, B.extra
 	  FROM join_bid B JOIN (SELECT MAX(price) AS maxprice, date_time - date_time %% 10000 + 10000 AS date_time FROM max_bid GROUP BY 2) B1
@@ -127,7 +126,7 @@ func runNexmarkViewsCase(t *testing.T, conn *pgx.Conn, c nexmarkCase) {
 	} else {
 		t.Logf("q7: late bids (%d for the maximum, %d for the join): compared with PostgreSQL only", len(evs)-len(forMax), len(evs)-len(forJoin))
 	}
-	h.checkFreed(h.viewPlan("q7"), c.wantFreeing)
+	h.checkFreed(h.ViewPlan("q7"), c.wantFreeing)
 	t.Logf("%d events, %d late rows; q5 up to %d, q7 up to %d", len(evs), late, w5, w7)
 }
 
@@ -142,14 +141,14 @@ func checkNonEmpty(t *testing.T, name string, want []string) {
 // side's byte, then the record as it came) or a windowed view's (the record as it came),
 // and how many those were.
 func (h *harness) withoutLateOf(v *plan.View, evs []nexmark.Event) ([]nexmark.Event, int) {
-	h.t.Helper()
+	h.T.Helper()
 	late := map[string]int{}
-	recs := h.stream(v.Name + plan.SuffixLate)
+	recs := h.Stream(v.Name + plan.SuffixLate)
 	for _, rec := range recs {
 		stream, val := v.Input.Name, rec.Value
 		if v.Pair != nil {
 			if len(val) == 0 {
-				h.t.Fatalf("%s: empty late record", v.Name)
+				h.T.Fatalf("%s: empty late record", v.Name)
 			}
 			if val[0] == 'R' {
 				stream = v.Pair.Right.Name
@@ -169,7 +168,7 @@ func (h *harness) withoutLateOf(v *plan.View, evs []nexmark.Event) ([]nexmark.Ev
 	}
 	for k, n := range late {
 		if n > 0 {
-			h.t.Fatalf("%s: late record %q is no event of the slice", v.Name, k)
+			h.T.Fatalf("%s: late record %q is no event of the slice", v.Name, k)
 		}
 	}
 	return out, len(recs)

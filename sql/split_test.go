@@ -48,6 +48,8 @@ func TestParseCommand(t *testing.T) {
 		{"DROP MATERIALIZED VIEW v, w;", sql.CmdDrop, []string{"v", "w"}, false},
 		{"drop stream if exists S", sql.CmdDrop, []string{"s"}, false},
 		{"SHOW views", sql.CmdShow, nil, false},
+		{"show schema Per_Page;", sql.CmdShow, []string{"per_page"}, false},
+		{"SHOW SCHEMA", 0, nil, true},
 		{"EXPLAIN v", sql.CmdExplain, []string{"v"}, false},
 		{"EXPLAIN CREATE MATERIALIZED VIEW v AS SELECT k FROM s", sql.CmdExplain, nil, false},
 		{"DROP INDEX i", 0, nil, true},

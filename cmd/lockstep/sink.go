@@ -53,9 +53,10 @@ A record that the stream's retention trimmed before the sink wrote it stops the 
 (--on-trimmed fail, the default: the table cannot hold it any more); --on-trimmed skip
 logs the range lost as a warning and goes on from the first record kept.
 
-With --schema FILE.sql the sink is typed: FILE holds the CREATE STREAM, CREATE TABLE or
-CREATE MATERIALIZED VIEW statement of --stream (and of what a view reads), compiled here
-with the SQL layer to get the columns; each record is decoded with them and written as
+With --mode append|upsert or --schema FILE.sql the sink is typed: the columns are those of --stream's
+CREATE STREAM, CREATE TABLE or CREATE MATERIALIZED VIEW, read from the cluster (or, with
+--schema FILE.sql, compiled here from FILE, which holds the statement and, for a view,
+those of what it reads); each record is decoded with them and written as
 the row's columns into --table, created if it does not exist (bigint, double precision,
 text, bytea, boolean, timestamptz, interval). --mode append inserts a row per record (the
 default for a stream); --mode upsert keeps one row per key, INSERT ... ON CONFLICT on the
@@ -63,8 +64,12 @@ key column (the default for a table and a view). A view's changelog is upserted 
 column lockstep_key (the key of the row in the view's table), its deletes applied, so the
 table holds the view's contents. A table of the wrong shape (a column missing or of
 another type, no unique key on the upsert key) is refused before anything is written; a
-record that does not decode stops the sink, its batch not written. The sink does not read
-the deployed schema from the cluster yet: a later version will, --schema overriding it.
+record that does not decode stops the sink, its batch not written.
+
+With --mode and no --schema the sink is typed too, with the schema of --stream read from
+the cluster's SQL catalogue (SHOW SCHEMA, the deployed CREATE statement); --schema
+overrides it. A stream that SQL did not create is refused (it has no columns), before
+anything is written.
 
 The DSN, the connection, the table's columns and the stream are checked before anything
 is read or written (or a group joined). Runs until SIGINT or SIGTERM (exit 0); exits 1 when fenced or on
@@ -79,13 +84,14 @@ Example:
       "offset" bigint NOT NULL, key bytea, value bytea, event_time timestamptz NOT NULL)'
   lockstep sink postgres --stream clicks --table clicks_sink --dsn "$DSN"
   lockstep sink postgres --stream clicks --table clicks_sink --dsn "$DSN" --group clicks-sink   # one of several
-  lockstep sink postgres --stream per_page --schema views.sql --table per_page --dsn "$DSN"   # typed, upserted`,
+  lockstep sink postgres --stream per_page --mode upsert --table per_page --dsn "$DSN"   # typed, schema from the cluster
+  lockstep sink postgres --stream per_page --schema views.sql --table per_page --dsn "$DSN"   # typed, schema from a file`,
 		Flags: withClientFlags(
 			&cli.StringFlag{Name: "stream", Usage: "the stream to copy", Required: true},
 			&cli.StringFlag{Name: "dsn", Usage: "PostgreSQL connection string (postgres://user:pass@host:port/db or key=value form)", Required: true, EnvVars: []string{"LOCKSTEP_SINK_DSN"}},
 			&cli.StringFlag{Name: "table", Usage: "target table, TABLE or SCHEMA.TABLE; it must exist (created with --schema)", Required: true},
-			&cli.StringFlag{Name: "schema", Usage: "a .sql file with the CREATE statement of --stream: write typed columns, not blobs"},
-			&cli.StringFlag{Name: "mode", Usage: "with --schema: append (a row per record) or upsert (a row per key); default append for a stream, upsert for a table or view"},
+			&cli.StringFlag{Name: "schema", Usage: "a .sql file with the CREATE statement of --stream: write typed columns, not blobs (overrides the schema --mode reads from the cluster)"},
+			&cli.StringFlag{Name: "mode", Usage: "write typed columns: append (a row per record) or upsert (a row per key), the schema read from the cluster unless --schema; with --schema, default append for a stream, upsert for a table or view"},
 			&cli.BoolFlag{Name: "at-least-once", Usage: "DEMONSTRATION ONLY: commit offsets apart from the rows, so a crash writes duplicates"},
 			&cli.DurationFlag{Name: "offset-commit-interval", Usage: "with --at-least-once, how often offsets are committed", Value: time.Second},
 			&cli.IntFlag{Name: "batch", Usage: "the credit window per partition: most records a node sends ahead of the sink", Value: 4096},
@@ -115,7 +121,13 @@ func runSinkPostgres(c *cli.Context) error {
 	if onTrimmed != pgsink.TrimmedFail && onTrimmed != pgsink.TrimmedSkip {
 		return fmt.Errorf("--on-trimmed %q: want fail or skip", onTrimmed)
 	}
+	cl, err := openClient(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
 	var rows *pgsink.Rows
+	mode := pgsink.Mode(c.String("mode"))
 	if file := c.String("schema"); file != "" {
 		src, err := os.ReadFile(file)
 		if err != nil {
@@ -125,17 +137,17 @@ func runSinkPostgres(c *cli.Context) error {
 		if err != nil {
 			return fmt.Errorf("--schema %s: %w", file, err)
 		}
-		if rows, err = pgsink.RowsFor(art.Schemas(), c.String("stream"), pgsink.Mode(c.String("mode"))); err != nil {
+		if rows, err = pgsink.RowsFor(art.Schemas(), c.String("stream"), mode); err != nil {
 			return fmt.Errorf("--schema %s: %w", file, err)
 		}
-	} else if c.String("mode") != "" {
-		return errors.New("--mode needs --schema")
+	} else if mode != "" {
+		ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+		rows, err = pgsink.CatalogRows(ctx, cl, c.String("stream"), mode)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("sink postgres: %w", err)
+		}
 	}
-	cl, err := openClient(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	cfg := pgsink.Config{
 		Rows:                 rows,
 		DSN:                  c.String("dsn"),

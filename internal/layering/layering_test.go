@@ -90,10 +90,11 @@ var allowed = map[string][]string{
 	"benchmarks/modbench/abrun":             {"benchmarks/modbench", "client", "jepsen", "procedures/builtin"},
 	"benchmarks/modbench/cmd/modbench":      {"benchmarks/modbench/abrun"},
 	"benchmarks/modbench/cmd/modbench-node": {"benchmarks/modbench", "node/runner", "procedures"},
-	// benchmarks/nexmark/nexbench runs a query on bench node processes (started through
-	// jepsen's cluster harness) and measures it.
+	// benchmarks/nexmark/nexbench runs a query, as Go processors or deployed as SQL, on
+	// node processes (started through jepsen's cluster harness) or an embedded cluster
+	// and measures it: `lockstep bench nexmark`'s logic, and its bench node's (node/runner).
 	"benchmarks/nexmark/nexbench": {"benchmarks/nexmark", "benchmarks/nexmark/feed", "benchmarks/nexmark/goqueries", "client",
-		"jepsen", "procedures", "procedures/builtin", "internal/latency", "internal/chart"},
+		"jepsen", "node", "node/runner", "procedures", "procedures/builtin", "sql", "sql/plan", "internal/latency", "internal/chart"},
 	// benchmarks/report reads the node's metric names (node.Metric...), nothing else of it.
 	"benchmarks/report":   {"node", "benchmarks/loadgen", "internal/chart", "internal/latency"},
 	"jepsen":              {"client", "procedures/builtin", "internal/chart", "internal/faultenv"},

@@ -433,10 +433,10 @@ func TestSinkGroupUnderKills(t *testing.T) {
 		return f.startSink(t, "--group", "sinks", "--member", id, "--group-session-timeout", "2s", "--batch", "500", "--log-format", "json")
 	}
 	sinks := map[string]*jepsen.Process{"m1": member("m1"), "m2": member("m2")}
-	time.Sleep(producing / 3)
+	f.waitRowsAtLeast(t, total/4)
 	sinks["m1"].Kill() // SIGKILL mid-stream: no leave, no shutdown code
 	t.Log("killed sink m1")
-	time.Sleep(producing / 3)
+	f.waitRowsAtLeast(t, total/2)
 	sinks["m3"] = member("m3")
 	if err := <-appendErr; err != nil {
 		t.Fatal(err)
@@ -531,6 +531,17 @@ func (f *sinkFixture) waitRows(t *testing.T, want int) {
 	testutil.WaitFor(t, time.Minute, func() error {
 		if rows, _ := f.tableRows(t); rows != want {
 			return fmt.Errorf("%d rows, want %d", rows, want)
+		}
+		return nil
+	})
+}
+
+// waitRowsAtLeast waits up to two minutes for the table to hold at least n rows.
+func (f *sinkFixture) waitRowsAtLeast(t *testing.T, n int) {
+	t.Helper()
+	testutil.WaitFor(t, 2*time.Minute, func() error {
+		if rows, _ := f.tableRows(t); rows < n {
+			return fmt.Errorf("%d rows, want at least %d", rows, n)
 		}
 		return nil
 	})

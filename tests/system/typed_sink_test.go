@@ -20,8 +20,8 @@ import (
 const typedSinkSchema = `CREATE STREAM s (id bigint, v text) WITH (key = 'id')`
 
 // typedSinkUnderKills appends canonical rows of typedSinkSchema (record j: id j%keys,
-// v "v<j>") while a `lockstep sink postgres --schema` process in mode is SIGKILLed every
-// 1–2 s and restarted, lets the last one catch up, and returns the table's rows (id|v,
+// v "v<j>") while a `lockstep sink postgres --schema` process in mode is SIGKILLed, each
+// time after it has stored new offsets, and restarted, lets the last one catch up, and returns the table's rows (id|v,
 // sorted) and the stream's records decoded, in offset order per partition.
 func typedSinkUnderKills(t *testing.T, mode string, keys int) (table []string, records [][][]any) {
 	f := newSinkFixture(t, 1)
@@ -58,15 +58,35 @@ func typedSinkUnderKills(t *testing.T, mode string, keys int) (table []string, r
 	}()
 	args := []string{"--table", "typed", "--schema", schemaFile, "--mode", mode, "--batch", "64"}
 	sink := f.startSink(t, args...)
+	conn := f.db.Connect(t)
+	stored := func() (int64, error) {
+		var n int64
+		err := conn.QueryRow(ctx, `SELECT coalesce(sum(next_offset), 0) FROM lockstep_sink_offsets`).Scan(&n)
+		return n, err // the table exists once the first sink started
+	}
 	kills := 0
-	for !appended.Load() {
-		time.Sleep(time.Duration(1000+rand.IntN(1000)) * time.Millisecond)
+	for last := int64(-1); !appended.Load(); {
+		// Kill only a sink that has written since the last kill, at a random point after.
+		testutil.WaitFor(t, 2*time.Minute, func() error {
+			n, err := stored()
+			if err == nil && n <= last {
+				err = fmt.Errorf("stored offsets at %d, no progress since the last kill", n)
+			}
+			if err == nil {
+				last = n
+			}
+			return err
+		})
+		time.Sleep(time.Duration(rand.IntN(700)) * time.Millisecond)
 		sink.Kill() // SIGKILL: no shutdown code runs
 		kills++
 		sink = f.startSink(t, args...)
 	}
 	if err := <-appendErr; err != nil {
 		t.Fatal(err)
+	}
+	if kills == 0 {
+		t.Fatal("the appends ended before the first kill: nothing was tested under kills")
 	}
 	desc, err := f.cl.Streams().Describe(ctx, "s")
 	if err != nil {
@@ -92,17 +112,16 @@ func typedSinkUnderKills(t *testing.T, mode string, keys int) (table []string, r
 		}
 		records = append(records, rows)
 	}
-	conn := f.db.Connect(t)
 	testutil.WaitFor(t, 2*time.Minute, func() error {
 		if !sink.Running() {
 			t.Fatalf("the last sink exited: %s", sink.Log())
 		}
-		var stored int64
-		if err := conn.QueryRow(ctx, `SELECT coalesce(sum(next_offset), 0) FROM lockstep_sink_offsets`).Scan(&stored); err != nil {
+		n, err := stored()
+		if err != nil {
 			return err
 		}
-		if stored < next {
-			return fmt.Errorf("stored offsets at %d of %d", stored, next)
+		if n < next {
+			return fmt.Errorf("stored offsets at %d of %d", n, next)
 		}
 		return nil
 	})

@@ -42,6 +42,11 @@ type Config struct {
 	// Pace, so that a late chunk's wait counts; else now): a run measuring result
 	// latency from the append records it. It must be safe for concurrent use.
 	Sending func(from, to int64, at time.Time)
+	// Appended, if set, is called by the appending goroutine when every append of the
+	// chunk [from, to) has been answered, with the time it was due (as Sending's): the
+	// append's own latency, to set a result's latency beside. It must be safe for
+	// concurrent use.
+	Appended func(from, to int64, due time.Time)
 }
 
 func (c Config) withDefaults() Config {
@@ -151,6 +156,9 @@ func Run(ctx context.Context, clients []*client.Client, cfg Config) (Result, err
 					cancel(fmt.Errorf("appending positions [%d, %d): %w", from, to, err))
 					return
 				}
+				if cfg.Appended != nil {
+					cfg.Appended(from, to, at)
+				}
 				sent.Add(to - from)
 			}
 		}()
@@ -176,8 +184,9 @@ func Run(ctx context.Context, clients []*client.Client, cfg Config) (Result, err
 	return res, context.Cause(ctx) // nil unless an append failed or the caller's ctx ended
 }
 
-// appendChunk appends positions [from, to), one AppendBatch per stream; it returns the
-// calls made.
+// appendChunk appends positions [from, to), one AppendBatch per stream, the streams'
+// concurrently (so that they can share a log entry: one after another, the bids, last,
+// waited for two commits first); it returns the calls made.
 func appendChunk(ctx context.Context, c *client.Client, gen *nexmark.Generator, from, to int64) (int64, error) {
 	evs, err := gen.Slice(from, to)
 	if err != nil {
@@ -189,16 +198,21 @@ func appendChunk(ctx context.Context, c *client.Client, gen *nexmark.Generator, 
 		per[e.Kind] = append(per[e.Kind], client.StreamRecord{Key: e.Key(), Value: e.Value(), EventTime: time.UnixMilli(e.Time())})
 	}
 	var calls int64
+	var wg sync.WaitGroup
+	var errs [3]error
 	for k, recs := range per {
 		if len(recs) == 0 {
 			continue
 		}
 		calls++
-		if _, err := c.AppendBatch(ctx, nexmark.Kind(k).String(), recs); err != nil {
-			return calls, err
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[k] = c.AppendBatch(ctx, nexmark.Kind(k).String(), recs)
+		}()
 	}
-	return calls, nil
+	wg.Wait()
+	return calls, errors.Join(errs[:]...)
 }
 
 // sleepUntil waits until t or until ctx ends (its error).

@@ -19,8 +19,11 @@ import (
 var NodeCommand = []string{"bench", "nexmark-node"}
 
 // Registry returns the procedure set of a bench node: the built-ins and query q's
-// processors with cfg, or the error of goqueries.Register.
+// processors with cfg (none for q ""), or the error of goqueries.Register.
 func Registry(q string, cfg goqueries.Config) (func(nodeID string) *procedures.Registry, error) {
+	if q == "" {
+		return func(string) *procedures.Registry { return procedures.Builtins() }, nil
+	}
 	if err := goqueries.Register(procedures.Builtins(), cfg, q); err != nil {
 		return nil, err
 	}
@@ -37,7 +40,10 @@ type ClusterOptions struct {
 	Bin string
 	// Nodes (1 to 9) and Partitions (default 4) size the cluster.
 	Nodes, Partitions int
-	// Query and OutOfOrderness configure the nodes' processors.
+	// Engine is EngineGo (default: the nodes are bench nodes carrying Query's processors
+	// with OutOfOrderness) or EngineSQL (plain `lockstep node` processes: Run deploys the
+	// query; bench nodes carrying nothing when CPUProfile is set, for its flag).
+	Engine         string
 	Query          string
 	OutOfOrderness time.Duration
 	// Dir holds the nodes' data, logs and certificates.
@@ -56,11 +62,17 @@ type Cluster struct {
 // TLS (throw-away certificates) and fsync on (the node's default), and waits until they
 // are ready.
 func StartCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
-	args := []string{"--nexmark-query", opts.Query, "--nexmark-out-of-orderness", opts.OutOfOrderness.String()}
+	cmd, args := NodeCommand, []string{"--nexmark-query", opts.Query, "--nexmark-out-of-orderness", opts.OutOfOrderness.String()}
+	if opts.Engine == EngineSQL {
+		cmd, args = []string{"node"}, nil
+		if opts.CPUProfile != "" {
+			cmd = NodeCommand
+		}
+	}
 	if opts.CPUProfile != "" {
 		args = append(args, "--nexmark-cpuprofile", opts.CPUProfile)
 	}
-	jc, err := jepsen.StartCluster(ctx, jepsen.ClusterConfig{Bin: opts.Bin, NodeCommand: NodeCommand, Nodes: opts.Nodes,
+	jc, err := jepsen.StartCluster(ctx, jepsen.ClusterConfig{Bin: opts.Bin, NodeCommand: cmd, Nodes: opts.Nodes,
 		Partitions: opts.Partitions, Dir: opts.Dir, Net: jepsen.NetDirect, LogLevel: "warn",
 		Args: args})
 	if err != nil {

@@ -1,7 +1,11 @@
 /*
-Package nexbench runs one Nexmark query (package benchmarks/nexmark/goqueries) on a
-Lockstep cluster of real node processes and measures it: the engine of `lockstep bench
-nexmark --query qN --engine go` (docs/benchmarks.md, Nexmark).
+Package nexbench runs one Nexmark query on a Lockstep cluster of real node processes and
+measures it: `lockstep bench nexmark` (docs/benchmarks.md, Nexmark), whose logic is here
+(Flags, SpecFromFlags, Main; the hidden bench node's NodeFlags and RunNode), the command
+files being glue. A query runs on one of two engines: EngineGo, its hand-written
+processors (package benchmarks/nexmark/goqueries), carried by bench nodes; EngineSQL,
+its SQL text (nexmark.SQLQueries) deployed through the log (Client.SQL().Exec) on plain
+`lockstep node` processes, whose output is the view's changelog.
 
 The cluster is one the caller runs (clients and, if it knows them, node process ids and
 data directories) or one StartCluster starts: N bench node processes on 127.0.0.1 with
@@ -22,9 +26,14 @@ Run:
  3. waits until every processor of the query has handled every record (lag 0), and
     reads the CPU time each node process spent from /proc/PID/stat over the run.
 
+Latency is reported raw (from the input reaching a result's event time) and, for a
+windowed query, from the watermark that closed the window (Report.WindowLatency), with
+the appends' own latency beside them (Report.AppendLatency).
+
 Check (the --check flag, and the CI test) appends drain events an hour of event time
 later on every partition so that every window of the run closes, reads the output,
 reduces it to the query's answer and compares it with the batch reference
-(nexmark.RefQ0 … RefQ8): a fast but wrong run fails.
+(nexmark.RefQ0 … RefQ8; for SQL the view's rows against the reference's projected to
+the view's columns by name): a fast but wrong run fails.
 */
 package nexbench

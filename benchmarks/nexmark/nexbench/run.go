@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -12,10 +13,8 @@ import (
 
 	"github.com/lockstepdb/lockstep/benchmarks/nexmark"
 	"github.com/lockstepdb/lockstep/benchmarks/nexmark/feed"
-	"github.com/lockstepdb/lockstep/benchmarks/nexmark/goqueries"
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/latency"
-	"github.com/lockstepdb/lockstep/procedures/builtin"
 )
 
 // ErrBadConfig is a Config Run refuses before it does anything.
@@ -23,8 +22,15 @@ var ErrBadConfig = errors.New("nexbench: bad config")
 
 // Config is one measured run.
 type Config struct {
-	// Query is the query run (goqueries.Queries); the cluster's nodes must carry it.
+	// Query is the query run (Queries(Engine)); for EngineGo the cluster's nodes must
+	// carry it (bench nodes), for EngineSQL Run deploys it.
 	Query string
+	// Engine is EngineGo (the default) or EngineSQL.
+	Engine string
+	// OutOfOrderness is the SQL engine's out-of-orderness of the input streams (default
+	// 1 s; the Go engine's is its nodes' flag), and for both the watermark wait of
+	// Report.WindowLatency.
+	OutOfOrderness time.Duration
 	// Feed is the events and how they are appended.
 	Feed feed.Config
 	// Clients append (round robin over Feed.Workers) and subscribe (the first). Required.
@@ -42,8 +48,14 @@ type Config struct {
 // Run runs cfg and reports what it measured; an error after the appends started comes
 // with the partial report.
 func Run(ctx context.Context, cfg Config) (Report, error) {
-	if !slices.Contains(goqueries.Queries, cfg.Query) {
-		return Report{}, fmt.Errorf("%w: query %q: want one of %v", ErrBadConfig, cfg.Query, goqueries.Queries)
+	if cfg.Engine == "" {
+		cfg.Engine = EngineGo
+	}
+	if err := CheckQuery(cfg.Engine, cfg.Query); err != nil {
+		return Report{}, err
+	}
+	if cfg.OutOfOrderness <= 0 {
+		cfg.OutOfOrderness = time.Second
 	}
 	if len(cfg.Clients) == 0 {
 		return Report{}, fmt.Errorf("%w: no client", ErrBadConfig)
@@ -59,10 +71,11 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		fc.Batch = 500
 	}
 	c0 := cfg.Clients[0]
-	if err := feed.CreateStreams(ctx, c0, builtin.StreamRetention{}); err != nil {
+	dep, err := deploy(ctx, c0, cfg.Engine, cfg.Query, cfg.OutOfOrderness)
+	if err != nil {
 		return Report{}, err
 	}
-	parts, err := carried(ctx, c0, cfg.Query)
+	parts, err := carried(ctx, c0, dep)
 	if err != nil {
 		return Report{}, err
 	}
@@ -71,11 +84,12 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	chunks := (fc.Events + int64(fc.Batch) - 1) / int64(fc.Batch)
-	w := &watcher{query: cfg.Query, gen: g.Config(), from: fc.From, batch: int64(fc.Batch),
-		sent: make([]atomic.Int64, chunks), keep: cfg.Check, total: latency.New()}
+	w := &watcher{query: cfg.Query, gen: g.Config(), from: fc.From, end: fc.From + fc.Events, batch: int64(fc.Batch),
+		sent: make([]atomic.Int64, chunks), keep: cfg.Check, closeAfterMs: dep.closeAfterMs, batchTimed: dep.batchTimed, view: dep.view,
+		timeCol: dep.timeCol, total: latency.New(), window: latency.New(), acked: latency.New()}
 	subCtx, stopSub := context.WithCancel(ctx)
 	defer stopSub()
-	sub, err := subscribe(subCtx, c0, goqueries.Output(cfg.Query))
+	sub, err := subscribe(subCtx, c0, dep.output)
 	if err != nil {
 		return Report{}, err
 	}
@@ -85,15 +99,15 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 
 	cpu0 := cpuOf(cfg.Nodes)
 	w.start = time.Now()
-	fc.Sending = w.sending
+	fc.Sending, fc.Appended = w.sending, w.appended
 	res, err := feed.Run(ctx, cfg.Clients, fc)
-	rep := Report{Query: cfg.Query, Engine: "go", Nodes: len(cfg.Nodes), Partitions: parts, Events: res.Events,
+	rep := Report{Query: cfg.Query, Engine: cfg.Engine, Nodes: len(cfg.Nodes), Partitions: parts, Events: res.Events,
 		Batches: res.Batches, AppendS: res.Elapsed.Seconds(), AppendRate: res.EventsPerSec, Pace: fc.Pace}
 	if err != nil {
 		return rep, fmt.Errorf("appending after %d events: %w", res.Events, err)
 	}
 	drainCtx, cancel := context.WithTimeout(ctx, cfg.DrainTimeout)
-	err = feed.WaitDrained(drainCtx, c0, goqueries.Output(cfg.Query), 10*time.Millisecond)
+	err = feed.WaitDrained(drainCtx, c0, dep.output, 10*time.Millisecond)
 	cancel()
 	if err != nil {
 		return rep, err
@@ -123,7 +137,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if len(cfg.Nodes) > 0 && sum > 0 {
 		rep.EventsPerCore = float64(res.Events) * float64(len(cfg.Nodes)) / sum
 	}
-	out := goqueries.Output(cfg.Query)
+	out := dep.output
 	rep.StreamBytes = map[string]int64{}
 	var outEnd int64
 	for _, s := range []string{nexmark.StreamPerson, nexmark.StreamAuction, nexmark.StreamBid, out} {
@@ -148,15 +162,20 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	w.mu.Lock()
 	rep.Results = w.results
 	rep.Latency = summary(w.total.Summary())
+	rep.AppendLatency = summary(w.acked.Summary())
+	if dep.closeAfterMs >= 0 {
+		s := summary(w.window.Summary())
+		rep.WindowLatency = &s
+	}
 	rep.Seconds = w.chartSeconds(elapsed)
 	w.mu.Unlock()
 	select {
 	case err := <-subDone:
-		return rep, fmt.Errorf("subscriber of %s: %w", goqueries.Output(cfg.Query), err)
+		return rep, fmt.Errorf("subscriber of %s: %w", dep.output, err)
 	default:
 	}
 	if cfg.Check {
-		rows, err := check(ctx, cfg, parts, w)
+		rows, err := check(ctx, cfg, dep, parts, w)
 		rep.CheckedRows = rows
 		if err != nil {
 			return rep, err
@@ -168,22 +187,34 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 
 // carried returns the cluster's partition count, from the query's processor statuses,
 // or an error if the cluster's nodes do not run the query's processors.
-func carried(ctx context.Context, c *client.Client, q string) (int, error) {
-	st, err := c.Procedures().Processors(ctx, "")
-	if err != nil {
-		return 0, fmt.Errorf("nexbench: listing the processors: %w", err)
-	}
-	parts := 0
-	for _, s := range st {
-		if s.Processor == goqueries.Output(q) || strings.HasPrefix(s.Processor, goqueries.Output(q)+".") {
-			parts = max(parts, s.Partition+1)
+func carried(ctx context.Context, c *client.Client, d *deployed) (int, error) {
+	deadline := time.Now().Add(10 * time.Second) // a deploy just applied: every node has it soon
+	for {
+		st, err := c.Procedures().Processors(ctx, "")
+		if err != nil {
+			return 0, fmt.Errorf("nexbench: listing the processors: %w", err)
+		}
+		parts := 0
+		for _, s := range st {
+			if s.Processor == d.output || strings.HasPrefix(s.Processor, d.output+".") {
+				parts = max(parts, s.Partition+1)
+			}
+		}
+		switch {
+		case parts > 0:
+			return parts, nil
+		case d.engine == EngineGo:
+			return 0, fmt.Errorf("%w: the cluster runs no processor of %s (start its nodes with `lockstep bench nexmark-node --nexmark-query %s`)",
+				ErrBadConfig, d.query, d.query)
+		case time.Now().After(deadline):
+			return 0, fmt.Errorf("nexbench: the cluster runs no processor of the view %s after its deploy", d.output)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if parts == 0 {
-		return 0, fmt.Errorf("%w: the cluster runs no processor of %s (start its nodes with `lockstep bench nexmark-node --nexmark-query %s`)",
-			ErrBadConfig, q, q)
-	}
-	return parts, nil
 }
 
 // subscribe subscribes to stream from its start, waiting for the processors' first
@@ -223,7 +254,7 @@ func cpuOf(nodes []Node) []float64 {
 // check appends the drain events, then waits until the output reduces to the batch
 // reference over the run's events (ErrWrongResult when DrainTimeout passes first). It
 // returns the reference's row count.
-func check(ctx context.Context, cfg Config, parts int, w *watcher) (int, error) {
+func check(ctx context.Context, cfg Config, dep *deployed, parts int, w *watcher) (int, error) {
 	g, err := nexmark.New(cfg.Feed.Generator)
 	if err != nil {
 		return 0, err
@@ -247,7 +278,11 @@ func check(ctx context.Context, cfg Config, parts int, w *watcher) (int, error) 
 			return 0, fmt.Errorf("nexbench: appending the drain events: %w", err)
 		}
 	}
-	want := reference(cfg.Query, append(evs, drain...), maxT+1)
+	all := append(evs, drain...)
+	if dep.view != nil {
+		return checkSQL(ctx, cfg, dep, all, maxT, w)
+	}
+	want := reference(cfg.Query, all, maxT+1)
 	n := reflectLen(want)
 	deadline := time.Now().Add(cfg.DrainTimeout)
 	for {
@@ -266,6 +301,45 @@ func check(ctx context.Context, cfg Config, parts int, w *watcher) (int, error) 
 		select {
 		case <-ctx.Done():
 			return n, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// checkSQL waits until the output view's rows equal the batch reference over the events
+// (the run's and the drain's; windows before the drain) projected to the view's columns
+// (ErrWrongResult when DrainTimeout passes first); rows at an event time of the drain
+// are not the run's (a batch-timed view's are all kept: the reference has their drain
+// rows). It returns the reference's row count.
+func checkSQL(ctx context.Context, cfg Config, dep *deployed, evs []nexmark.Event, maxT int64, w *watcher) (int, error) {
+	v := dep.view
+	want, err := projectReference(v, reference(cfg.Query, evs, maxT+1))
+	if err != nil {
+		return 0, err
+	}
+	before := w.drainFrom()
+	if dep.batchTimed || v.Window == nil && len(v.Aggs) > 0 {
+		// A batch-timed view's rows, and an unwindowed aggregate's (q4: revised by every
+		// input, the drain's too, as the reference is), are all the run's.
+		before = math.MaxInt64
+	}
+	deadline := time.Now().Add(cfg.DrainTimeout)
+	for {
+		w.mu.Lock()
+		got, err := sqlAnswer(v, w.parts, before)
+		w.mu.Unlock()
+		if err != nil {
+			return len(want), err
+		}
+		if slices.Equal(got, want) {
+			return len(want), nil
+		}
+		if time.Now().After(deadline) {
+			return len(want), fmt.Errorf("%w: %s (sql): %d rows, reference %d rows; %s", ErrWrongResult, cfg.Query, len(got), len(want), firstDiffRows(got, want))
+		}
+		select {
+		case <-ctx.Done():
+			return len(want), ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/chart"
 	"github.com/lockstepdb/lockstep/internal/latency"
+	"github.com/lockstepdb/lockstep/sql/plan"
 )
 
 // watcher is the run's subscriber of the query's output stream and the record of when
@@ -19,17 +20,28 @@ type watcher struct {
 	query string
 	gen   nexmark.Config // with defaults
 	from  int64          // first position
+	end   int64          // the position after the last
 	batch int64
 	start time.Time
 	sent  []atomic.Int64 // chunk k's due time, Unix ns; 0 before it is sent
-	keep  bool           // keep the records' values, for check
+	keep  bool           // keep the records, for check
+	// closeAfterMs: a windowed query's result at event time t is due once the input
+	// reaches t + closeAfterMs (the watermark closes its window); -1 for no window.
+	closeAfterMs int64
+	// batchTimed, view and timeCol: deployed's; a batch-timed result's latency is from
+	// its date_time column's value, or without one from its log entry's batch time.
+	batchTimed bool
+	view       *plan.View
+	timeCol    int
 
 	mu      sync.Mutex
 	results int64
 	total   *latency.Recorder
+	window  *latency.Recorder   // windowed results' latency from the watermark that closed the window
+	acked   *latency.Recorder   // chunks' appends answered, from their due time
 	perSec  []*latency.Recorder // results' latency by second of the run they became visible
 	appends []int64             // events due per second of the run
-	parts   map[int][][]byte    // kept values by partition, in offset order
+	parts   map[int][]kept      // kept records by partition, in offset order
 }
 
 // sending records chunk [from, to)'s due time (feed.Config.Sending).
@@ -45,16 +57,31 @@ func (w *watcher) sending(from, to int64, at time.Time) {
 	w.mu.Unlock()
 }
 
+// appended records chunk [from, to)'s appends answered (feed.Config.Appended).
+func (w *watcher) appended(_, _ int64, due time.Time) {
+	d := time.Since(due)
+	w.mu.Lock()
+	w.acked.Record(d)
+	w.mu.Unlock()
+}
+
 func (w *watcher) second(t time.Time) int { return max(int(t.Sub(w.start)/time.Second), 0) }
 
 // dueAt returns when the input reached event time t: the due time of the chunk that
 // holds the first event number at t or later (positions and numbers differ within an
-// out-of-order group only), and false if that chunk was not sent.
+// out-of-order group only), and false if that chunk was not sent or the run's events
+// do not reach t.
 func (w *watcher) dueAt(t int64) (time.Time, bool) {
 	// event number n is at BaseTime + n*1000/Rate ms: the first at t or later is
 	// ceil((t−BaseTime)×Rate/1000).
 	n := ((t-w.gen.BaseTime)*w.gen.Rate + 999) / 1000
-	k := min(max((n-w.from)/w.batch, 0), int64(len(w.sent)-1))
+	k := max((n-w.from)/w.batch, 0)
+	if k >= int64(len(w.sent)) {
+		if t > w.lastTime() {
+			return time.Time{}, false
+		}
+		k = int64(len(w.sent) - 1)
+	}
 	ns := w.sent[k].Load()
 	if ns == 0 {
 		return time.Time{}, false
@@ -80,16 +107,29 @@ func (w *watcher) follow(ctx context.Context, sub *client.Subscription) error {
 		}
 		for _, r := range recs {
 			w.results++
-			if due, ok := w.dueAt(r.EventTime.UnixMilli()); ok && r.EventTime.UnixMilli() < w.drainFrom() {
+			t := r.EventTime.UnixMilli()
+			if w.batchTimed {
+				t = w.rowTime(r)
+				if t < 0 {
+					d := now.Sub(r.EventTime)
+					w.total.Record(d)
+					w.perSec[sec].Record(d)
+				}
+			}
+			if due, ok := w.dueAt(t); ok && t > 0 && t < w.drainFrom() {
 				d := now.Sub(due)
 				w.total.Record(d)
 				w.perSec[sec].Record(d)
 			}
+			// A window the run's own input closed (not check's drain, not idleness).
+			if due, ok := w.dueAt(t + w.closeAfterMs); ok && t > 0 && w.closeAfterMs >= 0 && t+w.closeAfterMs <= w.lastTime() {
+				w.window.Record(now.Sub(due))
+			}
 			if w.keep {
 				if w.parts == nil {
-					w.parts = map[int][][]byte{}
+					w.parts = map[int][]kept{}
 				}
-				w.parts[r.Partition] = append(w.parts[r.Partition], r.Data)
+				w.parts[r.Partition] = append(w.parts[r.Partition], kept{key: r.Key, value: r.Data, time: t})
 			}
 		}
 		w.mu.Unlock()
@@ -103,16 +143,36 @@ func (w *watcher) drainFrom() int64 {
 	return w.gen.BaseTime + last*1000/w.gen.Rate + time.Hour.Milliseconds()/2
 }
 
+// rowTime returns a batch-timed result's event time from its date_time column, or -1.
+func (w *watcher) rowTime(r client.Record) int64 {
+	if w.timeCol < 0 {
+		return -1
+	}
+	ch, err := w.view.DecodeChange(r.Key, r.Data)
+	if err != nil {
+		return -1
+	}
+	t, _ := ch.Row[w.timeCol].(int64)
+	return t
+}
+
+// lastTime is the event time of the run's last event number.
+func (w *watcher) lastTime() int64 {
+	return w.gen.BaseTime + (w.end-1)*1000/w.gen.Rate
+}
+
 // values returns the kept values, partition by partition. w.mu is held.
 func (w *watcher) values() [][]byte {
 	var out [][]byte
 	for p := 0; len(w.parts) > 0 && p <= maxKey(w.parts); p++ {
-		out = append(out, w.parts[p]...)
+		for _, r := range w.parts[p] {
+			out = append(out, r.value)
+		}
 	}
 	return out
 }
 
-func maxKey(m map[int][][]byte) int {
+func maxKey(m map[int][]kept) int {
 	k := 0
 	for p := range m {
 		k = max(k, p)

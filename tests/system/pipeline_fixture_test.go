@@ -1,0 +1,247 @@
+package system
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockstepdb/lockstep/client"
+	"github.com/lockstepdb/lockstep/internal/testutil"
+	"github.com/lockstepdb/lockstep/internal/testutil/pgtest"
+	"github.com/lockstepdb/lockstep/internal/testutil/proctest"
+	"github.com/lockstepdb/lockstep/jepsen"
+	"github.com/lockstepdb/lockstep/procedures/builtin"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The pipeline tests (issue 25): Kafka (kfake, in this process) → `lockstep source kafka`
+// → the SQL stream ev → the materialized view agg (an upserting GROUP BY) → `lockstep
+// sink postgres --mode upsert` (the view's schema read from the cluster's catalogue) and
+// `lockstep sink kafka` (the view's changelog into topic out), on three node processes.
+
+// The pipeline's SQL, deployed through the log: ev takes the Kafka source's JSON objects
+// as they are (format 'map': the source stores a JSON object as a msgpack map).
+const (
+	pipelineStream = `CREATE STREAM ev (k text, n bigint) WITH (key = 'k', format = 'map')`
+	pipelineView   = `CREATE MATERIALIZED VIEW agg AS SELECT k, count(*) AS c, sum(n) AS total FROM ev GROUP BY k`
+	// pipelineKafkaDead is the source's dead-letter stream (JSON it cannot decode); rows
+	// that decode but do not fit ev's schema are the view's, in ev.dead.
+	pipelineKafkaDead = "ev.kdead"
+)
+
+// pipelineKeys is how many keys the records spread over.
+const pipelineKeys = 500
+
+// pipelineFixture is the cluster, PostgreSQL, a kfake broker with topics ev (input), out
+// and out.progress (the Kafka sink's), a transactional producer, and what was produced:
+// the batch answer of the view's query over the committed records, computed as they are
+// produced.
+type pipelineFixture struct {
+	sinkFixture
+	brokers []string
+	prod    *kgo.Client
+	seq     int                 // records produced, committed or not: record i has key k<i % pipelineKeys>
+	want    map[string][2]int64 // the batch result: per key, count(*) and sum(n), committed good records
+	good    int                 // committed records that fit ev
+	badJSON int                 // committed records the source cannot decode (its dead letters)
+	badRow  int                 // committed JSON objects that do not fit ev (the view's dead letters)
+	procs   map[string]int      // processes started, by role, to name their logs
+}
+
+func newPipelineFixture(t *testing.T, nodes int, tags ...string) *pipelineFixture {
+	t.Helper()
+	f := &pipelineFixture{want: map[string][2]int64{}, procs: map[string]int{}}
+	f.sinkFixture = *pipelineBase(t, nodes, proctest.BuildBinary(t, tags...))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, s := range []string{pipelineStream, pipelineView} {
+		if _, err := f.cl.SQL().Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	if err := f.cl.Streams().Create(ctx, builtin.StreamDefinition{Name: pipelineKafkaDead}); err != nil {
+		t.Fatal(err)
+	}
+	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, "ev", "out", "out.progress"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	f.brokers = k.ListenAddrs()
+	f.prod, err = kgo.NewClient(kgo.SeedBrokers(f.brokers...), kgo.TransactionalID("pipeline-producer"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic("ev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.prod.Close)
+	return f
+}
+
+// pipelineBase is newSinkFixture's cluster, client and PostgreSQL, with the binary bin.
+func pipelineBase(t *testing.T, nodes int, bin string) *sinkFixture {
+	t.Helper()
+	f := &sinkFixture{bin: bin, db: pgtest.New(t)}
+	f.c = proctest.StartCluster(t, f.bin, nodes)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := client.Dial(ctx, client.Config{Addrs: strings.Split(f.c.AddrFlag(), ","), MaxRetries: -1, TLS: proctest.TLS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	f.cl = cl
+	return f
+}
+
+// pipelineRecord is the Kafka record i: every 97th does not decode as a JSON object,
+// every 89th is an object that does not fit ev (a text n, a column ev lacks, or a key
+// that is not its k column), the others are {"k": "k<i%keys>", "n": i%1000}.
+func pipelineRecord(i int) (key, value string, good, badJSON bool) {
+	k := fmt.Sprintf("k%d", i%pipelineKeys)
+	switch {
+	case i%97 == 13:
+		return k, [...]string{`not json`, `[1, 2]`, `{"k": "x"} {}`}[i%3], false, true
+	case i%89 == 7:
+		return k, [...]string{fmt.Sprintf(`{"k": %q, "n": "seven"}`, k), fmt.Sprintf(`{"k": %q, "n": 1, "extra": 2}`, k),
+			`{"k": "somebody-else", "n": 1}`}[i%3], false, false
+	}
+	v, _ := json.Marshal(map[string]any{"k": k, "n": i % 1000})
+	return k, string(v), true, false
+}
+
+// produce writes n records in one Kafka transaction, committed or aborted, spread over
+// the topic's four partitions, and adds the committed ones to the batch result.
+func (f *pipelineFixture) produce(t *testing.T, n int, commit bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := f.prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for j := range n {
+		i := f.seq + j
+		key, value, _, _ := pipelineRecord(i)
+		f.prod.Produce(ctx, &kgo.Record{Partition: int32(i % 4), Key: []byte(key), Value: []byte(value)}, nil)
+	}
+	if err := f.prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.prod.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatal(err)
+	}
+	for j := range n {
+		i := f.seq + j
+		key, _, good, badJSON := pipelineRecord(i)
+		switch {
+		case !commit:
+		case good:
+			w := f.want[key]
+			f.want[key] = [2]int64{w[0] + 1, w[1] + int64(i%1000)}
+			f.good++
+		case badJSON:
+			f.badJSON++
+		default:
+			f.badRow++
+		}
+	}
+	f.seq += n
+}
+
+// produceSpread produces n committed records in transactions of at most 500, pausing a
+// little between them so that the workers are busy when a kill comes.
+func (f *pipelineFixture) produceSpread(t *testing.T, n int) {
+	t.Helper()
+	for n > 0 {
+		m := min(n, 500)
+		f.produce(t, m, true)
+		n -= m
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// start starts the process of role with args, killed (after a SIGCONT) when the test ends.
+func (f *pipelineFixture) start(t *testing.T, role string, args ...string) *jepsen.Process {
+	t.Helper()
+	f.procs[role]++
+	name := fmt.Sprintf("%s %d", role, f.procs[role])
+	args = append(args, "--addr", f.c.AddrFlag(), "--timeout", "20s")
+	p, err := jepsen.StartProcess(filepath.Join(t.TempDir(), strings.ReplaceAll(name, " ", "")+".log"), proctest.Env(), nil, f.bin, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Cmd.Process.Signal(syscall.SIGCONT)
+		p.Kill()
+		if strings.Contains(string(p.Log()), "DATA RACE") {
+			t.Errorf("%s found a data race", name)
+		}
+		if t.Failed() {
+			t.Logf("log of %s:\n%s", name, p.Log())
+		}
+	})
+	return p
+}
+
+// startSource starts a worker of the Kafka source "src" (member "w": a restart takes the
+// place of the one it replaces at once).
+func (f *pipelineFixture) startSource(t *testing.T) *jepsen.Process {
+	return f.start(t, "source", "source", "kafka", "--brokers", strings.Join(f.brokers, ","), "--topic", "ev", "--name", "src",
+		"--stream", "ev", "--dead-letter", pipelineKafkaDead, "--format", "json", "--member", "w", "--batch", "500", "--session-timeout", "5s")
+}
+
+// startPGSink starts the typed PostgreSQL sink of the view, in upsert mode, its schema
+// read from the cluster (no --schema).
+func (f *pipelineFixture) startPGSink(t *testing.T) *jepsen.Process {
+	return f.start(t, "pgsink", "sink", "postgres", "--stream", "agg", "--table", "agg", "--mode", "upsert", "--dsn", f.db.DSN, "--batch", "1024")
+}
+
+// startKafkaSink starts the Kafka sink of the view's changelog into topic out.
+func (f *pipelineFixture) startKafkaSink(t *testing.T) *jepsen.Process {
+	return f.start(t, "ksink", "sink", "kafka", "--stream", "agg", "--brokers", strings.Join(f.brokers, ","), "--topic", "out",
+		"--name", "snk", "--batch", "500")
+}
+
+// waitSourceCaughtUp waits until `lockstep source status` shows no lag.
+func (f *pipelineFixture) waitSourceCaughtUp(t *testing.T) {
+	t.Helper()
+	testutil.WaitFor(t, 3*time.Minute, func() error {
+		r := proctest.Run(t, f.bin, "source", "status", "--brokers", strings.Join(f.brokers, ","), "--topic", "ev", "--name", "src",
+			"--output", "json", "--addr", f.c.AddrFlag())
+		var lags []sourceLag
+		if err := json.Unmarshal([]byte(r.Stdout), &lags); err != nil {
+			return fmt.Errorf("source status: %v: %v", err, r)
+		}
+		for _, l := range lags {
+			if l.End < 0 || l.Lag != 0 || l.Next < l.End {
+				return fmt.Errorf("partition %d: next %d, end %d, lag %d", l.Partition, l.Next, l.End, l.Lag)
+			}
+		}
+		return nil
+	})
+}
+
+// pipelineSize is the number of records and kills of each kind of the kill run: 20,000
+// and 2, or with LOCKSTEP_LONG=1 100,000 and 5 ($LOCKSTEP_PIPELINE_RECORDS overrides the
+// records).
+func pipelineSize(t *testing.T) (records, kills int) {
+	records, kills = 20000, 2
+	if os.Getenv("LOCKSTEP_LONG") == "1" {
+		records, kills = 100000, 5
+	}
+	if s := os.Getenv("LOCKSTEP_PIPELINE_RECORDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			t.Fatalf("LOCKSTEP_PIPELINE_RECORDS=%q: want a positive number", s)
+		}
+		records = n
+	}
+	return records, kills
+}
