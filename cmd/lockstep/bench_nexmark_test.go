@@ -78,7 +78,6 @@ func TestBenchNexmarkBadFlags(t *testing.T) {
 		{[]string{"--query", "q1", "--embedded", "1", "--node-pid", "1"}, "--node-pid goes with"},
 		{[]string{"--query", "q1", "--nodes", "1", "--pace", "-5"}, "pace -5"},
 		{[]string{"--query", "q1", "--engine", "spark", "--embedded", "1"}, "--engine \"spark\""},
-		{[]string{"--query", "q5", "--engine", "sql", "--embedded", "1"}, "--query \"q5\": engine sql runs"},
 		{[]string{"--generate", "--embedded", "1"}, "add --append"},
 		{[]string{"--generate", "--rate", "0"}, "--rate 0"},
 		{[]string{"--generate", "--events", "0"}, "events 0"},

@@ -543,7 +543,7 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"sink", "postgres", "--stream", "s", "--table", "t", "--dsn", "x", "--batch", "0", "--addr", dead},
 			"--batch and --group-session-timeout must be positive"},
 		{[]string{"source", "kafka", "--brokers", dead, "--topic", "t", "--name", "n", "--stream", "s", "--format", "avro", "--addr", dead},
-			`format "avro" (raw or json)`},
+			`format "avro" (raw, json or msgpack)`},
 		{[]string{"source", "kafka", "--brokers", dead, "--topic", "t", "--name", "n", "--stream", "s", "--batch", "0", "--addr", dead},
 			"batch of 0 records"},
 		{[]string{"sink", "kafka", "--stream", "s", "--brokers", dead, "--topic", "t", "--name", "n", "--partitions", "x", "--addr", dead},
