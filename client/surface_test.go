@@ -43,7 +43,7 @@ func TestAPISurface(t *testing.T) {
 		{Streams{}, []string{"Create", "Delete", "Describe", "List"}},
 		{Groups{}, []string{"Describe", "List", "Offsets"}},
 		{Procedures{}, []string{"Activate", "Catalog", "DeployModule", "Deployment", "Module", "Modules", "Processors", "RemoveModule"}},
-		{SQL{}, []string{"Exec", "Query"}},
+		{SQL{}, []string{"Exec", "Query", "Schema"}},
 		{Peer{}, []string{"ConfirmLeader", "ReadIndex", "RequestRebuild"}},
 	} {
 		if got := exported(tt.v); !slices.Equal(got, tt.want) {
