@@ -136,18 +136,9 @@ func (n *Node) tendMembers() {
 	if err != nil {
 		return
 	}
-	for _, v := range views {
-		// Not for a divergent member: the leader cleared its incarnation for its rebuild, and
-		// the new one is recorded when it joins again.
-		if v.status != nil && v.info.ID != "" && v.info.Incarnation == "" && v.status.Incarnation != "" && v.status.Divergent == "" {
-			v.info.Incarnation = v.status.Incarnation
-			ctx, cancel := context.WithTimeout(n.ctx, membershipTimeout)
-			if err := n.recordNode(ctx, v.info); err != nil {
-				n.log.Warn("cannot record a member's incarnation", "member", v.ID, "err", err)
-			}
-			cancel()
-		}
-	}
+	// Not for a divergent member, nor one being rebuilt: the leader cleared its incarnation
+	// for its rebuild, and the new one is recorded when it joins again.
+	n.recordIncarnations(views)
 	var book []wire.LearnerProgress
 	for _, v := range views {
 		if v.Voter || v.info.ReadReplica {
