@@ -38,6 +38,9 @@ func TestClusterConfigReplicated(t *testing.T) {
 	if first.Version != 1 || !slices.Contains([]string{"200", "1048576", "300"}, v) {
 		t.Fatalf("initial configuration %+v: want version 1 and one node's max-result-bytes", first)
 	}
+	// The answer comes from the leader once it applied the first entry; a follower may
+	// not have applied it yet, and runs its own values (Version 0) until it does.
+	waitApplied(t, c, first.Index)
 	for i, n := range c.Nodes {
 		if got := n.FSM().ClusterConfig(); strconv.Itoa(got.MaxResultBytes) != v || got.Version != 1 {
 			t.Errorf("node %d runs %+v, want the cluster's max-result-bytes %s", i, got, v)
@@ -53,14 +56,7 @@ func TestClusterConfigReplicated(t *testing.T) {
 	if v, _ := got.Get("max-result-bytes"); got.Version != 2 || got.Index == 0 || v != "64" {
 		t.Fatalf("after set: %+v", got)
 	}
-	testutil.WaitFor(t, 30*time.Second, func() error {
-		for i, n := range c.Nodes {
-			if n.FSM().Applied() < got.Index {
-				return fmt.Errorf("node %d has applied %d of %d", i, n.FSM().Applied(), got.Index)
-			}
-		}
-		return nil
-	})
+	waitApplied(t, c, got.Index)
 	for i, n := range c.Nodes {
 		conf := n.FSM().ClusterConfig()
 		if conf.Version != 2 || conf.Index != got.Index || conf.MaxResultBytes != 64 || conf.ProcessorBudget != 5 {
@@ -110,4 +106,17 @@ func TestClusterConfigReplicated(t *testing.T) {
 		t.Errorf("a writer's set: %v, want ErrPermissionDenied", err)
 	}
 	c.waitConverged()
+}
+
+// waitApplied waits until every node of c has applied the log up to index.
+func waitApplied(t *testing.T, c *testCluster, index uint64) {
+	t.Helper()
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		for i, n := range c.Nodes {
+			if n.FSM().Applied() < index {
+				return fmt.Errorf("node %d has applied %d of %d", i, n.FSM().Applied(), index)
+			}
+		}
+		return nil
+	})
 }

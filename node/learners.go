@@ -136,18 +136,9 @@ func (n *Node) tendMembers() {
 	if err != nil {
 		return
 	}
-	for _, v := range views {
-		// Not for a divergent member: the leader cleared its incarnation for its rebuild, and
-		// the new one is recorded when it joins again.
-		if v.status != nil && v.info.ID != "" && v.info.Incarnation == "" && v.status.Incarnation != "" && v.status.Divergent == "" {
-			v.info.Incarnation = v.status.Incarnation
-			ctx, cancel := context.WithTimeout(n.ctx, membershipTimeout)
-			if err := n.recordNode(ctx, v.info); err != nil {
-				n.log.Warn("cannot record a member's incarnation", "member", v.ID, "err", err)
-			}
-			cancel()
-		}
-	}
+	// Not for a divergent member, nor one being rebuilt: the leader cleared its incarnation
+	// for its rebuild, and the new one is recorded when it joins again.
+	n.recordIncarnations(views)
 	var book []wire.LearnerProgress
 	for _, v := range views {
 		if v.Voter || v.info.ReadReplica {
@@ -246,15 +237,19 @@ func (n *Node) isReadReplica() bool {
 	return n.cfg.ReadReplica || n.fsm.Nodes()[n.cfg.ID].ReadReplica
 }
 
-// joinApplied reports whether the applied log records this node's own incarnation (or a
-// record without one, from before incarnations): only a voter configuration that comes
-// after that record in the log is this node's promotion.
+// joinApplied reports whether the applied log records this node's own incarnation: only a
+// voter configuration that comes after that record in the log is this node's promotion.
+// The leader records the joiner's incarnation with its join (addNode), so a record
+// without one is never this node's join: a node that replaced an earlier incarnation
+// under the same id and replays the log from its start applies the bootstrap's record of
+// that one first, which carries no incarnation (the leader records the peers' later),
+// while the bootstrap's configuration names it a voter.
 func (n *Node) joinApplied() bool {
 	rec, ok := n.fsm.Nodes()[n.cfg.ID]
 	n.mu.Lock()
 	own := n.identity.Incarnation
 	n.mu.Unlock()
-	return ok && (rec.Incarnation == "" || own == "" || rec.Incarnation == own)
+	return ok && (own == "" || rec.Incarnation == own)
 }
 
 // awaitPromotion keeps a learner not ready (ErrLearner) until the leader promotes it.

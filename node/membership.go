@@ -199,8 +199,12 @@ func (n *Node) addNode(ctx context.Context, payload []byte) error {
 	if inc == "" {
 		inc = rec.Incarnation
 	}
-	return n.recordNode(ctx, batch.NodeInfo{ID: j.ID, RaftAddr: j.RaftAddr, ClientAddr: j.ClientAddr, Incarnation: inc,
-		ReadReplica: j.ReadReplica || (member && !voter && rec.ReadReplica)})
+	if err := n.recordNode(ctx, batch.NodeInfo{ID: j.ID, RaftAddr: j.RaftAddr, ClientAddr: j.ClientAddr, Incarnation: inc,
+		ReadReplica: j.ReadReplica || (member && !voter && rec.ReadReplica)}); err != nil {
+		return err
+	}
+	n.joined(j.ID)
+	return nil
 }
 
 func (n *Node) removeNode(ctx context.Context, id string) error {

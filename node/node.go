@@ -253,6 +253,7 @@ type Node struct {
 	abstainCh     chan struct{}         // wakes abstainLoop (capacity 1): see wakeAbstain
 	applied       applySignal           // fired when the FSM has applied more of the log, or diverged
 	learners      learnerBook           // the leader's view of its learners
+	incarnations  incarnationRecords    // the leader's writes of members' incarnations (incarnation_records.go)
 	reads         readIndexer           // linearizable reads waiting for a read-index round (readindex.go)
 	freshness     freshness             // the proof of freshness for bounded-staleness reads (readindex.go)
 	stale         atomic.Pointer[error] // set once the cluster records another incarnation: see identity.go

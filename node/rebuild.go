@@ -349,11 +349,8 @@ func (n *Node) rebuildNode(ctx context.Context, id string) (uint64, error) {
 			return 0, err
 		}
 	}
-	if info := n.fsm.Nodes()[id]; info.Incarnation != "" {
-		info.Incarnation = ""
-		if err := n.recordNode(ctx, info); err != nil {
-			return 0, err
-		}
+	if err := n.clearIncarnation(ctx, id); err != nil {
+		return 0, err
 	}
 	if members[i].Voter {
 		if err := n.seq.DemoteVoter(ctx, id); err != nil {
