@@ -153,9 +153,12 @@ func runTransferLeader(c *cli.Context) error {
 	if err := cl.Cluster().TransferLeadership(ctx, target); err != nil {
 		return err // it names the transfer ("client: transfer leadership to n2: ...")
 	}
-	next, err := clusterstatus.WaitNewLeader(ctx, cl, addrs, old)
+	next, err := clusterstatus.WaitNewLeader(ctx, cl, addrs, old, st.Term)
 	if err != nil {
 		return fmt.Errorf("leadership transfer from %s acknowledged, but no new leader seen: %w", old, err)
+	}
+	if next == old { // it moved and came back (the target handed it off: docs/operations.md)
+		return printDone(c, map[string]any{"from": old, "to": next, "moved": true}, "leadership moved from %s and came back to it in a new term", old)
 	}
 	return printDone(c, map[string]any{"from": old, "to": next, "moved": true}, "leadership moved from %s to %s", old, next)
 }

@@ -27,9 +27,11 @@ func First(ctx context.Context, cl *client.Client, addrs []string) (client.Statu
 }
 
 // WaitNewLeader asks the nodes of addrs every LeaderPollInterval until one reports a
-// leader other than old, and returns it; when ctx ends first, an error naming the last
-// node's error (DeadlineError).
-func WaitNewLeader(ctx context.Context, cl *client.Client, addrs []string, old string) (string, error) {
+// leader other than old, or a leader elected after term (old's, when it led: leadership
+// that moved and came back within a poll, as an unfit replica's hand-off does, is a new
+// leadership too), and returns it; when ctx ends first, an error naming the last node's
+// error (DeadlineError).
+func WaitNewLeader(ctx context.Context, cl *client.Client, addrs []string, old string, term uint64) (string, error) {
 	t := time.NewTicker(LeaderPollInterval)
 	defer t.Stop()
 	var last error
@@ -40,7 +42,7 @@ func WaitNewLeader(ctx context.Context, cl *client.Client, addrs []string, old s
 				last = err
 				continue
 			}
-			if st.LeaderID != "" && st.LeaderID != old {
+			if st.LeaderID != "" && (st.LeaderID != old || st.Term > term) {
 				return st.LeaderID, nil
 			}
 		}

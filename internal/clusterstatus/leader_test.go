@@ -15,7 +15,8 @@ import (
 )
 
 // TestFirstAndWaitNewLeader: First skips a node that does not answer and fails naming
-// every node when none does; WaitNewLeader returns a leader other than old, and, when no
+// every node when none does; WaitNewLeader returns a leader other than old or one
+// elected after the term asked about, and, when no
 // node answers, gives up at ctx's deadline naming the last error.
 func TestFirstAndWaitNewLeader(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -50,17 +51,24 @@ func TestFirstAndWaitNewLeader(t *testing.T) {
 	if _, err := First(ctx, cl, []string{dead}); err == nil || !strings.Contains(err.Error(), "no node answered") || !strings.Contains(err.Error(), dead) {
 		t.Errorf("First of a dead node: %v", err)
 	}
-	if id, err := WaitNewLeader(ctx, cl, live, ""); err != nil || id != st.LeaderID {
+	if id, err := WaitNewLeader(ctx, cl, live, "", st.Term); err != nil || id != st.LeaderID {
 		t.Errorf("WaitNewLeader: %q, %v; want %q", id, err, st.LeaderID)
 	}
 	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancelShort()
-	if _, err := WaitNewLeader(short, cl, live, st.LeaderID); err == nil || !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := WaitNewLeader(short, cl, live, st.LeaderID, st.Term); err == nil || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("WaitNewLeader with the leader unchanged: %v, want the deadline", err)
+	}
+	// The same leader at a later term than the one asked about: leadership that moved
+	// and came back (an unfit replica's hand-off) is a new leadership.
+	back, cancelBack := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelBack()
+	if id, err := WaitNewLeader(back, cl, live, st.LeaderID, st.Term-1); err != nil || id != st.LeaderID {
+		t.Errorf("WaitNewLeader of a leader re-elected after the term: %q, %v; want %q", id, err, st.LeaderID)
 	}
 	short2, cancel2 := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel2()
-	if _, err := WaitNewLeader(short2, cl, []string{dead}, ""); err == nil || !strings.Contains(err.Error(), "gave up at the --timeout") {
+	if _, err := WaitNewLeader(short2, cl, []string{dead}, "", 0); err == nil || !strings.Contains(err.Error(), "gave up at the --timeout") {
 		t.Errorf("WaitNewLeader of a dead node: %v, want gave up at the --timeout", err)
 	}
 }
