@@ -56,6 +56,7 @@ type Limiter struct {
 	lines      int         // lines written in the current interval
 	suppressed int64       // events left out since the last line
 	flush      *time.Timer // armed while events are left out; nil otherwise
+	armed      uint64      // timers armed so far: the number of flush's
 	stopped    bool
 }
 
@@ -84,7 +85,9 @@ func (l *Limiter) Log(args ...any) {
 	if l.lines >= l.cfg.Burst {
 		l.suppressed++
 		if l.flush == nil && !l.stopped {
-			l.flush = time.AfterFunc(l.start.Add(l.cfg.Interval).Sub(now), l.flushCount)
+			l.armed++
+			gen := l.armed
+			l.flush = time.AfterFunc(l.start.Add(l.cfg.Interval).Sub(now), func() { l.flushCount(gen) })
 		}
 		l.mu.Unlock()
 		return
@@ -99,10 +102,14 @@ func (l *Limiter) Log(args ...any) {
 	l.log.Log(context.Background(), l.level, l.msg, args...)
 }
 
-// flushCount writes the count of events left out, if a later event did not.
-func (l *Limiter) flushCount() {
+// flushCount, timer gen's function, writes the count of events left out, if a later
+// event did not. A timer that fired while a Log held l.mu and disarmed it (stopFlush
+// cannot stop a function already running) is stale: its interval is over, and a count
+// line of it would start a new interval's budget again (lines = 1) on top of the lines
+// the new interval has written.
+func (l *Limiter) flushCount(gen uint64) {
 	l.mu.Lock()
-	if l.stopped {
+	if l.stopped || l.flush == nil || gen != l.armed {
 		l.mu.Unlock()
 		return
 	}

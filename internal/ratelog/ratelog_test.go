@@ -100,3 +100,29 @@ func TestDisabledLevel(t *testing.T) {
 		t.Fatal("a disabled event was counted")
 	}
 }
+
+// TestStaleFlushWritesNothing: a flush timer that fired while a Log disarmed it (its
+// function already waiting for the lock) writes no line once it runs, so the interval
+// that Log began keeps its Burst: before, the stale count line reset the interval's
+// line count to 1 and Burst-1 more lines followed.
+func TestStaleFlushWritesNothing(t *testing.T) {
+	r := &records{}
+	l := New(slog.New(r), slog.LevelInfo, "ev", Config{Interval: time.Hour, Burst: 2})
+	defer l.Stop()
+	l.Log()
+	l.Log()
+	l.Log() // suppressed: arms timer 1
+	l.mu.Lock()
+	stale := l.armed
+	l.start = l.start.Add(-2 * time.Hour) // the interval is over
+	l.mu.Unlock()
+	l.Log() // a new interval: a line with the count, timer 1 disarmed
+	l.Log()
+	l.Log() // suppressed: arms timer 2
+	l.flushCount(stale)
+	l.Log()
+	l.Log()
+	if got := r.lines(); len(got) != 4 {
+		t.Fatalf("lines %v: want 4 (two per interval), a stale flush wrote more", got)
+	}
+}
