@@ -48,12 +48,18 @@ func lockstep(t testing.TB, streams ...string) *client.Client {
 // installed here) with each topic of partitions partitions.
 func broker(t testing.TB, partitions int, topics ...string) []string {
 	t.Helper()
+	return brokerCluster(t, partitions, topics...).ListenAddrs()
+}
+
+// brokerCluster is broker returning the cluster, for tests that control its answers.
+func brokerCluster(t testing.TB, partitions int, topics ...string) *kfake.Cluster {
+	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(partitions), topics...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return c.ListenAddrs()
+	return c
 }
 
 // producer is a transactional Kafka producer of numbered records: record i of partition

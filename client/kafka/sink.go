@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/planted"
@@ -100,41 +101,83 @@ func (s *Sink) run(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// runPartition copies stream partition p into Kafka partition p mod n.
+// maxRestarts is how many times in a row a partition restarts after a transaction the
+// broker refused for a reason other than a fence, with no commit in between.
+const maxRestarts = 5
+
+// runPartition copies stream partition p into Kafka partition p mod n. A transaction
+// the broker refused for a transient reason (INVALID_TXN_STATE, CONCURRENT_TRANSACTIONS,
+// a retriable error) restarts the partition: a new producer takes the transactional id,
+// which aborts whatever the refused transaction left open, and resumes from the last
+// committed progress, so nothing is doubled or skipped.
 func (s *Sink) runPartition(ctx context.Context, p, n int) error {
+	for restarts := 0; ; restarts++ {
+		committed, err := s.runProducer(ctx, p, n)
+		if committed {
+			restarts = 0
+		}
+		if !restartable(err) || restarts >= maxRestarts || ctx.Err() != nil {
+			return err
+		}
+		s.cfg.Logger.Warn("kafka sink partition restarts", "sink", s.cfg.Name, "partition", p, "err", err)
+		select {
+		case <-time.After(time.Duration(100<<restarts) * time.Millisecond):
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// restartable reports whether err is a broker's refusal of a transaction that a new
+// producer of the same transactional id gets past.
+func restartable(err error) bool {
+	var ke *kerr.Error
+	switch {
+	case err == nil, errors.Is(err, ErrFenced), errors.Is(err, ErrUnknownTopic):
+		return false
+	case errors.Is(err, kerr.InvalidTxnState), errors.Is(err, kerr.ConcurrentTransactions):
+		return true
+	}
+	return errors.As(err, &ke) && ke.Retriable
+}
+
+// runProducer copies partition p with one producer until an error; committed reports
+// whether at least one transaction committed.
+func (s *Sink) runProducer(ctx context.Context, p, n int) (committed bool, err error) {
 	kc, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Brokers...),
 		kgo.TransactionalID(s.cfg.Name+"-"+strconv.Itoa(p)),
 		kgo.TransactionTimeout(s.cfg.TransactionTimeout),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
-		return configErr("kafka client: %v", err)
+		return false, configErr("kafka client: %v", err)
 	}
 	defer kc.Close()
 	// Take the transactional id before reading the progress: the broker fences every
 	// older producer of it and ends the transaction one left open.
 	if _, _, err := kc.ProducerID(ctx); err != nil {
-		return produceErr(err)
+		return false, produceErr(err)
 	}
 	next, err := s.readProgress(ctx, p)
 	if err != nil {
-		return err
+		return false, err
 	}
 	s.cfg.Logger.Info("kafka sink partition resumes", "sink", s.cfg.Name, "partition", p, "offset", next)
 	sub, err := s.cl.Subscribe(ctx, s.cfg.Stream, p, next)
 	if err != nil {
-		return s.streamErr(err)
+		return false, s.streamErr(err)
 	}
 	defer sub.Close()
 	for {
 		recs, err := sub.Next(ctx)
 		if err != nil {
-			return s.streamErr(err)
+			return committed, s.streamErr(err)
 		}
 		for len(recs) > 0 {
 			m := min(len(recs), s.cfg.BatchRecords)
 			if err := s.transact(ctx, kc, p, n, recs[:m]); err != nil {
-				return err
+				return committed, err
 			}
+			committed = true
 			recs = recs[m:]
 		}
 	}

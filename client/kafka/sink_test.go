@@ -16,7 +16,9 @@ import (
 	"github.com/lockstepdb/lockstep/client/kafka"
 	"github.com/lockstepdb/lockstep/internal/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // fillStream appends n records k<i>/v<i> to stream, spread over its partitions by key.
@@ -288,6 +290,55 @@ func TestSinkZombiesFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTopicOnce(t, readTopic(t, brokers, "t"), 3500)
+}
+
+// TestSinkRestartsAfterRefusedTransaction: the broker refuses three of the sink's
+// commits with INVALID_TXN_STATE, leaving their transactions open (kfake answered one so
+// after a fenced zombie, closing, aborted its replacement's transaction: CI run 33). The
+// partition restarts with a new producer, which aborts the open transaction, and the
+// topic still holds each record exactly once; the instance does not stop.
+func TestSinkRestartsAfterRefusedTransaction(t *testing.T) {
+	c := brokerCluster(t, 4, "t", "t.progress")
+	brokers := c.ListenAddrs()
+	cl := lockstep(t, "out")
+	fillStream(t, cl, "out", 0, 2000)
+	var refused atomic.Int64
+	refuse := func(req kmsg.Request) (kmsg.Response, error, bool) {
+		end := req.(*kmsg.EndTxnRequest)
+		if !end.Commit || refused.Load() >= 3 {
+			return nil, nil, false
+		}
+		c.KeepControl()
+		refused.Add(1)
+		resp := end.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = kerr.InvalidTxnState.Code
+		return resp, nil, true
+	}
+	cfg := sinkConfig(t, brokers)
+	var armed sync.Once
+	kafka.SetAfterCommit(&cfg, func(int, uint64) {
+		armed.Do(func() { c.ControlKey(int16(kmsg.EndTxn), refuse) })
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	r := startSink(t, ctx, cancel, cl, cfg)
+	testutil.WaitFor(t, 2*time.Minute, func() error {
+		select {
+		case <-r.done:
+			t.Fatalf("the sink stopped: %v", r.err)
+		default:
+		}
+		if got := len(readTopic(t, brokers, "t")); got < 2000 {
+			return fmt.Errorf("%d of 2000 records in t", got)
+		}
+		return nil
+	})
+	if refused.Load() == 0 {
+		t.Fatal("no produce was refused: the test tested nothing")
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkTopicOnce(t, readTopic(t, brokers, "t"), 2000)
 }
 
 // TestSinkBadInput: an unreachable broker, a missing topic or progress topic, a
