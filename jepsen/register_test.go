@@ -7,6 +7,34 @@ import (
 	"time"
 )
 
+// TestRegisterKeysRotate: every key takes exactly KeyOps operations, Keys keys at a time,
+// so no key's history grows with the run (porcupine's search on one key is what bounds
+// the check).
+func TestRegisterKeysRotate(t *testing.T) {
+	t.Parallel()
+	r := &Register{Keys: 3, KeyOps: 10}
+	count := map[string]int{}
+	var order []string
+	for range 300 {
+		k := r.nextKey()
+		if count[k] == 0 {
+			order = append(order, k)
+		}
+		count[k]++
+	}
+	if len(count) != 30 {
+		t.Fatalf("%d keys for 300 operations, want 30: %v", len(count), count)
+	}
+	for k, n := range count {
+		if n != 10 {
+			t.Errorf("key %s took %d operations, want 10", k, n)
+		}
+	}
+	if order[0] != "r0" || order[3] != "r3" || order[29] != "r29" {
+		t.Errorf("keys in order %v", order)
+	}
+}
+
 // TestRegisterCheckIllegalFast: a history with one key plainly not linearizable and
 // another too hard to decide gets its verdict, and its visualization, without waiting
 // out the check's timeout on the hard key (porcupine's verbose search would explore it
