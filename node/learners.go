@@ -139,6 +139,7 @@ func (n *Node) tendMembers() {
 	// Not for a divergent member, nor one being rebuilt: the leader cleared its incarnation
 	// for its rebuild, and the new one is recorded when it joins again.
 	n.recordIncarnations(views)
+	n.tendRebuilds(views)
 	var book []wire.LearnerProgress
 	for _, v := range views {
 		if v.Voter || v.info.ReadReplica {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/connect"
 	"github.com/lockstepdb/lockstep/internal/batch"
@@ -374,7 +376,11 @@ func Start(cfg Config, reg *procedures.Registry) (*Node, error) {
 		}
 		scfg.StreamLayer, scfg.RaftAddr, scfg.RaftAdvertise = layer, "", ""
 	}
-	if n.seq, err = sequencer.Open(scfg, fsm); err != nil {
+	var sfsm raft.BatchingFSM = fsm
+	if id := n.identity; id.Rebuilds > 0 && !id.RebuildDone {
+		sfsm = &rebuildGuard{BatchingFSM: fsm, from: id.RebuildFrom, interrupted: n.interruptRebuild}
+	}
+	if n.seq, err = sequencer.Open(scfg, sfsm); err != nil {
 		if errors.Is(err, sequencer.ErrLogCorrupt) || errors.Is(err, sequencer.ErrSnapshotCorrupt) {
 			err = fmt.Errorf("%w: %w. This node must not serve from it. Replace it: run \"lockstep cluster remove %s\" "+
 				"against the cluster, empty %s, and start the node again with --join "+

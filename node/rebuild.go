@@ -24,6 +24,11 @@ package node
 //     the rebuild point, computed by the node itself, equals the leader's own; the node
 //     then records the rebuild as finished.
 //
+// If leadership moves before the node installed the snapshot, the new leader may hold its
+// log from index 1 and send entries instead: the node's rebuild guard (rebuild_guard.go)
+// applies none and the node prepares the same rebuild again, while the leader compacts
+// past the rebuild point (tendRebuilds).
+//
 // A node rebuilds automatically at most MaxAutoRebuilds times per data directory: one
 // that diverges again stays fenced and says why (its code, or its machine, is suspect,
 // and rebuilding it for ever would hide that). Config.DisableAutoRebuild keeps every
@@ -94,12 +99,16 @@ type RebuildPlan struct {
 	Seeds []string
 	// Detected is when the node found itself divergent.
 	Detected time.Time
+	// Retry: the same rebuild again, not a new one (an attempt interrupted before it
+	// applied anything: interruptRebuild); PrepareRebuild keeps the identity as it is.
+	Retry bool
 }
 
 // rebuilder is a node's part in its own rebuild.
 type rebuilder struct {
 	wake      chan struct{} // capacity 1: the FSM diverged
-	requested chan struct{} // closed once the leader demoted the node for a rebuild
+	requested chan struct{} // closed (once: request) when the owner must (re)build the node
+	once      sync.Once
 
 	mu       sync.Mutex
 	state    string
@@ -257,8 +266,29 @@ func (n *Node) tryRebuild() (done bool) {
 	r.started.Add(1)
 	n.setRebuild(RebuildRebuilding, fmt.Sprintf("demoted to non-voter; discarding its state to install the leader's snapshot "+
 		"at index %d (rebuild %d of at most %d)", from, id.Rebuilds+1, MaxAutoRebuilds))
-	close(r.requested)
+	r.request()
 	return true
+}
+
+// request closes requested, once.
+func (r *rebuilder) request() { r.once.Do(func() { close(r.requested) }) }
+
+// interruptRebuild is the rebuild guard's call (rebuild_guard.go): the leader replays
+// the log from its start instead of sending the snapshot, so this attempt is over before
+// it applied anything; the owner prepares the same rebuild again (RebuildPlan.Retry). It
+// runs on the apply goroutine and does not block.
+func (n *Node) interruptRebuild() {
+	n.mu.Lock()
+	id := n.identity
+	n.mu.Unlock()
+	r := &n.rebuild
+	r.mu.Lock()
+	r.plan = RebuildPlan{From: id.RebuildFrom, Reason: id.RebuildReason, Seeds: slices.Clone(n.cfg.Join),
+		Detected: time.UnixMilli(id.RebuildDetectedMs), Retry: true}
+	r.mu.Unlock()
+	n.setRebuild(RebuildRebuilding, fmt.Sprintf("rebuild %d interrupted: the leader holds its log from before the rebuild point %d "+
+		"(leadership moved) and sent entries instead of a snapshot; none applied, preparing the rebuild again", id.Rebuilds, id.RebuildFrom))
+	r.request()
 }
 
 // finishRebuild records, once a rebuilt node is a voter again, that its rebuild is over.
@@ -306,6 +336,10 @@ func PrepareRebuild(cfg Config, plan RebuildPlan) (Config, error) {
 	}
 	if err := sequencer.DiscardState(cfg.DataDir); err != nil {
 		return cfg, err
+	}
+	if plan.Retry {
+		cfg.Bootstrap, cfg.Join = nil, slices.Clone(plan.Seeds)
+		return cfg, nil
 	}
 	id := DataIdentity{ClusterID: old.ClusterID, NodeID: old.NodeID, Incarnation: newIncarnation(),
 		Rebuilds: old.Rebuilds + 1, RebuildFrom: plan.From, RebuildReason: plan.Reason, RebuildDetectedMs: plan.Detected.UnixMilli()}
@@ -358,16 +392,48 @@ func (n *Node) rebuildNode(ctx context.Context, id string) (uint64, error) {
 		}
 		n.log.Warn("divergent replica demoted to non-voter for its rebuild", "member", id, "divergence", views[j].status.Divergent)
 	}
-	// An entry of the leader's own, so that the snapshot has something new to take.
-	if _, err := n.propose(ctx, batch.Item{Kind: batch.KindHashCheck}); err != nil {
-		return 0, err
-	}
-	from, err := n.seq.CompactAll(ctx)
+	from, err := n.compactForRebuild(ctx)
 	if err != nil {
 		return 0, err
 	}
 	n.log.Warn("rebuild granted: the log starts after a snapshot the replica will install", "member", id, "from", from)
 	return from, nil
+}
+
+// compactForRebuild compacts the leader's log to a snapshot taken now, which a rebuilding
+// member installs instead of replaying the log; it returns the snapshot's index.
+func (n *Node) compactForRebuild(ctx context.Context) (uint64, error) {
+	// An entry of the leader's own, so that the snapshot has something new to take.
+	if _, err := n.propose(ctx, batch.Item{Kind: batch.KindHashCheck}); err != nil {
+		return 0, err
+	}
+	return n.seq.CompactAll(ctx)
+}
+
+// tendRebuilds is the leader's part in a rebuild whose leader changed: a rebuilding
+// learner that has not reached its rebuild point would be sent the log from an index at
+// or before it (the rebuild guard refuses it), so the leader compacts past it first.
+func (n *Node) tendRebuilds(views []memberView) {
+	for _, v := range views {
+		st := v.status
+		if v.Voter || st == nil || st.Rebuild != RebuildRebuilding || st.AppliedIndex >= st.RebuildFrom {
+			continue
+		}
+		first, err := n.seq.FirstLogIndex()
+		if err != nil || first > st.RebuildFrom {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(n.ctx, membershipTimeout)
+		at, err := n.compactForRebuild(ctx)
+		cancel()
+		if err != nil {
+			n.log.Warn("cannot compact the log for a rebuilding member", "member", v.ID, "err", err)
+			return
+		}
+		n.log.Warn("log compacted for a rebuilding member whose rebuild point it still held", "member", v.ID,
+			"rebuild_from", st.RebuildFrom, "snapshot", at)
+		return // one compaction serves every rebuilding member
+	}
 }
 
 // rebuildQuorum refuses to demote voter id when the voters alive and healthy without it

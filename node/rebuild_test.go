@@ -141,6 +141,83 @@ func TestDivergentReplicaRebuilt(t *testing.T) {
 	})
 }
 
+// TestRebuildSurvivesLeaderChange: leadership moves after the rebuild was granted, to a
+// healthy voter whose log still starts at index 1 (automatic snapshots off). The new
+// leader must not have the rebuilt node replay the log with its own code (it would
+// diverge again and stay fenced): the node's rebuild guard applies nothing before a
+// snapshot and prepares the same rebuild again, and the leader compacts past the rebuild
+// point, so the retry installs a snapshot. One rebuild is counted; the node ends a
+// verified voter with the others' hashes.
+func TestRebuildSurvivesLeaderChange(t *testing.T) {
+	c := startCluster(t, clusterOptions{nodes: 3, registry: oneDivergent(2)})
+	cl := c.dial(context.Background())
+	defer cl.Close()
+	putKV(t, cl, "before", "v")
+	invokeNondet(t, cl, "k1")
+	bad := c.Nodes[2]
+	waitRebuildRequested(t, bad, 30*time.Second)
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if st := bad.Status(); st.Suffrage != sequencer.SuffrageLearner {
+			return fmt.Errorf("demoted node: suffrage %q", st.Suffrage)
+		}
+		return nil
+	})
+	// Hand the leadership to the other healthy voter, whose log was not compacted.
+	old := c.leader()
+	other := c.Nodes[1-c.index(old)]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := old.seq.TransferLeadership(ctx, other.ID()); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 30*time.Second, func() error {
+		if l := c.leader(); l != other {
+			return fmt.Errorf("leader %s, want %s", l.ID(), other.ID())
+		}
+		return nil
+	})
+	if first, err := other.seq.FirstLogIndex(); err != nil || first > bad.RebuildPlan().From {
+		t.Fatalf("the new leader's log starts at %d (%v): the test needs it to hold the rebuild point %d", first, err,
+			bad.RebuildPlan().From)
+	}
+	putKV(t, cl, "during", "v")
+	if err := c.RebuildNode(2); err != nil {
+		t.Fatal(err)
+	}
+	retries := 0
+	testutil.WaitFor(t, 90*time.Second, func() error {
+		n := c.Nodes[2]
+		select {
+		case <-n.RebuildRequested():
+			if !n.RebuildPlan().Retry {
+				t.Fatalf("a new rebuild, not a retry: %+v (%s)", n.RebuildPlan(), n.Status().RebuildNote)
+			}
+			retries++
+			if err := c.RebuildNode(2); err != nil {
+				t.Fatal(err)
+			}
+			return errors.New("rebuild retried")
+		default:
+		}
+		st := n.Status()
+		if st.Divergent != "" {
+			t.Fatalf("the rebuilt node diverged again: %s (rebuild %q: %s)", st.Divergent, st.Rebuild, st.RebuildNote)
+		}
+		if st.Suffrage != sequencer.SuffrageVoter || !st.Ready || st.Rebuild != "" {
+			return fmt.Errorf("rebuilt node: suffrage %q ready %t rebuild %q (%s) %s", st.Suffrage, st.Ready, st.Rebuild,
+				st.RebuildNote, st.NotReadyReason)
+		}
+		return nil
+	})
+	t.Logf("rebuild retried %d time(s)", retries)
+	rebuilt := c.Nodes[2]
+	if st := rebuilt.Status(); st.Rebuilds != 1 {
+		t.Fatalf("rebuilds %d, want 1", st.Rebuilds)
+	}
+	putKV(t, cl, "after", "v")
+	c.waitConverged()
+}
+
 // TestRebuildRefusedWithoutQuorum: with two of five voters down, demoting a divergent
 // third would leave four voters of which two are alive and healthy, short of a quorum of
 // three: the leader refuses, the replica stays a fenced voter and says why, and the

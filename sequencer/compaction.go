@@ -155,3 +155,13 @@ func (s *Sequencer) CompactAll(ctx context.Context) (uint64, error) {
 	s.log.Info("log compacted to a snapshot", "index", meta.Index)
 	return meta.Index, nil
 }
+
+// FirstLogIndex returns the first index the log still holds (0: none). A follower that
+// needs an entry before it gets the latest snapshot instead of the entries.
+func (s *Sequencer) FirstLogIndex() (uint64, error) {
+	i, err := s.parts.logs.FirstIndex()
+	if err != nil {
+		return 0, fmt.Errorf("sequencer: first log index: %w", err)
+	}
+	return i, nil
+}
