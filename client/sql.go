@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"time"
@@ -289,7 +290,7 @@ func asInt(v any) (int64, bool) {
 	case uint32:
 		return int64(x), true
 	case uint64:
-		return int64(x), true
+		return int64(x), x <= math.MaxInt64 // beyond: no bigint, left as it came
 	}
 	return 0, false
 }
