@@ -55,6 +55,21 @@ func rebuildCount(t *testing.T, n *Node, outcome string) float64 {
 	return gather(t, n.Metrics().Registry)["lockstep_rebuilds_total{outcome="+outcome+"}"]
 }
 
+// divergeThird starts 3 nodes of which the third diverges on the first test.nondet,
+// runs one, and waits until the third announces its rebuild; it returns the cluster, a
+// client of it (closed at the test's end) and the divergent node.
+func divergeThird(t *testing.T, snapshots bool) (*testCluster, *client.Client, *Node) {
+	t.Helper()
+	c := startCluster(t, clusterOptions{nodes: 3, snapshots: snapshots, registry: oneDivergent(2)})
+	cl := c.dial(context.Background())
+	t.Cleanup(func() { cl.Close() })
+	putKV(t, cl, "before", "v")
+	invokeNondet(t, cl, "k1")
+	bad := c.Nodes[2]
+	waitRebuildRequested(t, bad, 30*time.Second)
+	return c, cl, bad
+}
+
 // TestDivergentReplicaRebuilt: a replica that diverges is demoted by the leader, discards
 // its state, installs the leader's snapshot (its own code would write the divergent value
 // again if it replayed the log), is verified by a hash check past the rebuild point and
@@ -63,13 +78,7 @@ func rebuildCount(t *testing.T, n *Node, outcome string) float64 {
 // rebuild compacts the log itself) and on.
 func TestDivergentReplicaRebuilt(t *testing.T) {
 	bothSnapshotModes(t, func(t *testing.T, snapshots bool) {
-		c := startCluster(t, clusterOptions{nodes: 3, snapshots: snapshots, registry: oneDivergent(2)})
-		cl := c.dial(context.Background())
-		defer cl.Close()
-		putKV(t, cl, "before", "v")
-		invokeNondet(t, cl, "k1")
-		bad := c.Nodes[2]
-		waitRebuildRequested(t, bad, 30*time.Second)
+		c, cl, bad := divergeThird(t, snapshots)
 		plan := bad.RebuildPlan()
 		if plan.From == 0 || !strings.Contains(plan.Reason, "diverge") || len(plan.Seeds) != 2 {
 			t.Fatalf("rebuild plan %+v", plan)
@@ -149,13 +158,7 @@ func TestDivergentReplicaRebuilt(t *testing.T) {
 // point, so the retry installs a snapshot. One rebuild is counted; the node ends a
 // verified voter with the others' hashes.
 func TestRebuildSurvivesLeaderChange(t *testing.T) {
-	c := startCluster(t, clusterOptions{nodes: 3, registry: oneDivergent(2)})
-	cl := c.dial(context.Background())
-	defer cl.Close()
-	putKV(t, cl, "before", "v")
-	invokeNondet(t, cl, "k1")
-	bad := c.Nodes[2]
-	waitRebuildRequested(t, bad, 30*time.Second)
+	c, cl, bad := divergeThird(t, false)
 	testutil.WaitFor(t, 30*time.Second, func() error {
 		if st := bad.Status(); st.Suffrage != sequencer.SuffrageLearner {
 			return fmt.Errorf("demoted node: suffrage %q", st.Suffrage)
