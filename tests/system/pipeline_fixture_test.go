@@ -35,6 +35,8 @@ const (
 	// pipelineKafkaDead is the source's dead-letter stream (JSON it cannot decode); rows
 	// that decode but do not fit ev's schema are the view's, in ev.dead.
 	pipelineKafkaDead = "ev.kdead"
+	// pipelineViewName is the view's name, the prefix of its processors' names.
+	pipelineViewName = "agg"
 )
 
 // pipelineKeys is how many keys the records spread over.
