@@ -32,7 +32,6 @@ const plantedTag = "lockstep_kafka_splitstep"
 // once (read-committed); each bad record is one dead letter. 20,000 records and two
 // kills of each; LOCKSTEP_LONG=1: 100,000 and five.
 func TestPipelineUnderKills(t *testing.T) {
-	skipUnfinishedPipeline(t)
 	if problems := pipelineUnderKills(t); len(problems) > 0 {
 		for _, p := range problems {
 			t.Error(p)
@@ -44,7 +43,6 @@ func TestPipelineUnderKills(t *testing.T) {
 // of its work, replaced by a new incarnation of its member that brings everything in,
 // then resumed: the view, the PostgreSQL table and the topic are exactly as without it.
 func TestPipelineZombieSourceAddsNothing(t *testing.T) {
-	skipUnfinishedPipeline(t)
 	if problems := pipelineZombie(t); len(problems) > 0 {
 		for _, p := range problems {
 			t.Error(p)
@@ -70,17 +68,6 @@ func TestPipelinePlantedSplitStep(t *testing.T) {
 				t.Logf("caught: %s", p)
 			}
 		})
-	}
-}
-
-// skipUnfinishedPipeline skips the pipeline runs unless LOCKSTEP_PIPELINE=1: their first
-// run (4,000 records, no -race) killed every worker and the leader twice, then waitQuiet
-// timed out reading the leader's processors (client: processors of ADDR: context
-// deadline exceeded) — not yet diagnosed (a stale leader index after the restarts, or a
-// processor that does not drain); see the branch's report.
-func skipUnfinishedPipeline(t *testing.T) {
-	if os.Getenv("LOCKSTEP_PIPELINE") != "1" {
-		t.Skip("unfinished: set LOCKSTEP_PIPELINE=1 to run (waitQuiet times out on the processors' lag, under investigation)")
 	}
 }
 
