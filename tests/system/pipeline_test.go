@@ -71,27 +71,65 @@ func TestPipelinePlantedSplitStep(t *testing.T) {
 	}
 }
 
+// TestPipelineSQLSourceUnderKills is TestPipelineUnderKills with the source created in
+// SQL (CREATE SOURCE src INTO ev): every node runs a worker of it, a member of the
+// source's group, so killing the source means kill -9 of the node whose worker reads the
+// most Kafka partitions (the others take its partitions once its session times out, and
+// it rejoins when restarted); the leader, the PostgreSQL sink and the Kafka sink are
+// killed as before.
+func TestPipelineSQLSourceUnderKills(t *testing.T) {
+	if problems := pipelineKillRun(t, true); len(problems) > 0 {
+		for _, p := range problems {
+			t.Error(p)
+		}
+	}
+}
+
 // pipelineUnderKills runs the kill run with the binary built with tags and returns the
 // checker's problems.
 func pipelineUnderKills(t *testing.T, tags ...string) []string {
+	return pipelineKillRun(t, false, tags...)
+}
+
+// pipelineKillRun is the kill run, with `lockstep source kafka` processes or (sqlSource)
+// the source created in SQL and run by the nodes.
+func pipelineKillRun(t *testing.T, sqlSource bool, tags ...string) []string {
 	records, kills := pipelineSize(t)
 	start := time.Now()
-	f := newPipelineFixture(t, 3, tags...)
+	var f *pipelineFixture
+	var src *jepsen.Process
+	if sqlSource {
+		f = newPipelineFixtureSQL(t, 3, tags...)
+	} else {
+		f = newPipelineFixture(t, 3, tags...)
+		src = f.startSource(t)
+	}
 	rng := rand.New(rand.NewPCG(25, 2))
-	src, pg, ks := f.startSource(t), f.startPGSink(t), f.startKafkaSink(t)
+	pg, ks := f.startPGSink(t), f.startKafkaSink(t)
 	victims := []string{"source", "leader", "pgsink", "ksink"}
 	rounds := kills * len(victims)
 	chunk := records / (rounds + 1)
 	killed := map[string]int{}
 	for r := range rounds {
-		f.produceSpread(t, chunk)
+		f.produceSpread(t, chunk-500)
 		if r%3 == 1 {
 			f.produce(t, 200, false) // an aborted transaction: read-committed never sees it
 		}
-		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+		// The kill comes 0–60 ms after a fresh transaction of 500 records committed,
+		// while the stages are working on it (the source fetches and appends it within
+		// milliseconds and is idle again soon after): a kill at a random moment of a
+		// longer pause would mostly find every stage idle, and kill nothing in flight.
+		f.produce(t, 500, true)
+		time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond)
 		v := victims[r%len(victims)]
 		switch v {
 		case "source":
+			if sqlSource {
+				i := f.sourceNode(t)
+				t.Logf("killing node %s, whose worker reads the most of the source's partitions", f.c.Procs[i].ID)
+				f.killAndRestartNode(t, i)
+				break
+			}
 			src.Kill()
 			src = f.startSource(t)
 		case "leader":
@@ -109,7 +147,7 @@ func pipelineUnderKills(t *testing.T, tags ...string) []string {
 	f.produceSpread(t, records-rounds*chunk)
 	f.waitQuiet(t)
 	for _, p := range []*jepsen.Process{src, pg, ks} {
-		if !p.Running() {
+		if p != nil && !p.Running() {
 			t.Fatalf("a worker exited: %s", p.Log())
 		}
 	}
