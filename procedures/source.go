@@ -69,6 +69,9 @@ func checkSourceArgs(a *builtin.SourceAppendArgs) error {
 }
 
 func sourceAppend(tx *partition.Tx, a builtin.SourceAppendArgs) (uint64, error) {
+	if handled, next, err := plantedSplitAppend(tx, &a); handled {
+		return next, err
+	}
 	if err := checkSourceArgs(&a); err != nil {
 		return 0, err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/lockstepdb/lockstep/client"
 	"github.com/lockstepdb/lockstep/internal/planted"
@@ -327,15 +326,16 @@ func (s *Source) appendBatch(ctx context.Context, args *builtin.SourceAppendArgs
 }
 
 // appendSplit is the planted bug of lockstep_kafka_splitstep: the records are appended
-// in one step, unfenced, and the offset stored in a second one — the at-least-once
-// connector. A worker killed between the two steps, or a zombie, doubles records.
+// in one step, unfenced (a source.append with Next = From, which the planted build's
+// procedure takes as "append only, check nothing": procedures/source_planted.go), and the
+// offset stored in a second one — the at-least-once connector. A worker killed between
+// the two steps, or a zombie, doubles records.
 func (s *Source) appendSplit(ctx context.Context, args *builtin.SourceAppendArgs) error {
 	if len(args.Records) > 0 {
-		recs := make([]client.StreamRecord, len(args.Records))
-		for i, r := range args.Records {
-			recs[i] = client.StreamRecord{Key: client.GroupKey(s.cfg.Name), Value: r.Value, EventTime: time.UnixMilli(r.EventTime)}
-		}
-		if _, err := s.cl.AppendBatch(ctx, s.cfg.Stream, recs); err != nil {
+		recordsOnly := *args
+		recordsOnly.Next, recordsOnly.Dead = args.From, nil
+		var next uint64
+		if err := s.cl.Invoke(ctx, builtin.SourceAppend, client.GroupKey(s.cfg.Name), &recordsOnly, &next); err != nil {
 			return err
 		}
 		if s.cfg.afterAppend != nil {

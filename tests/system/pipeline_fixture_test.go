@@ -35,6 +35,8 @@ const (
 	// pipelineKafkaDead is the source's dead-letter stream (JSON it cannot decode); rows
 	// that decode but do not fit ev's schema are the view's, in ev.dead.
 	pipelineKafkaDead = "ev.kdead"
+	// pipelineViewName is the view's name, the prefix of its processors' names.
+	pipelineViewName = "agg"
 )
 
 // pipelineKeys is how many keys the records spread over.
@@ -51,14 +53,39 @@ type pipelineFixture struct {
 	seq     int                 // records produced, committed or not: record i has key k<i % pipelineKeys>
 	want    map[string][2]int64 // the batch result: per key, count(*) and sum(n), committed good records
 	good    int                 // committed records that fit ev
-	badJSON int                 // committed records the source cannot decode (its dead letters)
-	badRow  int                 // committed JSON objects that do not fit ev (the view's dead letters)
+	badJSON int                 // committed records the source cannot decode (its dead letters, ev.kdead)
+	badRow  int                 // committed JSON objects the view finds not to fit ev (its dead letters, ev.dead)
 	procs   map[string]int      // processes started, by role, to name their logs
+	// sqlSource is set when the source is CREATE SOURCE (the nodes run its workers)
+	// rather than `lockstep source kafka` processes: records are then decoded into ev's
+	// columns by the source (pipelineRecordSQL).
+	sqlSource bool
 }
 
 func newPipelineFixture(t *testing.T, nodes int, tags ...string) *pipelineFixture {
 	t.Helper()
-	f := &pipelineFixture{want: map[string][2]int64{}, procs: map[string]int{}}
+	return newPipeline(t, nodes, false, tags...)
+}
+
+// newPipelineFixtureSQL is newPipelineFixture with the source created in SQL (CREATE
+// SOURCE src INTO ev ... dead_letter = 'ev.kdead'): every node runs a worker of it, a
+// member of the source's group named after the node.
+func newPipelineFixtureSQL(t *testing.T, nodes int, tags ...string) *pipelineFixture {
+	t.Helper()
+	f := newPipeline(t, nodes, true, tags...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	src := fmt.Sprintf(`CREATE SOURCE src INTO ev WITH (connector = 'kafka', brokers = '%s', topic = 'ev', format = 'json', `+
+		`dead_letter = '%s', session_timeout = '3 seconds')`, strings.Join(f.brokers, ","), pipelineKafkaDead)
+	if _, err := f.cl.SQL().Exec(ctx, src); err != nil {
+		t.Fatalf("%s: %v", src, err)
+	}
+	return f
+}
+
+func newPipeline(t *testing.T, nodes int, sqlSource bool, tags ...string) *pipelineFixture {
+	t.Helper()
+	f := &pipelineFixture{want: map[string][2]int64{}, procs: map[string]int{}, sqlSource: sqlSource}
 	f.sinkFixture = *pipelineBase(t, nodes, proctest.BuildBinary(t, tags...))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -117,6 +144,37 @@ func pipelineRecord(i int) (key, value string, good, badJSON bool) {
 	return k, string(v), true, false
 }
 
+// Where record i ends up: a row (key, n) of ev, or a dead letter of the source
+// (ev.kdead) or of the view (ev.dead).
+const (
+	pipelineGood = iota
+	pipelineSourceDead
+	pipelineViewDead
+)
+
+// pipelineOutcome is where record i ends up. The CLI source stores a JSON object as it
+// is (ev's format 'map') and the view's processor checks it against ev's schema; the SQL
+// source decodes it into ev's columns itself (sql/plan/ingest.go): a field that is no
+// column is ignored, the record key is the k column's, and a text n is its dead letter.
+func (f *pipelineFixture) pipelineOutcome(i int) (key string, n int64, outcome int) {
+	k, _, good, badJSON := pipelineRecord(i)
+	switch {
+	case good:
+		return k, int64(i % 1000), pipelineGood
+	case badJSON:
+		return k, 0, pipelineSourceDead
+	case !f.sqlSource:
+		return k, 0, pipelineViewDead
+	}
+	switch i % 3 {
+	case 1: // {"k": k, "n": 1, "extra": 2}
+		return k, 1, pipelineGood
+	case 2: // {"k": "somebody-else", "n": 1}
+		return "somebody-else", 1, pipelineGood
+	}
+	return k, 0, pipelineSourceDead // {"k": k, "n": "seven"}
+}
+
 // produce writes n records in one Kafka transaction, committed or aborted, spread over
 // the topic's four partitions, and adds the committed ones to the batch result.
 func (f *pipelineFixture) produce(t *testing.T, n int, commit bool) {
@@ -138,15 +196,14 @@ func (f *pipelineFixture) produce(t *testing.T, n int, commit bool) {
 		t.Fatal(err)
 	}
 	for j := range n {
-		i := f.seq + j
-		key, _, good, badJSON := pipelineRecord(i)
+		key, v, outcome := f.pipelineOutcome(f.seq + j)
 		switch {
 		case !commit:
-		case good:
+		case outcome == pipelineGood:
 			w := f.want[key]
-			f.want[key] = [2]int64{w[0] + 1, w[1] + int64(i%1000)}
+			f.want[key] = [2]int64{w[0] + 1, w[1] + v}
 			f.good++
-		case badJSON:
+		case outcome == pipelineSourceDead:
 			f.badJSON++
 		default:
 			f.badRow++
@@ -244,4 +301,28 @@ func pipelineSize(t *testing.T) (records, kills int) {
 		records = n
 	}
 	return records, kills
+}
+
+// sourceNode returns the index in f.c.Procs of the node whose worker of the SQL source
+// owns the most of its group's partitions (the leader if no worker is a member yet).
+func (f *pipelineFixture) sourceNode(t *testing.T) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, err := f.cl.Groups().Describe(ctx, "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, most := -1, 0
+	for _, m := range d.Members {
+		for i, n := range f.c.Procs {
+			if n.ID == m.Member && len(m.Partitions) > most {
+				best, most = i, len(m.Partitions)
+			}
+		}
+	}
+	if best < 0 {
+		return f.leader(t)
+	}
+	return best
 }
