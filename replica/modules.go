@@ -353,7 +353,8 @@ type streamHolder interface {
 // removeModule applies a "remove-module" item at index: the module's procedures stop
 // resolving from the next input, its processors stop from this entry's processor phase.
 // Their tables, streams and processors' positions stay: a processor of the same name
-// deployed later resumes at its position.
+// deployed later resumes at its position. (From VersionSQLDrop, a "sql" module's go with
+// it: sqldrop.go.)
 func (f *FSM) removeModule(index uint64, c *batch.ConfigChange) error {
 	if f.dep.Version < VersionModules {
 		return fmt.Errorf("%w: modules need cluster version %d, the cluster runs %d", ErrNeedsVersion, VersionModules, f.dep.Effective())
@@ -369,6 +370,9 @@ func (f *FSM) removeModule(index uint64, c *batch.ConfigChange) error {
 		return err
 	}
 	f.flush()
+	if err := f.dropSQLModule(index, &f.dep.Modules[i]); err != nil {
+		return err
+	}
 	d := f.dep.clone()
 	m := &d.Modules[i]
 	m.Source = nil

@@ -208,7 +208,8 @@ CREATE MATERIALIZED VIEW v2 AS SELECT k FROM s2;`, sql.Options{})
 	}
 	unchanged("refused deploys")
 
-	// Removing the view, then the stream, works; the stream's records stay.
+	// Removing the view, then the stream, works; from cluster version 5 the stream goes
+	// with its module (TestDropFreesNamesFromVersion5).
 	if err := l.config(batch.ConfigChange{Cmd: "remove-module", Module: "per_page"}); err != nil {
 		t.Fatal(err)
 	}
@@ -220,15 +221,86 @@ CREATE MATERIALIZED VIEW v2 AS SELECT k FROM s2;`, sql.Options{})
 			t.Fatalf("catalog still holds %s", s.Name)
 		}
 	}
-	var n int
-	for _, p := range l.f.Engine().Partitions() {
-		recs, _, _ := p.ReadStream("clicks", 0, 100)
-		n += len(recs)
-	}
-	if n != 5 {
-		t.Fatalf("clicks holds %d records after the removal, want 5", n)
+	if _, ok := l.f.Engine().Partitions()[0].StreamInfo("clicks"); ok {
+		t.Fatal("stream clicks exists after its removal")
 	}
 	_ = partition.ScanOptions{}
+}
+
+// TestDropFreesNamesFromVersion5: at cluster version 4 removing a "sql" module leaves its
+// streams, tables and positions (a stream's records stay, its name stays taken), as
+// before version 5 existed; from version 5 the removal deletes them, so the names are
+// free and a view created again under its name with another definition starts from its
+// input's first record, with none of the old view's rows; a table created again starts
+// empty.
+func TestDropFreesNamesFromVersion5(t *testing.T) {
+	const stream = `CREATE STREAM clicks (usr text, page text, ts timestamp, n bigint)
+  WITH (key = 'usr', event_time = 'ts', out_of_orderness = '1 second', idle_timeout = '2 seconds');`
+	const view = `CREATE MATERIALIZED VIEW per_page AS SELECT page, count(*) AS clicks FROM clicks GROUP BY page;`
+	records := func(l *logFSM, name string) int {
+		n := 0
+		for _, p := range l.f.Engine().Partitions() {
+			if _, ok := p.StreamInfo(name); !ok {
+				return -1
+			}
+			recs, _, _ := p.ReadStream(name, 0, 100)
+			n += len(recs)
+		}
+		return n
+	}
+	for _, v := range []uint64{4, 5} {
+		l := newLogFSMAt(t, 4, v)
+		for _, d := range [][2]string{{"clicks", stream}, {"per_page", view}, {"users", `CREATE TABLE users (id text, name text) WITH (key = 'id');`}} {
+			if err := l.deploy(d[0], d[1]); err != nil {
+				t.Fatalf("v%d: %v", v, err)
+			}
+		}
+		l.insert(clicksRows)
+		l.insert(`INSERT INTO users VALUES ('u1', 'ann')`)
+		l.apply(batch.Item{Kind: batch.KindTick})
+		if got := l.query("SELECT page, clicks FROM per_page ORDER BY page"); len(got) != 2 {
+			t.Fatalf("v%d: per_page %q", v, got)
+		}
+		// The view dropped and defined again under its name, over the same stream.
+		if err := l.config(batch.ConfigChange{Cmd: "remove-module", Module: "per_page"}); err != nil {
+			t.Fatal(err)
+		}
+		again := l.deploy("per_page", `CREATE MATERIALIZED VIEW per_page AS SELECT page, sum(n) AS total FROM clicks WHERE n > 0 GROUP BY page;`)
+		if err := l.config(batch.ConfigChange{Cmd: "remove-module", Module: "users"}); err != nil {
+			t.Fatal(err)
+		}
+		againTable := l.deploy("users", `CREATE TABLE users (id text, score bigint) WITH (key = 'id');`)
+		if v == 4 {
+			if again == nil || againTable == nil || records(l, "clicks") != 5 || records(l, "per_page") < 0 {
+				t.Fatalf("v4: names freed (%v, %v) or records gone (%d)", again, againTable, records(l, "clicks"))
+			}
+			continue
+		}
+		if again != nil || againTable != nil {
+			t.Fatalf("v5: recreating per_page: %v; users: %v", again, againTable)
+		}
+		l.apply(batch.Item{Kind: batch.KindTick})
+		if got, want := l.query("SELECT page, total FROM per_page ORDER BY page"), []string{"cart 3", "home 8"}; !slices.Equal(got, want) {
+			t.Fatalf("v5: recreated per_page: got %q, want %q", got, want)
+		}
+		if got := l.query("SELECT id, score FROM users"); len(got) != 0 {
+			t.Fatalf("v5: recreated users holds %q", got)
+		}
+		if err := l.config(batch.ConfigChange{Cmd: "remove-module", Module: "per_page"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.config(batch.ConfigChange{Cmd: "remove-module", Module: "clicks"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{"clicks", "per_page", "per_page.by_key", "per_page.late"} {
+			if n := records(l, s); n != -1 {
+				t.Fatalf("v5: stream %s left with %d records", s, n)
+			}
+		}
+		if err := l.deploy("clicks", stream); err != nil || records(l, "clicks") != 0 {
+			t.Fatalf("v5: clicks created again: %v, %d records", err, records(l, "clicks"))
+		}
+	}
 }
 
 func mustCompile(t testing.TB, text string) *sql.Artifact {
