@@ -141,3 +141,60 @@ func TestSQLDropFreesNames(t *testing.T) {
 	}
 	c.waitConverged()
 }
+
+// TestSQLDropTogether (issue 23): the modules of one DROP are removed in one log entry
+// (their removals carry one index), so a DROP retried after an unknown outcome finds
+// either all of them removed or none; DROP IF EXISTS skips names not deployed and
+// succeeds on absent names alone; a retried DROP without it is refused as a whole,
+// changing nothing.
+func TestSQLDropTogether(t *testing.T) {
+	c := startCluster(t, clusterOptions{nodes: 3, patientRaft: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	cl := c.dial(ctx)
+	exec := func(s string) client.ExecResult {
+		t.Helper()
+		res, err := cl.SQL().Exec(ctx, s)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		return res
+	}
+	exec(`CREATE STREAM s (k text, v bigint) WITH (key = 'k')`)
+	exec(`CREATE MATERIALIZED VIEW v1 AS SELECT k FROM s`)
+	exec(`CREATE MATERIALIZED VIEW v2 AS SELECT k, count(*) AS c FROM s GROUP BY k`)
+	exec(`CREATE STREAM other (k text) WITH (key = 'k')`)
+	exec(`INSERT INTO s VALUES ('a', 1)`)
+	waitSQLRows(t, ctx, cl, "SELECT k, c FROM v2", "a 1")
+
+	if res := exec(`DROP MATERIALIZED VIEW v1, v2, s`); len(res.Dropped) != 3 {
+		t.Fatalf("dropped %q, want 3 modules", res.Dropped)
+	}
+	ms, err := cl.Procedures().Modules(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[string]uint64{}
+	for _, m := range ms {
+		if h := m.History[len(m.History)-1]; h.Removed {
+			at[m.Name] = h.Index
+		}
+	}
+	if len(at) != 3 || at["v1"] != at["v2"] || at["v2"] != at["s"] {
+		t.Fatalf("removals at %v, want v1, v2 and s removed at one index", at)
+	}
+	// The retry of a DROP that went through: refused as a whole, nothing changes.
+	if _, err := cl.SQL().Exec(ctx, `DROP MATERIALIZED VIEW v1, v2, s`); !errors.Is(err, client.ErrBadArguments) {
+		t.Fatalf("retried DROP: got %v", err)
+	}
+	if res := exec(`DROP MATERIALIZED VIEW IF EXISTS v1, v2, s`); len(res.Dropped) != 0 {
+		t.Fatalf("DROP IF EXISTS of dropped names dropped %q", res.Dropped)
+	}
+	if res := exec(`DROP STREAM IF EXISTS nosuch, other`); !slices.Equal(res.Dropped, []string{"other"}) {
+		t.Fatalf("DROP IF EXISTS nosuch, other dropped %q", res.Dropped)
+	}
+	if rows, err := sqlRows(ctx, cl, "SHOW STREAMS"); err != nil || len(rows) != 0 {
+		t.Fatalf("SHOW STREAMS: %q %v", rows, err)
+	}
+	c.waitConverged()
+}

@@ -50,26 +50,38 @@ func sqlDropOf(p *plan.Plan) (*sqlDrop, error) {
 	return d, nil
 }
 
-// dropSQLModule deletes, at index, the state of the active module m if it is a "sql"
-// module and the cluster runs VersionSQLDrop or later: all or none.
-func (f *FSM) dropSQLModule(index uint64, m *Module) error {
-	if m.Kind != ModuleKindSQL || f.dep.Effective() < VersionSQLDrop {
+// dropSQLModules deletes, at index, the state of the active modules mods that are "sql"
+// modules, if the cluster runs VersionSQLDrop or later: in one step, all or none.
+func (f *FSM) dropSQLModules(index uint64, mods []*Module) error {
+	if f.dep.Effective() < VersionSQLDrop {
 		return nil
 	}
-	_, p, err := DecodeSQLSource(m.Source)
-	if err != nil {
-		return fmt.Errorf("%w: module %s: %w", ErrBadModule, m.Name, err)
+	all := &sqlDrop{}
+	for _, m := range mods {
+		if m.Kind != ModuleKindSQL {
+			continue
+		}
+		_, p, err := DecodeSQLSource(m.Source)
+		if err != nil {
+			return fmt.Errorf("%w: module %s: %w", ErrBadModule, m.Name, err)
+		}
+		d, err := sqlDropOf(p)
+		if err != nil {
+			return fmt.Errorf("%w: module %s: %w", ErrBadModule, m.Name, err)
+		}
+		all.streams = append(all.streams, d.streams...)
+		all.tables = append(all.tables, d.tables...)
+		all.procs = append(all.procs, d.procs...)
 	}
-	d, err := sqlDropOf(p)
-	if err != nil {
-		return fmt.Errorf("%w: module %s: %w", ErrBadModule, m.Name, err)
+	if len(all.streams)+len(all.tables)+len(all.procs) == 0 {
+		return nil
 	}
-	f.dropping = d
+	f.dropping = all
 	defer func() { f.dropping = nil }()
 	res := f.eng.Execute([]partition.Input{{Procedure: sqlDropKey, Scope: partition.AllPartitions(len(f.eng.Partitions())),
 		Time: f.lastTime, Seq: batch.InputSeq(index, 0)}})
 	if err := res[0].Err; err != nil {
-		return fmt.Errorf("%w: module %s: %w", ErrBadModule, m.Name, err)
+		return fmt.Errorf("%w: dropping SQL state: %w", ErrBadModule, err)
 	}
 	return nil
 }

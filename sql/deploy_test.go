@@ -340,3 +340,61 @@ func TestPlanFormat3NeedsVersion4(t *testing.T) {
 		t.Fatalf("q5 at cluster version 4: %v", err)
 	}
 }
+
+// TestRemoveModulesAllOrNone: "remove-modules" removes its modules in one entry, all or
+// none: a set one of whose modules a view outside it reads is refused naming the view,
+// and nothing is removed (state and deployment unchanged); the set with that view too is
+// removed whatever the order named; below cluster version 5 the command is refused.
+func TestRemoveModulesAllOrNone(t *testing.T) {
+	script := [][2]string{{"clicks", `CREATE STREAM clicks (usr text, page text, ts timestamp, n bigint) WITH (key = 'usr');`},
+		{"a", `CREATE MATERIALIZED VIEW a AS SELECT usr, n FROM clicks;`},
+		{"b", `CREATE MATERIALIZED VIEW b AS SELECT page, count(*) AS c FROM clicks GROUP BY page;`}}
+	old := newLogFSMAt(t, 2, 4)
+	for _, d := range script {
+		if err := old.deploy(d[0], d[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := old.config(batch.ConfigChange{Cmd: "remove-modules", Modules: []string{"a", "b"}}); !errors.Is(err, replica.ErrNeedsVersion) {
+		t.Fatalf("remove-modules at version 4: got %v", err)
+	}
+
+	l := newLogFSM(t, 4)
+	for _, d := range script {
+		if err := l.deploy(d[0], d[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.insert(clicksRows)
+	l.apply(batch.Item{Kind: batch.KindTick})
+	before, dep := l.f.StateHashes(), l.f.Deployment()
+	for _, bad := range []struct {
+		mods []string
+		want string
+	}{
+		{[]string{"a", "clicks"}, "view b"},
+		{[]string{"clicks", "a"}, "view b"},
+		{[]string{"a", "nosuch"}, "no such module"},
+		{[]string{"a", "a"}, "twice"},
+		{nil, "no module"},
+	} {
+		err := l.config(batch.ConfigChange{Cmd: "remove-modules", Modules: bad.mods})
+		if !errors.Is(err, replica.ErrBadClusterConfig) || !strings.Contains(err.Error(), bad.want) {
+			t.Fatalf("remove-modules %q: got %v, want %q", bad.mods, err, bad.want)
+		}
+		if after := l.f.StateHashes(); !slices.Equal(after.Hashes, before.Hashes) || !reflect.DeepEqual(l.f.Deployment(), dep) {
+			t.Fatalf("refused remove-modules %q changed the state or deployment", bad.mods)
+		}
+	}
+	if err := l.config(batch.ConfigChange{Cmd: "remove-modules", Modules: []string{"clicks", "b", "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.f.SQLModules()) != 0 {
+		t.Fatalf("modules left: %+v", l.f.SQLModules())
+	}
+	for _, s := range []string{"clicks", "a", "b", "b.by_key"} {
+		if _, ok := l.f.Engine().Partitions()[0].StreamInfo(s); ok {
+			t.Fatalf("stream %s left", s)
+		}
+	}
+}
