@@ -46,6 +46,7 @@ import (
 //	   streams of its relations and views (and their dead-letter streams), empties their
 //	   tables and forgets its processors' positions (sqldrop.go), so a dropped name can be
 //	   created again and starts empty; before, they stayed and the names stayed taken.
+//	   SQL plan format 4 (LEFT, RIGHT and FULL OUTER joins of two streams).
 //
 // Every later change of replicated behaviour — a built-in's semantics, the entry or the
 // snapshot format — is a new cluster version, and the code keeps the old behaviour while
@@ -80,6 +81,9 @@ const (
 	// VersionSQLDrop is the cluster version from which removing a "sql" module (DROP)
 	// deletes its streams, tables and processor positions, freeing its names.
 	VersionSQLDrop = 5
+	// VersionSQLPlan4 is the cluster version from which a "sql" module's plan may be in
+	// plan format 4 (outer joins of two streams).
+	VersionSQLPlan4 = 5
 )
 
 // Errors of the "upgrade" and "activate" commands; each wraps ErrBadClusterConfig, and

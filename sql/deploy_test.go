@@ -398,3 +398,51 @@ func TestRemoveModulesAllOrNone(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanFormat4NeedsVersion5: an outer join of two streams needs plan format 4, which
+// cluster version 4 refuses (ErrNeedsVersion, nothing deployed: its binaries decode
+// formats up to 3) and version 5 deploys; an inner join's plan stays format 2; outer
+// joins the executor cannot finish are refused at their place.
+func TestPlanFormat4NeedsVersion5(t *testing.T) {
+	const streams = `CREATE STREAM l (id text, g bigint, ts timestamp) WITH (key = 'id', event_time = 'ts');
+CREATE STREAM r (id text, g bigint, ts timestamp) WITH (key = 'id', event_time = 'ts');`
+	const outer = `CREATE MATERIALIZED VIEW o AS SELECT l.id AS lid, r.id AS rid FROM l LEFT JOIN r
+  ON l.g = r.g AND r.ts BETWEEN l.ts AND l.ts + INTERVAL '1 second';`
+	if v := mustCompile(t, streams+outer).Plan.MinVersion(); v != 4 {
+		t.Fatalf("outer join plan: format %d, want 4", v)
+	}
+	if e := mustCompile(t, streams+outer).Plan.Explain(); !strings.Contains(e, "o.join: LEFT OUTER JOIN r") || !strings.Contains(e, "o.unmatched") {
+		t.Errorf("EXPLAIN of an outer join:\n%s", e)
+	}
+	if v := mustCompile(t, streams+strings.Replace(outer, "LEFT JOIN", "JOIN", 1)).Plan.MinVersion(); v != 2 {
+		t.Fatalf("inner join plan: format %d, want 2", v)
+	}
+	old := newLogFSMAt(t, 2, 4)
+	if err := old.deploy("l", streams); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.deploy("o", outer); !errors.Is(err, replica.ErrNeedsVersion) || !strings.Contains(err.Error(), "cluster version 5") {
+		t.Fatalf("outer join at cluster version 4: got %v", err)
+	}
+	if len(old.f.SQLModules()) != 1 {
+		t.Fatalf("the refused deploy left modules: %d", len(old.f.SQLModules()))
+	}
+	l := newLogFSMAt(t, 2, 5)
+	if err := l.deploy("l", streams); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.deploy("o", outer); err != nil {
+		t.Fatalf("outer join at cluster version 5: %v", err)
+	}
+	for _, bad := range []struct{ view, want string }{
+		{`CREATE MATERIALIZED VIEW b AS SELECT l.id FROM l LEFT JOIN r ON l.g = r.g AND r.ts >= l.ts;`, "upper bound"},
+		{`CREATE MATERIALIZED VIEW b AS SELECT r.id FROM l RIGHT JOIN r ON l.g = r.g AND r.ts <= l.ts;`, "lower bound"},
+		{`CREATE MATERIALIZED VIEW b AS SELECT l.g, count(*) AS c FROM l FULL JOIN r ON l.g = r.g AND r.ts BETWEEN l.ts AND l.ts + INTERVAL '1 second' GROUP BY l.g;`, "aggregate"},
+	} {
+		_, err := sql.Compile(bad.view, sql.Options{Catalog: l.catalog()})
+		var se *sql.Error
+		if !errors.As(err, &se) || se.Kind != sql.ErrUnsupported || se.Line != 1 || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: got %v, want unsupported at line 1 saying %q", bad.view, err, bad.want)
+		}
+	}
+}
