@@ -8,6 +8,7 @@ import (
 	"math"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockstepdb/lockstep/internal/wire"
@@ -108,13 +109,7 @@ func (s SQL) Exec(ctx context.Context, text string) (ExecResult, error) {
 		}
 		out.Deployed, out.Deployment = res.Module, d
 	case wire.SQLDrop:
-		for _, m := range res.Modules {
-			d, err := s.c.Procedures().RemoveModule(ctx, m)
-			if err != nil {
-				return out, sqlErr(err)
-			}
-			out.Dropped, out.Deployment = append(out.Dropped, m), d
-		}
+		return s.drop(ctx, res.Modules)
 	case wire.SQLInsert:
 		for i := 0; i < len(res.Appends); {
 			j := i
@@ -293,4 +288,49 @@ func asInt(v any) (int64, bool) {
 		return int64(x), x <= math.MaxInt64 // beyond: no bigint, left as it came
 	}
 	return 0, false
+}
+
+// sqlDropTogetherVersion is the cluster version from which the modules of one DROP are
+// removed together, in one log entry (replica.VersionSQLDrop).
+const sqlDropTogetherVersion = 5
+
+// drop removes the modules of one DROP: together, all or none, from cluster version 5;
+// one after the other before. A removal whose answer was lost (a timeout, a leader
+// change) counts as done if the module is found removed, so a DROP retried after an
+// unknown outcome neither fails half-way nor removes only some of its modules.
+func (s SQL) drop(ctx context.Context, mods []string) (ExecResult, error) {
+	var out ExecResult
+	removed := func(names []string) (Deployment, bool) {
+		for _, name := range names {
+			if m, err := s.c.Procedures().Module(ctx, name); err != nil || m.Active {
+				return Deployment{}, false
+			}
+		}
+		d, err := s.c.Procedures().Deployment(ctx)
+		return d, err == nil
+	}
+	if len(mods) > 1 {
+		if dep, err := s.c.Procedures().Deployment(ctx); err == nil && dep.ClusterVersion >= sqlDropTogetherVersion {
+			d, err := s.c.deployCall(ctx, "sql drop "+strings.Join(mods, ", "), wire.ClusterConfigArgs{Cmd: wire.ConfigRemoveModule, Modules: mods})
+			if err != nil {
+				var ok bool
+				if d, ok = removed(mods); !ok {
+					return out, sqlErr(err)
+				}
+			}
+			out.Dropped, out.Deployment = mods, d
+			return out, nil
+		}
+	}
+	for _, m := range mods {
+		d, err := s.c.Procedures().RemoveModule(ctx, m)
+		if err != nil {
+			var ok bool
+			if d, ok = removed([]string{m}); !ok {
+				return out, sqlErr(err)
+			}
+		}
+		out.Dropped, out.Deployment = append(out.Dropped, m), d
+	}
+	return out, nil
 }

@@ -23,7 +23,14 @@ func (cc *clientConn) moduleCommand(id uint64, a wire.ClusterConfigArgs) {
 		return
 	}
 	change := batch.ConfigChange{Cmd: "remove-module", Module: a.Module}
-	if a.Cmd == wire.ConfigRemoveModule {
+	if a.Cmd == wire.ConfigRemoveModule && a.Module == "" && len(a.Modules) > 0 {
+		// Several modules removed together, in one log entry (SQL's DROP A, B).
+		if err := n.fsm.CheckRemoveModules(a.Modules); err != nil {
+			cc.fail(id, fmt.Errorf("%w: %w", wire.ErrBadArguments, err))
+			return
+		}
+		change = batch.ConfigChange{Cmd: "remove-modules", Modules: a.Modules}
+	} else if a.Cmd == wire.ConfigRemoveModule {
 		if err := n.fsm.CheckRemoveModule(a.Module); err != nil {
 			cc.fail(id, fmt.Errorf("%w: %w", wire.ErrBadArguments, err))
 			return

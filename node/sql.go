@@ -147,7 +147,7 @@ func (n *Node) sqlAnswer(text string) (wire.SQLResult, error) {
 		}
 		return res, nil
 	case sql.CmdDrop:
-		ms, err := dropModules(mods, cmd.Names)
+		ms, err := dropModules(mods, cmd.Names, cmd.IfExists)
 		if err != nil {
 			return wire.SQLResult{}, err
 		}
@@ -192,15 +192,19 @@ func (n *Node) streamExists(name string) bool {
 }
 
 // dropModules returns the SQL modules a DROP of names removes, views' modules first: each
-// name must be deployed, the names must cover every relation and view of their modules
-// (a module is deployed and removed whole), and no view outside them may read them.
-func dropModules(mods []replica.SQLModule, names []string) ([]string, error) {
+// name must be deployed (with ifExists, one that is not is skipped), the names must cover
+// every relation and view of their modules (a module is deployed and removed whole), and
+// no view outside them may read them.
+func dropModules(mods []replica.SQLModule, names []string, ifExists bool) ([]string, error) {
 	drop := map[string]bool{}
 	owner := map[string]string{}
 	for _, m := range mods {
 		for _, s := range m.Plan.Schemas() {
 			owner[s.Name] = m.Name
 		}
+	}
+	if ifExists {
+		names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return owner[n] == "" })
 	}
 	for _, name := range names {
 		m, ok := owner[name]

@@ -43,7 +43,7 @@ func TestDropModules(t *testing.T) {
 		{names: []string{"p1"}, err: "drop them together"},
 		{names: []string{"nosuch"}, err: "no stream, table or view"},
 	} {
-		got, err := dropModules(mods, tc.names)
+		got, err := dropModules(mods, tc.names, false)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("#%d: got %v %v, want an error saying %q", i, got, err, tc.err)

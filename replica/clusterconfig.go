@@ -362,6 +362,10 @@ func (f *FSM) configCommand(index uint64, payload []byte) ([]byte, error) {
 		if err := f.removeModule(index, &c); err != nil {
 			return nil, err
 		}
+	case "remove-modules":
+		if err := f.removeModules(index, &c); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("%w: unknown command %q", ErrBadClusterConfig, c.Cmd)
 	}

@@ -40,6 +40,7 @@ type FSM struct {
 	compiled map[string]*compiledModule // the active modules' code, by name (modules.go)
 	modErr   map[string]error           // active modules that do not compile here
 	creating []plan.StreamDef           // the streams a deploy creates, while it runs (sqlmodules.go)
+	dropping *sqlDrop                   // what a removal deletes, while it runs (sqldrop.go)
 	// setFollows: the engine's processor set is the deployment's (processorset.go).
 	setFollows bool
 

@@ -38,6 +38,9 @@ func (h *fsmHandler) Run(tx *partition.Tx, in *partition.Input, out []byte) ([]b
 	if in.Procedure == sqlCreateKey && h.f.creating != nil {
 		return out, runCreateStreams(tx, h.f.creating)
 	}
+	if in.Procedure == sqlDropKey && h.f.dropping != nil {
+		return out, runSQLDrop(tx, h.f.dropping)
+	}
 	name, ok := strings.CutPrefix(in.Procedure, "@")
 	if !ok {
 		out, err := h.base.Run(tx, in, out)

@@ -353,30 +353,10 @@ type streamHolder interface {
 // removeModule applies a "remove-module" item at index: the module's procedures stop
 // resolving from the next input, its processors stop from this entry's processor phase.
 // Their tables, streams and processors' positions stay: a processor of the same name
-// deployed later resumes at its position.
+// deployed later resumes at its position. (From VersionSQLDrop, a "sql" module's go with
+// it: sqldrop.go.)
 func (f *FSM) removeModule(index uint64, c *batch.ConfigChange) error {
-	if f.dep.Version < VersionModules {
-		return fmt.Errorf("%w: modules need cluster version %d, the cluster runs %d", ErrNeedsVersion, VersionModules, f.dep.Effective())
-	}
-	i, ok := f.dep.findModule(c.Module)
-	if !ok || !f.dep.Modules[i].Active() {
-		return fmt.Errorf("%w: %q", ErrNoModule, c.Module)
-	}
-	if err := checkSQLRemove(&f.dep, c.Module); err != nil {
-		return err
-	}
-	if err := checkSourceRemove(&f.dep, c.Module); err != nil {
-		return err
-	}
-	f.flush()
-	d := f.dep.clone()
-	m := &d.Modules[i]
-	m.Source = nil
-	m.History = append(m.History, ModuleVersion{Version: m.Current().Version, Index: index, Removed: true})
-	d.Index = index
-	f.useDeployment(d)
-	f.recheckCompat()
-	return nil
+	return f.removeSet(index, []string{c.Module})
 }
 
 // refreshModules makes f.compiled the code of d's active modules (compiling those it does

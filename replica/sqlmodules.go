@@ -251,7 +251,8 @@ func (f *FSM) CheckRemoveModule(name string) error {
 }
 
 // checkSQLPlanVersion refuses a "sql" module whose plan format the cluster version does
-// not admit: formats 1 and 2 from VersionModules, 3 from VersionSQLPlan3.
+// not admit: formats 1 and 2 from VersionModules, 3 from VersionSQLPlan3, 4 from
+// VersionSQLPlan4.
 func checkSQLPlanVersion(d *Deployment, name, kind string, source []byte) error {
 	if kind != ModuleKindSQL {
 		return nil
@@ -265,6 +266,10 @@ func checkSQLPlanVersion(d *Deployment, name, kind string, source []byte) error 
 	}
 	if err := msgpack.Unmarshal(s.Plan, &head); err != nil || head.Version < 3 {
 		return nil
+	}
+	if v := d.Effective(); head.Version >= 4 && v < VersionSQLPlan4 {
+		return fmt.Errorf("%w: module %s: SQL plan format %d (outer joins of two streams) needs cluster version %d, the cluster runs %d (lockstep cluster upgrade %d)",
+			ErrNeedsVersion, name, head.Version, VersionSQLPlan4, v, VersionSQLPlan4)
 	}
 	if v := d.Effective(); v < VersionSQLPlan3 {
 		return fmt.Errorf("%w: module %s: SQL plan format %d (views over views, aggregates over joins or join bounds by a column) needs cluster version %d, the cluster runs %d (lockstep cluster upgrade %d)",

@@ -42,6 +42,11 @@ import (
 //	   (sourcemodules.go: a CREATE SOURCE's definition, whose workers the nodes run).
 //	   SQL plan format 3 (views over views, aggregates over joins, join bounds by a
 //	   column); before, a "sql" module's plan must be format 1 or 2.
+//	5  SQL DROP frees names: removing a "sql" module deletes, at the removal's index, the
+//	   streams of its relations and views (and their dead-letter streams), empties their
+//	   tables and forgets its processors' positions (sqldrop.go), so a dropped name can be
+//	   created again and starts empty; before, they stayed and the names stayed taken.
+//	   SQL plan format 4 (LEFT, RIGHT and FULL OUTER joins of two streams).
 //
 // Every later change of replicated behaviour — a built-in's semantics, the entry or the
 // snapshot format — is a new cluster version, and the code keeps the old behaviour while
@@ -52,7 +57,7 @@ const (
 	// MinClusterVersion is the oldest cluster version this binary runs.
 	MinClusterVersion = 1
 	// MaxClusterVersion is the newest: a cluster this binary bootstraps starts at it.
-	MaxClusterVersion = 4
+	MaxClusterVersion = 5
 	// VersionActiveRegistrations is the cluster version from which active registrations
 	// are replicated.
 	VersionActiveRegistrations = 2
@@ -73,6 +78,12 @@ const (
 	// plan format 3 (views over views, aggregates over joins: sql/plan.Version); before,
 	// formats 1 and 2 only.
 	VersionSQLPlan3 = 4
+	// VersionSQLDrop is the cluster version from which removing a "sql" module (DROP)
+	// deletes its streams, tables and processor positions, freeing its names.
+	VersionSQLDrop = 5
+	// VersionSQLPlan4 is the cluster version from which a "sql" module's plan may be in
+	// plan format 4 (outer joins of two streams).
+	VersionSQLPlan4 = 5
 )
 
 // Errors of the "upgrade" and "activate" commands; each wraps ErrBadClusterConfig, and

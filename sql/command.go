@@ -52,10 +52,12 @@ type Command struct {
 	Names []string
 	// Show is what a CmdShow lists: plan.KindStream, plan.KindTable or plan.KindView.
 	Show plan.Kind
+	// IfExists is a CmdDrop's IF EXISTS: names not deployed are skipped, not refused.
+	IfExists bool
 }
 
 var (
-	dropRe    = regexp.MustCompile(`(?is)^drop\s+(stream|table|materialized\s+view)\s+(?:if\s+exists\s+)?([a-z_][a-z0-9_]*(?:\s*,\s*[a-z_][a-z0-9_]*)*)\s*;?\s*$`)
+	dropRe    = regexp.MustCompile(`(?is)^drop\s+(stream|table|materialized\s+view)\s+(if\s+exists\s+)?([a-z_][a-z0-9_]*(?:\s*,\s*[a-z_][a-z0-9_]*)*)\s*;?\s*$`)
 	showRe    = regexp.MustCompile(`(?is)^show\s+(streams|tables|views)\s*;?\s*$`)
 	schemaRe  = regexp.MustCompile(`(?is)^show\s+schema\s+([a-z_][a-z0-9_]*)\s*;?\s*$`)
 	explainRe = regexp.MustCompile(`(?is)^explain\s+([a-z_][a-z0-9_]*)\s*;?\s*$`)
@@ -85,10 +87,10 @@ func ParseCommand(text string) (Command, error) {
 			return Command{}, s.errAt(ErrSyntax, at, "want DROP STREAM|TABLE|MATERIALIZED VIEW name[, ...]")
 		}
 		var names []string
-		for _, n := range strings.Split(m[2], ",") {
+		for _, n := range strings.Split(m[3], ",") {
 			names = append(names, strings.ToLower(strings.TrimSpace(n)))
 		}
-		return Command{Kind: CmdDrop, Text: text, Names: names}, nil
+		return Command{Kind: CmdDrop, Text: text, Names: names, IfExists: m[2] != ""}, nil
 	case "show":
 		if m := schemaRe.FindStringSubmatch(strings.TrimSpace(stripComments(rest))); m != nil {
 			return Command{Kind: CmdShow, Text: text, Names: []string{strings.ToLower(m[1])}}, nil

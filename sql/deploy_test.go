@@ -208,7 +208,8 @@ CREATE MATERIALIZED VIEW v2 AS SELECT k FROM s2;`, sql.Options{})
 	}
 	unchanged("refused deploys")
 
-	// Removing the view, then the stream, works; the stream's records stay.
+	// Removing the view, then the stream, works; from cluster version 5 the stream goes
+	// with its module (TestDropFreesNamesFromVersion5).
 	if err := l.config(batch.ConfigChange{Cmd: "remove-module", Module: "per_page"}); err != nil {
 		t.Fatal(err)
 	}
@@ -220,15 +221,86 @@ CREATE MATERIALIZED VIEW v2 AS SELECT k FROM s2;`, sql.Options{})
 			t.Fatalf("catalog still holds %s", s.Name)
 		}
 	}
-	var n int
-	for _, p := range l.f.Engine().Partitions() {
-		recs, _, _ := p.ReadStream("clicks", 0, 100)
-		n += len(recs)
-	}
-	if n != 5 {
-		t.Fatalf("clicks holds %d records after the removal, want 5", n)
+	if _, ok := l.f.Engine().Partitions()[0].StreamInfo("clicks"); ok {
+		t.Fatal("stream clicks exists after its removal")
 	}
 	_ = partition.ScanOptions{}
+}
+
+// TestDropFreesNamesFromVersion5: at cluster version 4 removing a "sql" module leaves its
+// streams, tables and positions (a stream's records stay, its name stays taken), as
+// before version 5 existed; from version 5 the removal deletes them, so the names are
+// free and a view created again under its name with another definition starts from its
+// input's first record, with none of the old view's rows; a table created again starts
+// empty.
+func TestDropFreesNamesFromVersion5(t *testing.T) {
+	const stream = `CREATE STREAM clicks (usr text, page text, ts timestamp, n bigint)
+  WITH (key = 'usr', event_time = 'ts', out_of_orderness = '1 second', idle_timeout = '2 seconds');`
+	const view = `CREATE MATERIALIZED VIEW per_page AS SELECT page, count(*) AS clicks FROM clicks GROUP BY page;`
+	records := func(l *logFSM, name string) int {
+		n := 0
+		for _, p := range l.f.Engine().Partitions() {
+			if _, ok := p.StreamInfo(name); !ok {
+				return -1
+			}
+			recs, _, _ := p.ReadStream(name, 0, 100)
+			n += len(recs)
+		}
+		return n
+	}
+	for _, v := range []uint64{4, 5} {
+		l := newLogFSMAt(t, 4, v)
+		for _, d := range [][2]string{{"clicks", stream}, {"per_page", view}, {"users", `CREATE TABLE users (id text, name text) WITH (key = 'id');`}} {
+			if err := l.deploy(d[0], d[1]); err != nil {
+				t.Fatalf("v%d: %v", v, err)
+			}
+		}
+		l.insert(clicksRows)
+		l.insert(`INSERT INTO users VALUES ('u1', 'ann')`)
+		l.apply(batch.Item{Kind: batch.KindTick})
+		if got := l.query("SELECT page, clicks FROM per_page ORDER BY page"); len(got) != 2 {
+			t.Fatalf("v%d: per_page %q", v, got)
+		}
+		// The view dropped and defined again under its name, over the same stream.
+		if err := l.config(batch.ConfigChange{Cmd: "remove-module", Module: "per_page"}); err != nil {
+			t.Fatal(err)
+		}
+		again := l.deploy("per_page", `CREATE MATERIALIZED VIEW per_page AS SELECT page, sum(n) AS total FROM clicks WHERE n > 0 GROUP BY page;`)
+		if err := l.config(batch.ConfigChange{Cmd: "remove-module", Module: "users"}); err != nil {
+			t.Fatal(err)
+		}
+		againTable := l.deploy("users", `CREATE TABLE users (id text, score bigint) WITH (key = 'id');`)
+		if v == 4 {
+			if again == nil || againTable == nil || records(l, "clicks") != 5 || records(l, "per_page") < 0 {
+				t.Fatalf("v4: names freed (%v, %v) or records gone (%d)", again, againTable, records(l, "clicks"))
+			}
+			continue
+		}
+		if again != nil || againTable != nil {
+			t.Fatalf("v5: recreating per_page: %v; users: %v", again, againTable)
+		}
+		l.apply(batch.Item{Kind: batch.KindTick})
+		if got, want := l.query("SELECT page, total FROM per_page ORDER BY page"), []string{"cart 3", "home 8"}; !slices.Equal(got, want) {
+			t.Fatalf("v5: recreated per_page: got %q, want %q", got, want)
+		}
+		if got := l.query("SELECT id, score FROM users"); len(got) != 0 {
+			t.Fatalf("v5: recreated users holds %q", got)
+		}
+		if err := l.config(batch.ConfigChange{Cmd: "remove-module", Module: "per_page"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.config(batch.ConfigChange{Cmd: "remove-module", Module: "clicks"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{"clicks", "per_page", "per_page.by_key", "per_page.late"} {
+			if n := records(l, s); n != -1 {
+				t.Fatalf("v5: stream %s left with %d records", s, n)
+			}
+		}
+		if err := l.deploy("clicks", stream); err != nil || records(l, "clicks") != 0 {
+			t.Fatalf("v5: clicks created again: %v, %d records", err, records(l, "clicks"))
+		}
+	}
 }
 
 func mustCompile(t testing.TB, text string) *sql.Artifact {
@@ -266,5 +338,111 @@ func TestPlanFormat3NeedsVersion4(t *testing.T) {
 	}
 	if err := l4.deploy("q5", nexmarkViews("q5")); err != nil {
 		t.Fatalf("q5 at cluster version 4: %v", err)
+	}
+}
+
+// TestRemoveModulesAllOrNone: "remove-modules" removes its modules in one entry, all or
+// none: a set one of whose modules a view outside it reads is refused naming the view,
+// and nothing is removed (state and deployment unchanged); the set with that view too is
+// removed whatever the order named; below cluster version 5 the command is refused.
+func TestRemoveModulesAllOrNone(t *testing.T) {
+	script := [][2]string{{"clicks", `CREATE STREAM clicks (usr text, page text, ts timestamp, n bigint) WITH (key = 'usr');`},
+		{"a", `CREATE MATERIALIZED VIEW a AS SELECT usr, n FROM clicks;`},
+		{"b", `CREATE MATERIALIZED VIEW b AS SELECT page, count(*) AS c FROM clicks GROUP BY page;`}}
+	old := newLogFSMAt(t, 2, 4)
+	for _, d := range script {
+		if err := old.deploy(d[0], d[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := old.config(batch.ConfigChange{Cmd: "remove-modules", Modules: []string{"a", "b"}}); !errors.Is(err, replica.ErrNeedsVersion) {
+		t.Fatalf("remove-modules at version 4: got %v", err)
+	}
+
+	l := newLogFSM(t, 4)
+	for _, d := range script {
+		if err := l.deploy(d[0], d[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.insert(clicksRows)
+	l.apply(batch.Item{Kind: batch.KindTick})
+	before, dep := l.f.StateHashes(), l.f.Deployment()
+	for _, bad := range []struct {
+		mods []string
+		want string
+	}{
+		{[]string{"a", "clicks"}, "view b"},
+		{[]string{"clicks", "a"}, "view b"},
+		{[]string{"a", "nosuch"}, "no such module"},
+		{[]string{"a", "a"}, "twice"},
+		{nil, "no module"},
+	} {
+		err := l.config(batch.ConfigChange{Cmd: "remove-modules", Modules: bad.mods})
+		if !errors.Is(err, replica.ErrBadClusterConfig) || !strings.Contains(err.Error(), bad.want) {
+			t.Fatalf("remove-modules %q: got %v, want %q", bad.mods, err, bad.want)
+		}
+		if after := l.f.StateHashes(); !slices.Equal(after.Hashes, before.Hashes) || !reflect.DeepEqual(l.f.Deployment(), dep) {
+			t.Fatalf("refused remove-modules %q changed the state or deployment", bad.mods)
+		}
+	}
+	if err := l.config(batch.ConfigChange{Cmd: "remove-modules", Modules: []string{"clicks", "b", "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.f.SQLModules()) != 0 {
+		t.Fatalf("modules left: %+v", l.f.SQLModules())
+	}
+	for _, s := range []string{"clicks", "a", "b", "b.by_key"} {
+		if _, ok := l.f.Engine().Partitions()[0].StreamInfo(s); ok {
+			t.Fatalf("stream %s left", s)
+		}
+	}
+}
+
+// TestPlanFormat4NeedsVersion5: an outer join of two streams needs plan format 4, which
+// cluster version 4 refuses (ErrNeedsVersion, nothing deployed: its binaries decode
+// formats up to 3) and version 5 deploys; an inner join's plan stays format 2; outer
+// joins the executor cannot finish are refused at their place.
+func TestPlanFormat4NeedsVersion5(t *testing.T) {
+	const streams = `CREATE STREAM l (id text, g bigint, ts timestamp) WITH (key = 'id', event_time = 'ts');
+CREATE STREAM r (id text, g bigint, ts timestamp) WITH (key = 'id', event_time = 'ts');`
+	const outer = `CREATE MATERIALIZED VIEW o AS SELECT l.id AS lid, r.id AS rid FROM l LEFT JOIN r
+  ON l.g = r.g AND r.ts BETWEEN l.ts AND l.ts + INTERVAL '1 second';`
+	if v := mustCompile(t, streams+outer).Plan.MinVersion(); v != 4 {
+		t.Fatalf("outer join plan: format %d, want 4", v)
+	}
+	if e := mustCompile(t, streams+outer).Plan.Explain(); !strings.Contains(e, "o.join: LEFT OUTER JOIN r") || !strings.Contains(e, "o.unmatched") {
+		t.Errorf("EXPLAIN of an outer join:\n%s", e)
+	}
+	if v := mustCompile(t, streams+strings.Replace(outer, "LEFT JOIN", "JOIN", 1)).Plan.MinVersion(); v != 2 {
+		t.Fatalf("inner join plan: format %d, want 2", v)
+	}
+	old := newLogFSMAt(t, 2, 4)
+	if err := old.deploy("l", streams); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.deploy("o", outer); !errors.Is(err, replica.ErrNeedsVersion) || !strings.Contains(err.Error(), "cluster version 5") {
+		t.Fatalf("outer join at cluster version 4: got %v", err)
+	}
+	if len(old.f.SQLModules()) != 1 {
+		t.Fatalf("the refused deploy left modules: %d", len(old.f.SQLModules()))
+	}
+	l := newLogFSMAt(t, 2, 5)
+	if err := l.deploy("l", streams); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.deploy("o", outer); err != nil {
+		t.Fatalf("outer join at cluster version 5: %v", err)
+	}
+	for _, bad := range []struct{ view, want string }{
+		{`CREATE MATERIALIZED VIEW b AS SELECT l.id FROM l LEFT JOIN r ON l.g = r.g AND r.ts >= l.ts;`, "upper bound"},
+		{`CREATE MATERIALIZED VIEW b AS SELECT r.id FROM l RIGHT JOIN r ON l.g = r.g AND r.ts <= l.ts;`, "lower bound"},
+		{`CREATE MATERIALIZED VIEW b AS SELECT l.g, count(*) AS c FROM l FULL JOIN r ON l.g = r.g AND r.ts BETWEEN l.ts AND l.ts + INTERVAL '1 second' GROUP BY l.g;`, "aggregate"},
+	} {
+		_, err := sql.Compile(bad.view, sql.Options{Catalog: l.catalog()})
+		var se *sql.Error
+		if !errors.As(err, &se) || se.Kind != sql.ErrUnsupported || se.Line != 1 || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: got %v, want unsupported at line 1 saying %q", bad.view, err, bad.want)
+		}
 	}
 }

@@ -29,7 +29,7 @@ func TestCompileErrors(t *testing.T) {
 		{badBase + "CREATE MATERIALIZED VIEW v AS SELECT k, count(*) FROM s GROUP BY n;", sql.ErrDefinition, 3, 38},
 		{badBase + "CREATE MATERIALIZED VIEW v AS SELECT k, now() FROM s;", sql.ErrUnsupported, 3, 41},
 		{badBase + "CREATE MATERIALIZED VIEW v AS SELECT k FROM s ORDER BY k;", sql.ErrUnsupported, 3, 1},
-		{badBase + "CREATE MATERIALIZED VIEW v AS SELECT a.k FROM s a LEFT JOIN s b ON a.k = b.k;", sql.ErrUnsupported, 3, 61},
+		{badBase + "CREATE MATERIALIZED VIEW v AS SELECT a.k FROM s a LEFT JOIN s b ON a.k = b.k;", sql.ErrUnsupported, 3, 72}, // an outer join with no bound: at ON
 		{badBase + "CREATE MATERIALIZED VIEW v AS SELECT a.k FROM s a JOIN s b ON a.n < b.n;", sql.ErrUnsupported, 3, 67},
 		{badBase + "CREATE MATERIALIZED VIEW v AS SELECT a.k FROM s a JOIN s b ON a.d = b.d;", sql.ErrUnsupported, 3, 67},
 		{badBase + "CREATE MATERIALIZED VIEW v AS SELECT count(*) FROM s a JOIN s b ON a.k = b.k;", sql.ErrUnsupported, 3, 38},

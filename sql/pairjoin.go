@@ -81,8 +81,14 @@ func (p *pairSide) scopeSchema() *plan.Schema {
 
 // pairJoin plans FROM a JOIN b over two streams.
 func (c *compiler) pairJoin(je *pg.JoinExpr, ls, rs *pairSide, v *plan.View, where *pg.Node) (*inputScope, error) {
-	if je.Jointype != pg.JoinType_JOIN_INNER {
-		return nil, c.src.errAt(ErrUnsupported, location(je.Rarg), "a join of two streams is an inner JOIN (outer joins of streams are not supported)")
+	leftOuter := je.Jointype == pg.JoinType_JOIN_LEFT || je.Jointype == pg.JoinType_JOIN_FULL
+	rightOuter := je.Jointype == pg.JoinType_JOIN_RIGHT || je.Jointype == pg.JoinType_JOIN_FULL
+	if je.Jointype != pg.JoinType_JOIN_INNER && !leftOuter && !rightOuter {
+		return nil, c.src.errAt(ErrUnsupported, location(je.Rarg), "a join of two streams is JOIN, LEFT, RIGHT or FULL OUTER JOIN")
+	}
+	outer := leftOuter || rightOuter
+	if outer && (ls.window != nil || rs.window != nil || ls.from != nil || rs.from != nil) {
+		return nil, c.src.errAt(ErrUnsupported, location(je.Rarg), "an outer join of two streams joins streams (not views or TUMBLE windows) by time bounds")
 	}
 	lsch, rsch := ls.scopeSchema(), rs.scopeSchema()
 	in := &inputScope{src: c.src, schema: lsch, names: ls.names, join: rsch, joinNames: rs.names}
@@ -97,8 +103,9 @@ func (c *compiler) pairJoin(je *pg.JoinExpr, ls, rs *pairSide, v *plan.View, whe
 	j := &plan.PairJoin{Right: *rs.schema, LeftKey: -1, RightKey: -1, LeftWindow: ls.window, RightWindow: rs.window}
 	b := &bounds{}
 	terms := conjuncts(on)
-	if where != nil {
-		// WHERE filters every pair as ON does: its terms bound the join's times too.
+	if where != nil && !outer {
+		// WHERE filters every pair as ON does: its terms bound the join's times too (not
+		// an outer join's: there WHERE filters the padded rows too, after the join).
 		w, err := (&converter{src: c.src, scope: in}).expr(where)
 		if err != nil {
 			return nil, err
@@ -132,12 +139,26 @@ func (c *compiler) pairJoin(je *pg.JoinExpr, ls, rs *pairSide, v *plan.View, whe
 	if (ls.from != nil || rs.from != nil) && !j.HasLo && !j.HasHi && j.LeftUntil == nil && j.RightUntil == nil {
 		return nil, c.src.errAt(ErrUnsupported, location(je.Quals), "a join with a view's rows needs a time bound between the sides' event times (ON or WHERE: b.t BETWEEN a.t AND a.t + INTERVAL '...'), or it keeps every row for ever")
 	}
+	if outer {
+		j.LeftOuter, j.RightOuter = leftOuter, rightOuter
+		switch {
+		case j.LeftUntil != nil || j.RightUntil != nil:
+			return nil, c.src.errAt(ErrUnsupported, location(je.Quals), "an outer join of two streams is bounded by constant intervals between the sides' event times, not by a column")
+		case leftOuter && !j.HasHi:
+			return nil, c.src.errAt(ErrUnsupported, location(je.Quals), "a LEFT or FULL join of two streams needs an upper bound on the right side's time (ON r.ts <= l.ts + INTERVAL '...'), or it never knows that a left row has no match")
+		case rightOuter && !j.HasLo:
+			return nil, c.src.errAt(ErrUnsupported, location(je.Quals), "a RIGHT or FULL join of two streams needs a lower bound on the right side's time (ON r.ts >= l.ts - INTERVAL '...'), or it never knows that a right row has no match")
+		}
+		j.On = on
+	}
 	j.RightFrom = rs.from
 	v.Pair, v.Input, v.From = j, *ls.schema, ls.from
 	// The version 3 lateness rule for joins that need version 3 anyway (aggregates are
 	// set later: see checkOverJoinOrView); plain joins keep their version 2 plans.
 	j.LateByFreed = j.RightFrom != nil || v.From != nil || j.LeftUntil != nil || j.RightUntil != nil
-	in.on = on
+	if !outer {
+		in.on = on
+	}
 	return in, nil
 }
 

@@ -87,6 +87,13 @@ func (c *compiler) createView(st statement, ct *pg.CreateTableAsStmt) error {
 	if v.From != nil && v.From.Updating && !aggregated {
 		return c.src.errAt(ErrUnsupported, location(sel.FromClause[0]), "the rows of view %s change (it is not a TUMBLE or HOP view with EMIT ON WINDOW CLOSE): only an aggregate (count, and sum or avg of integers) reads it", v.Input.Name)
 	}
+	if aggregated && v.Pair != nil && (v.Pair.LeftOuter || v.Pair.RightOuter) {
+		at := location(sel.FromClause[0])
+		if je := sel.FromClause[0].GetJoinExpr(); je != nil {
+			at = location(je.Rarg)
+		}
+		return c.src.errAt(ErrUnsupported, at, "an outer join of two streams does not aggregate or group (a later step)")
+	}
 	if aggregated && v.Join != nil {
 		return c.src.errAt(ErrUnsupported, location(sel.FromClause[0]), "aggregates over a join are a later step")
 	}
@@ -412,13 +419,14 @@ func (c *compiler) addColumn(v *plan.View, name string, e *plan.Expr, at int32) 
 // join resolves FROM stream [AS a] [LEFT] JOIN table [AS b] ON a.col = b.key: a lookup
 // of the table's row whose key is the stream row's column.
 func (c *compiler) join(je *pg.JoinExpr, v *plan.View, where *pg.Node) (*inputScope, error) {
-	if je.Jointype != pg.JoinType_JOIN_INNER && je.Jointype != pg.JoinType_JOIN_LEFT {
+	pair := c.streamSide(je.Larg) && c.streamSide(je.Rarg)
+	if !pair && je.Jointype != pg.JoinType_JOIN_INNER && je.Jointype != pg.JoinType_JOIN_LEFT {
 		return nil, c.src.errAt(ErrUnsupported, location(je.Rarg), "only JOIN and LEFT JOIN of a stream with a table are supported")
 	}
 	if je.IsNatural || len(je.UsingClause) > 0 || je.Quals == nil {
 		return nil, c.src.errAt(ErrUnsupported, location(je.Rarg), "write the join condition as ON stream.column = table.key")
 	}
-	if c.streamSide(je.Larg) && c.streamSide(je.Rarg) {
+	if pair {
 		l, err := c.pairSide(je.Larg)
 		if err != nil {
 			return nil, err

@@ -60,9 +60,9 @@ func TestDeployCommands(t *testing.T) {
 	}{
 		{args: []string{"deploy", "list"}, want: "t.echo@2"},
 		{args: []string{"deploy", "activate", "t.echo@1"}, want: "t.echo@1", notWant: "t.echo@2"},
-		{args: []string{"deploy", "list", "--output", "json"}, want: `"cluster_version": 4`},
-		{args: []string{"cluster", "upgrade", "4"}, want: "cluster version"},
-		{args: []string{"cluster", "upgrade", "5"}, fails: true, want: "supports cluster versions 1..4, not 5"},
+		{args: []string{"deploy", "list", "--output", "json"}, want: `"cluster_version": 5`},
+		{args: []string{"cluster", "upgrade", "5"}, want: "cluster version"},
+		{args: []string{"cluster", "upgrade", "6"}, fails: true, want: "supports cluster versions 1..5, not 6"},
 		{args: []string{"deploy", star}, want: "app@1"},
 		{args: []string{"procedures"}, want: "module app v1"},
 		{args: []string{"deploy", "--name", "app", star}, want: "app@2"},

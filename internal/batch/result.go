@@ -86,7 +86,7 @@ type Setting struct {
 type ConfigChange struct {
 	// Cmd is "get" (change nothing), "set", "upgrade" (move the cluster version to To),
 	// "activate" (make the registrations Activate the running versions), "deploy-module"
-	// or "remove-module" (cluster version 3 on).
+	// or "remove-module" (cluster version 3 on), "remove-modules" (version 5 on).
 	Cmd string `msgpack:"cmd"`
 	// Set are the settings a "set" changes, each name at most once.
 	Set []Setting `msgpack:"set,omitempty"`
@@ -103,6 +103,9 @@ type ConfigChange struct {
 	Module string `msgpack:"mod,omitempty"`
 	Kind   string `msgpack:"kind,omitempty"`
 	Source []byte `msgpack:"src,omitempty"`
+	// Modules are the modules a "remove-modules" (cluster version 5 on) removes together,
+	// all or none, at one index.
+	Modules []string `msgpack:"mods,omitempty"`
 }
 
 // NodeInfo is the payload of KindNodeInfo: where to reach a node.

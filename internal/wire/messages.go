@@ -225,6 +225,10 @@ type ClusterConfigArgs struct {
 	Module string `msgpack:"mod,omitempty"`
 	Kind   string `msgpack:"kind,omitempty"`
 	Source []byte `msgpack:"src,omitempty"`
+	// Modules, with Module empty, make a ConfigRemoveModule remove these modules together,
+	// all or none, in one log entry (cluster version 5 on: an older leader finds no
+	// module "" and removes nothing).
+	Modules []string `msgpack:"mods,omitempty"`
 }
 
 // ModuleInfo is one deployed module (ConfigModules).

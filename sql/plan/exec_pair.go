@@ -65,14 +65,18 @@ func paired(v *View) ([]processorDef, error) {
 						return err
 					}
 				}
+				route := KeyBytes(row[keyCol])
 				if row[keyCol] == nil {
-					return nil // NULL equals nothing
+					if !j.outerSide(side) {
+						return nil // NULL equals nothing
+					}
+					route = rec.Key // pairs with nothing, but is a row of an outer join
 				}
 				b, err := msgpack.Marshal(&exchanged{Stamp: stamp, Key: rec.Key, Off: rec.Offset, Row: raw, Side: side})
 				if err != nil {
 					return err
 				}
-				return tx.Emit(byKey, KeyBytes(row[keyCol]), b, t)
+				return tx.Emit(byKey, route, b, t)
 			},
 			opts: append(opts, procedures.Output(byKey, partition.StreamConfig{}),
 				procedures.ProcessorDoc("sql: view "+v.Name+": repartitions "+s.Name+" rows by join key"))}, nil
@@ -143,7 +147,17 @@ func (v *View) pairRecord(tx *partition.Tx, rec partition.Record) error {
 		return err
 	}
 	me := pairSide{side: x.Side, key: x.Key, off: x.Off, time: t, cols: sidePart(row, w, t)}
+	outer := j.outerSide(x.Side)
+	if keyCol := j.LeftKey; outer {
+		if x.Side == sideRight {
+			keyCol = j.RightKey
+		}
+		if row[keyCol] == nil {
+			return v.publishPadded(tx, &me) // NULL equals nothing: unmatched now and for ever
+		}
+	}
 	prefix := appendEscaped(nil, rec.Key)
+	matched := false
 	var partners [][]byte
 	var partnerKeys [][]byte
 	if err := tx.Scan(v.Name+SuffixPairs, prefixRange(append(bytes.Clone(prefix), other)), func(k, val []byte) bool {
@@ -160,6 +174,22 @@ func (v *View) pairRecord(tx *partition.Tx, rec partition.Record) error {
 		l, r := me, p
 		if me.side == sideRight {
 			l, r = p, me
+		}
+		if j.outer() {
+			ok, err := v.on(pairRow(&l, &r))
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			matched = true
+			if j.outerSide(other) {
+				// The partner has paired now: it is no longer published padded.
+				if err := tx.Delete(v.Name+SuffixUnmatched, partnerKeys[i]); err != nil {
+					return err
+				}
+			}
 		}
 		if err := v.publishPair(tx, &l, &r); err != nil {
 			return err
@@ -185,6 +215,11 @@ func (v *View) pairRecord(tx *partition.Tx, rec partition.Record) error {
 	sk := append(append(prefix, x.Side), stateSuffix(t, x.Key, x.Off)...)
 	if err := tx.Put(v.Name+SuffixPairs, sk, x.Row); err != nil {
 		return err
+	}
+	if outer && !matched {
+		if err := tx.Put(v.Name+SuffixUnmatched, sk, nil); err != nil {
+			return err
+		}
 	}
 	if ok {
 		return tx.Put(v.Name+SuffixExpiry, append(appendTime(nil, expiry), sk...), nil)
@@ -222,7 +257,7 @@ func (v *View) decodePartner(side byte, suffix, val []byte) (pairSide, error) {
 // publishPair evaluates Where and the columns over a pair and writes the view's row:
 // keyed by both records (unaggregated), or by the group's values, once (GROUP BY).
 func (v *View) publishPair(tx *partition.Tx, l, r *pairSide) error {
-	row := append(append(make([]any, 0, len(l.cols)+len(r.cols)), l.cols...), r.cols...)
+	row := pairRow(l, r)
 	if ok, err := v.where(row); err != nil || !ok {
 		return err
 	}
@@ -254,6 +289,11 @@ func (v *View) publishPair(tx *partition.Tx, l, r *pairSide) error {
 		return err
 	}
 	return v.upsert(tx, gkey, out, at)
+}
+
+// pairRow is the pair row of l and r: the left side's part, then the right's.
+func pairRow(l, r *pairSide) []any {
+	return append(append(make([]any, 0, len(l.cols)+len(r.cols)), l.cols...), r.cols...)
 }
 
 // stampKey is the row of table n.stamp that holds the stamp of the last record n.join
@@ -300,6 +340,9 @@ func (v *View) freePairs(tx *partition.Tx) error {
 	freed := map[byte]int64{}
 	for _, k := range keys {
 		if err := tx.Delete(v.Name+SuffixExpiry, k); err != nil {
+			return err
+		}
+		if err := v.freeUnmatched(tx, k[8:]); err != nil {
 			return err
 		}
 		if err := tx.Delete(v.Name+SuffixPairs, k[8:]); err != nil {

@@ -52,6 +52,36 @@ type PairJoin struct {
 	// plans written before). Both make the view the batch join less the late rows; this
 	// one drops far fewer rows out of order.
 	LateByFreed bool `msgpack:"lbf,omitempty"`
+	// LeftOuter and RightOuter (plan version 4) make the join LEFT (a left row that pairs
+	// with no right row is a view row with NULL right columns), RIGHT, or both: FULL
+	// OUTER. A row of an outer side that has paired with none when the join frees it
+	// (the watermark past its expiry) is published then, padded with NULLs, once. On is
+	// then the ON condition, which decides what pairs; the view's Where is WHERE alone,
+	// applied to pairs and padded rows alike (for an inner join Where holds both).
+	LeftOuter  bool  `msgpack:"lout,omitempty"`
+	RightOuter bool  `msgpack:"rout,omitempty"`
+	On         *Expr `msgpack:"on,omitempty"`
+}
+
+// outer reports whether the join is an outer one.
+func (j *PairJoin) outer() bool { return j.LeftOuter || j.RightOuter }
+
+// outerSide reports whether rows of side are kept until matched or padded.
+func (j *PairJoin) outerSide(side byte) bool {
+	return side == sideLeft && j.LeftOuter || side == sideRight && j.RightOuter
+}
+
+// JoinWord is the join's kind as SQL writes it.
+func (j *PairJoin) JoinWord() string {
+	switch {
+	case j.LeftOuter && j.RightOuter:
+		return "FULL OUTER JOIN"
+	case j.LeftOuter:
+		return "LEFT OUTER JOIN"
+	case j.RightOuter:
+		return "RIGHT OUTER JOIN"
+	}
+	return "JOIN"
 }
 
 // Until is a join row's bound by one of its columns (PairJoin.LeftUntil).
@@ -133,6 +163,9 @@ func (v *View) validatePair() error {
 	if err := validateFrom(&j.Right, j.RightFrom); err != nil {
 		return err
 	}
+	if err := v.validateOuter(); err != nil {
+		return err
+	}
 	for _, u := range []struct {
 		u *Until
 		s *Schema
@@ -204,7 +237,13 @@ func (v *View) explainPair(b *strings.Builder, in []string, where string, outs f
 			distinct = ", aggregated per (" + strings.Join(group, ", ") + ") in table " + v.Name + SuffixState
 		}
 	}
-	fmt.Fprintf(b, "  %s: JOIN %s ON %s = %s, %s (kept rows: tables %s, %s)%s%s, SELECT %s → table %s, changelog %s, late rows → %s\n",
-		v.Name+SuffixJoin, j.Right.Name, v.Input.Columns[j.LeftKey].Name, j.Right.Columns[j.RightKey].Name, keep,
+	if j.outer() {
+		keep += fmt.Sprintf(", rows not yet paired: table %s, published NULL-padded when freed", v.Name+SuffixUnmatched)
+		if j.On != nil {
+			keep += ", ON " + j.On.format(in)
+		}
+	}
+	fmt.Fprintf(b, "  %s: %s %s ON %s = %s, %s (kept rows: tables %s, %s)%s%s, SELECT %s → table %s, changelog %s, late rows → %s\n",
+		v.Name+SuffixJoin, j.JoinWord(), j.Right.Name, v.Input.Columns[j.LeftKey].Name, j.Right.Columns[j.RightKey].Name, keep,
 		v.Name+SuffixPairs, v.Name+SuffixExpiry, where, distinct, outs(env), v.Name, v.Name, v.Name+SuffixLate)
 }

@@ -22,7 +22,7 @@ import (
 //	3  adds views over views (View.From, PairJoin.RightFrom), aggregates over
 //	   stream–stream joins, and join bounds by a column (PairJoin.LeftUntil,
 //	   RightUntil); a plan using none is written as version 1 or 2, as before
-const Version = 3
+const Version = 4
 
 // VersionMin is the oldest plan format this binary runs.
 const VersionMin = 1
@@ -31,6 +31,11 @@ const VersionMin = 1
 // that a plan using no new construct still runs on binaries that know only version 1.
 func (p *Plan) MinVersion() int {
 	uses := func(s *Schema) bool { return s.Layout != LayoutArray }
+	for i := range p.Views {
+		if j := p.Views[i].Pair; j != nil && j.outer() {
+			return 4
+		}
+	}
 	for i := range p.Views {
 		if p.Views[i].usesVersion3() {
 			return 3
