@@ -18,8 +18,10 @@ import (
 // right after a transaction committed, while its worker is at work; once the group (in
 // the log) has given its partitions to the other nodes' workers and they have brought in
 // records produced after the stop, more is produced and the node is resumed (SIGCONT).
-// Its stale worker is fenced by generation and adds nothing: the view, the PostgreSQL
-// table and topic out are exactly as without it.
+// Its stale worker is fenced (a newer generation, no longer a member, a stored offset
+// that moved on) and adds nothing: the view, the PostgreSQL table and topic out are
+// exactly as without it. The leader is never the one stopped: the fence is tested, not
+// an election.
 func TestPipelineSQLSourceZombieAddsNothing(t *testing.T) {
 	if problems := pipelineSQLZombie(t); len(problems) > 0 {
 		for _, p := range problems {
