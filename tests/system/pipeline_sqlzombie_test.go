@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -90,6 +91,14 @@ func pipelineSQLZombie(t *testing.T, tags ...string) []string {
 	f.waitQuiet(t)
 	if !v.Running() {
 		t.Fatalf("node %s exited after SIGCONT: %s", v.ID, v.Log())
+	}
+	// How the resumed worker was fenced is a race: a stale source.append refused (a newer
+	// generation, a stored offset that moved on), or its heartbeat told it is no member
+	// any more (its session expired while it was stopped). The log says which.
+	for _, l := range strings.Split(string(v.Log()), "\n") {
+		if strings.Contains(l, "member="+v.ID) && (strings.Contains(l, "fenced") || strings.Contains(l, "source worker failed")) {
+			t.Logf("node %s after SIGCONT: %s", v.ID, l)
+		}
 	}
 	problems := f.check(t)
 	t.Logf("%d records in %.1f s", f.seq, time.Since(start).Seconds())
