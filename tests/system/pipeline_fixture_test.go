@@ -270,19 +270,38 @@ func (f *pipelineFixture) startKafkaSink(t *testing.T) *jepsen.Process {
 func (f *pipelineFixture) waitSourceCaughtUp(t *testing.T) {
 	t.Helper()
 	testutil.WaitFor(t, 3*time.Minute, func() error {
-		r := proctest.Run(t, f.bin, "source", "status", "--brokers", strings.Join(f.brokers, ","), "--topic", "ev", "--name", "src",
-			"--output", "json", "--addr", f.c.AddrFlag())
-		var lags []sourceLag
-		if err := json.Unmarshal([]byte(r.Stdout), &lags); err != nil {
-			return fmt.Errorf("source status: %v: %v", err, r)
+		lags, err := f.sourceLags(t)
+		if err != nil {
+			return err
 		}
 		for _, l := range lags {
-			if l.End < 0 || l.Lag != 0 || l.Next < l.End {
-				return fmt.Errorf("partition %d: next %d, end %d, lag %d", l.Partition, l.Next, l.End, l.Lag)
+			if err := l.caughtUp(); err != nil {
+				return err
 			}
 		}
 		return nil
 	})
+}
+
+// sourceLags is `lockstep source status` of source src: per Kafka partition of topic ev,
+// the stored next offset, the last stable offset and the lag.
+func (f *pipelineFixture) sourceLags(t *testing.T) ([]sourceLag, error) {
+	t.Helper()
+	r := proctest.Run(t, f.bin, "source", "status", "--brokers", strings.Join(f.brokers, ","), "--topic", "ev", "--name", "src",
+		"--output", "json", "--addr", f.c.AddrFlag())
+	var lags []sourceLag
+	if err := json.Unmarshal([]byte(r.Stdout), &lags); err != nil {
+		return nil, fmt.Errorf("source status: %v: %v", err, r)
+	}
+	return lags, nil
+}
+
+// caughtUp returns nil if the source has brought in everything committed on l's partition.
+func (l sourceLag) caughtUp() error {
+	if l.End < 0 || l.Lag != 0 || l.Next < l.End {
+		return fmt.Errorf("partition %d: next %d, end %d, lag %d", l.Partition, l.Next, l.End, l.Lag)
+	}
+	return nil
 }
 
 // pipelineSize is the number of records and kills of each kind of the kill run: 20,000

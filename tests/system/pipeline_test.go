@@ -52,14 +52,15 @@ func TestPipelineZombieSourceAddsNothing(t *testing.T) {
 
 // TestPipelinePlantedSplitStep shows that the checker can fail: with the binary built
 // with the planted bug lockstep_kafka_splitstep (records and offsets in separate steps,
-// at-least-once), the kill runs (CLI and SQL source) and the zombie run must find
-// problems. It takes as long as the three runs, so it runs only with LOCKSTEP_PLANTED=1.
+// at-least-once), the kill runs and the zombie runs (CLI and SQL source each) must find
+// problems. It takes as long as the four runs, so it runs only with LOCKSTEP_PLANTED=1.
 func TestPipelinePlantedSplitStep(t *testing.T) {
 	if os.Getenv("LOCKSTEP_PLANTED") != "1" {
 		t.Skip("set LOCKSTEP_PLANTED=1 to check that the pipeline's checker catches " + plantedTag)
 	}
 	sqlKills := func(t *testing.T, tags ...string) []string { return pipelineKillRun(t, true, tags...) }
-	for name, run := range map[string]func(*testing.T, ...string) []string{"kills": pipelineUnderKills, "sqlkills": sqlKills, "zombie": pipelineZombie} {
+	for name, run := range map[string]func(*testing.T, ...string) []string{"kills": pipelineUnderKills, "sqlkills": sqlKills, "zombie": pipelineZombie,
+		"sqlzombie": pipelineSQLZombie} {
 		t.Run(name, func(t *testing.T) {
 			problems := run(t, plantedTag)
 			if len(problems) == 0 {
