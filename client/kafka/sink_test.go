@@ -341,6 +341,40 @@ func TestSinkRestartsAfterRefusedTransaction(t *testing.T) {
 	checkTopicOnce(t, readTopic(t, brokers, "t"), 2000)
 }
 
+// TestSinkStopsAfterRestartsWithoutCommit: a broker that refuses every commit gets the
+// partition restarted maxRestarts times, then the sink stops with the refusal and the
+// topic holds nothing.
+func TestSinkStopsAfterRestartsWithoutCommit(t *testing.T) {
+	c := brokerCluster(t, 1, "t", "t.progress")
+	brokers := c.ListenAddrs()
+	cl := lockstep(t, "out")
+	fillStream(t, cl, "out", 0, 100)
+	c.ControlKey(int16(kmsg.EndTxn), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		end := req.(*kmsg.EndTxnRequest)
+		if !end.Commit {
+			return nil, nil, false
+		}
+		c.KeepControl()
+		resp := end.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = kerr.InvalidTxnState.Code
+		return resp, nil, true
+	})
+	cfg := sinkConfig(t, brokers)
+	cfg.Partitions = []int{0}
+	s, err := kafka.NewSink(cl, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Run(ctx); !errors.Is(err, kerr.InvalidTxnState) {
+		t.Fatalf("Run: %v, want INVALID_TXN_STATE after the restarts", err)
+	}
+	if got := len(readTopic(t, brokers, "t")); got != 0 {
+		t.Fatalf("%d records committed, want none", got)
+	}
+}
+
 // TestSinkBadInput: an unreachable broker, a missing topic or progress topic, a
 // progress topic with too few partitions and a missing stream fail Run with their typed
 // error and write nothing; a bad configuration fails NewSink.
