@@ -13,3 +13,7 @@ func SetAfterCommit(c *SinkConfig, fn func(partition int, next uint64)) { c.afte
 
 // SetBeforeCommit sets the hook run before each sink transaction ends.
 func SetBeforeCommit(c *SinkConfig, fn func(partition int)) { c.beforeCommit = fn }
+
+// SetAfterInit sets the hook run after a sink partition's producer took its
+// transactional id, before it reads the progress.
+func SetAfterInit(c *SinkConfig, fn func(partition int)) { c.afterInit = fn }

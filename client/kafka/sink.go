@@ -107,9 +107,11 @@ const maxRestarts = 5
 
 // runPartition copies stream partition p into Kafka partition p mod n. A transaction
 // the broker refused for a transient reason (INVALID_TXN_STATE, CONCURRENT_TRANSACTIONS,
-// a retriable error) restarts the partition: a new producer takes the transactional id,
-// which aborts whatever the refused transaction left open, and resumes from the last
-// committed progress, so nothing is doubled or skipped.
+// a retriable error) restarts the partition, but only while the broker still names this
+// instance's producer as the transactional id's (stillOwner): a new producer takes the
+// id, which aborts whatever the refused transaction left open, and resumes from the last
+// committed progress, so nothing is doubled or skipped. A zombie refused after a newer
+// instance took the id stops fenced instead of taking it back.
 func (s *Sink) runPartition(ctx context.Context, p, n int) error {
 	for restarts := 0; ; restarts++ {
 		committed, err := s.runProducer(ctx, p, n)
@@ -132,8 +134,9 @@ func (s *Sink) runPartition(ctx context.Context, p, n int) error {
 // producer of the same transactional id gets past.
 func restartable(err error) bool {
 	var ke *kerr.Error
+	var u unrestartable
 	switch {
-	case err == nil, errors.Is(err, ErrFenced), errors.Is(err, ErrUnknownTopic):
+	case err == nil, errors.Is(err, ErrFenced), errors.Is(err, ErrUnknownTopic), errors.As(err, &u):
 		return false
 	case errors.Is(err, kerr.InvalidTxnState), errors.Is(err, kerr.ConcurrentTransactions):
 		return true
@@ -142,21 +145,33 @@ func restartable(err error) bool {
 }
 
 // runProducer copies partition p with one producer until an error; committed reports
-// whether at least one transaction committed.
+// whether at least one transaction committed. A restartable error is returned only if
+// this producer still holds the transactional id; otherwise the error is ErrFenced.
 func (s *Sink) runProducer(ctx context.Context, p, n int) (committed bool, err error) {
+	txnID := s.cfg.Name + "-" + strconv.Itoa(p)
 	kc, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Brokers...),
-		kgo.TransactionalID(s.cfg.Name+"-"+strconv.Itoa(p)),
+		kgo.TransactionalID(txnID),
 		kgo.TransactionTimeout(s.cfg.TransactionTimeout),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.MaxVersions(transactionsV1()))
 	if err != nil {
 		return false, configErr("kafka client: %v", err)
 	}
 	defer kc.Close()
 	// Take the transactional id before reading the progress: the broker fences every
 	// older producer of it and ends the transaction one left open.
-	if _, _, err := kc.ProducerID(ctx); err != nil {
+	id, epoch, err := kc.ProducerID(ctx)
+	if err != nil {
 		return false, produceErr(err)
 	}
+	if s.cfg.afterInit != nil {
+		s.cfg.afterInit(p)
+	}
+	defer func() {
+		if restartable(err) && ctx.Err() == nil {
+			err = s.stillOwner(ctx, kc, txnID, id, epoch, err)
+		}
+	}()
 	next, err := s.readProgress(ctx, p)
 	if err != nil {
 		return false, err

@@ -37,9 +37,11 @@ type SinkConfig struct {
 	Logger *slog.Logger
 
 	// afterCommit, for tests only (export_test.go), runs after each transaction
-	// committed; beforeCommit before each transaction ends (a test pauses a zombie there).
+	// committed; beforeCommit before each transaction ends (a test pauses a zombie there);
+	// afterInit after a producer took the transactional id, before it reads the progress.
 	afterCommit  func(partition int, next uint64)
 	beforeCommit func(partition int)
+	afterInit    func(partition int)
 }
 
 // DefaultSinkConfig returns a SinkConfig with every default set and the required fields
