@@ -79,6 +79,15 @@ func (s *Schema) DecodeRecord(b []byte) ([]any, error) {
 }
 
 func (s *Schema) decodeMap(b []byte) (row []any, col int, reason string) {
+	if row, ok := s.decodeMapBytes(b); ok {
+		return row, -1, ""
+	}
+	return s.decodeMapMsgpack(b)
+}
+
+// decodeMapMsgpack is decodeMap with a msgpack Decoder: the path that words the reason
+// of a refused record.
+func (s *Schema) decodeMapMsgpack(b []byte) (row []any, col int, reason string) {
 	dec := msgpack.GetDecoder()
 	defer msgpack.PutDecoder(dec)
 	rd := bytes.NewReader(b)

@@ -53,18 +53,7 @@ func (s *Schema) CheckRow(row []any) error {
 
 // AppendRow appends the canonical encoding of row, whose values must be valid Go values
 // of their columns' types, to b.
-func AppendRow(b []byte, row []any) []byte {
-	var buf bytes.Buffer
-	buf.Write(b)
-	enc := msgpack.GetEncoder()
-	enc.Reset(&buf)
-	_ = enc.EncodeArrayLen(len(row))
-	for _, v := range row {
-		_ = encodeValue(enc, v)
-	}
-	msgpack.PutEncoder(enc)
-	return buf.Bytes()
-}
+func AppendRow(b []byte, row []any) []byte { return appendRowBytes(b, row) }
 
 func encodeValue(enc *msgpack.Encoder, v any) error {
 	switch x := v.(type) {
@@ -85,14 +74,7 @@ func encodeValue(enc *msgpack.Encoder, v any) error {
 }
 
 // EncodeValue returns the canonical encoding of one value (as in a row).
-func EncodeValue(v any) []byte {
-	var buf bytes.Buffer
-	enc := msgpack.GetEncoder()
-	enc.Reset(&buf)
-	_ = encodeValue(enc, v)
-	msgpack.PutEncoder(enc)
-	return buf.Bytes()
-}
+func EncodeValue(v any) []byte { return appendValueBytes(nil, v) }
 
 // DecodeRow decodes a record's value under s, refusing (RowError) anything but a
 // row of the schema's columns, with no bytes after it; a NULL key or event time is refused
@@ -121,6 +103,15 @@ func (s *Schema) DecodeRow(b []byte) ([]any, error) {
 // decodeRow decodes a row of values of types; on failure it returns the failing column
 // (-1 for the row) and the reason.
 func decodeRow(b []byte, types []Type) (row []any, col int, reason string) {
+	if row, ok := decodeRowBytes(b, types); ok {
+		return row, -1, ""
+	}
+	return decodeRowMsgpack(b, types)
+}
+
+// decodeRowMsgpack is decodeRow with a msgpack Decoder: the path that words the reason
+// of a refused row.
+func decodeRowMsgpack(b []byte, types []Type) (row []any, col int, reason string) {
 	dec := msgpack.GetDecoder()
 	defer msgpack.PutDecoder(dec)
 	rd := bytes.NewReader(b)
