@@ -14,7 +14,7 @@
 set -euo pipefail
 bin=$(realpath "$1"); out=$(realpath -m "$2"); events=${3:-1000000}
 queries=${4:-"q0 q1 q2 q3 q4 q5 q7 q8"}; nodes=${5:-"1 3"}; engines=${6:-"go sql"}
-sqlqueries="q0 q1 q2 q3 q8" # nexmark.SQLQueries
+sqlqueries="q0 q1 q2 q3 q4 q5 q7 q8" # nexmark.SQLQueries
 mkdir -p "$out"
 for n in $nodes; do
   for q in $queries; do
