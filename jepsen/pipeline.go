@@ -60,13 +60,14 @@ func (p *Pipeline) counters() int {
 	return p.Counters
 }
 
-// NodeArgs implements nodeArgser: frequent snapshots, so restarts restore one.
+// NodeArgs implements nodeArgser: frequent snapshots, so restarts restore one (without
+// the floor, which would space them by the state's size).
 func (p *Pipeline) NodeArgs() []string {
 	b := p.SnapshotBytes
 	if b == 0 {
 		b = 16 << 10
 	}
-	return []string{"--snapshot-bytes", fmt.Sprint(b)}
+	return []string{"--snapshot-bytes", fmt.Sprint(b), "--no-snapshot-floor"}
 }
 
 // Setup implements Workload: counters start at 0.

@@ -102,6 +102,7 @@ func newMetrics(n *Node) *Metrics {
 		gauge("lockstep_sequencer_queue_depth", "Inputs waiting for the sequencer's next batch.", func() float64 { return float64(n.seq.Stats().QueueDepth) }),
 		gauge("lockstep_divergent", "1 if this replica found its state differs from its peers'.", func() float64 { return b2f(n.fsm.Divergent() != nil) }),
 		gauge("lockstep_raft_bytes_since_snapshot", "Bytes of log entries applied since this node's last snapshot.", func() float64 { return float64(n.seq.Stats().BytesSinceSnapshot) }),
+		gauge("lockstep_raft_last_snapshot_bytes", "Size of this node's last snapshot; the next waits for as many bytes of log.", func() float64 { return float64(n.seq.Stats().LastSnapshotBytes) }),
 		gauge("lockstep_raft_byte_snapshots", "Snapshots this node took because the log's bytes passed the threshold, since start.", func() float64 { return float64(n.seq.Stats().ByteSnapshots) }),
 		gauge("lockstep_learner", "1 if this node is a learner (a non-voter waiting for promotion).", func() float64 { return b2f(n.seq.Suffrage() == sequencer.SuffrageLearner) }),
 		gauge("lockstep_ready", "1 if this node is ready to take traffic (as /readyz).", func() float64 { return b2f(n.Readiness() == nil) }),

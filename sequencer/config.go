@@ -167,7 +167,9 @@ type Config struct {
 	HashCheckInterval time.Duration
 
 	// SnapshotThreshold is how many log entries since the last snapshot make Raft take a
-	// snapshot and compact its log. 0 turns automatic snapshots off (Snapshot still works).
+	// snapshot and compact its log, at least: the node raises it to the last snapshot's
+	// size in entries (compaction.go). 0 turns automatic snapshots off (Snapshot still
+	// works).
 	SnapshotThreshold uint64
 	// SnapshotInterval is how often Raft checks SnapshotThreshold (randomised up to twice
 	// that). Default 10s when snapshots are on; ignored when they are off.
@@ -176,13 +178,18 @@ type Config struct {
 	// a little behind catches up from the log rather than by a snapshot. Default 10240.
 	TrailingLogs uint64
 	// SnapshotBytes is how many bytes of entries applied since the last snapshot make the
-	// node take a snapshot too, whatever their count (compaction.go). Default 64 MiB;
+	// node take a snapshot too, whatever their count, or the last snapshot's size if that
+	// is larger (compaction.go). Default 64 MiB;
 	// negative: by entry count only. Ignored while automatic snapshots are off.
 	SnapshotBytes int64
 	// TrailingBytes bounds the bytes a snapshot by bytes leaves in the log: the entries
 	// kept are TrailingLogs or TrailingBytes' worth at the recent mean entry size, the
 	// fewer. Default 64 MiB; negative: TrailingLogs only.
 	TrailingBytes int64
+	// NoSnapshotFloor lets both triggers fire before the log since the last snapshot is as
+	// large as that snapshot (compaction.go): for tests that want a snapshot every few KiB
+	// whatever the state's size. Production nodes leave it off.
+	NoSnapshotFloor bool
 
 	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout are Raft's timeouts; see
 	// DefaultHeartbeatTimeout. ElectionTimeout >= HeartbeatTimeout >= LeaderLeaseTimeout.

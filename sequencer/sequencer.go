@@ -125,10 +125,11 @@ func Open(cfg Config, fsm raft.BatchingFSM) (*Sequencer, error) {
 		return nil, err
 	}
 	timed := &timedFSM{BatchingFSM: fsm}
-	counting := &byteCountingFSM{BatchingFSM: timed, trigger: make(chan struct{}, 1)}
+	var snapshotBytes uint64
 	if cfg.SnapshotThreshold > 0 && cfg.SnapshotBytes > 0 {
-		counting.threshold = uint64(cfg.SnapshotBytes)
+		snapshotBytes = uint64(cfg.SnapshotBytes)
 	}
+	counting := newByteCountingFSM(timed, snapshotBytes, !cfg.NoSnapshotFloor)
 	r, err := raft.NewRaft(cfg.raftConfig(hlog), counting, parts.logs, parts.stable, parts.snaps, parts.trans)
 	if err != nil {
 		_ = parts.close()
@@ -151,7 +152,7 @@ func Open(cfg Config, fsm raft.BatchingFSM) (*Sequencer, error) {
 		counting:   counting,
 		timed:      timed,
 	}
-	if counting.threshold > 0 {
+	if counting.threshold.Load() > 0 || (cfg.SnapshotThreshold > 0 && counting.floor) {
 		s.wg.Add(1)
 		go s.runByteCompaction()
 	}

@@ -43,6 +43,10 @@ type Stats struct {
 	// ByteSnapshots counts the snapshots taken because they passed SnapshotBytes.
 	BytesSinceSnapshot uint64
 	ByteSnapshots      uint64
+	// LastSnapshotBytes is the size of the last snapshot this node took or restored since
+	// Open (0: none): no snapshot is taken by either trigger before BytesSinceSnapshot
+	// reaches it (compaction.go).
+	LastSnapshotBytes uint64
 	// BatchTimeAhead is how far the latest batch time this node applied or stamped runs
 	// ahead of its batch clock (Config.Now) now; 0 when it does not. On a leader it is
 	// the lead it is slowing batch time to close (batchtime.go); on a follower, how far
@@ -148,6 +152,7 @@ func (s *Sequencer) Stats() Stats {
 	st.ReplyTime = time.Duration(s.counters.reply.sum.Load())
 	if s.counting != nil {
 		st.BytesSinceSnapshot = s.counting.bytes.Load()
+		st.LastSnapshotBytes = s.counting.snapBytes.Load()
 	}
 	for i := range st.BatchSizes {
 		st.BatchSizes[i] = s.counters.sizes[i].Load()

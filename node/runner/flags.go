@@ -55,7 +55,7 @@ func Flags() []cli.Flag {
 		&cli.BoolFlag{Name: "read-replica", Usage: "with --join: join as a read replica, a permanent non-voter serving reads at consistency Any and stream reads"},
 		&cli.BoolFlag{Name: "auto-rebuild", Usage: "rebuild this node automatically, once, if its state diverges from the others' (false: it stays fenced until replaced)", Value: true},
 		&cli.IntFlag{Name: "partitions", Usage: "partition count, fixed when the cluster is created", Value: node.DefaultPartitions},
-		&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "Raft snapshot after this many log entries (0 = never)", Value: 8192},
+		&cli.Uint64Flag{Name: "snapshot-threshold", Usage: "Raft snapshot after this many log entries, and not before the log since the last snapshot is as large as it (0 = never)", Value: 8192},
 		// The replicated settings (docs/operations.md, Cluster configuration): initial values only.
 		&cli.DurationFlag{Name: "session-ttl", Usage: "how long, in batch time, a client session lives without requests (at least 1s)" + replicatedSetting, Value: rd.SessionTTL},
 		&cli.Uint64Flag{Name: "session-window", Usage: "most unacknowledged results one session may have cached" + replicatedSetting, Value: rd.SessionWindow},
@@ -73,7 +73,8 @@ func Flags() []cli.Flag {
 		&cli.StringFlag{Name: "certs-dir", Usage: "directory with ca.crt, node.crt and node.key (see lockstep cert): mutual TLS on every port; reloaded on SIGHUP",
 			EnvVars: []string{CertsDirEnv}},
 		&cli.BoolFlag{Name: "insecure", Usage: "run without TLS or authentication, for development only (instead of --certs-dir)"},
-		&cli.Int64Flag{Name: "snapshot-bytes", Usage: "also snapshot when the entries applied since the last snapshot pass this many bytes (-1: by entry count only)", Value: 64 << 20},
+		&cli.Int64Flag{Name: "snapshot-bytes", Usage: "also snapshot when the entries applied since the last snapshot pass this many bytes, or the last snapshot's size if larger (-1: by entry count only)", Value: 64 << 20},
+		&cli.BoolFlag{Name: "no-snapshot-floor", Usage: "snapshot by --snapshot-threshold and --snapshot-bytes alone, even before the log since the last snapshot is as large as it (for tests that want frequent snapshots)"},
 		&cli.Uint64Flag{Name: "trailing-logs", Usage: "log entries a snapshot leaves in the log for lagging followers (fewer when they pass --snapshot-bytes)", Value: 10240},
 		&cli.IntFlag{Name: "max-conns", Usage: "most connections each listener (client, Raft, admin) holds", Value: lim.MaxConns},
 		&cli.IntFlag{Name: "max-conns-per-addr", Usage: "most connections each listener holds from one remote IP", Value: lim.MaxConnsPerAddr},
@@ -160,6 +161,7 @@ func ConfigFromFlags(c *cli.Context) (Config, error) {
 	cfg.Replica.Partitions = c.Int("partitions")
 	cfg.Sequencer.SnapshotThreshold = c.Uint64("snapshot-threshold")
 	cfg.Sequencer.SnapshotBytes = c.Int64("snapshot-bytes")
+	cfg.Sequencer.NoSnapshotFloor = c.Bool("no-snapshot-floor")
 	cfg.Sequencer.TrailingLogs = c.Uint64("trailing-logs")
 	cfg.Replica.SessionTTL = c.Duration("session-ttl")
 	cfg.Replica.SessionWindow = c.Uint64("session-window")
