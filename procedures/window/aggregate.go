@@ -34,10 +34,18 @@ type Config[R, S any] struct {
 	Init func() S
 	// Add returns state with the record added. It may modify and return state. Required.
 	Add func(state S, rec R) S
-	// Merge returns the state of the union of two session windows, a starting earlier
-	// than b; Init() must be its identity. It may modify and return a, not b. Required
-	// for Session, unused otherwise.
+	// Merge returns the state of the union of two session windows, or with Panes of two
+	// panes, a starting earlier than b; Init() must be its identity. It may modify and
+	// return a, not b. Required for Session and Panes, unused otherwise.
 	Merge func(a, b S) S
+	// Panes keeps a Hopping operator's state per pane, the Slide-wide slice
+	// [k·Slide, (k+1)·Slide), instead of per window: a record updates one row instead of
+	// Size/Slide, and a window merges its panes (Merge, in time order) when it fires.
+	// Needs Hopping with Size a multiple of Slide, AllowedLateness 0, and an Add and
+	// Merge whose result does not depend on the records' order (a count, a sum, a
+	// maximum): the results are then exactly those without Panes. The stored state
+	// differs, so an operator cannot switch with windows open.
+	Panes bool
 
 	// Emit receives every window result, in the Tx of the step that produced it. An error
 	// is returned by Process or Advance. Required.
@@ -107,7 +115,9 @@ type LateRecord[R any] struct {
 type Aggregate[R, S any] struct {
 	cfg         Config[R, S]
 	session     bool
-	scalarState bool // scalarState of S: a saved state needs no canonical rewrite
+	panes       int64 // Config.Panes: the pane width (Hopping.Slide); 0 without panes
+	size        int64 // with panes, Hopping.Size
+	scalarState bool  // scalarState of S: a saved state needs no canonical rewrite
 	wm          *Watermark
 	tables      Tables
 }
@@ -116,7 +126,7 @@ type Aggregate[R, S any] struct {
 // snapshotted and rolled back with the rest of the partition.
 type Tables struct {
 	Watermark string // Name + ".wm": the watermark's row and the late-record count (ReadOperator)
-	State     string // Name + ".win": key‖start → msgpack of the window's state
+	State     string // Name + ".win": key‖start → msgpack of the window's state (with Panes, the pane's)
 	Fire      string // Name + ".fire": end‖key‖start, one row per window not yet fired
 	Close     string // Name + ".close": (end+lateness)‖key‖start, one row per window
 }
@@ -140,6 +150,10 @@ func New[R, S any](cfg Config[R, S]) (*Aggregate[R, S], error) {
 		return nil, fmt.Errorf("%w: Init, Add and Emit are required", ErrBadConfig)
 	case session && cfg.Merge == nil:
 		return nil, fmt.Errorf("%w: session windows need Merge", ErrBadConfig)
+	case cfg.Panes:
+		if err := checkPanes(cfg.Assigner, cfg.AllowedLateness, cfg.Merge != nil); err != nil {
+			return nil, err
+		}
 	case cfg.Exchange != "" && (cfg.OutOfOrderness != 0 || cfg.ProcessingTime):
 		return nil, fmt.Errorf("%w: an exchange-driven operator has no out-of-orderness or processing time of its own", ErrBadConfig)
 	case len(cfg.Exchange) > partition.MaxNameBytes:
@@ -151,6 +165,9 @@ func New[R, S any](cfg Config[R, S]) (*Aggregate[R, S], error) {
 		Fire:      cfg.Name + ".fire",
 		Close:     cfg.Name + ".close",
 	}}
+	if h, ok := cfg.Assigner.(Hopping); ok && cfg.Panes {
+		a.panes, a.size = h.Slide, h.Size
+	}
 	var err error
 	a.wm, err = NewWatermark(WatermarkConfig{
 		Table:          a.tables.Watermark,
@@ -210,9 +227,12 @@ func (a *Aggregate[R, S]) place(tx *partition.Tx, key []byte, t int64, rec R, wm
 		placed bool
 		err    error
 	)
-	if a.session {
+	switch {
+	case a.session:
 		placed, err = a.placeSession(tx, key, t, rec, wm)
-	} else {
+	case a.panes > 0:
+		placed, err = a.placePane(tx, key, t, rec, wm)
+	default:
 		placed, err = a.placeFixed(tx, key, t, rec, wm)
 	}
 	if err != nil {

@@ -59,6 +59,9 @@ func (a *Aggregate[R, S]) drain(tx *partition.Tx, queue string, wm int64, handle
 // fire emits a window's first result; a window that is also past its lateness closes at
 // once, with that result Final.
 func (a *Aggregate[R, S]) fire(tx *partition.Tx, at int64, key []byte, start, wm int64) error {
+	if a.panes > 0 {
+		return a.firePanes(tx, at, key, start)
+	}
 	st, err := a.mustLoad(tx, a.tables.Fire, at, key, start, 0)
 	if err != nil {
 		return err

@@ -82,6 +82,7 @@ type opConfig struct {
 	Assigner                        Assigner
 	OutOfOrderness, AllowedLateness int64
 	ProcessingTime                  bool
+	Panes                           bool
 	FailKey                         string // Emit and Late fail for this key
 }
 
@@ -97,10 +98,10 @@ func newTestHandler(t tb, c opConfig) *testHandler {
 	op, err := New(Config[int64, agg]{
 		Name: "w", Assigner: c.Assigner,
 		OutOfOrderness: c.OutOfOrderness, AllowedLateness: c.AllowedLateness,
-		ProcessingTime: c.ProcessingTime,
-		Init:           func() agg { return agg{} },
-		Add:            addAgg,
-		Merge:          mergeAgg,
+		ProcessingTime: c.ProcessingTime, Panes: c.Panes,
+		Init:  func() agg { return agg{} },
+		Add:   addAgg,
+		Merge: mergeAgg,
 		Emit: func(_ *partition.Tx, r Result[agg]) error {
 			if c.FailKey != "" && string(r.Key) == c.FailKey {
 				return fmt.Errorf("emit %s: refused", r.Key)

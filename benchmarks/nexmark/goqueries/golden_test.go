@@ -13,13 +13,15 @@ import (
 // replicated bytes — window state, rows, keys, stream records — identical, or be gated
 // on the cluster version. Each is an FNV-1a digest of every partition's hash after every
 // entry of the log, so a difference mid-run counts even if the drained end state agrees.
+// q5's was recorded again when its count moved to panes (window.Config.Panes), which
+// changes its window state by design; its results are unchanged (TestQueriesMatchReference).
 var goldenHashes = map[string]string{
 	"q0": "4f41e44adf451354",
 	"q1": "710981eb44dc9951",
 	"q2": "a4d977fdee413395",
 	"q3": "15a831b09ac37515",
 	"q4": "a1a58a9603470aca",
-	"q5": "568a2cbe08630809",
+	"q5": "d8a8ed09fe6c7880",
 	"q7": "32e184b83141eefb",
 	"q8": "40d77e00339edbaf",
 }
