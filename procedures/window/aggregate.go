@@ -101,7 +101,8 @@ type LateRecord[R any] struct {
 //     Session, its window [t, t+Gap) first merges with the open sessions of its key it
 //     overlaps (Merge, in start order). A record placed in no window is late: it is
 //     counted (ReadOperator) and goes to Late. A window that has fired and takes the record emits a new revision at once;
-//  4. windows are closed again (a new window may already be behind the watermark).
+//  4. windows are closed again (with allowed lateness, a new window may already be
+//     behind the watermark; without, none is).
 //
 // Closing up to watermark wm fires every window with End ≤ wm that has not fired, by End,
 // then key, then start, emitting Revision 0 (Final if End + AllowedLateness ≤ wm too);
@@ -248,6 +249,10 @@ func (a *Aggregate[R, S]) place(tx *partition.Tx, key []byte, t int64, rec R, wm
 				return err
 			}
 		}
+	}
+	if a.cfg.AllowedLateness == 0 {
+		// Every window the record created or extended is open, End > wm: none is due.
+		return nil
 	}
 	return a.closeUpTo(tx, wm)
 }

@@ -20,19 +20,23 @@ func (a *Aggregate[R, S]) closeUpTo(tx *partition.Tx, wm int64) error {
 	if err := a.drain(tx, a.tables.Fire, wm, a.fire); err != nil {
 		return err
 	}
+	if a.panes > 0 {
+		return nil // no Close rows: a window closes as it fires
+	}
 	return a.drain(tx, a.tables.Close, wm, a.close)
 }
 
 // drain calls handle for every row of queue with time ≤ wm, in key order. handle deletes
 // the row (or fails), so each scan starts over at the front of the queue.
 func (a *Aggregate[R, S]) drain(tx *partition.Tx, queue string, wm int64, handle func(tx *partition.Tx, at int64, key []byte, start, wm int64) error) error {
-	bound := appendTime(nil, wm+1)
+	var buf [8]byte
+	bound := appendTime(buf[:0], wm+1)
 	type due struct {
 		at    int64
 		key   []byte
 		start int64
 	}
-	batch := make([]due, 0, queueBatch)
+	var batch []due // allocated at the first due row: most calls find none
 	for {
 		batch = batch[:0]
 		var bad error
