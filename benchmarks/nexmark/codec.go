@@ -115,13 +115,13 @@ func decodeMap(kind string, data []byte, cols []column) error {
 	}
 	var seen uint32
 	for range n {
-		name := r.str()
+		name := r.strBytes() // compared in place: no string per column name
 		if r.err != nil {
 			return fmt.Errorf("%w: %s: column name: %w", ErrBadRecord, kind, r.err)
 		}
 		i := -1
 		for j := range cols {
-			if cols[j].name == name {
+			if cols[j].name == string(name) {
 				i = j
 				break
 			}

@@ -6,8 +6,11 @@ package nexmark
 // tags of the row types give the same names, so the msgpack library decodes them.
 
 // Encode returns the row's canonical record value.
-func (r *Q0Row) Encode() []byte {
-	w := newWriter(5)
+func (r *Q0Row) Encode() []byte { return r.AppendEncode(make([]byte, 0, 256)) }
+
+// AppendEncode appends the row's canonical record value to b.
+func (r *Q0Row) AppendEncode(b []byte) []byte {
+	w := writer{b: appendMapLen(b, 5)}
 	w.int("auction", r.Auction)
 	w.int("bidder", r.Bidder)
 	w.int("price", r.Price)
@@ -17,8 +20,11 @@ func (r *Q0Row) Encode() []byte {
 }
 
 // Encode returns the row's canonical record value.
-func (r *Q1Row) Encode() []byte {
-	w := newWriter(5)
+func (r *Q1Row) Encode() []byte { return r.AppendEncode(make([]byte, 0, 256)) }
+
+// AppendEncode appends the row's canonical record value to b.
+func (r *Q1Row) AppendEncode(b []byte) []byte {
+	w := writer{b: appendMapLen(b, 5)}
 	w.int("auction", r.Auction)
 	w.int("bidder", r.Bidder)
 	w.float("price", r.Price)
@@ -28,16 +34,22 @@ func (r *Q1Row) Encode() []byte {
 }
 
 // Encode returns the row's canonical record value.
-func (r *Q2Row) Encode() []byte {
-	w := newWriter(2)
+func (r *Q2Row) Encode() []byte { return r.AppendEncode(make([]byte, 0, 256)) }
+
+// AppendEncode appends the row's canonical record value to b.
+func (r *Q2Row) AppendEncode(b []byte) []byte {
+	w := writer{b: appendMapLen(b, 2)}
 	w.int("auction", r.Auction)
 	w.int("price", r.Price)
 	return w.b
 }
 
 // Encode returns the row's canonical record value.
-func (r *Q3Row) Encode() []byte {
-	w := newWriter(4)
+func (r *Q3Row) Encode() []byte { return r.AppendEncode(make([]byte, 0, 256)) }
+
+// AppendEncode appends the row's canonical record value to b.
+func (r *Q3Row) AppendEncode(b []byte) []byte {
+	w := writer{b: appendMapLen(b, 4)}
 	w.str("name", r.Name)
 	w.str("city", r.City)
 	w.str("state", r.State)
@@ -46,8 +58,11 @@ func (r *Q3Row) Encode() []byte {
 }
 
 // Encode returns the row's canonical record value.
-func (r *Q4Row) Encode() []byte {
-	w := newWriter(4)
+func (r *Q4Row) Encode() []byte { return r.AppendEncode(make([]byte, 0, 256)) }
+
+// AppendEncode appends the row's canonical record value to b.
+func (r *Q4Row) AppendEncode(b []byte) []byte {
+	w := writer{b: appendMapLen(b, 4)}
 	w.int("category", r.Category)
 	w.float("avg", r.Avg)
 	w.int("sum", r.Sum)
@@ -56,8 +71,11 @@ func (r *Q4Row) Encode() []byte {
 }
 
 // Encode returns the row's canonical record value.
-func (r *Q5Row) Encode() []byte {
-	w := newWriter(4)
+func (r *Q5Row) Encode() []byte { return r.AppendEncode(make([]byte, 0, 256)) }
+
+// AppendEncode appends the row's canonical record value to b.
+func (r *Q5Row) AppendEncode(b []byte) []byte {
+	w := writer{b: appendMapLen(b, 4)}
 	w.int("auction", r.Auction)
 	w.int("num", r.Num)
 	w.int("starttime", r.StartTime)
@@ -66,8 +84,11 @@ func (r *Q5Row) Encode() []byte {
 }
 
 // Encode returns the row's canonical record value.
-func (r *Q7Row) Encode() []byte {
-	w := newWriter(5)
+func (r *Q7Row) Encode() []byte { return r.AppendEncode(make([]byte, 0, 256)) }
+
+// AppendEncode appends the row's canonical record value to b.
+func (r *Q7Row) AppendEncode(b []byte) []byte {
+	w := writer{b: appendMapLen(b, 5)}
 	w.int("auction", r.Auction)
 	w.int("price", r.Price)
 	w.int("bidder", r.Bidder)
@@ -77,8 +98,11 @@ func (r *Q7Row) Encode() []byte {
 }
 
 // Encode returns the row's canonical record value.
-func (r *Q8Row) Encode() []byte {
-	w := newWriter(3)
+func (r *Q8Row) Encode() []byte { return r.AppendEncode(make([]byte, 0, 256)) }
+
+// AppendEncode appends the row's canonical record value to b.
+func (r *Q8Row) AppendEncode(b []byte) []byte {
+	w := writer{b: appendMapLen(b, 3)}
 	w.int("id", r.ID)
 	w.str("name", r.Name)
 	w.int("starttime", r.StartTime)

@@ -127,11 +127,14 @@ func (r *reader) mapLen() int {
 	return 0
 }
 
-func (r *reader) str() string {
+func (r *reader) str() string { return string(r.strBytes()) }
+
+// strBytes reads a str and returns its bytes, in r's buffer.
+func (r *reader) strBytes() []byte {
 	n := 0
 	switch c := r.code(); {
 	case r.err != nil:
-		return ""
+		return nil
 	case c&0xe0 == 0xa0:
 		n = int(c & 0x1f)
 	case c == 0xd9:
@@ -145,7 +148,7 @@ func (r *reader) str() string {
 	default:
 		r.fail("want a string, got code 0x%02x", c)
 	}
-	return string(r.take(n))
+	return r.take(n)
 }
 
 func (r *reader) int() int64 {

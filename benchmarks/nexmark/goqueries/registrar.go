@@ -3,6 +3,7 @@ package goqueries
 import (
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
@@ -57,11 +58,17 @@ func out(name string) procedures.ProcessorOption {
 func keyOf(id int64) []byte { return strconv.AppendInt(nil, id, 10) }
 
 // row is a result row: nexmark.Q0Row … Q8Row.
-type row interface{ Encode() []byte }
+type row interface{ AppendEncode(b []byte) []byte }
+
+// rowBufs holds the buffers rows are encoded into: Tx.Append copies the value.
+var rowBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // appendRow appends a result row, in the canonical layout, to stream on this partition.
 func appendRow(tx *partition.Tx, stream string, key []byte, t int64, r row) error {
-	_, err := tx.Append(stream, key, r.Encode(), t)
+	buf := rowBufs.Get().(*[]byte)
+	*buf = r.AppendEncode((*buf)[:0])
+	_, err := tx.Append(stream, key, *buf, t)
+	rowBufs.Put(buf)
 	return err
 }
 
