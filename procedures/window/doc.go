@@ -33,7 +33,13 @@ type R (Init, Add, and Merge for sessions). For each record it does, in the reco
  4. add the record to every window it falls in that is still open; a window that has
     already fired emits its next revision at once; a record with no open window is late:
     it is counted and goes to Late instead;
- 5. fire and close again, for windows created behind the watermark.
+ 5. fire and close again, for windows created behind the watermark (with allowed
+    lateness only: without, every window a record reaches ends after the watermark).
+
+With Panes, a Hopping operator keeps the state per pane, the Slide-wide slice of time,
+instead of per window: step 4 updates the record's one pane, and a window merges its
+panes (Merge) when it fires. That needs no allowed lateness and an order-insensitive
+aggregate, and gives the same results (panes.go).
 
 Advance does steps 2 and 3 when time passes with no record, after moving the watermark:
 to the exchange watermark for an operator with Exchange (once its input is handled), to

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
@@ -250,18 +251,30 @@ func (v *View) output(row []any) ([]any, error) {
 }
 
 // upsert writes row under key in the view's table and its change to the changelog.
+// The change is encoded once, into a pooled buffer (the table and the stream copy it),
+// and the table row is written with one descent of its tree (Tx.Update).
 func (v *View) upsert(tx *partition.Tx, key []byte, row []any, eventTime int64) error {
-	op := ChangeInsert
-	if _, ok := tx.Get(v.Name, key); ok {
-		op = ChangeUpdate
-	}
-	enc := AppendRow(nil, row)
-	if err := tx.Put(v.Name, key, enc); err != nil {
+	buf := changeBufs.Get().(*[]byte)
+	defer changeBufs.Put(buf)
+	*buf = AppendRow(append((*buf)[:0], ChangeInsert), row)
+	rec := *buf
+	found := false
+	if err := tx.Update(v.Name, key, len(rec)-1, func(dst, _ []byte, ok bool) error {
+		copy(dst, rec[1:])
+		found = ok
+		return nil
+	}); err != nil {
 		return err
 	}
-	_, err := tx.Append(v.Name, key, append([]byte{op}, enc...), eventTime)
+	if found {
+		rec[0] = ChangeUpdate
+	}
+	_, err := tx.Append(v.Name, key, rec, eventTime)
 	return err
 }
+
+// changeBufs holds the buffers upsert encodes a change into.
+var changeBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // remove deletes key from the view's table, with its change, if it is there.
 func (v *View) remove(tx *partition.Tx, key []byte, eventTime int64) error {

@@ -67,8 +67,9 @@ type deployed struct {
 	// view is the SQL engine's output view, whose changelog output is.
 	view *plan.View
 	// batchTimed: the output's records are at their log entry's batch time, not at an
-	// event time (an SQL projection's or lookup join's changelog); timeCol is then the
-	// view's date_time column, whose value is the result's event time, or -1.
+	// event time (the changelog of an SQL projection, a lookup join, or an aggregate
+	// without a window); timeCol is then the view's date_time column, whose value is the
+	// result's event time, or -1 (the latency is then from the batch time).
 	batchTimed bool
 	timeCol    int
 }
@@ -99,7 +100,7 @@ func deploy(ctx context.Context, c *client.Client, engine, q string, ooo time.Du
 		return nil, fmt.Errorf("%w: the SQL of %s defines no view %s", ErrBadConfig, q, q)
 	}
 	v := d.view
-	if d.batchTimed = v.Pair == nil && v.Window == nil && len(v.Aggs) == 0 && len(v.GroupBy) == 0; d.batchTimed {
+	if d.batchTimed = v.Pair == nil && v.Window == nil; d.batchTimed && len(v.Aggs) == 0 && len(v.GroupBy) == 0 {
 		for i, c := range v.Schema.Columns {
 			if c.Name == "date_time" && c.Type == plan.TypeTimestamp {
 				d.timeCol = i
