@@ -102,7 +102,7 @@ func (n *Node) sqlAnswer(text string) (wire.SQLResult, error) {
 	case sql.CmdCreateSource, sql.CmdDropSource, sql.CmdShowSources:
 		return n.sourceAnswer(cmd, catalog)
 	case sql.CmdDeploy:
-		art, err := sql.Compile(text, sql.Options{Catalog: catalog, Exists: n.streamExists})
+		art, err := sql.Compile(text, sql.Options{Catalog: catalog, Exists: n.streamExists, PlanVersion: replica.SQLPlanVersion(n.fsm.Deployment().Effective())})
 		if err != nil {
 			return wire.SQLResult{}, err
 		}
@@ -169,7 +169,7 @@ func (n *Node) sqlAnswer(text string) (wire.SQLResult, error) {
 				return wire.SQLResult{}, &sql.Error{Kind: sql.ErrUnknown, Msg: fmt.Sprintf("EXPLAIN %s: no stream, table or view of that name is deployed", cmd.Names[0])}
 			}
 		} else {
-			art, err := sql.Compile(cmd.Text, sql.Options{Catalog: catalog, Exists: n.streamExists})
+			art, err := sql.Compile(cmd.Text, sql.Options{Catalog: catalog, Exists: n.streamExists, PlanVersion: replica.SQLPlanVersion(n.fsm.Deployment().Effective())})
 			if err != nil {
 				return wire.SQLResult{}, err
 			}

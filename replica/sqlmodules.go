@@ -252,7 +252,7 @@ func (f *FSM) CheckRemoveModule(name string) error {
 
 // checkSQLPlanVersion refuses a "sql" module whose plan format the cluster version does
 // not admit: formats 1 and 2 from VersionModules, 3 from VersionSQLPlan3, 4 from
-// VersionSQLPlan4.
+// VersionSQLPlan4, 5 from VersionSQLPlan5.
 func checkSQLPlanVersion(d *Deployment, name, kind string, source []byte) error {
 	if kind != ModuleKindSQL {
 		return nil
@@ -266,6 +266,10 @@ func checkSQLPlanVersion(d *Deployment, name, kind string, source []byte) error 
 	}
 	if err := msgpack.Unmarshal(s.Plan, &head); err != nil || head.Version < 3 {
 		return nil
+	}
+	if v := d.Effective(); head.Version >= 5 && v < VersionSQLPlan5 {
+		return fmt.Errorf("%w: module %s: SQL plan format %d (HOP panes) needs cluster version %d, the cluster runs %d (lockstep cluster upgrade %d)",
+			ErrNeedsVersion, name, head.Version, VersionSQLPlan5, v, VersionSQLPlan5)
 	}
 	if v := d.Effective(); head.Version >= 4 && v < VersionSQLPlan4 {
 		return fmt.Errorf("%w: module %s: SQL plan format %d (outer joins of two streams) needs cluster version %d, the cluster runs %d (lockstep cluster upgrade %d)",

@@ -47,6 +47,9 @@ import (
 //	   tables and forgets its processors' positions (sqldrop.go), so a dropped name can be
 //	   created again and starts empty; before, they stayed and the names stayed taken.
 //	   SQL plan format 4 (LEFT, RIGHT and FULL OUTER joins of two streams).
+//	6  SQL plan format 5 (HOP views keep their window state per pane: sql/plan
+//	   Window.Panes); nodes compile a HOP view with panes only from this version
+//	   (SQLPlanVersion), so a plan deployed before keeps its per-window state.
 //
 // Every later change of replicated behaviour — a built-in's semantics, the entry or the
 // snapshot format — is a new cluster version, and the code keeps the old behaviour while
@@ -57,7 +60,7 @@ const (
 	// MinClusterVersion is the oldest cluster version this binary runs.
 	MinClusterVersion = 1
 	// MaxClusterVersion is the newest: a cluster this binary bootstraps starts at it.
-	MaxClusterVersion = 5
+	MaxClusterVersion = 6
 	// VersionActiveRegistrations is the cluster version from which active registrations
 	// are replicated.
 	VersionActiveRegistrations = 2
@@ -84,7 +87,24 @@ const (
 	// VersionSQLPlan4 is the cluster version from which a "sql" module's plan may be in
 	// plan format 4 (outer joins of two streams).
 	VersionSQLPlan4 = 5
+	// VersionSQLPlan5 is the cluster version from which a "sql" module's plan may be in
+	// plan format 5 (HOP panes).
+	VersionSQLPlan5 = 6
 )
+
+// SQLPlanVersion returns the newest SQL plan format a cluster at cluster version v runs:
+// what a node compiles for it (sql.Options.PlanVersion).
+func SQLPlanVersion(v uint64) int {
+	switch {
+	case v >= VersionSQLPlan5:
+		return 5
+	case v >= VersionSQLPlan4:
+		return 4
+	case v >= VersionSQLPlan3:
+		return 3
+	}
+	return 2
+}
 
 // Errors of the "upgrade" and "activate" commands; each wraps ErrBadClusterConfig, and
 // nothing changes.

@@ -19,6 +19,11 @@ type Options struct {
 	// Defaults for CREATE STREAM options a statement does not set, in milliseconds.
 	// OutOfOrdernessMs defaults to 0, IdleTimeoutMs to DefaultIdleTimeoutMs.
 	OutOfOrdernessMs, IdleTimeoutMs int64
+	// PlanVersion is the newest plan format the target cluster runs (its cluster
+	// version decides: replica.SQLPlanVersion); 0 means plan.Version. The compiler uses
+	// a newer format's optimisations only up to it (format 5: HOP panes), so a plan
+	// compiled for an older cluster is written as before.
+	PlanVersion int
 }
 
 // DefaultIdleTimeoutMs is the idle timeout of a stream that does not set idle_timeout:
@@ -61,6 +66,13 @@ func Compile(src string, opts Options) (*Artifact, error) {
 	for _, st := range stmts {
 		if err := c.statement(st); err != nil {
 			return nil, err
+		}
+	}
+	if c.opts.PlanVersion == 0 || c.opts.PlanVersion >= 5 {
+		for i := range c.p.Views {
+			if v := &c.p.Views[i]; v.PanesFit() {
+				v.Window.Panes = true
+			}
 		}
 	}
 	// Write the oldest format that carries the plan, so that plans using no new

@@ -79,11 +79,17 @@ func (l *logFSM) catalog() []plan.Schema {
 
 // deploy compiles text as the leader does and applies the deploy through the log.
 func (l *logFSM) deploy(name, text string) error {
+	return l.deployFor(name, text, replica.SQLPlanVersion(l.f.Deployment().Effective()))
+}
+
+// deployFor is deploy with text compiled for plan format planVersion, as a node of a
+// newer cluster would.
+func (l *logFSM) deployFor(name, text string, planVersion int) error {
 	part := l.f.Engine().Partitions()[0]
 	art, err := sql.Compile(text, sql.Options{Catalog: l.catalog(), Exists: func(n string) bool {
 		_, ok := part.StreamInfo(n)
 		return ok
-	}})
+	}, PlanVersion: planVersion})
 	if err != nil {
 		return err
 	}
@@ -338,6 +344,53 @@ func TestPlanFormat3NeedsVersion4(t *testing.T) {
 	}
 	if err := l4.deploy("q5", nexmarkViews("q5")); err != nil {
 		t.Fatalf("q5 at cluster version 4: %v", err)
+	}
+}
+
+// TestPlanFormat5NeedsVersion6: a HOP view (Nexmark q5) compiled with panes (plan
+// format 5) is refused at cluster version 5 with ErrNeedsVersion, nothing deployed; the
+// same text compiled for the cluster (format 3, no panes) deploys there, and with panes
+// at version 6.
+func TestPlanFormat5NeedsVersion6(t *testing.T) {
+	l := newLogFSMAt(t, 2, 5)
+	if err := l.deploy("streams", nexmark.SQLStreamsText("1 second")); err != nil {
+		t.Fatal(err)
+	}
+	before, hashes := len(l.f.SQLModules()), l.f.StateHashes()
+	err := l.deployFor("q5", nexmarkViews("q5"), 5)
+	if !errors.Is(err, replica.ErrNeedsVersion) || !strings.Contains(err.Error(), "format 5") {
+		t.Fatalf("q5 with panes at cluster version 5: got %v, want ErrNeedsVersion naming format 5", err)
+	}
+	if got := len(l.f.SQLModules()); got != before || !slices.Equal(hashes.Hashes, l.f.StateHashes().Hashes) {
+		t.Fatalf("%d sql modules after the refusal (want %d), or the state changed", got, before)
+	}
+	if err := l.deploy("q5", nexmarkViews("q5")); err != nil {
+		t.Fatalf("q5 compiled for cluster version 5: %v", err)
+	}
+	for _, m := range l.f.SQLModules() {
+		for _, v := range m.Plan.Views {
+			if v.Window != nil && v.Window.Panes {
+				t.Fatalf("view %s compiled for cluster version 5 has panes", v.Name)
+			}
+		}
+	}
+	l6 := newLogFSMAt(t, 2, 6)
+	if err := l6.deploy("streams", nexmark.SQLStreamsText("1 second")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l6.deploy("q5", nexmarkViews("q5")); err != nil {
+		t.Fatalf("q5 at cluster version 6: %v", err)
+	}
+	panes := 0
+	for _, m := range l6.f.SQLModules() {
+		for _, v := range m.Plan.Views {
+			if v.Window != nil && v.Window.Panes {
+				panes++
+			}
+		}
+	}
+	if panes != 1 {
+		t.Fatalf("q5 at cluster version 6: %d views with panes, want 1 (q5_bids)", panes)
 	}
 }
 

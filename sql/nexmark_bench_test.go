@@ -20,7 +20,9 @@ import (
 // SQL, on a 4-partition replica FSM in process, set up as benchmarks/nexmark/goqueries'
 // BenchmarkQueries is for the Go processors (20 000 events at 10 000 events/s, entries of
 // 500 appends, one ApplyBatch each, a fresh FSM per iteration outside the timer), so the
-// two compare (issue 24). "none" is the streams without a view.
+// two compare (issue 24). "none" is the streams without a view; q5 runs compiled with
+// HOP panes (plan format 5) and, as "q5-windows", for a cluster of format 4 (one state
+// row per window).
 func BenchmarkNexmarkSQL(b *testing.B) {
 	const (
 		events   = 20_000
@@ -35,12 +37,20 @@ func BenchmarkNexmarkSQL(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	queries := append([]nexmarkQuery{{name: "none"}}, nexmarkQueries...)
+	type benchQuery struct {
+		name, views string
+		planVersion int
+	}
+	queries := []benchQuery{{name: "none"}}
+	for _, q := range nexmarkQueries {
+		queries = append(queries, benchQuery{name: q.name, views: q.views})
+	}
+	queries = append(queries, benchQuery{"q5", nexmarkViews("q5"), 0}, benchQuery{"q5-windows", nexmarkViews("q5"), 4})
 	for _, q := range queries {
 		b.Run(q.name, func(b *testing.B) {
 			script := fmt.Sprintf(nexmarkStreams, "0 seconds")
 			script += q.views
-			art, err := sql.Compile(script, sql.Options{})
+			art, err := sql.Compile(script, sql.Options{PlanVersion: q.planVersion})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/lockstepdb/lockstep/benchmarks/nexmark"
 	"github.com/lockstepdb/lockstep/internal/testutil/pgtest"
+	"github.com/lockstepdb/lockstep/sql"
 	"github.com/lockstepdb/lockstep/sql/plan"
 )
 
@@ -27,11 +28,15 @@ func TestNexmarkViewsMatchPostgres(t *testing.T) {
 	db := pgtest.New(t)
 	conn := db.Connect(t)
 	for _, c := range nexmarkCases {
-		t.Run(c.name, func(t *testing.T) { runNexmarkViewsCase(t, conn, c) })
+		// Compiled for a cluster of plan format 4 (q5's HOP per window: format 3), and
+		// for the newest (HOP panes: format 5): the same answers.
+		for _, pv := range []int{4, plan.Version} {
+			t.Run(fmt.Sprintf("%s/format%d", c.name, pv), func(t *testing.T) { runNexmarkViewsCase(t, conn, c, pv) })
+		}
 	}
 }
 
-func runNexmarkViewsCase(t *testing.T, conn *pgx.Conn, c nexmarkCase) {
+func runNexmarkViewsCase(t *testing.T, conn *pgx.Conn, c nexmarkCase, planVersion int) {
 	g, err := nexmark.New(nexmark.Config{Seed: c.seed, Events: c.events, Rate: 200, OutOfOrderGroup: c.group})
 	if err != nil {
 		t.Fatal(err)
@@ -41,9 +46,22 @@ func runNexmarkViewsCase(t *testing.T, conn *pgx.Conn, c nexmarkCase) {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(c.seed, 29))
-	h := newHarness(t, c.parts, fmt.Sprintf(nexmarkStreams, c.ooo)+viewQueries)
-	if h.Art.Plan.Version != 3 {
-		t.Fatalf("plan version %d, want 3", h.Art.Plan.Version)
+	art, err := sql.Compile(fmt.Sprintf(nexmarkStreams, c.ooo)+viewQueries, sql.Options{PlanVersion: planVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessFor(t, c.parts, art)
+	format, panes := 3, false
+	if planVersion >= 5 {
+		format, panes = 5, true
+	}
+	if h.Art.Plan.Version != format {
+		t.Fatalf("compiled for format %d: plan version %d, want %d", planVersion, h.Art.Plan.Version, format)
+	}
+	for _, v := range h.Art.Plan.Views {
+		if v.Name == "q5_bids" && v.Window.Panes != panes {
+			t.Fatalf("compiled for format %d: q5_bids panes %t, want %t", planVersion, v.Window.Panes, panes)
+		}
 	}
 	h.Apply(randomGroups(r, nexmarkEntries(r, h, evs)))
 	for _, s := range []string{"auction.dead", "bid.dead", "q4_final.dead", "q5_bids.dead", "q5_max.dead", "q7_max.dead",

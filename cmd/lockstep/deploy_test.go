@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -52,6 +53,7 @@ func TestDeployCommands(t *testing.T) {
 		err := app.RunContext(ctx, flagsFirst(app, full))
 		return out.String(), err
 	}
+	newest := node.MaxClusterVersion // a new cluster runs the binary's newest
 	for i, tc := range []struct {
 		args    []string
 		want    string // in the output, or in the error if fails
@@ -60,9 +62,9 @@ func TestDeployCommands(t *testing.T) {
 	}{
 		{args: []string{"deploy", "list"}, want: "t.echo@2"},
 		{args: []string{"deploy", "activate", "t.echo@1"}, want: "t.echo@1", notWant: "t.echo@2"},
-		{args: []string{"deploy", "list", "--output", "json"}, want: `"cluster_version": 5`},
-		{args: []string{"cluster", "upgrade", "5"}, want: "cluster version"},
-		{args: []string{"cluster", "upgrade", "6"}, fails: true, want: "supports cluster versions 1..5, not 6"},
+		{args: []string{"deploy", "list", "--output", "json"}, want: fmt.Sprintf(`"cluster_version": %d`, newest)},
+		{args: []string{"cluster", "upgrade", fmt.Sprint(newest)}, want: "cluster version"},
+		{args: []string{"cluster", "upgrade", fmt.Sprint(newest + 1)}, fails: true, want: fmt.Sprintf("supports cluster versions 1..%d, not %d", newest, newest+1)},
 		{args: []string{"deploy", star}, want: "app@1"},
 		{args: []string{"procedures"}, want: "module app v1"},
 		{args: []string{"deploy", "--name", "app", star}, want: "app@2"},

@@ -167,6 +167,7 @@ func windowed(v *View) ([]processorDef, error) {
 		Assigner:        v.Window.Assigner(),
 		Exchange:        byKey,
 		AllowedLateness: v.AllowedLatenessMs,
+		Panes:           v.Window.Panes,
 		Init:            v.initStates,
 		Add:             v.fold,
 		Merge: func(a, b []AggState) []AggState {

@@ -197,6 +197,9 @@ func (v *View) explain(b *strings.Builder) {
 			win = fmt.Sprintf("TUMBLE %d ms", v.Window.SizeMs)
 		case WindowHop:
 			win = fmt.Sprintf("HOP slide %d ms size %d ms", v.Window.SlideMs, v.Window.SizeMs)
+			if v.Window.Panes {
+				win += ", panes"
+			}
 		case WindowSession:
 			win = fmt.Sprintf("SESSION gap %d ms", v.Window.SizeMs)
 		}

@@ -22,7 +22,9 @@ import (
 //	3  adds views over views (View.From, PairJoin.RightFrom), aggregates over
 //	   stream–stream joins, and join bounds by a column (PairJoin.LeftUntil,
 //	   RightUntil); a plan using none is written as version 1 or 2, as before
-const Version = 4
+//	4  adds LEFT, RIGHT and FULL OUTER joins of two streams
+//	5  adds Window.Panes: a HOP view's state kept per slide-wide pane (PanesFit)
+const Version = 5
 
 // VersionMin is the oldest plan format this binary runs.
 const VersionMin = 1
@@ -31,6 +33,11 @@ const VersionMin = 1
 // that a plan using no new construct still runs on binaries that know only version 1.
 func (p *Plan) MinVersion() int {
 	uses := func(s *Schema) bool { return s.Layout != LayoutArray }
+	for i := range p.Views {
+		if w := p.Views[i].Window; w != nil && w.Panes {
+			return 5
+		}
+	}
 	for i := range p.Views {
 		if j := p.Views[i].Pair; j != nil && j.outer() {
 			return 4
@@ -97,6 +104,32 @@ type Window struct {
 	// SizeMs and SlideMs are the window size and (for HOP) the slide, in milliseconds.
 	SizeMs  int64 `msgpack:"size"`
 	SlideMs int64 `msgpack:"slide,omitempty"`
+	// Panes keeps a HOP view's window state per slide-wide pane (window.Config.Panes):
+	// each row updates one pane instead of size/slide windows. Only where PanesFit.
+	Panes bool `msgpack:"panes,omitempty"`
+}
+
+// PanesFit reports whether view v may keep its window state in panes: a HOP without
+// allowed lateness whose aggregates merge to exactly what folding the rows gives, in any
+// order (COUNT, MIN, MAX, and SUM and AVG of integers and intervals: a double's sum
+// depends on the order of its terms).
+func (v *View) PanesFit() bool {
+	if v.Window == nil || v.Window.Kind != WindowHop || v.AllowedLatenessMs != 0 || v.Pair != nil {
+		return false
+	}
+	for i := range v.Aggs {
+		a := &v.Aggs[i]
+		switch a.Func {
+		case AggCount, AggMin, AggMax:
+		case AggSum, AggAvg:
+			if a.Arg == nil || a.Arg.Type == TypeDouble {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Assigner returns the window package's assigner for w.
@@ -376,6 +409,9 @@ func (v *View) validate() error {
 		}
 		if v.Window.Kind == WindowHop && v.Window.SizeMs%v.Window.SlideMs != 0 {
 			return fmt.Errorf("%w: HOP size %d ms is not a multiple of its slide %d ms", ErrBadPlan, v.Window.SizeMs, v.Window.SlideMs)
+		}
+		if v.Window.Panes && !v.PanesFit() {
+			return fmt.Errorf("%w: view %s: panes need a HOP without allowed lateness and exact aggregates", ErrBadPlan, v.Name)
 		}
 	} else if v.AllowedLatenessMs != 0 {
 		return fmt.Errorf("%w: allowed lateness without a window", ErrBadPlan)
