@@ -65,7 +65,7 @@ func router(v *View, src watermarker, opts ...procedures.ProcessorOption) proces
 			if err != nil {
 				return err
 			}
-			b, err := msgpack.Marshal(&exchanged{Stamp: stamp, Key: rec.Key, Row: raw})
+			b, err := marshalExchanged(&exchanged{Stamp: stamp, Key: rec.Key, Row: raw})
 			if err != nil {
 				return err
 			}
@@ -96,7 +96,7 @@ func (v *View) groupKey(row []any) ([]byte, error) {
 // decodeExchanged reads a record of n.by_key and evaluates the aggregates' values.
 func (v *View) decodeExchanged(rec partition.Record) (exchanged, groupRecord, error) {
 	var x exchanged
-	if err := msgpack.Unmarshal(rec.Value, &x); err != nil {
+	if err := unmarshalExchanged(rec.Value, &x); err != nil {
 		return x, groupRecord{}, fmt.Errorf("%w: %s%s record: %w", ErrCorrupt, v.Name, SuffixByKey, err)
 	}
 	row, err := v.Input.DecodeRecord(x.Row)

@@ -5,7 +5,6 @@ import (
 
 	"github.com/lockstepdb/lockstep/partition"
 	"github.com/lockstepdb/lockstep/procedures"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // joined is a stream–table join view's processors. The router sends each stream row to
@@ -29,7 +28,7 @@ func joined(v *View) []processorDef {
 				}
 				return v.publishJoined(tx, rec.Key, rec.Offset, append(row, make([]any, len(j.Table.Columns))...))
 			}
-			b, err := msgpack.Marshal(&exchanged{Key: rec.Key, Off: rec.Offset, Row: rec.Value})
+			b, err := marshalExchanged(&exchanged{Key: rec.Key, Off: rec.Offset, Row: rec.Value})
 			if err != nil {
 				return err
 			}
@@ -40,7 +39,7 @@ func joined(v *View) []processorDef {
 	joiner := processorDef{name: v.Name + SuffixJoin, input: byKey,
 		fn: func(tx *partition.Tx, rec partition.Record) error {
 			var x exchanged
-			if err := msgpack.Unmarshal(rec.Value, &x); err != nil {
+			if err := unmarshalExchanged(rec.Value, &x); err != nil {
 				return fmt.Errorf("%w: %s record: %w", ErrCorrupt, byKey, err)
 			}
 			row, err := v.Input.DecodeRecord(x.Row)

@@ -72,7 +72,7 @@ func paired(v *View) ([]processorDef, error) {
 					}
 					route = rec.Key // pairs with nothing, but is a row of an outer join
 				}
-				b, err := msgpack.Marshal(&exchanged{Stamp: stamp, Key: rec.Key, Off: rec.Offset, Row: raw, Side: side})
+				b, err := marshalExchanged(&exchanged{Stamp: stamp, Key: rec.Key, Off: rec.Offset, Row: raw, Side: side})
 				if err != nil {
 					return err
 				}
@@ -119,7 +119,7 @@ func sidePart(row []any, w *Window, t int64) []any {
 func (v *View) pairRecord(tx *partition.Tx, rec partition.Record) error {
 	j := v.Pair
 	var x exchanged
-	if err := msgpack.Unmarshal(rec.Value, &x); err != nil {
+	if err := unmarshalExchanged(rec.Value, &x); err != nil {
 		return fmt.Errorf("%w: %s%s record: %w", ErrCorrupt, v.Name, SuffixByKey, err)
 	}
 	s, w, other, freed, until := &v.Input, j.LeftWindow, byte(sideRight), j.leftFreed(), j.LeftUntil

@@ -38,7 +38,7 @@ func retracting(v *View) []processorDef {
 		if err != nil {
 			return err
 		}
-		b, err := msgpack.Marshal(&exchanged{Key: rec.Key, Off: rec.Offset, Row: raw, Neg: neg})
+		b, err := marshalExchanged(&exchanged{Key: rec.Key, Off: rec.Offset, Row: raw, Neg: neg})
 		if err != nil {
 			return err
 		}
