@@ -46,6 +46,14 @@ type Config[R, S any] struct {
 	// maximum): the results are then exactly those without Panes. The stored state
 	// differs, so an operator cannot switch with windows open.
 	Panes bool
+	// AppendValue and DecodeValue, if both are set, write and read a window's state
+	// value without msgpack's reflection: AppendValue must append exactly the canonical
+	// msgpack of s (msgpack.Marshal, then canon.Msgpack), DecodeValue read such bytes
+	// back, sharing no memory with them, and return the bytes after the value. A
+	// DecodeValue error makes the state decode by reflection instead, which reports the
+	// error if there is one. The stored bytes are the same with or without them.
+	AppendValue func(b []byte, s S) []byte
+	DecodeValue func(b []byte) (S, []byte, error)
 
 	// Emit receives every window result, in the Tx of the step that produced it. An error
 	// is returned by Process or Advance. Required.
@@ -151,6 +159,8 @@ func New[R, S any](cfg Config[R, S]) (*Aggregate[R, S], error) {
 		return nil, fmt.Errorf("%w: Init, Add and Emit are required", ErrBadConfig)
 	case session && cfg.Merge == nil:
 		return nil, fmt.Errorf("%w: session windows need Merge", ErrBadConfig)
+	case (cfg.AppendValue == nil) != (cfg.DecodeValue == nil):
+		return nil, fmt.Errorf("%w: AppendValue and DecodeValue go together", ErrBadConfig)
 	case cfg.Panes:
 		if err := checkPanes(cfg.Assigner, cfg.AllowedLateness, cfg.Merge != nil); err != nil {
 			return nil, err

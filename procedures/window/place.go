@@ -124,7 +124,7 @@ func (a *Aggregate[R, S]) overlapping(tx *partition.Tx, key []byte, w Window) ([
 			if _, s.start, bad = parseStateKey(k); bad != nil {
 				return false
 			}
-			if bad = decodeState(v, &s.st); bad != nil {
+			if bad = a.decodeState(v, &s.st); bad != nil {
 				return false
 			}
 			if s.st.End <= w.Start {

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"encoding/binary"
 	"fmt"
 	"reflect"
 
@@ -58,10 +59,65 @@ func (a *Aggregate[R, S]) load(tx *partition.Tx, key []byte, start int64) (windo
 	if !ok {
 		return st, false, nil
 	}
-	if err := decodeState(b, &st); err != nil {
+	if err := a.decodeState(b, &st); err != nil {
 		return st, false, fmt.Errorf("%s %q@%d: %w", a.tables.State, key, start, err)
 	}
 	return st, true, nil
+}
+
+// decodeState decodes a window's state with Config.DecodeValue if it is set and takes
+// b, else by reflection; the result shares no memory with b.
+func (a *Aggregate[R, S]) decodeState(b []byte, st *windowState[S]) error {
+	if a.cfg.DecodeValue != nil {
+		if end, emitted, rest, ok := readEnvelope(b); ok {
+			if v, after, err := a.cfg.DecodeValue(rest); err == nil && len(after) == 0 {
+				st.End, st.Emitted, st.Value = end, emitted, v
+				return nil
+			}
+		}
+	}
+	return decodeState(b, st)
+}
+
+// appendEnvelope appends what msgpack writes for windowState before its value: a
+// 3-element array, End as an int64 (its 9-byte form) and Emitted as an int (its shortest).
+func appendEnvelope(b []byte, end int64, emitted int) []byte {
+	b = append(b, 0x93, 0xd3)
+	b = binary.BigEndian.AppendUint64(b, uint64(end))
+	switch e := uint64(emitted); {
+	case e < 0x80:
+		return append(b, byte(e))
+	case e <= 0xff:
+		return append(b, 0xcc, byte(e))
+	case e <= 0xffff:
+		return binary.BigEndian.AppendUint16(append(b, 0xcd), uint16(e))
+	case e <= 0xffffffff:
+		return binary.BigEndian.AppendUint32(append(b, 0xce), uint32(e))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, 0xcf), e)
+	}
+}
+
+// readEnvelope reads what appendEnvelope writes and returns the bytes after it.
+func readEnvelope(b []byte) (end int64, emitted int, rest []byte, ok bool) {
+	if len(b) < 11 || b[0] != 0x93 || b[1] != 0xd3 {
+		return 0, 0, nil, false
+	}
+	end, b = int64(binary.BigEndian.Uint64(b[2:10])), b[10:]
+	var e uint64
+	switch c := b[0]; {
+	case c < 0x80:
+		e, b = uint64(c), b[1:]
+	case c == 0xcc && len(b) >= 2:
+		e, b = uint64(b[1]), b[2:]
+	case c == 0xcd && len(b) >= 3:
+		e, b = uint64(binary.BigEndian.Uint16(b[1:])), b[3:]
+	case c == 0xce && len(b) >= 5:
+		e, b = uint64(binary.BigEndian.Uint32(b[1:])), b[5:]
+	default:
+		return 0, 0, nil, false
+	}
+	return end, int(e), b, true
 }
 
 // decodeState decodes a window's state; the result shares no memory with b.
@@ -88,6 +144,10 @@ func decodeState[S any](b []byte, st *windowState[S]) error {
 func (a *Aggregate[R, S]) save(tx *partition.Tx, key []byte, start int64, st *windowState[S]) error {
 	c := stateCodecs.Get().(*stateCodec)
 	defer stateCodecs.Put(c)
+	if a.cfg.AppendValue != nil {
+		c.w.b = a.cfg.AppendValue(appendEnvelope(c.w.b[:0], st.End, st.Emitted), st.Value)
+		return tx.Put(a.tables.State, stateKey(key, start), c.w.b) // Put copies it
+	}
 	b, err := encodeState(c, st, a.scalarState)
 	if err != nil {
 		return err

@@ -25,10 +25,10 @@ func marshalExchanged(x *exchanged) ([]byte, error) {
 	b := make([]byte, 0, 40+len(x.Key)+len(x.Row))
 	b = append(b, 0x80|byte(n), 0xa1, 'w', 0xd3)
 	b = binary.BigEndian.AppendUint64(b, uint64(x.Stamp))
-	b = appendBinOrNil(append(b, 0xa1, 'k'), x.Key)
+	b = appendBin(append(b, 0xa1, 'k'), x.Key)
 	b = append(b, 0xa1, 'o', 0xcf)
 	b = binary.BigEndian.AppendUint64(b, x.Off)
-	b = appendBinOrNil(append(b, 0xa1, 'r'), x.Row)
+	b = appendBin(append(b, 0xa1, 'r'), x.Row)
 	if x.Side != 0 {
 		b = append(b, 0xa1, 's', 0xcc, x.Side)
 	}
@@ -36,22 +36,6 @@ func marshalExchanged(x *exchanged) ([]byte, error) {
 		b = append(b, 0xa1, 'n', 0xc3)
 	}
 	return b, nil
-}
-
-// appendBinOrNil appends p as msgpack bin, or nil for a nil slice.
-func appendBinOrNil(b, p []byte) []byte {
-	switch n := len(p); {
-	case p == nil:
-		return append(b, 0xc0)
-	case n < 1<<8:
-		b = append(b, 0xc4, byte(n))
-	case n < 1<<16:
-		b = append(b, 0xc5, byte(n>>8), byte(n))
-	default:
-		b = append(b, 0xc6)
-		b = binary.BigEndian.AppendUint32(b, uint32(n))
-	}
-	return append(b, p...)
 }
 
 // unmarshalExchanged decodes b into x (zeroed first). Key and Row are copies, as

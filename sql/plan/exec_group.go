@@ -176,6 +176,8 @@ func windowed(v *View) ([]processorDef, error) {
 			}
 			return a
 		},
+		AppendValue: appendAggStates,
+		DecodeValue: decodeAggStates,
 		Emit: func(tx *partition.Tx, r window.Result[[]AggState]) error {
 			if r.Retracted { // a session merged into another: its row goes
 				return v.remove(tx, appendTime(bytes.Clone(r.Key), r.Start), r.End)

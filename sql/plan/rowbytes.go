@@ -33,6 +33,22 @@ func appendArrayLen(b []byte, n int) []byte {
 	return binary.BigEndian.AppendUint32(append(b, 0xdd), uint32(n))
 }
 
+// appendBin appends x as msgpack bin, or nil for a nil slice, as the encoder writes it.
+func appendBin(b, x []byte) []byte {
+	if x == nil {
+		return append(b, 0xc0)
+	}
+	switch n := len(x); {
+	case n < 256:
+		b = append(b, 0xc4, byte(n))
+	case n <= math.MaxUint16:
+		b = binary.BigEndian.AppendUint16(append(b, 0xc5), uint16(n))
+	default:
+		b = binary.BigEndian.AppendUint32(append(b, 0xc6), uint32(n))
+	}
+	return append(b, x...)
+}
+
 // appendValueBytes appends one canonical value: msgpack's shortest integer, float 64,
 // str, bin (a nil []byte is nil, as the msgpack encoder writes it), true/false, nil.
 func appendValueBytes(b []byte, v any) []byte {
@@ -56,18 +72,7 @@ func appendValueBytes(b []byte, v any) []byte {
 		}
 		return append(b, x...)
 	case []byte:
-		if x == nil {
-			return append(b, 0xc0)
-		}
-		switch n := len(x); {
-		case n < 256:
-			b = append(b, 0xc4, byte(n))
-		case n <= math.MaxUint16:
-			b = binary.BigEndian.AppendUint16(append(b, 0xc5), uint16(n))
-		default:
-			b = binary.BigEndian.AppendUint32(append(b, 0xc6), uint32(n))
-		}
-		return append(b, x...)
+		return appendBin(b, x)
 	case bool:
 		if x {
 			return append(b, 0xc3)
