@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/lockstepdb/lockstep/benchmarks/nexmark"
@@ -85,7 +84,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	chunks := (fc.Events + int64(fc.Batch) - 1) / int64(fc.Batch)
 	w := &watcher{query: cfg.Query, gen: g.Config(), from: fc.From, end: fc.From + fc.Events, batch: int64(fc.Batch),
-		sent: make([]atomic.Int64, chunks), keep: cfg.Check, closeAfterMs: dep.closeAfterMs, batchTimed: dep.batchTimed, view: dep.view,
+		reached: make([]int64, chunks), keep: cfg.Check, closeAfterMs: dep.closeAfterMs, batchTimed: dep.batchTimed, view: dep.view,
 		timeCol: dep.timeCol, total: latency.New(), window: latency.New(), acked: latency.New()}
 	subCtx, stopSub := context.WithCancel(ctx)
 	defer stopSub()
@@ -94,11 +93,11 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	defer sub.Close()
+	cpu0 := cpuOf(cfg.Nodes)
+	w.start = time.Now() // before follow, which reads it
 	subDone := make(chan error, 1)
 	go func() { subDone <- w.follow(subCtx, sub) }()
 
-	cpu0 := cpuOf(cfg.Nodes)
-	w.start = time.Now()
 	fc.Sending, fc.Appended = w.sending, w.appended
 	res, err := feed.Run(ctx, cfg.Clients, fc)
 	rep := Report{Query: cfg.Query, Engine: cfg.Engine, Nodes: len(cfg.Nodes), Partitions: parts, Events: res.Events,

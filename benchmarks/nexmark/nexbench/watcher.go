@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lockstepdb/lockstep/benchmarks/nexmark"
@@ -23,8 +22,7 @@ type watcher struct {
 	end   int64          // the position after the last
 	batch int64
 	start time.Time
-	sent  []atomic.Int64 // chunk k's due time, Unix ns; 0 before it is sent
-	keep  bool           // keep the records, for check
+	keep  bool // keep the records, for check
 	// closeAfterMs: a windowed query's result at event time t is due once the input
 	// reaches t + closeAfterMs (the watermark closes its window); -1 for no window.
 	closeAfterMs int64
@@ -34,7 +32,12 @@ type watcher struct {
 	view       *plan.View
 	timeCol    int
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// reached[k]: when the input first reached chunk k's event times, Unix ns (0 before):
+	// the due time of the first chunk at or past k that was sent. The workers send their
+	// chunks concurrently, so a later chunk may go before k and close k's windows.
+	reached []int64
+	sentTo  int // chunks [0, sentTo) are reached
 	results int64
 	total   *latency.Recorder
 	window  *latency.Recorder   // windowed results' latency from the watermark that closed the window
@@ -46,9 +49,11 @@ type watcher struct {
 
 // sending records chunk [from, to)'s due time (feed.Config.Sending).
 func (w *watcher) sending(from, to int64, at time.Time) {
-	k := (from - w.from) / w.batch
-	w.sent[k].Store(at.UnixNano())
+	k := int((from - w.from) / w.batch)
 	w.mu.Lock()
+	for ; w.sentTo <= k; w.sentTo++ {
+		w.reached[w.sentTo] = at.UnixNano()
+	}
 	sec := w.second(at)
 	for len(w.appends) <= sec {
 		w.appends = append(w.appends, 0)
@@ -67,22 +72,22 @@ func (w *watcher) appended(_, _ int64, due time.Time) {
 
 func (w *watcher) second(t time.Time) int { return max(int(t.Sub(w.start)/time.Second), 0) }
 
-// dueAt returns when the input reached event time t: the due time of the chunk that
-// holds the first event number at t or later (positions and numbers differ within an
-// out-of-order group only), and false if that chunk was not sent or the run's events
-// do not reach t.
+// dueAt returns when the input reached event time t: the due time of the first chunk
+// sent at or past the one that holds the first event number at t or later (positions
+// and numbers differ within an out-of-order group only), and false if none was sent or
+// the run's events do not reach t. w.mu is held.
 func (w *watcher) dueAt(t int64) (time.Time, bool) {
 	// event number n is at BaseTime + n*1000/Rate ms: the first at t or later is
 	// ceil((t−BaseTime)×Rate/1000).
 	n := ((t-w.gen.BaseTime)*w.gen.Rate + 999) / 1000
 	k := max((n-w.from)/w.batch, 0)
-	if k >= int64(len(w.sent)) {
+	if k >= int64(len(w.reached)) {
 		if t > w.lastTime() {
 			return time.Time{}, false
 		}
-		k = int64(len(w.sent) - 1)
+		k = int64(len(w.reached) - 1)
 	}
-	ns := w.sent[k].Load()
+	ns := w.reached[k]
 	if ns == 0 {
 		return time.Time{}, false
 	}
@@ -139,7 +144,7 @@ func (w *watcher) follow(ctx context.Context, sub *client.Subscription) error {
 // drainFrom is the first event time of check's drain events, whose results are not the
 // run's: an hour past the run's last event time at the latest.
 func (w *watcher) drainFrom() int64 {
-	last := w.from + int64(len(w.sent))*w.batch
+	last := w.from + int64(len(w.reached))*w.batch
 	return w.gen.BaseTime + last*1000/w.gen.Rate + time.Hour.Milliseconds()/2
 }
 
