@@ -31,3 +31,26 @@ func BenchmarkTableGetPut(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTableInsertDelete measures a join's keep-then-free of rows with no get before
+// them: rows inserted in random key order into a table of 65,536 rows and deleted in
+// insertion order, as n.pairs is.
+func BenchmarkTableInsertDelete(b *testing.B) {
+	const live = 65536
+	t := newTable("t", false)
+	key := func(i int) []byte { return []byte(fmt.Sprintf("%08x-pair-%d", uint32(i)*2654435761, i)) }
+	for i := range live {
+		t.put(key(i), []byte{0})
+	}
+	keys := make([][]byte, live+b.N)
+	for i := range keys {
+		keys[i] = key(i)
+	}
+	value := []byte{1}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t.put(keys[live+i], value)
+		t.delete(keys[i])
+	}
+}

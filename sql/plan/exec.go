@@ -197,7 +197,7 @@ func materializer(s *Schema) processorDef {
 func projector(v *View) processorDef {
 	return processorDef{name: v.Name + SuffixProject, input: v.Input.Name,
 		fn: func(tx *partition.Tx, rec partition.Record) error {
-			row, _, _, err := readInput(&v.Input, v.From, rec)
+			row, _, _, err := readInput(&v.Input, v.From, rec, allCols)
 			if err != nil {
 				return err
 			}

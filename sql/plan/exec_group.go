@@ -40,9 +40,10 @@ type groupRecord struct {
 // the partition of its group key.
 func router(v *View, src watermarker, opts ...procedures.ProcessorOption) processorDef {
 	out := v.Name + SuffixByKey
+	need := v.groupInputCols()
 	return processorDef{name: v.Name + SuffixByKey, input: v.Input.Name,
 		fn: func(tx *partition.Tx, rec partition.Record) error {
-			row, raw, _, err := readInput(&v.Input, v.From, rec)
+			row, raw, _, err := readInput(&v.Input, v.From, rec, need)
 			if err != nil {
 				return err
 			}
@@ -93,13 +94,14 @@ func (v *View) groupKey(row []any) ([]byte, error) {
 	return k, nil
 }
 
-// decodeExchanged reads a record of n.by_key and evaluates the aggregates' values.
-func (v *View) decodeExchanged(rec partition.Record) (exchanged, groupRecord, error) {
+// decodeExchanged reads a record of n.by_key and evaluates the aggregates' values,
+// decoding the columns in need only (v.groupInputCols).
+func (v *View) decodeExchanged(rec partition.Record, need colSet) (exchanged, groupRecord, error) {
 	var x exchanged
 	if err := unmarshalExchanged(rec.Value, &x); err != nil {
 		return x, groupRecord{}, fmt.Errorf("%w: %s%s record: %w", ErrCorrupt, v.Name, SuffixByKey, err)
 	}
-	row, err := v.Input.DecodeRecord(x.Row)
+	row, err := v.Input.decodeRecordCols(x.Row, need)
 	if err != nil {
 		return x, groupRecord{}, err
 	}
@@ -134,7 +136,7 @@ func (v *View) groupRow(gkey []byte, st []AggState, bounds *[2]int64) ([]any, er
 	for i, g := range v.GroupBy {
 		types[i] = g.Type
 	}
-	row, _, reason := decodeRow(gkey, types)
+	row, _, reason := decodeRow(gkey, types, allCols)
 	if reason != "" {
 		return nil, fmt.Errorf("%w: view %s: group key: %s", ErrCorrupt, v.Name, reason)
 	}
@@ -158,6 +160,7 @@ func (v *View) groupRow(gkey []byte, st []AggState, bounds *[2]int64) ([]any, er
 // across the exchange.
 func windowed(v *View) ([]processorDef, error) {
 	byKey, late := v.Name+SuffixByKey, v.Name+SuffixLate
+	need := v.groupInputCols()
 	src, srcOpts, err := newWatermarker(&v.Input, v.From, byKey)
 	if err != nil {
 		return nil, err
@@ -204,7 +207,7 @@ func windowed(v *View) ([]processorDef, error) {
 	}
 	agg2 := processorDef{name: v.Name + SuffixWindow, input: byKey,
 		fn: func(tx *partition.Tx, rec partition.Record) error {
-			x, g, err := v.decodeExchanged(rec)
+			x, g, err := v.decodeExchanged(rec, need)
 			if err != nil {
 				return err
 			}
@@ -279,10 +282,10 @@ func grouped(v *View) []processorDef {
 	if v.From != nil && v.From.Updating {
 		return retracting(v)
 	}
-	state := v.Name + SuffixState
+	state, need := v.Name+SuffixState, v.groupInputCols()
 	agg := processorDef{name: v.Name + SuffixGroup, input: v.Name + SuffixByKey,
 		fn: func(tx *partition.Tx, rec partition.Record) error {
-			_, g, err := v.decodeExchanged(rec)
+			_, g, err := v.decodeExchanged(rec, need)
 			if err != nil {
 				return err
 			}

@@ -37,7 +37,9 @@ func paired(v *View) ([]processorDef, error) {
 	j := v.Pair
 	byKey := v.Name + SuffixByKey
 	bounded := j.bounded()
+	cols := pairCols{v.pairSideCols(sideLeft), v.pairSideCols(sideRight)}
 	route := func(side byte, s *Schema, from *ViewInput, keyCol int) (processorDef, error) {
+		need := cols.of(side)
 		var (
 			src  watermarker
 			opts []procedures.ProcessorOption
@@ -54,7 +56,7 @@ func paired(v *View) ([]processorDef, error) {
 		}
 		return processorDef{name: name, input: s.Name,
 			fn: func(tx *partition.Tx, rec partition.Record) error {
-				row, raw, _, err := readInput(s, from, rec)
+				row, raw, _, err := readInput(s, from, rec, need)
 				if err != nil {
 					return err
 				}
@@ -90,7 +92,7 @@ func paired(v *View) ([]processorDef, error) {
 		return nil, err
 	}
 	joiner := processorDef{name: v.Name + SuffixJoin, input: byKey,
-		fn: func(tx *partition.Tx, rec partition.Record) error { return v.pairRecord(tx, rec) },
+		fn: func(tx *partition.Tx, rec partition.Record) error { return v.pairRecord(tx, rec, cols) },
 		opts: []procedures.ProcessorOption{procedures.Output(v.Name, partition.StreamConfig{}), procedures.Output(v.Name+SuffixLate, partition.StreamConfig{}),
 			procedures.OnTick(func(tx *partition.Tx) error { return v.freePairs(tx) }),
 			procedures.ProcessorDoc("sql: view " + v.Name + ": joins " + v.Input.Name + " with " + j.Right.Name)}}
@@ -115,8 +117,18 @@ func sidePart(row []any, w *Window, t int64) []any {
 	return append(row, start, start+w.SizeMs)
 }
 
-// pairRecord handles one record of n.by_key.
-func (v *View) pairRecord(tx *partition.Tx, rec partition.Record) error {
+// pairCols is the columns a join reads of each side's rows (View.pairSideCols).
+type pairCols struct{ left, right colSet }
+
+func (c pairCols) of(side byte) colSet {
+	if side == sideRight {
+		return c.right
+	}
+	return c.left
+}
+
+// pairRecord handles one record of n.by_key, decoding the columns in cols only.
+func (v *View) pairRecord(tx *partition.Tx, rec partition.Record, cols pairCols) error {
 	j := v.Pair
 	var x exchanged
 	if err := unmarshalExchanged(rec.Value, &x); err != nil {
@@ -128,7 +140,7 @@ func (v *View) pairRecord(tx *partition.Tx, rec partition.Record) error {
 	} else if x.Side != sideLeft {
 		return fmt.Errorf("%w: %s%s record of side %d", ErrCorrupt, v.Name, SuffixByKey, x.Side)
 	}
-	row, err := s.DecodeRecord(x.Row)
+	row, err := s.decodeRecordCols(x.Row, cols.of(x.Side))
 	if err != nil {
 		return err
 	}
@@ -167,7 +179,7 @@ func (v *View) pairRecord(tx *partition.Tx, rec partition.Record) error {
 		return err
 	}
 	for i, val := range partners {
-		p, err := v.decodePartner(other, partnerKeys[i][len(prefix)+1:], val)
+		p, err := v.decodePartner(other, partnerKeys[i][len(prefix)+1:], val, cols.of(other))
 		if err != nil {
 			return err
 		}
@@ -233,13 +245,14 @@ func stateSuffix(t int64, key []byte, off uint64) []byte {
 	return appendTime(appendEscaped(appendTime(nil, t), key), int64(off))
 }
 
-// decodePartner reads a kept row of side from its n.pairs key suffix and value.
-func (v *View) decodePartner(side byte, suffix, val []byte) (pairSide, error) {
+// decodePartner reads a kept row of side from its n.pairs key suffix and value, keeping
+// the columns in need.
+func (v *View) decodePartner(side byte, suffix, val []byte, need colSet) (pairSide, error) {
 	s, w := &v.Input, v.Pair.LeftWindow
 	if side == sideRight {
 		s, w = &v.Pair.Right, v.Pair.RightWindow
 	}
-	row, err := s.DecodeRecord(val)
+	row, err := s.decodeRecordCols(val, need)
 	if err != nil {
 		return pairSide{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, v.Name+SuffixPairs, err)
 	}

@@ -30,6 +30,7 @@ type retractState struct {
 // partition in emit order, so a retraction never overtakes the row it takes back.
 func retracting(v *View) []processorDef {
 	byKey, prev, state := v.Name+SuffixByKey, v.Name+SuffixPrev, v.Name+SuffixState
+	need := v.groupInputCols()
 	emit := func(tx *partition.Tx, rec partition.Record, row []any, raw []byte, neg bool) error {
 		if ok, err := v.where(row); err != nil || !ok {
 			return err
@@ -46,7 +47,7 @@ func retracting(v *View) []processorDef {
 	}
 	route := processorDef{name: byKey, input: v.Input.Name,
 		fn: func(tx *partition.Tx, rec partition.Record) error {
-			row, raw, op, err := readInput(&v.Input, v.From, rec)
+			row, raw, op, err := readInput(&v.Input, v.From, rec, allCols)
 			if err != nil {
 				return err
 			}
@@ -74,7 +75,7 @@ func retracting(v *View) []processorDef {
 			procedures.ProcessorDoc("sql: view " + v.Name + ": retracts and repartitions the changing rows of " + v.Input.Name)}}
 	agg := processorDef{name: v.Name + SuffixGroup, input: byKey,
 		fn: func(tx *partition.Tx, rec partition.Record) error {
-			x, g, err := v.decodeExchanged(rec)
+			x, g, err := v.decodeExchanged(rec, need)
 			if err != nil {
 				return err
 			}

@@ -58,11 +58,18 @@ func (s *Schema) EncodeRecord(row []any) ([]byte, error) {
 
 // DecodeRecord decodes a record value of the relation s under its layout, refusing
 // (RowError) what DecodeRow refuses and, for a map, unknown and repeated column names.
-func (s *Schema) DecodeRecord(b []byte) ([]any, error) {
+func (s *Schema) DecodeRecord(b []byte) ([]any, error) { return s.decodeRecordCols(b, allCols) }
+
+// decodeRecordCols is DecodeRecord keeping the columns in need, and the key and
+// event-time columns, only (the others are nil): it refuses exactly what DecodeRecord
+// refuses, for a reader that has no use for the other columns.
+func (s *Schema) decodeRecordCols(b []byte, need colSet) ([]any, error) {
 	if s.Layout != LayoutMap {
-		return s.DecodeRow(b)
+		return s.decodeRowCols(b, need)
 	}
-	row, col, reason := s.decodeMap(b)
+	need.add(s.Key)
+	need.add(s.EventTime)
+	row, col, reason := s.decodeMap(b, need)
 	if reason != "" {
 		e := &RowError{Stream: s.Name, Reason: reason}
 		if col >= 0 {
@@ -78,8 +85,8 @@ func (s *Schema) DecodeRecord(b []byte) ([]any, error) {
 	return row, nil
 }
 
-func (s *Schema) decodeMap(b []byte) (row []any, col int, reason string) {
-	if row, ok := s.decodeMapBytes(b); ok {
+func (s *Schema) decodeMap(b []byte, need colSet) (row []any, col int, reason string) {
+	if row, ok := s.decodeMapBytes(b, need); ok {
 		return row, -1, ""
 	}
 	return s.decodeMapMsgpack(b)

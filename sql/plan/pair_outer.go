@@ -116,7 +116,7 @@ func (v *View) freeUnmatched(tx *partition.Tx, sk []byte) error {
 	if !ok {
 		return fmt.Errorf("%w: %s row without its %s row", ErrCorrupt, v.Name+SuffixUnmatched, v.Name+SuffixPairs)
 	}
-	me, err := v.decodePartner(rest[0], rest[1:], val)
+	me, err := v.decodePartner(rest[0], rest[1:], val, allCols) // rare: every column
 	if err != nil {
 		return err
 	}

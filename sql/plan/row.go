@@ -79,12 +79,18 @@ func EncodeValue(v any) []byte { return appendValueBytes(nil, v) }
 // DecodeRow decodes a record's value under s, refusing (RowError) anything but a
 // row of the schema's columns, with no bytes after it; a NULL key or event time is refused
 // too.
-func (s *Schema) DecodeRow(b []byte) ([]any, error) {
+func (s *Schema) DecodeRow(b []byte) ([]any, error) { return s.decodeRowCols(b, allCols) }
+
+// decodeRowCols is DecodeRow keeping the columns in need, and the key and event-time
+// columns, only: it refuses exactly what DecodeRow refuses.
+func (s *Schema) decodeRowCols(b []byte, need colSet) ([]any, error) {
 	types := make([]Type, len(s.Columns))
 	for i, c := range s.Columns {
 		types[i] = c.Type
 	}
-	row, col, reason := decodeRow(b, types)
+	need.add(s.Key)
+	need.add(s.EventTime)
+	row, col, reason := decodeRow(b, types, need)
 	if reason != "" {
 		e := &RowError{Stream: s.Name, Reason: reason}
 		if col >= 0 {
@@ -100,10 +106,10 @@ func (s *Schema) DecodeRow(b []byte) ([]any, error) {
 	return row, nil
 }
 
-// decodeRow decodes a row of values of types; on failure it returns the failing column
-// (-1 for the row) and the reason.
-func decodeRow(b []byte, types []Type) (row []any, col int, reason string) {
-	if row, ok := decodeRowBytes(b, types); ok {
+// decodeRow decodes a row of values of types, keeping at least the columns in need; on
+// failure it returns the failing column (-1 for the row) and the reason.
+func decodeRow(b []byte, types []Type, need colSet) (row []any, col int, reason string) {
+	if row, ok := decodeRowBytes(b, types, need); ok {
 		return row, -1, ""
 	}
 	return decodeRowMsgpack(b, types)
@@ -193,7 +199,7 @@ func decodeValue(dec *msgpack.Decoder, t Type) (any, error) {
 
 // DecodeValue decodes one canonical value of type t, as EncodeValue wrote it.
 func DecodeValue(b []byte, t Type) (any, error) {
-	row, _, reason := decodeRow(append([]byte{0x91}, b...), []Type{t})
+	row, _, reason := decodeRow(append([]byte{0x91}, b...), []Type{t}, allCols)
 	if reason != "" {
 		return nil, fmt.Errorf("%w: value of type %s: %s", ErrCorrupt, t, reason)
 	}
@@ -232,7 +238,12 @@ func (s *Schema) RecordTime(row []any, recTime int64) int64 {
 // CheckRecord decodes a record of the stream s (under its Layout) and checks that its key is its key
 // column's KeyBytes.
 func (s *Schema) CheckRecord(key, value []byte) ([]any, error) {
-	row, err := s.DecodeRecord(value)
+	return s.checkRecordCols(key, value, allCols)
+}
+
+// checkRecordCols is CheckRecord keeping the columns in need only (decodeRecordCols).
+func (s *Schema) checkRecordCols(key, value []byte, need colSet) ([]any, error) {
+	row, err := s.decodeRecordCols(value, need)
 	if err != nil {
 		return nil, err
 	}

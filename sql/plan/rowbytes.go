@@ -242,8 +242,9 @@ func (r *rowReader) integer(c byte) (int64, bool) {
 	return 0, false
 }
 
-// value reads one value of type t (nil for NULL).
-func (r *rowReader) value(t Type) any {
+// value reads one value of type t (nil for NULL). Without keep it takes and checks the
+// value alike but returns nil: a column the reader has no use for costs no allocation.
+func (r *rowReader) value(t Type, keep bool) any {
 	c := r.byte1()
 	if !r.ok {
 		return nil
@@ -254,22 +255,22 @@ func (r *rowReader) value(t Type) any {
 	switch t {
 	case TypeBigint, TypeTimestamp, TypeInterval:
 		if n, ok := r.integer(c); ok {
-			return n
+			return kept(keep, n)
 		}
 	case TypeDouble:
 		switch c {
 		case 0xcb:
-			return math.Float64frombits(r.uint(8))
+			return kept(keep, math.Float64frombits(r.uint(8)))
 		case 0xca:
-			return float64(math.Float32frombits(uint32(r.uint(4))))
+			return kept(keep, float64(math.Float32frombits(uint32(r.uint(4)))))
 		}
 		// An unsigned 64-bit integer beyond int64 is a valid double too; the decoder
 		// path converts it.
 		if n, ok := r.integer(c); ok {
-			return float64(n)
+			return kept(keep, float64(n))
 		}
 	case TypeText:
-		if p := r.strAfter(c); r.ok {
+		if p := r.strAfter(c); r.ok && keep {
 			return string(p)
 		}
 		return nil
@@ -287,32 +288,41 @@ func (r *rowReader) value(t Type) any {
 			return nil
 		}
 		p := r.take(n)
-		if !r.ok {
+		if !r.ok || !keep {
 			return nil
 		}
 		return append([]byte{}, p...)
 	case TypeBoolean:
 		switch c {
 		case 0xc3:
-			return true
+			return kept(keep, true)
 		case 0xc2:
-			return false
+			return kept(keep, false)
 		}
 	}
 	r.fail()
 	return nil
 }
 
+// kept is x as a value, or nil without keep (before x is boxed).
+func kept[T int64 | float64 | bool](keep bool, x T) any {
+	if !keep {
+		return nil
+	}
+	return x
+}
+
 // decodeRowBytes decodes a canonical row of types; ok is false for anything the
-// decoder path must look at.
-func decodeRowBytes(b []byte, types []Type) (row []any, ok bool) {
+// decoder path must look at. Only the columns in need are kept (the others are checked
+// alike, and nil in row).
+func decodeRowBytes(b []byte, types []Type, need colSet) (row []any, ok bool) {
 	r := rowReader{b: b, ok: true}
 	if n := r.arrayLen(); !r.ok || n != len(types) {
 		return nil, false
 	}
 	row = make([]any, len(types))
 	for i, t := range types {
-		row[i] = r.value(t)
+		row[i] = r.value(t, need.has(i))
 	}
 	if !r.ok || len(r.b) != 0 {
 		return nil, false
@@ -321,8 +331,9 @@ func decodeRowBytes(b []byte, types []Type) (row []any, ok bool) {
 }
 
 // decodeMapBytes decodes a record of s in the map layout; ok is false for anything the
-// decoder path must look at (including a schema of more than 64 columns).
-func (s *Schema) decodeMapBytes(b []byte) (row []any, ok bool) {
+// decoder path must look at (including a schema of more than 64 columns). Only the
+// columns in need are kept (the others are checked alike, and nil in row).
+func (s *Schema) decodeMapBytes(b []byte, need colSet) (row []any, ok bool) {
 	r := rowReader{b: b, ok: true}
 	n := r.mapLen()
 	if !r.ok || n > len(s.Columns) || len(s.Columns) > 64 {
@@ -340,7 +351,7 @@ func (s *Schema) decodeMapBytes(b []byte) (row []any, ok bool) {
 			return nil, false
 		}
 		seen |= 1 << i
-		row[i] = r.value(s.Columns[i].Type)
+		row[i] = r.value(s.Columns[i].Type, need.has(i))
 	}
 	if !r.ok || len(r.b) != 0 {
 		return nil, false

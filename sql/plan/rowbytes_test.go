@@ -99,7 +99,7 @@ func TestRowBytesMatchMsgpack(t *testing.T) {
 	fastOK := 0
 	check := func(b []byte, types []Type) {
 		t.Helper()
-		fast, ok := decodeRowBytes(b, types)
+		fast, ok := decodeRowBytes(b, types, allCols)
 		slow, _, reason := decodeRowMsgpack(b, types)
 		if !ok {
 			return
@@ -204,7 +204,7 @@ func TestMapBytesMatchMsgpack(t *testing.T) {
 			}
 		}
 		for _, in := range inputs {
-			fast, ok := s.decodeMapBytes(in)
+			fast, ok := s.decodeMapBytes(in, allCols)
 			slow, _, reason := s.decodeMapMsgpack(in)
 			if !ok {
 				continue

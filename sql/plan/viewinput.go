@@ -85,9 +85,9 @@ func (v *View) Offer() *ViewOffer {
 // readInput decodes a record of the stream or view s: the row, the row's bytes as the
 // downstream decodes them (Schema.DecodeRecord), and the change (ChangeInsert for a
 // stream's record).
-func readInput(s *Schema, from *ViewInput, rec partition.Record) ([]any, []byte, byte, error) {
+func readInput(s *Schema, from *ViewInput, rec partition.Record, need colSet) ([]any, []byte, byte, error) {
 	if from == nil {
-		row, err := s.CheckRecord(rec.Key, rec.Value)
+		row, err := s.checkRecordCols(rec.Key, rec.Value, need)
 		return row, rec.Value, ChangeInsert, err
 	}
 	v := rec.Value
@@ -97,7 +97,7 @@ func readInput(s *Schema, from *ViewInput, rec partition.Record) ([]any, []byte,
 	if !from.Updating && v[0] != ChangeInsert {
 		return nil, nil, 0, fmt.Errorf("%w: changelog record %c of %s, whose rows are final", ErrCorrupt, v[0], s.Name)
 	}
-	row, err := s.DecodeRow(v[1:])
+	row, err := s.decodeRowCols(v[1:], need)
 	if err == nil && s.EventTime >= 0 && row[s.EventTime] == nil {
 		err = &RowError{Stream: s.Name, Column: s.Columns[s.EventTime].Name, Reason: "NULL in the event-time column"}
 	}
