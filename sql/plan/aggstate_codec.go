@@ -50,67 +50,64 @@ func appendAggStates(b []byte, sts []AggState) []byte {
 // decodeAggStates reads what appendAggStates writes, copying the byte slices, and
 // returns the bytes after it.
 func decodeAggStates(b []byte) ([]AggState, []byte, error) {
-	r := exReader{b: b}
-	if r.code(0xc0) {
+	r := rowReader{b: b, ok: true}
+	if readNil(&r) {
 		return nil, r.b, nil
 	}
-	n, ok := r.arrayLen()
-	if !ok || n > len(r.b) {
+	// Each state takes at least a byte, so a count beyond the bytes left is refused
+	// before it is allocated.
+	n := r.arrayLen()
+	if !r.ok || n > len(r.b) {
 		return nil, nil, errAggStateLayout
 	}
 	sts := make([]AggState, n)
 	for i := range sts {
 		st := &sts[i]
-		if len(r.b) < 1 || (r.b[0] != 0x85 && r.b[0] != 0x86) {
+		c := r.byte1()
+		if c != 0x85 && c != 0x86 {
 			return nil, nil, errAggStateLayout
 		}
-		overflow := r.b[0] == 0x86
-		r.b = r.b[1:]
-		if !r.key('b') {
-			return nil, nil, errAggStateLayout
-		}
-		best, ok := r.bin()
-		if !ok || !r.key('d') {
-			return nil, nil, errAggStateLayout
-		}
-		st.Best = clone(best)
-		if !r.code(0xc0) {
-			m, ok := r.arrayLen()
-			if !ok || m > len(r.b) {
+		r.key('b')
+		st.Best = clone(r.bin())
+		r.key('d')
+		if !readNil(&r) {
+			m := r.arrayLen()
+			if !r.ok || m > len(r.b) {
 				return nil, nil, errAggStateLayout
 			}
 			st.Distinct = make([][]byte, m)
 			for j := range st.Distinct {
-				d, ok := r.bin()
-				if !ok {
-					return nil, nil, errAggStateLayout
-				}
-				st.Distinct[j] = clone(d)
+				st.Distinct[j] = clone(r.bin())
 			}
 		}
-		if !r.key('f') || !r.code(0xcb) {
-			return nil, nil, errAggStateLayout
-		}
-		st.F = math.Float64frombits(r.u64())
-		if !r.key('i') || !r.code(0xd3) {
-			return nil, nil, errAggStateLayout
-		}
-		st.I = int64(r.u64())
-		if !r.key('n') || !r.code(0xd3) {
-			return nil, nil, errAggStateLayout
-		}
-		st.N = int64(r.u64())
-		if overflow {
-			if !r.key('o') || !r.code(0xc3) {
-				return nil, nil, errAggStateLayout
-			}
+		r.key('f')
+		r.expect(0xcb)
+		st.F = math.Float64frombits(r.uint(8))
+		r.key('i')
+		r.expect(0xd3)
+		st.I = int64(r.uint(8))
+		r.key('n')
+		r.expect(0xd3)
+		st.N = int64(r.uint(8))
+		if c == 0x86 {
+			r.key('o')
+			r.expect(0xc3)
 			st.Overflow = true
 		}
-		if r.bad {
+		if !r.ok {
 			return nil, nil, errAggStateLayout
 		}
 	}
 	return sts, r.b, nil
+}
+
+// readNil reads a nil if one is next, for the fields that are nil or an array.
+func readNil(r *rowReader) bool {
+	if len(r.b) > 0 && r.b[0] == 0xc0 {
+		r.b = r.b[1:]
+		return true
+	}
+	return false
 }
 
 // clone copies p, keeping nil nil and empty empty.
@@ -119,26 +116,4 @@ func clone(p []byte) []byte {
 		return nil
 	}
 	return append(make([]byte, 0, len(p)), p...)
-}
-
-// arrayLen reads a msgpack array header.
-func (r *exReader) arrayLen() (int, bool) {
-	if len(r.b) < 1 {
-		return 0, false
-	}
-	c := r.b[0]
-	switch {
-	case c&0xf0 == 0x90:
-		r.b = r.b[1:]
-		return int(c & 0x0f), true
-	case c == 0xdc && len(r.b) >= 3:
-		n := int(binary.BigEndian.Uint16(r.b[1:]))
-		r.b = r.b[3:]
-		return n, true
-	case c == 0xdd && len(r.b) >= 5:
-		n := int(binary.BigEndian.Uint32(r.b[1:]))
-		r.b = r.b[5:]
-		return n, true
-	}
-	return 0, false
 }

@@ -50,48 +50,40 @@ func unmarshalExchanged(b []byte, x *exchanged) error {
 }
 
 // decodeExchangedBytes reads the layout marshalExchanged writes and reports whether b
-// was exactly that.
+// was exactly that; x may be partly written when it was not.
 func decodeExchangedBytes(b []byte, x *exchanged) bool {
-	if len(b) < 1 || b[0]&0xf0 != 0x80 {
+	r := rowReader{b: b, ok: true}
+	c := r.byte1()
+	if c < 0x84 || c > 0x86 {
 		return false
 	}
-	n := int(b[0] & 0x0f)
-	r := exReader{b: b[1:]}
-	if n < 4 || n > 6 || !r.key('w') || !r.code(0xd3) {
-		return false
-	}
-	x.Stamp = int64(r.u64())
-	if !r.key('k') {
-		return false
-	}
-	key, ok := r.bin()
-	if !ok || !r.key('o') || !r.code(0xcf) {
-		return false
-	}
-	x.Off = r.u64()
-	if !r.key('r') {
-		return false
-	}
-	row, ok := r.bin()
-	if !ok {
-		return false
-	}
-	extra := n - 4
+	extra := int(c - 0x84) // fields past the four always written: Side, Neg
+	r.key('w')
+	r.expect(0xd3)
+	x.Stamp = int64(r.uint(8))
+	r.key('k')
+	key := r.bin()
+	r.key('o')
+	r.expect(0xcf)
+	x.Off = r.uint(8)
+	r.key('r')
+	row := r.bin()
+	// Side, when written, comes before Neg; its key tells the two apart.
 	if extra > 0 && len(r.b) >= 2 && r.b[1] == 's' {
-		if !r.key('s') || !r.code(0xcc) || len(r.b) < 1 || r.b[0] == 0 {
-			return false
+		r.key('s')
+		r.expect(0xcc)
+		if x.Side = r.byte1(); x.Side == 0 {
+			r.fail() // omitempty never writes a zero Side
 		}
-		x.Side, r.b = r.b[0], r.b[1:]
 		extra--
 	}
 	if extra > 0 {
-		if !r.key('n') || !r.code(0xc3) {
-			return false
-		}
+		r.key('n')
+		r.expect(0xc3)
 		x.Neg = true
 		extra--
 	}
-	if extra != 0 || len(r.b) != 0 || r.bad {
+	if extra != 0 || !r.ok || len(r.b) != 0 {
 		return false
 	}
 	// One allocation for both copies; a nil slice stays nil.
@@ -105,75 +97,4 @@ func decodeExchangedBytes(b []byte, x *exchanged) bool {
 		copy(x.Row, row)
 	}
 	return true
-}
-
-// exReader reads the fixed parts of an exchange record.
-type exReader struct {
-	b   []byte
-	bad bool
-}
-
-// key reads the one-letter fixstr key c.
-func (r *exReader) key(c byte) bool {
-	if len(r.b) < 2 || r.b[0] != 0xa1 || r.b[1] != c {
-		return false
-	}
-	r.b = r.b[2:]
-	return true
-}
-
-// code reads the byte c.
-func (r *exReader) code(c byte) bool {
-	if len(r.b) < 1 || r.b[0] != c {
-		return false
-	}
-	r.b = r.b[1:]
-	return true
-}
-
-func (r *exReader) u64() uint64 {
-	if len(r.b) < 8 {
-		r.bad, r.b = true, nil
-		return 0
-	}
-	v := binary.BigEndian.Uint64(r.b)
-	r.b = r.b[8:]
-	return v
-}
-
-// bin reads a bin (a shared slice of r's bytes) or nil.
-func (r *exReader) bin() ([]byte, bool) {
-	if len(r.b) < 1 {
-		return nil, false
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	n := 0
-	switch c {
-	case 0xc0:
-		return nil, true
-	case 0xc4:
-		if len(r.b) < 1 {
-			return nil, false
-		}
-		n, r.b = int(r.b[0]), r.b[1:]
-	case 0xc5:
-		if len(r.b) < 2 {
-			return nil, false
-		}
-		n, r.b = int(binary.BigEndian.Uint16(r.b)), r.b[2:]
-	case 0xc6:
-		if len(r.b) < 4 {
-			return nil, false
-		}
-		n, r.b = int(binary.BigEndian.Uint32(r.b)), r.b[4:]
-	default:
-		return nil, false
-	}
-	if n > len(r.b) {
-		return nil, false
-	}
-	p := r.b[:n:n]
-	r.b = r.b[n:]
-	return p, true
 }

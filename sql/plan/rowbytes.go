@@ -163,6 +163,41 @@ func (r *rowReader) uint(size int) uint64 {
 	return 0
 }
 
+// expect reads the byte c.
+func (r *rowReader) expect(c byte) {
+	if r.byte1() != c {
+		r.fail()
+	}
+}
+
+// key reads the one-letter fixstr c: a field name in the exchange-record and
+// aggregate-state layouts, which are struct maps.
+func (r *rowReader) key(c byte) {
+	if p := r.take(2); p == nil || p[0] != 0xa1 || p[1] != c {
+		r.fail()
+	}
+}
+
+// bin reads a bin's bytes (not copied), or nil for a nil. An empty bin is empty, not
+// nil, as the msgpack decoder reads it.
+func (r *rowReader) bin() []byte {
+	var n int
+	switch r.byte1() {
+	case 0xc0:
+		return nil
+	case 0xc4:
+		n = int(r.uint(1))
+	case 0xc5:
+		n = int(r.uint(2))
+	case 0xc6:
+		n = int(r.uint(4))
+	default:
+		r.fail()
+		return nil
+	}
+	return r.take(n)
+}
+
 // arrayLen reads an array header.
 func (r *rowReader) arrayLen() int {
 	switch c := r.byte1(); {
