@@ -103,6 +103,10 @@ type column struct {
 	s    *string
 }
 
+// unkept is the destination of a string column the caller does not read: the decoder
+// checks the column alike but allocates no string for it.
+var unkept = new(string)
+
 // decodeMap decodes a canonical map of exactly cols into their destinations.
 func decodeMap(kind string, data []byte, cols []column) error {
 	r := reader{b: data}
@@ -133,9 +137,12 @@ func decodeMap(kind string, data []byte, cols []column) error {
 			return fmt.Errorf("%w: %s: column %q twice", ErrBadRecord, kind, name)
 		}
 		seen |= 1 << i
-		if cols[i].i != nil {
+		switch {
+		case cols[i].i != nil:
 			*cols[i].i = r.int()
-		} else {
+		case cols[i].s == unkept:
+			r.strBytes()
+		default:
 			*cols[i].s = r.str()
 		}
 		if r.err != nil { // every column is NOT NULL and of its one type
@@ -171,4 +178,18 @@ func DecodeBid(data []byte) (Bid, error) {
 	return b, decodeMap(StreamBid, data, []column{{"auction", &b.Auction, nil}, {"bidder", &b.Bidder, nil},
 		{"price", &b.Price, nil}, {"channel", nil, &b.Channel}, {"url", nil, &b.URL},
 		{"date_time", &b.DateTime, nil}, {"extra", nil, &b.Extra}})
+}
+
+// DecodeBidNumbers decodes a bid record value as DecodeBid does, refusing the same
+// records, but leaves Channel and URL empty, and Extra too unless extra: a query that
+// reads only the numbers (and extra) allocates no string it drops.
+func DecodeBidNumbers(data []byte, extra bool) (Bid, error) {
+	var b Bid
+	ex := unkept
+	if extra {
+		ex = &b.Extra
+	}
+	return b, decodeMap(StreamBid, data, []column{{"auction", &b.Auction, nil}, {"bidder", &b.Bidder, nil},
+		{"price", &b.Price, nil}, {"channel", nil, unkept}, {"url", nil, unkept},
+		{"date_time", &b.DateTime, nil}, {"extra", nil, ex}})
 }

@@ -79,6 +79,11 @@ func TestCodecRejects(t *testing.T) {
 		if _, err := DecodeBid(bad); !errors.Is(err, ErrBadRecord) {
 			t.Errorf("#%d: DecodeBid(%x) = %v, want ErrBadRecord", i, bad, err)
 		}
+		for _, extra := range []bool{false, true} {
+			if _, err := DecodeBidNumbers(bad, extra); !errors.Is(err, ErrBadRecord) {
+				t.Errorf("#%d: DecodeBidNumbers(%x, %v) = %v, want ErrBadRecord", i, bad, extra, err)
+			}
+		}
 	}
 	// A repeated column: a map of 7 entries naming price twice.
 	w := newWriter(7)
@@ -98,14 +103,53 @@ func FuzzDecodeBid(f *testing.F) {
 	f.Add((&Bid{Auction: 1, Price: 2, Channel: "c"}).Encode())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := DecodeBid(data)
+		n, errN := DecodeBidNumbers(data, true)
+		if (err == nil) != (errN == nil) {
+			t.Fatalf("DecodeBid: %v, DecodeBidNumbers: %v", err, errN)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrBadRecord) {
 				t.Fatalf("untyped error %v", err)
 			}
 			return
 		}
+		if want := (Bid{Auction: b.Auction, Bidder: b.Bidder, Price: b.Price, DateTime: b.DateTime, Extra: b.Extra}); n != want {
+			t.Fatalf("DecodeBidNumbers: %+v, want %+v", n, want)
+		}
 		if _, err := DecodeBid(b.Encode()); err != nil {
 			t.Fatalf("re-encoding of a decoded bid fails: %v", err)
 		}
 	})
+}
+
+// BenchmarkDecodeBid: a bid decoded whole, and with the strings q2 drops left unbuilt.
+func BenchmarkDecodeBid(b *testing.B) {
+	g, err := New(Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	evs, _ := g.Slice(0, 1000)
+	var bids [][]byte
+	for i := range evs {
+		if evs[i].Kind == KindBid {
+			bids = append(bids, evs[i].Value())
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		decode func([]byte) (Bid, error)
+	}{
+		{"whole", DecodeBid},
+		{"numbers", func(v []byte) (Bid, error) { return DecodeBidNumbers(v, false) }},
+		{"numbers+extra", func(v []byte) (Bid, error) { return DecodeBidNumbers(v, true) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := c.decode(bids[i%len(bids)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

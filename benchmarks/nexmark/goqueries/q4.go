@@ -69,7 +69,7 @@ func registerQ4(g *registrar, _ Config) error {
 		return emitMsg(tx, q4Keyed, keyOf(a.ID), a.DateTime, &q4Msg{Auction: true, Category: a.Category, Expires: a.Expires, Time: a.DateTime})
 	}, out(q4Keyed), procedures.ProcessorDoc("nexmark q4: auctions, by id"))
 	g.add("nexmark.q4.1b", nexmark.StreamBid, func(tx *partition.Tx, rec partition.Record) error {
-		b, err := nexmark.DecodeBid(rec.Value)
+		b, err := nexmark.DecodeBidNumbers(rec.Value, false)
 		if err != nil {
 			return err
 		}

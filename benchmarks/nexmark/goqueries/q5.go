@@ -70,7 +70,7 @@ func registerQ5(g *registrar, c Config) error {
 		return err
 	}
 	g.add("nexmark.q5.1", nexmark.StreamBid, func(tx *partition.Tx, rec partition.Record) error {
-		b, err := nexmark.DecodeBid(rec.Value)
+		b, err := nexmark.DecodeBidNumbers(rec.Value, false)
 		if err != nil {
 			return err
 		}

@@ -60,7 +60,7 @@ func registerQ7(g *registrar, c Config) error {
 		return err
 	}
 	g.add("nexmark.q7.1", nexmark.StreamBid, func(tx *partition.Tx, rec partition.Record) error {
-		b, err := nexmark.DecodeBid(rec.Value)
+		b, err := nexmark.DecodeBidNumbers(rec.Value, true)
 		if err != nil {
 			return err
 		}

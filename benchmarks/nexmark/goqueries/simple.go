@@ -11,7 +11,7 @@ import (
 
 func registerQ0(g *registrar, _ Config) error {
 	g.add("nexmark.q0", nexmark.StreamBid, func(tx *partition.Tx, rec partition.Record) error {
-		b, err := nexmark.DecodeBid(rec.Value)
+		b, err := nexmark.DecodeBidNumbers(rec.Value, true)
 		if err != nil {
 			return err
 		}
@@ -23,7 +23,7 @@ func registerQ0(g *registrar, _ Config) error {
 
 func registerQ1(g *registrar, _ Config) error {
 	g.add("nexmark.q1", nexmark.StreamBid, func(tx *partition.Tx, rec partition.Record) error {
-		b, err := nexmark.DecodeBid(rec.Value)
+		b, err := nexmark.DecodeBidNumbers(rec.Value, true)
 		if err != nil {
 			return err
 		}
@@ -35,7 +35,7 @@ func registerQ1(g *registrar, _ Config) error {
 
 func registerQ2(g *registrar, _ Config) error {
 	g.add("nexmark.q2", nexmark.StreamBid, func(tx *partition.Tx, rec partition.Record) error {
-		b, err := nexmark.DecodeBid(rec.Value)
+		b, err := nexmark.DecodeBidNumbers(rec.Value, false)
 		if err != nil || b.Auction%nexmark.Q2Modulus != 0 {
 			return err
 		}
