@@ -181,10 +181,17 @@ func (r *rowReader) key(c byte) {
 // bin reads a bin's bytes (not copied), or nil for a nil. An empty bin is empty, not
 // nil, as the msgpack decoder reads it.
 func (r *rowReader) bin() []byte {
-	var n int
-	switch r.byte1() {
-	case 0xc0:
+	c := r.byte1()
+	if c == 0xc0 {
 		return nil
+	}
+	return r.binAfter(c)
+}
+
+// binAfter reads the rest of a bin whose first byte c was read (not copied).
+func (r *rowReader) binAfter(c byte) []byte {
+	var n int
+	switch c {
 	case 0xc4:
 		n = int(r.uint(1))
 	case 0xc5:
@@ -310,19 +317,7 @@ func (r *rowReader) value(t Type, keep bool) any {
 		}
 		return nil
 	case TypeBytea:
-		var n int
-		switch c {
-		case 0xc4:
-			n = int(r.uint(1))
-		case 0xc5:
-			n = int(r.uint(2))
-		case 0xc6:
-			n = int(r.uint(4))
-		default:
-			r.fail()
-			return nil
-		}
-		p := r.take(n)
+		p := r.binAfter(c)
 		if !r.ok || !keep {
 			return nil
 		}
