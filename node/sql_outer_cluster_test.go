@@ -40,7 +40,7 @@ func TestSQLOuterJoinCluster(t *testing.T) {
 		if n == nil {
 			continue
 		}
-		for _, tbl := range []string{"fo.pairs", "fo.unmatched", "fo.expiry"} {
+		for _, tbl := range []string{"fo.pairs", "fo.rpairs", "fo.unmatched", "fo.expiry"} {
 			kept := 0
 			for _, p := range n.fsm.Engine().Partitions() {
 				p.Scan(tbl, partition.ScanOptions{}, func(_, _ []byte) bool { kept++; return true })

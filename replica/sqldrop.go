@@ -30,8 +30,10 @@ type sqlDrop struct {
 	streams, tables, procs []string
 }
 
-// sqlDropOf returns what removing the module of plan p deletes.
-func sqlDropOf(p *plan.Plan) (*sqlDrop, error) {
+// sqlDropOf returns what removing the module of plan p deletes at cluster version v. A
+// join's n.rpairs table and stream names are derived from VersionSQLPlan6 on: below it a
+// binary that knows no such name must delete alike.
+func sqlDropOf(p *plan.Plan, v uint64) (*sqlDrop, error) {
 	procs, err := p.ProcessorNames()
 	if err != nil {
 		return nil, err
@@ -39,6 +41,9 @@ func sqlDropOf(p *plan.Plan) (*sqlDrop, error) {
 	d := &sqlDrop{procs: procs}
 	for _, s := range p.Schemas() {
 		for _, n := range plan.DerivedNames(s.Name, s.Kind) {
+			if v < VersionSQLPlan6 && n == s.Name+plan.SuffixRightPairs {
+				continue
+			}
 			d.tables = append(d.tables, n)
 			d.streams = append(d.streams, n, n+partition.DeadLetterSuffix)
 		}
@@ -65,7 +70,7 @@ func (f *FSM) dropSQLModules(index uint64, mods []*Module) error {
 		if err != nil {
 			return fmt.Errorf("%w: module %s: %w", ErrBadModule, m.Name, err)
 		}
-		d, err := sqlDropOf(p)
+		d, err := sqlDropOf(p, f.dep.Effective())
 		if err != nil {
 			return fmt.Errorf("%w: module %s: %w", ErrBadModule, m.Name, err)
 		}

@@ -252,7 +252,7 @@ func (f *FSM) CheckRemoveModule(name string) error {
 
 // checkSQLPlanVersion refuses a "sql" module whose plan format the cluster version does
 // not admit: formats 1 and 2 from VersionModules, 3 from VersionSQLPlan3, 4 from
-// VersionSQLPlan4, 5 from VersionSQLPlan5.
+// VersionSQLPlan4, 5 from VersionSQLPlan5, 6 from VersionSQLPlan6.
 func checkSQLPlanVersion(d *Deployment, name, kind string, source []byte) error {
 	if kind != ModuleKindSQL {
 		return nil
@@ -266,6 +266,10 @@ func checkSQLPlanVersion(d *Deployment, name, kind string, source []byte) error 
 	}
 	if err := msgpack.Unmarshal(s.Plan, &head); err != nil || head.Version < 3 {
 		return nil
+	}
+	if v := d.Effective(); head.Version >= 6 && v < VersionSQLPlan6 {
+		return fmt.Errorf("%w: module %s: SQL plan format %d (a join's sides in tables of their own) needs cluster version %d, the cluster runs %d (lockstep cluster upgrade %d)",
+			ErrNeedsVersion, name, head.Version, VersionSQLPlan6, v, VersionSQLPlan6)
 	}
 	if v := d.Effective(); head.Version >= 5 && v < VersionSQLPlan5 {
 		return fmt.Errorf("%w: module %s: SQL plan format %d (HOP panes) needs cluster version %d, the cluster runs %d (lockstep cluster upgrade %d)",

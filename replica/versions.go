@@ -50,6 +50,9 @@ import (
 //	6  SQL plan format 5 (HOP views keep their window state per pane: sql/plan
 //	   Window.Panes); nodes compile a HOP view with panes only from this version
 //	   (SQLPlanVersion), so a plan deployed before keeps its per-window state.
+//	7  SQL plan format 6 (a stream–stream join keeps its right side's rows in table
+//	   n.rpairs: sql/plan PairJoin.SideTables), compiled from this version only, so a
+//	   join deployed before keeps both sides in n.pairs; DROP deletes n.rpairs too.
 //
 // Every later change of replicated behaviour — a built-in's semantics, the entry or the
 // snapshot format — is a new cluster version, and the code keeps the old behaviour while
@@ -60,7 +63,7 @@ const (
 	// MinClusterVersion is the oldest cluster version this binary runs.
 	MinClusterVersion = 1
 	// MaxClusterVersion is the newest: a cluster this binary bootstraps starts at it.
-	MaxClusterVersion = 6
+	MaxClusterVersion = 7
 	// VersionActiveRegistrations is the cluster version from which active registrations
 	// are replicated.
 	VersionActiveRegistrations = 2
@@ -90,12 +93,17 @@ const (
 	// VersionSQLPlan5 is the cluster version from which a "sql" module's plan may be in
 	// plan format 5 (HOP panes).
 	VersionSQLPlan5 = 6
+	// VersionSQLPlan6 is the cluster version from which a "sql" module's plan may be in
+	// plan format 6 (a join's sides in tables of their own).
+	VersionSQLPlan6 = 7
 )
 
 // SQLPlanVersion returns the newest SQL plan format a cluster at cluster version v runs:
 // what a node compiles for it (sql.Options.PlanVersion).
 func SQLPlanVersion(v uint64) int {
 	switch {
+	case v >= VersionSQLPlan6:
+		return 6
 	case v >= VersionSQLPlan5:
 		return 5
 	case v >= VersionSQLPlan4:

@@ -21,8 +21,9 @@ type Options struct {
 	OutOfOrdernessMs, IdleTimeoutMs int64
 	// PlanVersion is the newest plan format the target cluster runs (its cluster
 	// version decides: replica.SQLPlanVersion); 0 means plan.Version. The compiler uses
-	// a newer format's optimisations only up to it (format 5: HOP panes), so a plan
-	// compiled for an older cluster is written as before.
+	// a newer format's optimisations only up to it (format 5: HOP panes; 6: a join's
+	// sides in tables of their own), so a plan compiled for an older cluster is written
+	// as before.
 	PlanVersion int
 }
 
@@ -72,6 +73,13 @@ func Compile(src string, opts Options) (*Artifact, error) {
 		for i := range c.p.Views {
 			if v := &c.p.Views[i]; v.PanesFit() {
 				v.Window.Panes = true
+			}
+		}
+	}
+	if c.opts.PlanVersion == 0 || c.opts.PlanVersion >= 6 {
+		for i := range c.p.Views {
+			if j := c.p.Views[i].Pair; j != nil {
+				j.SideTables = true
 			}
 		}
 	}

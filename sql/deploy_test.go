@@ -311,7 +311,13 @@ func TestDropFreesNamesFromVersion5(t *testing.T) {
 
 func mustCompile(t testing.TB, text string) *sql.Artifact {
 	t.Helper()
-	art, err := sql.Compile(text, sql.Options{})
+	return mustCompileFor(t, text, 0)
+}
+
+// mustCompileFor compiles text for a cluster of plan format planVersion (0: the newest).
+func mustCompileFor(t testing.TB, text string, planVersion int) *sql.Artifact {
+	t.Helper()
+	art, err := sql.Compile(text, sql.Options{PlanVersion: planVersion})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,6 +400,51 @@ func TestPlanFormat5NeedsVersion6(t *testing.T) {
 	}
 }
 
+// TestPlanFormat6NeedsVersion7: a stream–stream join (Nexmark q7) compiled with its
+// sides in tables of their own (plan format 6) is refused at cluster version 6 with
+// ErrNeedsVersion, nothing deployed; compiled for the cluster it deploys there without
+// them, and with them at version 7.
+func TestPlanFormat6NeedsVersion7(t *testing.T) {
+	sideTables := func(l *logFSM) (n int) {
+		for _, m := range l.f.SQLModules() {
+			for _, v := range m.Plan.Views {
+				if v.Pair != nil && v.Pair.SideTables {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	l := newLogFSMAt(t, 2, 6)
+	if err := l.deploy("streams", nexmark.SQLStreamsText("1 second")); err != nil {
+		t.Fatal(err)
+	}
+	before, hashes := len(l.f.SQLModules()), l.f.StateHashes()
+	err := l.deployFor("q7", nexmarkViews("q7"), 6)
+	if !errors.Is(err, replica.ErrNeedsVersion) || !strings.Contains(err.Error(), "format 6") || !strings.Contains(err.Error(), "cluster version 7") {
+		t.Fatalf("q7 with side tables at cluster version 6: got %v, want ErrNeedsVersion naming format 6 and version 7", err)
+	}
+	if got := len(l.f.SQLModules()); got != before || !slices.Equal(hashes.Hashes, l.f.StateHashes().Hashes) {
+		t.Fatalf("%d sql modules after the refusal (want %d), or the state changed", got, before)
+	}
+	if err := l.deploy("q7", nexmarkViews("q7")); err != nil {
+		t.Fatalf("q7 compiled for cluster version 6: %v", err)
+	}
+	if n := sideTables(l); n != 0 {
+		t.Fatalf("q7 compiled for cluster version 6: %d joins with side tables", n)
+	}
+	l7 := newLogFSMAt(t, 2, 7)
+	if err := l7.deploy("streams", nexmark.SQLStreamsText("1 second")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l7.deploy("q7", nexmarkViews("q7")); err != nil {
+		t.Fatalf("q7 at cluster version 7: %v", err)
+	}
+	if n := sideTables(l7); n != 1 {
+		t.Fatalf("q7 at cluster version 7: %d joins with side tables, want 1", n)
+	}
+}
+
 // TestRemoveModulesAllOrNone: "remove-modules" removes its modules in one entry, all or
 // none: a set one of whose modules a view outside it reads is refused naming the view,
 // and nothing is removed (state and deployment unchanged); the set with that view too is
@@ -461,13 +512,13 @@ func TestPlanFormat4NeedsVersion5(t *testing.T) {
 CREATE STREAM r (id text, g bigint, ts timestamp) WITH (key = 'id', event_time = 'ts');`
 	const outer = `CREATE MATERIALIZED VIEW o AS SELECT l.id AS lid, r.id AS rid FROM l LEFT JOIN r
   ON l.g = r.g AND r.ts BETWEEN l.ts AND l.ts + INTERVAL '1 second';`
-	if v := mustCompile(t, streams+outer).Plan.MinVersion(); v != 4 {
+	if v := mustCompileFor(t, streams+outer, 5).Plan.MinVersion(); v != 4 {
 		t.Fatalf("outer join plan: format %d, want 4", v)
 	}
 	if e := mustCompile(t, streams+outer).Plan.Explain(); !strings.Contains(e, "o.join: LEFT OUTER JOIN r") || !strings.Contains(e, "o.unmatched") {
 		t.Errorf("EXPLAIN of an outer join:\n%s", e)
 	}
-	if v := mustCompile(t, streams+strings.Replace(outer, "LEFT JOIN", "JOIN", 1)).Plan.MinVersion(); v != 2 {
+	if v := mustCompileFor(t, streams+strings.Replace(outer, "LEFT JOIN", "JOIN", 1), 5).Plan.MinVersion(); v != 2 {
 		t.Fatalf("inner join plan: format %d, want 2", v)
 	}
 	old := newLogFSMAt(t, 2, 4)

@@ -39,11 +39,11 @@ func TestExplainJoins(t *testing.T) {
 	}
 	got := art.Plan.Explain()
 	for _, want := range []string{
-		"plan version 2",
+		"plan version 6",
 		"q3.left: stream auction → stream q3.by_key, repartitioned by seller\n",
 		"q3.join: JOIN person ON seller = id, right time − left time in [−∞, +∞]",
 		"q8.right: stream auction → stream q8.by_key, repartitioned by seller, watermark: event time − 1000 ms",
-		"q8.join: JOIN auction ON id = seller, right time − left time in [-9999 ms, 9999 ms] (kept rows: tables q8.pairs, q8.expiry)",
+		"q8.join: JOIN auction ON id = seller, right time − left time in [-9999 ms, 9999 ms] (kept rows: tables q8.pairs, q8.rpairs, q8.expiry)",
 		"one row per (person.id, person.name, person.window_start), SELECT person.id AS id",
 		"fresh.join: JOIN bid ON id = auction, right time − left time in [0 ms, 2000 ms]",
 		"near.join: JOIN auction ON auction = id, right time − left time in [-500 ms, 999 ms]",

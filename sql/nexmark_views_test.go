@@ -28,9 +28,10 @@ func TestNexmarkViewsMatchPostgres(t *testing.T) {
 	db := pgtest.New(t)
 	conn := db.Connect(t)
 	for _, c := range nexmarkCases {
-		// Compiled for a cluster of plan format 4 (q5's HOP per window: format 3), and
-		// for the newest (HOP panes: format 5): the same answers.
-		for _, pv := range []int{4, plan.Version} {
+		// Compiled for a cluster of plan format 4 (q5's HOP per window: format 3), of
+		// format 5 (HOP panes) and for the newest (q7's join sides in tables of their
+		// own: format 6): the same answers.
+		for _, pv := range []int{4, 5, plan.Version} {
 			t.Run(fmt.Sprintf("%s/format%d", c.name, pv), func(t *testing.T) { runNexmarkViewsCase(t, conn, c, pv) })
 		}
 	}
@@ -54,6 +55,9 @@ func runNexmarkViewsCase(t *testing.T, conn *pgx.Conn, c nexmarkCase, planVersio
 	format, panes := 3, false
 	if planVersion >= 5 {
 		format, panes = 5, true
+	}
+	if planVersion >= 6 {
+		format = 6
 	}
 	if h.Art.Plan.Version != format {
 		t.Fatalf("compiled for format %d: plan version %d, want %d", planVersion, h.Art.Plan.Version, format)

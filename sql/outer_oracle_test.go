@@ -146,7 +146,7 @@ CREATE MATERIALIZED VIEW fj AS SELECT l.id AS lid, r.id AS rid FROM l FULL OUTER
 		}
 		diffRows(t, fmt.Sprintf("%s (bounds %d..%d ms, ooo %d)", name, lo, hi, ooo), canonRows(got), canonRows(pgRows(t, conn, q)))
 		_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		for _, tbl := range []string{name + plan.SuffixPairs, name + plan.SuffixUnmatched, name + plan.SuffixExpiry} {
+		for _, tbl := range []string{name + plan.SuffixPairs, name + plan.SuffixRightPairs, name + plan.SuffixUnmatched, name + plan.SuffixExpiry} {
 			if n := tableLen(h, tbl); n != 0 {
 				t.Errorf("%s: table %s keeps %d rows after the last watermark", name, tbl, n)
 			}

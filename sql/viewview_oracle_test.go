@@ -53,8 +53,8 @@ CREATE MATERIALIZED VIEW agg AS SELECT g, count(*) AS c, sum(v) AS s FROM ev WHE
 CREATE MATERIALIZED VIEW va AS SELECT c %% 3 AS cm, count(*) AS n, sum(s) AS ss, avg(s) AS a FROM agg WHERE g <> 1 GROUP BY c %% 3;
 `, ooo, size, lateness)
 	h := newHarness(t, 1+r.IntN(4), script)
-	if h.Art.Plan.Version != 3 {
-		t.Fatalf("plan version %d, want 3", h.Art.Plan.Version)
+	if h.Art.Plan.Version != plan.Version { // 3 for the constructs, 6 for the side tables
+		t.Fatalf("plan version %d, want %d", h.Art.Plan.Version, plan.Version)
 	}
 	ev := h.Art.Plan.Relations[0]
 	var rows [][]any

@@ -21,8 +21,9 @@ import (
 //	                       join column), then n.join (n.by_key → table n, stream n)
 //	view n, stream–stream: processors n.left and n.right (each side → n.by_key, by join
 //	                       key), then n.join (n.by_key → table n, stream n, late
-//	                       stream n.late; kept rows in tables n.pairs, n.expiry, n.stamp;
-//	                       an outer join's rows not yet paired in n.unmatched)
+//	                       stream n.late; kept rows in tables n.pairs (the right side's
+//	                       in n.rpairs from plan version 6), n.expiry, n.stamp; an outer
+//	                       join's rows not yet paired in n.unmatched)
 const (
 	SuffixMaterialize = ".materialize"
 	SuffixProject     = ".project"
@@ -36,6 +37,7 @@ const (
 	SuffixLeft        = ".left"
 	SuffixRight       = ".right"
 	SuffixPairs       = ".pairs"
+	SuffixRightPairs  = ".rpairs"
 	SuffixExpiry      = ".expiry"
 	SuffixStamp       = ".stamp"
 )
@@ -49,7 +51,7 @@ func DerivedNames(name string, kind Kind) []string {
 		return []string{name, name + SuffixMaterialize}
 	case KindView:
 		out := []string{name, name + SuffixProject, name + SuffixByKey, name + SuffixWindow, name + SuffixGroup, name + SuffixJoin,
-			name + SuffixLate, name + SuffixState, name + SuffixLeft, name + SuffixRight, name + SuffixPairs, name + SuffixExpiry, name + SuffixStamp, name + SuffixPrev, name + SuffixUnmatched}
+			name + SuffixLate, name + SuffixState, name + SuffixLeft, name + SuffixRight, name + SuffixPairs, name + SuffixRightPairs, name + SuffixExpiry, name + SuffixStamp, name + SuffixPrev, name + SuffixUnmatched}
 		for _, t := range []string{".wm", ".win", ".fire", ".close"} {
 			out = append(out, name+SuffixOperator+t)
 		}

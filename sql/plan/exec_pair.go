@@ -172,7 +172,7 @@ func (v *View) pairRecord(tx *partition.Tx, rec partition.Record, cols pairCols)
 	matched := false
 	var partners [][]byte
 	var partnerKeys [][]byte
-	if err := tx.Scan(v.Name+SuffixPairs, prefixRange(append(bytes.Clone(prefix), other)), func(k, val []byte) bool {
+	if err := tx.Scan(v.pairsTable(other), prefixRange(append(bytes.Clone(prefix), other)), func(k, val []byte) bool {
 		partners, partnerKeys = append(partners, bytes.Clone(val)), append(partnerKeys, bytes.Clone(k))
 		return true
 	}); err != nil {
@@ -225,7 +225,7 @@ func (v *View) pairRecord(tx *partition.Tx, rec partition.Record, cols pairCols)
 	}
 	// Keep the row for the other side's rows to come.
 	sk := append(append(prefix, x.Side), stateSuffix(t, x.Key, x.Off)...)
-	if err := tx.Put(v.Name+SuffixPairs, sk, x.Row); err != nil {
+	if err := tx.Put(v.pairsTable(x.Side), sk, x.Row); err != nil {
 		return err
 	}
 	if outer && !matched {
@@ -254,15 +254,15 @@ func (v *View) decodePartner(side byte, suffix, val []byte, need colSet) (pairSi
 	}
 	row, err := s.decodeRecordCols(val, need)
 	if err != nil {
-		return pairSide{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, v.Name+SuffixPairs, err)
+		return pairSide{}, fmt.Errorf("%w: %s: %w", ErrCorrupt, v.pairsTable(side), err)
 	}
 	if len(suffix) < 8+2+8 {
-		return pairSide{}, fmt.Errorf("%w: %s key", ErrCorrupt, v.Name+SuffixPairs)
+		return pairSide{}, fmt.Errorf("%w: %s key", ErrCorrupt, v.pairsTable(side))
 	}
 	t := readTime(suffix)
 	key, rest, ok := cutEscaped(suffix[8:])
 	if !ok || len(rest) != 8 {
-		return pairSide{}, fmt.Errorf("%w: %s key", ErrCorrupt, v.Name+SuffixPairs)
+		return pairSide{}, fmt.Errorf("%w: %s key", ErrCorrupt, v.pairsTable(side))
 	}
 	return pairSide{side: side, key: key, off: uint64(readTime(rest)), time: t, cols: sidePart(row, w, t)}, nil
 }
@@ -358,11 +358,20 @@ func (v *View) freePairs(tx *partition.Tx) error {
 		if err := v.freeUnmatched(tx, k[8:]); err != nil {
 			return err
 		}
-		if err := tx.Delete(v.Name+SuffixPairs, k[8:]); err != nil {
+		_, rest, parsed := cutEscaped(k[8:])
+		parsed = parsed && len(rest) > 0
+		if !parsed && v.Pair.SideTables {
+			return fmt.Errorf("%w: %s key", ErrCorrupt, v.Name+SuffixExpiry)
+		}
+		side := byte(sideLeft) // n.pairs, where a version-5 plan keeps both sides
+		if parsed {
+			side = rest[0]
+		}
+		if err := tx.Delete(v.pairsTable(side), k[8:]); err != nil {
 			return err
 		}
-		if _, rest, ok := cutEscaped(k[8:]); ok && len(rest) > 0 {
-			freed[rest[0]] = readTime(k) // keys are in expiry order: the last is the highest
+		if parsed {
+			freed[side] = readTime(k) // keys are in expiry order: the last is the highest
 		}
 	}
 	if !v.Pair.LateByFreed {

@@ -61,6 +61,28 @@ type PairJoin struct {
 	LeftOuter  bool  `msgpack:"lout,omitempty"`
 	RightOuter bool  `msgpack:"rout,omitempty"`
 	On         *Expr `msgpack:"on,omitempty"`
+	// SideTables (plan version 6) keeps the right side's rows in table n.rpairs and the
+	// left's in n.pairs; before, both sides' in n.pairs. A row looks its partners up in
+	// the other side's table only: when one side is small (q7: a stream joined with a
+	// view of its per-window maximum), each lookup descends a small tree instead of one
+	// holding every row of the large side.
+	SideTables bool `msgpack:"st,omitempty"`
+}
+
+// pairsTable is the table that keeps side's rows (SideTables).
+func (v *View) pairsTable(side byte) string {
+	if side == sideRight && v.Pair.SideTables {
+		return v.Name + SuffixRightPairs
+	}
+	return v.Name + SuffixPairs
+}
+
+// keptTables names the tables that keep the join's rows, for EXPLAIN.
+func (v *View) keptTables() string {
+	if v.Pair.SideTables {
+		return v.Name + SuffixPairs + ", " + v.Name + SuffixRightPairs + ", " + v.Name + SuffixExpiry
+	}
+	return v.Name + SuffixPairs + ", " + v.Name + SuffixExpiry
 }
 
 // outer reports whether the join is an outer one.
@@ -243,7 +265,7 @@ func (v *View) explainPair(b *strings.Builder, in []string, where string, outs f
 			keep += ", ON " + j.On.format(in)
 		}
 	}
-	fmt.Fprintf(b, "  %s: %s %s ON %s = %s, %s (kept rows: tables %s, %s)%s%s, SELECT %s → table %s, changelog %s, late rows → %s\n",
+	fmt.Fprintf(b, "  %s: %s %s ON %s = %s, %s (kept rows: tables %s)%s%s, SELECT %s → table %s, changelog %s, late rows → %s\n",
 		v.Name+SuffixJoin, j.JoinWord(), j.Right.Name, v.Input.Columns[j.LeftKey].Name, j.Right.Columns[j.RightKey].Name, keep,
-		v.Name+SuffixPairs, v.Name+SuffixExpiry, where, distinct, outs(env), v.Name, v.Name, v.Name+SuffixLate)
+		v.keptTables(), where, distinct, outs(env), v.Name, v.Name, v.Name+SuffixLate)
 }

@@ -112,9 +112,9 @@ func (v *View) freeUnmatched(tx *partition.Tx, sk []byte) error {
 	if !ok || len(rest) < 1 {
 		return fmt.Errorf("%w: %s key", ErrCorrupt, v.Name+SuffixUnmatched)
 	}
-	val, ok := tx.Get(v.Name+SuffixPairs, sk)
+	val, ok := tx.Get(v.pairsTable(rest[0]), sk)
 	if !ok {
-		return fmt.Errorf("%w: %s row without its %s row", ErrCorrupt, v.Name+SuffixUnmatched, v.Name+SuffixPairs)
+		return fmt.Errorf("%w: %s row without its %s row", ErrCorrupt, v.Name+SuffixUnmatched, v.pairsTable(rest[0]))
 	}
 	me, err := v.decodePartner(rest[0], rest[1:], val, allCols) // rare: every column
 	if err != nil {

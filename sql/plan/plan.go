@@ -24,7 +24,9 @@ import (
 //	   RightUntil); a plan using none is written as version 1 or 2, as before
 //	4  adds LEFT, RIGHT and FULL OUTER joins of two streams
 //	5  adds Window.Panes: a HOP view's state kept per slide-wide pane (PanesFit)
-const Version = 5
+//	6  adds PairJoin.SideTables: a stream–stream join keeps its right side's rows in a
+//	   table of their own (n.rpairs)
+const Version = 6
 
 // VersionMin is the oldest plan format this binary runs.
 const VersionMin = 1
@@ -33,6 +35,11 @@ const VersionMin = 1
 // that a plan using no new construct still runs on binaries that know only version 1.
 func (p *Plan) MinVersion() int {
 	uses := func(s *Schema) bool { return s.Layout != LayoutArray }
+	for i := range p.Views {
+		if j := p.Views[i].Pair; j != nil && j.SideTables {
+			return 6
+		}
+	}
 	for i := range p.Views {
 		if w := p.Views[i].Window; w != nil && w.Panes {
 			return 5
