@@ -49,7 +49,11 @@ func (tx *Tx) Emit(streamName string, key, value []byte, eventTimeMs int64) erro
 	}
 	p := tx.part
 	tx.run.undo = append(tx.run.undo, undoEntry{part: p, outbox: true, length: len(p.outbox)})
-	key, value = copyRecord(key, value)
+	if local := p.streams[streamName]; local != nil {
+		key, value = local.copyRecord(key, value) // from this partition's slab of the stream
+	} else {
+		key, value = copyRecord(key, value)
+	}
 	p.outbox = append(p.outbox, outRecord{stream: streamName, target: target, key: key, value: value, time: eventTimeMs})
 	return nil
 }

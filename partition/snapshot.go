@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"unsafe"
 
 	"github.com/tidwall/btree"
@@ -165,18 +166,7 @@ func readSnapshot(r *bufio.Reader, nparts int) ([]*Partition, error) {
 		return fmt.Errorf("%w: %s: %w", ErrBadSnapshot, what, err)
 	}
 	get := func() (uint64, error) { return binary.ReadUvarint(r) }
-	getBytes := func(limit int) ([]byte, error) {
-		n, err := get()
-		if err != nil {
-			return nil, err
-		}
-		if n > uint64(limit) {
-			return nil, errors.New("length over limit")
-		}
-		b := make([]byte, n)
-		_, err = io.ReadFull(r, b)
-		return b, err
-	}
+	getBytes := func(limit int) ([]byte, error) { return readInto(r, get, nil, limit) }
 	if v, err := get(); err != nil || v != snapshotVersion {
 		return nil, bad(fmt.Sprintf("format version %d, this node reads only version %d: rebuild it from the log or a peer", v, snapshotVersion), err)
 	}
@@ -233,6 +223,21 @@ func readSnapshot(r *bufio.Reader, nparts int) ([]*Partition, error) {
 	return parts, nil
 }
 
+// readInto reads a length-prefixed byte string of at most limit bytes into buf's array
+// (grown if need be) and returns it.
+func readInto(r *bufio.Reader, get func() (uint64, error), buf []byte, limit int) ([]byte, error) {
+	n, err := get()
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(limit) {
+		return nil, errors.New("length over limit")
+	}
+	buf = slices.Grow(buf[:0], int(n))[:n]
+	_, err = io.ReadFull(r, buf)
+	return buf, err
+}
+
 // readStream reads one stream of a snapshot and checks what it reads: policy valid,
 // offsets ascending within [first, next), keys unique in a compacted stream.
 func readStream(r *bufio.Reader, get func() (uint64, error), getBytes func(int) ([]byte, error)) (*stream, error) {
@@ -256,6 +261,7 @@ func readStream(r *bufio.Reader, get func() (uint64, error), getBytes func(int) 
 	}
 	s := newStream(string(name), cfg)
 	s.first, s.next = first, first
+	var keyBuf, valueBuf []byte // each record is read here, then copied into the stream's slab
 	for ; live > 0; live-- {
 		off, err := get()
 		if err != nil {
@@ -264,14 +270,13 @@ func readStream(r *bufio.Reader, get func() (uint64, error), getBytes func(int) 
 		if off < s.next || off >= next {
 			return nil, fmt.Errorf("stream %q: offset %d out of order", name, off)
 		}
-		key, err := getBytes(MaxKeyBytes)
-		if err != nil {
+		if keyBuf, err = readInto(r, get, keyBuf, MaxKeyBytes); err != nil {
 			return nil, err
 		}
-		value, err := getBytes(MaxValueBytes)
-		if err != nil {
+		if valueBuf, err = readInto(r, get, valueBuf, MaxValueBytes); err != nil {
 			return nil, err
 		}
+		key, value := s.copyRecord(keyBuf, valueBuf)
 		t, err := binary.ReadVarint(r)
 		if err != nil {
 			return nil, err

@@ -94,6 +94,8 @@ type stream struct {
 
 	pending    bool // appended to by the running input: settle at its commit
 	settleFrom int  // index in log of the running input's first append
+
+	slab slab // the bytes of the records appended here and emitted from here (see slab.go)
 }
 
 func newStream(name string, cfg StreamConfig) *stream {

@@ -123,7 +123,7 @@ func (tx *Tx) Append(streamName string, key, value []byte, eventTimeMs int64) (u
 	if eventTimeMs == 0 {
 		eventTimeMs = tx.run.in.Time / 1e6
 	}
-	key, value = copyRecord(key, value)
+	key, value = s.copyRecord(key, value)
 	return tx.appendOwned(s, key, value, eventTimeMs), nil
 }
 
