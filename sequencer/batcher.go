@@ -162,7 +162,6 @@ func (s *Sequencer) queued() bool {
 // batcherState is what the batcher goroutine keeps between batches.
 type batcherState struct {
 	entry      batch.Entry // Items reused between batches
-	buf        []byte      // encoding scratch, reused; Raft gets a copy
 	clock      batchClock  // batch times never go backwards, nor stand still (batchtime.go)
 	slowLogged bool        // a batch time ahead of the clock was logged, its end not yet
 	lastCheck  int64       // batch time of the last hash-check item
@@ -258,16 +257,14 @@ func (s *Sequencer) propose(st *batcherState, props []*Proposal) {
 		st.lastCheck = now
 		hashCheck = true
 	}
-	st.buf = batch.AppendEntry(st.buf[:0], e)
-	if len(st.buf) > s.cfg.MaxBatchBytes {
-		panic(fmt.Sprintf("sequencer: invariant violated: entry of %d bytes exceeds MaxBatchBytes %d", len(st.buf), s.cfg.MaxBatchBytes))
+	// Raft keeps the slice it is given (log cache, inflight list, the leader's FSM), so
+	// every entry is encoded into its own buffer, of its size's upper bound.
+	data := batch.AppendEntry(make([]byte, 0, batch.EntrySize(e)), e)
+	if len(data) > s.cfg.MaxBatchBytes {
+		panic(fmt.Sprintf("sequencer: invariant violated: entry of %d bytes exceeds MaxBatchBytes %d", len(data), s.cfg.MaxBatchBytes))
 	}
 	items := len(e.Items)
 	clear(e.Items) // drop references to the callers' byte slices
-	// Raft keeps the slice it is given (log cache, inflight list, the leader's FSM), so
-	// every entry gets its own copy of the scratch buffer.
-	data := make([]byte, len(st.buf))
-	copy(data, st.buf)
 
 	proposed := time.Now()
 	s.counters.queue.observe(proposed.Sub(s.batchSince))

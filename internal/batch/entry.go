@@ -136,6 +136,15 @@ func AppendEntry(dst []byte, e *Entry) []byte {
 	return dst
 }
 
+// EntrySize is an upper bound of the encoded size of e.
+func EntrySize(e *Entry) int {
+	n := 1 + 2*binary.MaxVarintLen64
+	for i := range e.Items {
+		n += ItemSize(&e.Items[i])
+	}
+	return n
+}
+
 // AppendItem appends the encoding of one item, as AppendEntry lays it out.
 func AppendItem(dst []byte, it *Item) []byte {
 	dst = append(dst, byte(it.Kind))
@@ -158,8 +167,8 @@ func AppendItem(dst []byte, it *Item) []byte {
 
 // ItemSize is an upper bound of the encoded size of it, for batch byte limits.
 func ItemSize(it *Item) int {
-	return 1 + 3*binary.MaxVarintLen64 + 3*binary.MaxVarintLen32 + len(it.Procedure) + len(it.Key) +
-		binary.MaxVarintLen32 + len(it.Scope)*binary.MaxVarintLen32 + len(it.Args) + binary.MaxVarintLen32
+	return 1 + 4*binary.MaxVarintLen64 + 2*binary.MaxVarintLen32 + len(it.Procedure) + len(it.Key) +
+		binary.MaxVarintLen32 + len(it.Scope)*binary.MaxVarintLen64 + len(it.Args) + binary.MaxVarintLen32
 }
 
 func appendBytes(dst, b []byte) []byte {
