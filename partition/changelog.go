@@ -72,7 +72,7 @@ func (tx *Tx) appendChange(s *stream, key, value []byte, deleted bool) {
 		v[0] = ChangePut
 		copy(v[1:], value)
 	}
-	tx.appendOwned(s, data[:len(key):len(key)], v, tx.run.in.Time/1e6)
+	tx.appendOwned(s, data, len(key), tx.run.in.Time/1e6)
 }
 
 // checkChangelogs validates Config.Changelogs: valid names, no system or replicated

@@ -16,9 +16,9 @@ import (
 // outRecord is a record waiting in an outbox.
 type outRecord struct {
 	stream string
-	target int // the partition of key
-	key    []byte
-	value  []byte
+	target int    // the partition of key
+	rec    []byte // the key and then the value
+	klen   int
 	time   int64
 }
 
@@ -49,12 +49,13 @@ func (tx *Tx) Emit(streamName string, key, value []byte, eventTimeMs int64) erro
 	}
 	p := tx.part
 	tx.run.undo = append(tx.run.undo, undoEntry{part: p, outbox: true, length: len(p.outbox)})
+	var rec []byte
 	if local := p.streams[streamName]; local != nil {
-		key, value = local.copyRecord(key, value) // from this partition's slab of the stream
+		rec = local.copyRecord(key, value) // from this partition's slab of the stream
 	} else {
-		key, value = copyRecord(key, value)
+		rec = copyRecord(key, value)
 	}
-	p.outbox = append(p.outbox, outRecord{stream: streamName, target: target, key: key, value: value, time: eventTimeMs})
+	p.outbox = append(p.outbox, outRecord{stream: streamName, target: target, rec: rec, klen: len(key), time: eventTimeMs})
 	return nil
 }
 
@@ -112,7 +113,7 @@ func (e *Engine) deliver(nowNs int64, st *ProcessStats) {
 				s.pending, s.settleFrom = true, s.log.len()
 				e.settle = append(e.settle, s)
 			}
-			s.append(r.key, r.value, r.time)
+			s.append(r.rec, r.klen, r.time)
 			st.Delivered++
 		}
 		src.truncateOutbox(0)

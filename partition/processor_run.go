@@ -157,7 +157,7 @@ func (e *Engine) runProcessorsOn(l *lane, p *Partition, ph *ProcessorPhase) {
 				continue // compacted away
 			}
 			n++
-			rec := Record{Offset: en.off, Key: en.key, Value: en.value, EventTime: en.time}
+			rec := Record{Offset: en.off, Key: en.key(), Value: en.value(), EventTime: en.time}
 			if err := l.step(d, p, ph, &rec); err != nil {
 				e.deadLetter(p, d, &rec, err, ph.Time)
 				ps.dead++
@@ -257,7 +257,7 @@ func appendDeadLetter(s *stream, dl *DeadLetter, nowNs int64) {
 		panic(fmt.Sprintf("partition: encode dead letter: %v", err))
 	}
 	s.settleFrom = s.log.len()
-	s.append(append([]byte(nil), dl.Key...), v, dl.EventTime)
+	s.append(copyRecord(dl.Key, v), len(dl.Key), dl.EventTime)
 	s.settle(nowNs / 1e6)
 }
 

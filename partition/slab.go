@@ -27,10 +27,9 @@ type slab struct {
 	free []byte // the rest of the current block
 }
 
-// copyRecord returns copies of key and value, adjacent, the key's capacity clipped so
-// that appending to it cannot reach the value, and the value's so that appending to it
-// cannot reach the next record.
-func (b *slab) copyRecord(key, value []byte) ([]byte, []byte) {
+// copyRecord returns a copy of key followed by value, its capacity clipped so that
+// appending to it cannot reach the next record.
+func (b *slab) copyRecord(key, value []byte) []byte {
 	n := len(key) + len(value)
 	if n > slabLarge {
 		return copyRecord(key, value)
@@ -42,11 +41,12 @@ func (b *slab) copyRecord(key, value []byte) ([]byte, []byte) {
 	b.free = b.free[n:]
 	copy(data, key)
 	copy(data[len(key):], value)
-	return data[:len(key):len(key)], data[len(key):]
+	return data
 }
 
-// copyRecord returns copies of key and value for s: from its slab unless s is compacted.
-func (s *stream) copyRecord(key, value []byte) ([]byte, []byte) {
+// copyRecord returns a copy of key followed by value for s: from its slab unless s is
+// compacted.
+func (s *stream) copyRecord(key, value []byte) []byte {
 	if s.cfg.Compact {
 		return copyRecord(key, value)
 	}

@@ -114,8 +114,8 @@ func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
 					continue
 				}
 				put(e.off)
-				putBytes(e.key)
-				putBytes(e.value)
+				putBytes(e.key())
+				putBytes(e.value())
 				buf = binary.AppendVarint(buf[:0], e.time)
 				bw.Write(buf)
 			}
@@ -276,19 +276,19 @@ func readStream(r *bufio.Reader, get func() (uint64, error), getBytes func(int) 
 		if valueBuf, err = readInto(r, get, valueBuf, MaxValueBytes); err != nil {
 			return nil, err
 		}
-		key, value := s.copyRecord(keyBuf, valueBuf)
+		rec := s.copyRecord(keyBuf, valueBuf)
 		t, err := binary.ReadVarint(r)
 		if err != nil {
 			return nil, err
 		}
 		if s.index != nil {
-			if _, dup := s.index[string(key)]; dup {
-				return nil, fmt.Errorf("stream %q: key %q twice in a compacted stream", name, key)
+			if _, dup := s.index[string(keyBuf)]; dup {
+				return nil, fmt.Errorf("stream %q: key %q twice in a compacted stream", name, keyBuf)
 			}
-			s.index[string(key)] = off
+			s.index[string(keyBuf)] = off
 		}
 		s.next = off
-		s.append(key, value, t)
+		s.append(rec, len(keyBuf), t)
 	}
 	s.next = next
 	return s, nil

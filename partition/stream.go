@@ -63,15 +63,24 @@ type StreamInfo struct {
 
 // entry is one record of a stream log. Entries are immutable once they are in a log that a
 // snapshot shares, except through stream.unshare (see stream.shared).
+//
+// rec holds the key and then the value in one slice, so that the collector follows one
+// pointer per record, not two; klen is the key's length.
 type entry struct {
-	off   uint64
-	time  int64
-	dead  bool // compacted away
-	key   []byte
-	value []byte
+	off  uint64
+	time int64
+	rec  []byte
+	klen uint32
+	dead bool // compacted away
 }
 
-func (e *entry) size() int64 { return int64(len(e.key) + len(e.value)) }
+// key returns the record's key, its capacity clipped so that appending cannot reach the value.
+func (e *entry) key() []byte { return e.rec[:e.klen:e.klen] }
+
+// value returns the record's value.
+func (e *entry) value() []byte { return e.rec[e.klen:] }
+
+func (e *entry) size() int64 { return int64(len(e.rec)) }
 
 // stream is one partition's log of one stream. Live and dead entries are kept in offset
 // order at indexes head and after of log; entries before head were trimmed: their
@@ -126,7 +135,7 @@ func (s *stream) hash() uint64 {
 	var sum uint64
 	for i := s.head; i < s.log.len(); i++ {
 		if e := s.log.at(i); !e.dead {
-			sum += recordHash(s.ns, e.off, e.key, e.value, e.time)
+			sum += recordHash(s.ns, e.off, e.key(), e.value(), e.time)
 		}
 	}
 	return sum + s.headerHash()
@@ -136,15 +145,15 @@ func (s *stream) info() StreamInfo {
 	return StreamInfo{Config: s.cfg, FirstOffset: s.first, NextOffset: s.next, Records: s.live, Bytes: s.bytes}
 }
 
-// append adds a record (key and value already copied by the caller) and returns its
-// offset. Compaction and retention wait for settle.
-func (s *stream) append(key, value []byte, time int64) uint64 {
-	e := entry{off: s.next, time: time, key: key, value: value}
+// append adds a record, rec its key of klen bytes and then its value (copied by the
+// caller: copyRecord), and returns its offset. Compaction and retention wait for settle.
+func (s *stream) append(rec []byte, klen int, time int64) uint64 {
+	e := entry{off: s.next, time: time, rec: rec, klen: uint32(klen)}
 	s.log.push(e)
 	s.next++
 	s.live++
 	s.bytes += e.size()
-	s.sum += recordHash(s.ns, e.off, key, value, time)
+	s.sum += recordHash(s.ns, e.off, e.key(), e.value(), time)
 	return e.off
 }
 
@@ -153,7 +162,7 @@ func (s *stream) append(key, value []byte, time int64) uint64 {
 func (s *stream) truncate(n int) {
 	for i := s.log.len() - 1; i >= n; i-- {
 		e := s.log.at(i)
-		s.sum -= recordHash(s.ns, e.off, e.key, e.value, e.time)
+		s.sum -= recordHash(s.ns, e.off, e.key(), e.value(), e.time)
 		s.live--
 		s.bytes -= e.size()
 		s.next = e.off
@@ -172,10 +181,10 @@ func (s *stream) settle(nowMs int64) {
 		}
 		for i := from; i < s.log.len(); i++ {
 			e := s.log.at(i)
-			if old, ok := s.index[string(e.key)]; ok {
+			if old, ok := s.index[string(e.key())]; ok {
 				s.kill(old)
 			}
-			s.index[string(e.key)] = e.off
+			s.index[string(e.key())] = e.off
 		}
 	}
 	s.trim(nowMs)
@@ -196,11 +205,11 @@ func (s *stream) kill(off uint64) {
 		panic(fmt.Sprintf("partition: stream %s: compaction index names offset %d, which is not live (invariant: index holds live offsets only)", s.name, off))
 	}
 	e := s.log.at(i)
-	s.sum -= recordHash(s.ns, e.off, e.key, e.value, e.time)
+	s.sum -= recordHash(s.ns, e.off, e.key(), e.value(), e.time)
 	s.live--
 	s.bytes -= e.size()
 	s.dead++
-	e.dead, e.key, e.value = true, nil, nil
+	e.dead, e.rec, e.klen = true, nil, 0
 }
 
 // trim removes live records from the front while a bound is exceeded.
@@ -214,11 +223,11 @@ func (s *stream) trim(nowMs int64) {
 		if !over {
 			return
 		}
-		s.sum -= recordHash(s.ns, e.off, e.key, e.value, e.time)
+		s.sum -= recordHash(s.ns, e.off, e.key(), e.value(), e.time)
 		s.live--
 		s.bytes -= e.size()
 		if s.index != nil {
-			delete(s.index, string(e.key))
+			delete(s.index, string(e.key()))
 		}
 		s.first = e.off + 1
 		s.head++ // the entry stays in the log (a snapshot may share it) until its chunk is dropped
@@ -270,7 +279,7 @@ func (s *stream) read(offset uint64, limit int) ([]Record, uint64, error) {
 	i := s.find(offset)
 	for ; i < s.log.len() && len(out) < limit; i++ {
 		if e := s.log.at(i); !e.dead {
-			out = append(out, Record{Offset: e.off, Key: e.key, Value: e.value, EventTime: e.time})
+			out = append(out, Record{Offset: e.off, Key: e.key(), Value: e.value(), EventTime: e.time})
 		}
 	}
 	for i < s.log.len() && s.log.at(i).dead {

@@ -43,7 +43,8 @@ func TestEntryLogModel(t *testing.T) {
 		switch op := rng.IntN(10); {
 		case op < 5:
 			for range rng.IntN(1500) {
-				e := entry{off: next, time: int64(next), key: fmt.Appendf(nil, "k%d", next)}
+				k := fmt.Appendf(nil, "k%d", next)
+				e := entry{off: next, time: int64(next), rec: k, klen: uint32(len(k))}
 				next++
 				l.push(e)
 				model = append(model, e)
@@ -80,7 +81,7 @@ func TestEntryLogModel(t *testing.T) {
 }
 
 func sameEntry(a, b *entry) bool {
-	return a.off == b.off && a.time == b.time && a.dead == b.dead && bytes.Equal(a.key, b.key) && bytes.Equal(a.value, b.value)
+	return a.off == b.off && a.time == b.time && a.dead == b.dead && a.klen == b.klen && bytes.Equal(a.rec, b.rec)
 }
 
 // chunkProcs are "create" (as streamProcs) and "appendN" (Args "from count [fail]"):

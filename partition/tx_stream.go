@@ -123,28 +123,27 @@ func (tx *Tx) Append(streamName string, key, value []byte, eventTimeMs int64) (u
 	if eventTimeMs == 0 {
 		eventTimeMs = tx.run.in.Time / 1e6
 	}
-	key, value = s.copyRecord(key, value)
-	return tx.appendOwned(s, key, value, eventTimeMs), nil
+	return tx.appendOwned(s, s.copyRecord(key, value), len(key), eventTimeMs), nil
 }
 
-// copyRecord returns copies of key and value in one allocation, the key's capacity
-// clipped so that appending to it cannot reach the value.
-func copyRecord(key, value []byte) ([]byte, []byte) {
+// copyRecord returns a copy of key followed by value, in one allocation of their size.
+func copyRecord(key, value []byte) []byte {
 	data := make([]byte, len(key)+len(value))
 	copy(data, key)
 	copy(data[len(key):], value)
-	return data[:len(key):len(key)], data[len(key):]
+	return data
 }
 
-// appendOwned appends a record whose key and value the Tx owns to s, a stream of the
-// Tx's partition, undone if the Tx fails and settled when it commits.
-func (tx *Tx) appendOwned(s *stream, key, value []byte, eventTimeMs int64) uint64 {
+// appendOwned appends a record whose bytes the Tx owns (rec: its key of klen bytes, then
+// its value) to s, a stream of the Tx's partition, undone if the Tx fails and settled
+// when it commits.
+func (tx *Tx) appendOwned(s *stream, rec []byte, klen int, eventTimeMs int64) uint64 {
 	if !s.pending {
 		s.pending, s.settleFrom = true, s.log.len()
 		tx.run.settle = append(tx.run.settle, s)
 	}
 	tx.run.undo = append(tx.run.undo, undoEntry{part: tx.part, stream: s, length: s.log.len()})
-	return s.append(key, value, eventTimeMs)
+	return s.append(rec, klen, eventTimeMs)
 }
 
 // checkDefinitionChange refuses a stream definition change where the Tx may not make one:
