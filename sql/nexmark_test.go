@@ -394,16 +394,7 @@ func TestJoinFreesUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t, 2, fmt.Sprintf(nexmarkStreams, "0 seconds")+nexmarkQueries[5].views)
-	var entries []batch.Entry
-	for i := 0; i < len(evs); i += 200 {
-		e := batch.Entry{Time: h.Now + int64(i+1)*1e6}
-		for j := i; j < min(i+200, len(evs)); j++ {
-			ev := &evs[j]
-			e.Items = append(e.Items, h.AppendItem(sql.Append{Stream: ev.Stream(), Key: ev.Key(), Value: ev.Value(), EventTimeMs: ev.Time()}))
-		}
-		entries = append(entries, e)
-	}
-	h.Apply([][]batch.Entry{entries})
+	h.applyEvents(evs, 200)
 	kept, fed := 0, len(h.Stream("fresh.by_key"))
 	for _, p := range h.F.Engine().Partitions() {
 		for _, tbl := range []string{"fresh" + plan.SuffixPairs, "fresh" + plan.SuffixRightPairs} {
@@ -434,16 +425,7 @@ func TestJoinSideTables(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := newHarnessFor(t, 2, art)
-		var entries []batch.Entry
-		for i := 0; i < len(evs); i += 200 {
-			e := batch.Entry{Time: h.Now + int64(i+1)*1e6}
-			for j := i; j < min(i+200, len(evs)); j++ {
-				ev := &evs[j]
-				e.Items = append(e.Items, h.AppendItem(sql.Append{Stream: ev.Stream(), Key: ev.Key(), Value: ev.Value(), EventTimeMs: ev.Time()}))
-			}
-			entries = append(entries, e)
-		}
-		h.Apply([][]batch.Entry{entries})
+		h.applyEvents(evs, 200)
 		for _, p := range h.F.Engine().Partitions() {
 			p.Scan("fresh"+plan.SuffixPairs, partition.ScanOptions{}, func(_, _ []byte) bool { pairs++; return true })
 			p.Scan("fresh"+plan.SuffixRightPairs, partition.ScanOptions{}, func(_, _ []byte) bool { rpairs++; return true })
@@ -459,4 +441,19 @@ func TestJoinSideTables(t *testing.T) {
 		t.Fatal("fresh has no rows: the slice tests nothing")
 	}
 	diffRows(t, "fresh format 6 vs 5", rows6, rows5)
+}
+
+// applyEvents appends evs in entries of per events, one ApplyBatch, the entry times 1 ms
+// apart per event from the harness's clock.
+func (h *harness) applyEvents(evs []nexmark.Event, per int) {
+	var entries []batch.Entry
+	for i := 0; i < len(evs); i += per {
+		e := batch.Entry{Time: h.Now + int64(i+1)*1e6}
+		for j := i; j < min(i+per, len(evs)); j++ {
+			ev := &evs[j]
+			e.Items = append(e.Items, h.AppendItem(sql.Append{Stream: ev.Stream(), Key: ev.Key(), Value: ev.Value(), EventTimeMs: ev.Time()}))
+		}
+		entries = append(entries, e)
+	}
+	h.Apply([][]batch.Entry{entries})
 }
