@@ -13,7 +13,8 @@ package partition
 // streams allocate each record alone, as before.
 
 const (
-	slabBlock = 64 << 10      // bytes per block
+	slabFirst = 1 << 10       // bytes of a slab's first block; each next is twice the last
+	slabBlock = 64 << 10      // bytes of the largest blocks
 	slabLarge = slabBlock / 8 // a larger record gets its own allocation (waste ≤ 1/8 a block)
 )
 
@@ -23,8 +24,13 @@ const (
 // Engine.deliver moves without copying). Bytes it has handed out are never
 // handed out again (an undone append leaves its bytes unused), so the slices it returns
 // stay valid and unchanged for as long as they are referenced.
+//
+// Blocks start small and double up to slabBlock, so that the many streams that hold a few
+// records (most of the streams of a small deployment, on every partition) take a few KiB
+// each rather than a full block.
 type slab struct {
 	free []byte // the rest of the current block
+	next int    // the size of the next block; 0: slabFirst
 }
 
 // copyRecord returns a copy of key followed by value, its capacity clipped so that
@@ -35,7 +41,9 @@ func (b *slab) copyRecord(key, value []byte) []byte {
 		return copyRecord(key, value)
 	}
 	if len(b.free) < n {
-		b.free = make([]byte, slabBlock)
+		size := max(b.next, slabFirst)
+		b.next = min(2*size, slabBlock)
+		b.free = make([]byte, max(size, n))
 	}
 	data := b.free[:n:n]
 	b.free = b.free[n:]

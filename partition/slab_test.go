@@ -2,6 +2,7 @@ package partition
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 	"unsafe"
 )
@@ -53,4 +54,35 @@ func TestSlabOwnAllocations(t *testing.T) {
 // adjacent reports whether b starts right after a ends in memory.
 func adjacent(a, b []byte) bool {
 	return uintptr(unsafe.Pointer(unsafe.SliceData(a)))+uintptr(len(a)) == uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+}
+
+// A slab's blocks start at slabFirst bytes and double up to slabBlock: a stream of a few
+// records takes a few KiB, a large one blocks of slabBlock.
+func TestSlabBlocksGrow(t *testing.T) {
+	var b slab
+	var sizes []int
+	value := bytes.Repeat([]byte("v"), 100)
+	for range 20000 {
+		if len(b.free) < 101 {
+			b.copyRecord([]byte("k"), value)
+			sizes = append(sizes, len(b.free)+101)
+			continue
+		}
+		b.copyRecord([]byte("k"), value)
+	}
+	want := []int{1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 64 << 10}
+	if len(sizes) < len(want) || !slices.Equal(sizes[:len(want)], want) {
+		t.Fatalf("block sizes %v, want them to start %v", sizes, want)
+	}
+	for _, n := range sizes[len(want):] {
+		if n != slabBlock {
+			t.Fatalf("block of %d bytes after reaching %d", n, slabBlock)
+		}
+	}
+	// A record larger than the next block, but not large, gets a block of its size.
+	var c slab
+	r := c.copyRecord(nil, bytes.Repeat([]byte("x"), 3000))
+	if len(r) != 3000 || len(c.free) != 0 {
+		t.Fatalf("a 3000-byte first record: %d bytes, %d left in its block", len(r), len(c.free))
+	}
 }
