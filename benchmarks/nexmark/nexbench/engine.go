@@ -111,6 +111,11 @@ func deploy(ctx context.Context, c *client.Client, engine, q string, ooo time.Du
 		// A windowed view's changelog record is at its window's end, and the window
 		// closes when the watermark passes end + allowed lateness.
 		d.closeAfterMs = ooo.Milliseconds() + d.view.AllowedLatenessMs
+	} else if lateness, ok := windowedUpstream(art.Plan, v); ok && !d.batchTimed {
+		// A view over a windowed view's final rows (q5, q7: a join with them) gets its
+		// results when that window closes, at the window's end: a pair's time is the
+		// later of its sides'.
+		d.closeAfterMs = ooo.Milliseconds() + lateness
 	}
 	// The streams are one module, the views another, so that a cluster that has the
 	// streams (a run before, at --addr) takes the views alone.
@@ -125,4 +130,31 @@ func deploy(ctx context.Context, c *client.Client, engine, q string, ooo time.Du
 		return nil, fmt.Errorf("nexbench: deploying %s as SQL: %w", q, err)
 	}
 	return d, nil
+}
+
+// windowedUpstream reports whether v reads, directly or through other views, the rows
+// of a windowed view, and the largest allowed lateness of those windows.
+func windowedUpstream(p *plan.Plan, v *plan.View) (int64, bool) {
+	var upstream []string
+	if v.From != nil {
+		upstream = append(upstream, v.Input.Name)
+	}
+	if v.Pair != nil && v.Pair.RightFrom != nil {
+		upstream = append(upstream, v.Pair.Right.Name)
+	}
+	lateness, found := int64(0), false
+	for _, name := range upstream {
+		for i := range p.Views {
+			u := &p.Views[i]
+			if u.Name != name {
+				continue
+			}
+			if u.Window != nil {
+				lateness, found = max(lateness, u.AllowedLatenessMs), true
+			} else if l, ok := windowedUpstream(p, u); ok {
+				lateness, found = max(lateness, l), true
+			}
+		}
+	}
+	return lateness, found
 }
