@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"unsafe"
 
 	"github.com/tidwall/btree"
@@ -224,7 +223,7 @@ func readSnapshot(r *bufio.Reader, nparts int) ([]*Partition, error) {
 }
 
 // readInto reads a length-prefixed byte string of at most limit bytes into buf's array
-// (grown if need be) and returns it.
+// if it is large enough, else into a new one of its length, and returns it.
 func readInto(r *bufio.Reader, get func() (uint64, error), buf []byte, limit int) ([]byte, error) {
 	n, err := get()
 	if err != nil {
@@ -233,7 +232,10 @@ func readInto(r *bufio.Reader, get func() (uint64, error), buf []byte, limit int
 	if n > uint64(limit) {
 		return nil, errors.New("length over limit")
 	}
-	buf = slices.Grow(buf[:0], int(n))[:n]
+	if buf == nil || uint64(cap(buf)) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
 	_, err = io.ReadFull(r, buf)
 	return buf, err
 }

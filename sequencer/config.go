@@ -70,9 +70,6 @@ const (
 	MaxBatchDelayLimit = time.Second
 )
 
-// entryOverhead bounds the bytes of an entry that are not items: version, time, count.
-const entryOverhead = 1 + 10 + 10
-
 // Config is the configuration of one Sequencer. Zero fields get the documented defaults;
 // negative values are errors unless a field says otherwise.
 type Config struct {

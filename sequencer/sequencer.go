@@ -142,7 +142,7 @@ func Open(cfg Config, fsm raft.BatchingFSM) (*Sequencer, error) {
 		log:        logger.With("logger", "sequencer"),
 		raft:       r,
 		parts:      parts,
-		itemBudget: cfg.MaxBatchBytes - entryOverhead - batch.ItemSize(&batch.Item{Kind: batch.KindHashCheck}),
+		itemBudget: cfg.MaxBatchBytes - batch.EntryOverhead - batch.ItemSize(&batch.Item{Kind: batch.KindHashCheck}),
 		wake:       make(chan struct{}, 1),
 		slots:      make(chan struct{}, cfg.MaxInflightBatches),
 		configSem:  make(chan struct{}, 1),

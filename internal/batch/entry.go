@@ -136,9 +136,12 @@ func AppendEntry(dst []byte, e *Entry) []byte {
 	return dst
 }
 
+// EntryOverhead bounds the bytes of an entry that are not items: version, time, count.
+const EntryOverhead = 1 + 2*binary.MaxVarintLen64
+
 // EntrySize is an upper bound of the encoded size of e.
 func EntrySize(e *Entry) int {
-	n := 1 + 2*binary.MaxVarintLen64
+	n := EntryOverhead
 	for i := range e.Items {
 		n += ItemSize(&e.Items[i])
 	}
